@@ -1,0 +1,103 @@
+"""Safe reading of the small files a model directory holds (tokenizer files, config.json).
+
+Every failure becomes an :class:`InputError` whose ``status`` is one of the catalog's
+repo statuses, so the crawler can record it and the CLI can print one clear line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+try:  # 2-3x faster parsing of multi-megabyte tokenizer files; stdlib json gives the error messages
+    import orjson
+except ImportError:  # pragma: no cover
+    orjson = None
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+
+# Files that decide what get_vocab() returns, in the order transformers consults them.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.model",
+    "vocab.txt",
+    "tekken.json",
+)
+# Files whose presence alone makes a directory a tokenizer directory.
+VOCAB_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "vocab.txt", "tekken.json")
+CONFIG_FILE = "config.json"
+WANTED_FILES = (CONFIG_FILE, *TOKENIZER_FILES)
+
+
+class InputError(Exception):
+    """Bad input that can be explained in one line; ``status`` is a catalog repo status."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def check_dir(path: str | os.PathLike) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise InputError("error", f"{p}: no such directory")
+    if not p.is_dir():
+        raise InputError("error", f"{p}: not a directory")
+    return p
+
+
+def check_size(path: Path, max_bytes: int) -> int:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise InputError("too_large", f"{path.name}: {size} bytes is over the {max_bytes}-byte cap")
+    return size
+
+
+def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+    check_size(path, max_bytes)
+    return path.read_bytes()
+
+
+def read_json(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES, expect: type = dict):
+    """Parse a JSON file, insisting on UTF-8 and on the top-level type ``expect``."""
+    raw = read_bytes(path, max_bytes)
+    data = _FAILED
+    if orjson is not None:
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # re-parse below for a precise message (or for what only stdlib accepts)
+    if data is _FAILED:
+        data = _parse_stdlib(path, raw)
+    if expect is not None and not isinstance(data, expect):
+        raise InputError(
+            "malformed", f"{path.name}: expected a JSON {expect.__name__}, got {type(data).__name__}"
+        )
+    return data
+
+
+_FAILED = object()
+
+
+def _parse_stdlib(path: Path, raw: bytes):
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError("malformed", f"{path.name}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError("malformed", f"{path.name}: invalid JSON ({e.msg}, line {e.lineno})") from None
+    return data
+
+
+def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, expect=dict):
+    path = directory / name
+    return read_json(path, max_bytes, expect) if path.is_file() else None

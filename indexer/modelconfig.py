@@ -1,0 +1,104 @@
+"""Facts from ``config.json``: the text-config ``vocab_size`` by each engine's rule.
+
+SGLang picks the text config like its ``get_hf_text_config``; vLLM and transformers use
+``PretrainedConfig.get_text_config()``. Both are reproduced on the raw JSON; a config that
+does not state ``vocab_size`` falls back to transformers' class default (AutoConfig, no
+remote code), which is what the engines would see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
+
+SGLANG_TEXT_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
+TRANSFORMERS_TEXT_KEYS = ("text_encoder", "decoder", "generator", "text_config")
+
+
+@dataclass
+class ConfigFacts:
+    model_type: str | None
+    architectures: list[str] | None
+    vocab_size: int | None  # SGLang's rule
+    vocab_size_transformers: int | None  # transformers' get_text_config() (vLLM too)
+    text_config_key: str | None  # which sub-config SGLang used, None for the top level
+    auto_map: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _vocab_size(value, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError("malformed", f"config.json: {where}vocab_size must be a non-negative integer")
+    return value
+
+
+def sglang_text_config(config: dict) -> tuple[str | None, dict]:
+    """The sub-config SGLang's get_hf_text_config would use, and its key."""
+    archs = config.get("architectures") or []
+    if archs and isinstance(archs[0], str) and archs[0].startswith("Llava") and archs[0].endswith("ForCausalLM"):
+        return None, config
+    for key in SGLANG_TEXT_KEYS:
+        sub = config.get(key)
+        if isinstance(sub, dict):
+            if key == "thinker_config" and isinstance(sub.get("text_config"), dict):
+                return "thinker_config.text_config", sub["text_config"]
+            return key, sub
+    return None, config
+
+
+def transformers_text_config(config: dict) -> tuple[str | None, dict]:
+    """The sub-config ``get_text_config()`` returns (ambiguity -> top level, as a safe reading)."""
+    found = [k for k in TRANSFORMERS_TEXT_KEYS if isinstance(config.get(k), dict)]
+    if len(found) == 1:
+        return found[0], config[found[0]]
+    return None, config
+
+
+def _class_default_vocab_size(directory: Path) -> int | None:
+    """vocab_size from transformers' config class defaults, for configs that omit it."""
+    try:
+        from transformers import AutoConfig
+
+        cfg = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+        return getattr(cfg.get_text_config(), "vocab_size", None)
+    except Exception:
+        return None
+
+
+def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
+    directory = Path(directory)
+    path = directory / "config.json"
+    if not path.is_file():
+        raise InputError("malformed", f"{directory}: no config.json")
+    config = read_json(path, max_bytes)
+    model_type = config.get("model_type")
+    archs = config.get("architectures")
+    if archs is not None and not (isinstance(archs, list) and all(isinstance(a, str) for a in archs)):
+        raise InputError("malformed", "config.json: architectures must be a list of strings")
+    if model_type is not None and not isinstance(model_type, str):
+        raise InputError("malformed", "config.json: model_type must be a string")
+
+    key, sub = sglang_text_config(config)
+    sglang = _vocab_size(sub.get("vocab_size"), f"{key}." if key else "")
+    tkey, tsub = transformers_text_config(config)
+    hf = _vocab_size(tsub.get("vocab_size"), f"{tkey}." if tkey else "")
+    if hf is None:
+        hf = _class_default_vocab_size(directory)
+    if sglang is None:
+        # Sub-configs built from top-level keys (or class defaults) give the same number.
+        sglang = _vocab_size(config.get("vocab_size"), "") if key else None
+        sglang = sglang if sglang is not None else hf
+    return ConfigFacts(
+        model_type=model_type,
+        architectures=archs,
+        vocab_size=sglang,
+        vocab_size_transformers=hf,
+        text_config_key=key,
+        auto_map=bool(config.get("auto_map")),
+    )

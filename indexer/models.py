@@ -1,0 +1,195 @@
+"""SQLAlchemy 2 typed models of the catalog (DESIGN §4).
+
+The catalog holds fingerprints and small facts only; full token lists live in the
+content-addressed token store beside it (see ``tokenstore.py``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+REPO_STATUSES = ("ok", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error")
+ENGINES = ("sglang", "vllm", "transformers", "llama.cpp", "mlx")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Repo(Base):
+    """One Hub model repo: listing facts, config facts, and where its tokenizer lives."""
+
+    __tablename__ = "repos"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo_id: Mapped[str] = mapped_column(String(200), unique=True)
+    author: Mapped[str | None] = mapped_column(String(100), index=True)
+    sha: Mapped[str | None] = mapped_column(String(40))
+    last_modified: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime | None] = mapped_column(DateTime)
+    pipeline_tag: Mapped[str | None] = mapped_column(String(60))
+    library_name: Mapped[str | None] = mapped_column(String(60))
+    tags: Mapped[list | None] = mapped_column(JSON)
+    gated: Mapped[str | None] = mapped_column(String(10))
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    downloads: Mapped[int | None] = mapped_column(BigInteger)
+    likes: Mapped[int | None] = mapped_column(Integer)
+    params: Mapped[int | None] = mapped_column(BigInteger)
+    base_models: Mapped[list | None] = mapped_column(JSON)
+    family: Mapped[str | None] = mapped_column(String(60), index=True)
+    is_chat: Mapped[bool | None] = mapped_column(Boolean)
+
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    reason: Mapped[str | None] = mapped_column(Text)
+
+    model_type: Mapped[str | None] = mapped_column(String(60), index=True)
+    architectures: Mapped[list | None] = mapped_column(JSON)
+    text_config_key: Mapped[str | None] = mapped_column(String(40))
+    vocab_size: Mapped[int | None] = mapped_column(Integer)  # SGLang get_hf_text_config rule
+    vocab_size_transformers: Mapped[int | None] = mapped_column(Integer)  # config.get_text_config()
+    config_blob: Mapped[str | None] = mapped_column(String(64))
+    file_set_id: Mapped[int | None] = mapped_column(ForeignKey("file_sets.id"), index=True)
+    tokenizer_id: Mapped[int | None] = mapped_column(ForeignKey("tokenizers.id"), index=True)
+
+    first_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime)
+    crawl_run_id: Mapped[int | None] = mapped_column(ForeignKey("crawl_runs.id"))
+
+
+class Tokenizer(Base):
+    """One distinct vocabulary (token->id mapping as ``get_vocab()`` returns it)."""
+
+    __tablename__ = "tokenizers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    vocab_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    base_vocab_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    vocab_len: Mapped[int] = mapped_column(Integer)
+    max_id: Mapped[int | None] = mapped_column(Integer)
+    id_holes: Mapped[int | None] = mapped_column(Integer)
+    hf_vocab_size: Mapped[int | None] = mapped_column(Integer)
+    added_tokens: Mapped[list | None] = mapped_column(JSON)
+    bos_token: Mapped[str | None] = mapped_column(Text)
+    bos_token_id: Mapped[int | None] = mapped_column(Integer)
+    eos_token: Mapped[str | None] = mapped_column(Text)
+    eos_token_id: Mapped[int | None] = mapped_column(Integer)
+    pad_token: Mapped[str | None] = mapped_column(Text)
+    pad_token_id: Mapped[int | None] = mapped_column(Integer)
+    unk_token: Mapped[str | None] = mapped_column(Text)
+    unk_token_id: Mapped[int | None] = mapped_column(Integer)
+    add_bos_token: Mapped[bool | None] = mapped_column(Boolean)
+    add_eos_token: Mapped[bool | None] = mapped_column(Boolean)
+    model_type: Mapped[str | None] = mapped_column(String(20))
+    tokenizer_class: Mapped[str | None] = mapped_column(String(80))
+    method: Mapped[str] = mapped_column(String(10))
+    transformers_version: Mapped[str | None] = mapped_column(String(20))
+    repo_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class FileSet(Base):
+    """A tuple of tokenizer blob ids; fingerprinted once, shared by every repo that uses it."""
+
+    __tablename__ = "file_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    files: Mapped[dict] = mapped_column(JSON)  # {filename: blob_id}
+    status: Mapped[str] = mapped_column(String(20))
+    reason: Mapped[str | None] = mapped_column(Text)
+    tokenizer_id: Mapped[int | None] = mapped_column(ForeignKey("tokenizers.id"))
+    created_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class Blob(Base):
+    """A downloaded file, content-addressed by its git blob id."""
+
+    __tablename__ = "blobs"
+
+    blob_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    first_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class CrawlRun(Base):
+    __tablename__ = "crawl_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    status: Mapped[str] = mapped_column(String(20))  # running, ok, interrupted, failed
+    scope: Mapped[str] = mapped_column(Text)
+    listed: Mapped[int] = mapped_column(Integer, default=0)
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    new: Mapped[int] = mapped_column(Integer, default=0)
+    changed: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    api_calls: Mapped[int] = mapped_column(Integer, default=0)
+    resolver_calls: Mapped[int] = mapped_column(Integer, default=0)
+    bytes_downloaded: Mapped[int] = mapped_column(BigInteger, default=0)
+    errors: Mapped[list | None] = mapped_column(JSON)
+
+
+class CompatClass(Base):
+    """Repos that one engine rule treats as interchangeable (same class => pair accepted)."""
+
+    __tablename__ = "compat_classes"
+    __table_args__ = (UniqueConstraint("engine", "class_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    engine: Mapped[str] = mapped_column(String(20))
+    class_key: Mapped[str] = mapped_column(String(160))
+    vocab_size: Mapped[int | None] = mapped_column(Integer)
+    tokenizer_id: Mapped[int | None] = mapped_column(ForeignKey("tokenizers.id"))
+    members: Mapped[int] = mapped_column(Integer, default=0)
+    label: Mapped[str | None] = mapped_column(Text)
+
+
+class RepoClass(Base):
+    """Membership of a repo in one engine's compatibility class."""
+
+    __tablename__ = "repo_classes"
+    __table_args__ = (Index("ix_repo_classes_class_params", "class_id", "params"),)
+
+    repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id"), primary_key=True)
+    engine: Mapped[str] = mapped_column(String(20), primary_key=True)
+    class_id: Mapped[int] = mapped_column(ForeignKey("compat_classes.id"))
+    params: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class PairVerdict(Base):
+    """Cached verdicts that need token lists (llama.cpp, TLI), for candidate pairs only."""
+
+    __tablename__ = "pair_verdicts"
+
+    target_tokenizer_id: Mapped[int] = mapped_column(ForeignKey("tokenizers.id"), primary_key=True)
+    draft_tokenizer_id: Mapped[int] = mapped_column(ForeignKey("tokenizers.id"), primary_key=True)
+    llamacpp_ok: Mapped[bool | None] = mapped_column(Boolean)
+    llamacpp_reason: Mapped[str | None] = mapped_column(Text)
+    tli_intersection: Mapped[int | None] = mapped_column(Integer)
+    tli_ratio: Mapped[float | None] = mapped_column(Float)
+
+
+class Meta(Base):
+    """Key/value facts about the catalog (transformers version, last compute, ...)."""
+
+    __tablename__ = "meta"
+
+    key: Mapped[str] = mapped_column(String(60), primary_key=True)
+    value: Mapped[str | None] = mapped_column(Text)

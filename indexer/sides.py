@@ -1,0 +1,39 @@
+"""Build rule inputs (:class:`rules.Side`) from a local directory or from a catalog repo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from .fingerprint import fingerprint_dir
+from .modelconfig import read_config
+from .rules import Side
+
+
+def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
+    directory = check_dir(path)
+    config = read_config(directory, max_file_bytes)
+    if config.auto_map and not (directory / "tokenizer_config.json").is_file():
+        raise InputError("needs_remote_code", f"{directory}: config.json has auto_map and no tokenizer config")
+    fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
+    return Side(
+        name=str(path),
+        vocab_size=config.vocab_size,
+        vocab_size_transformers=config.vocab_size_transformers,
+        tok=fp.to_dict(),
+        vocab=fp.vocab,
+    )
+
+
+def looks_like_dir(arg: str) -> bool:
+    """A CLI argument names a local directory (else it is a catalog repo id)."""
+    return Path(arg).is_dir() or arg.startswith((".", "/", "~"))
+
+
+def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
+    """A local directory, or a repo id looked up in the catalog."""
+    if looks_like_dir(arg):
+        return side_from_dir(arg, max_file_bytes=max_file_bytes)
+    from .catalog import side_from_catalog
+
+    return side_from_catalog(arg, db=db)
