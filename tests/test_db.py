@@ -1,0 +1,49 @@
+"""The catalog schema: migrations create it, and they match the ORM models."""
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from click.testing import CliRunner
+
+from indexer.cli import cli
+from indexer.db import current_revision, make_engine, resolve_url
+from indexer.models import Base
+
+
+def test_migrations_and_models_do_not_drift(catalog):
+    engine = sa.create_engine(resolve_url(catalog))
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == []
+
+
+def test_db_upgrade_command_creates_and_is_idempotent(tmp_path):
+    path = tmp_path / "sub" / "c.db"
+    for _ in range(2):
+        result = CliRunner().invoke(cli, ["db", "upgrade", "--db", str(path)])
+        assert result.exit_code == 0, result.output
+    assert path.exists()
+    assert current_revision(make_engine(str(path))) is not None
+    tables = sa.inspect(make_engine(str(path))).get_table_names()
+    assert {"repos", "tokenizers", "file_sets", "blobs", "crawl_runs"} <= set(tables)
+
+
+def test_db_option_env_and_urls(tmp_path, monkeypatch):
+    monkeypatch.setenv("INDEXER_DB", str(tmp_path / "env.db"))
+    assert resolve_url(None) == f"sqlite:///{tmp_path / 'env.db'}"
+    assert resolve_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    result = CliRunner().invoke(cli, ["db", "upgrade"])
+    assert result.exit_code == 0 and (tmp_path / "env.db").exists()
+
+
+def test_tokenstore_roundtrip(tmp_path):
+    from tokfactory import make_model
+
+    from indexer.fingerprint import fingerprint_dir
+    from indexer.tokenstore import TokenStore
+
+    fp = fingerprint_dir(make_model(tmp_path / "m"))
+    store = TokenStore(tmp_path / "tokens")
+    assert store.put_fingerprint(fp) is True
+    assert store.put_fingerprint(fp) is False
+    assert store.get(fp.vocab_sha256) == fp.vocab

@@ -1,0 +1,141 @@
+"""Engine rules on tiny tokenizers built by the tests (runs without ../shared)."""
+
+import json
+
+import pytest
+from tokfactory import BASE_WORDS, make_model
+
+from indexer.fingerprint import fingerprint_dir
+from indexer.rules import check_pair, gguf_tokens, llamacpp
+from indexer.sides import side_from_dir
+
+
+def verdicts(tmp_path, target_kw, draft_kw):
+    t = side_from_dir(make_model(tmp_path / "t", **target_kw))
+    d = side_from_dir(make_model(tmp_path / "d", **draft_kw))
+    return check_pair(t, d)
+
+
+def ok(result, engine):
+    return result["verdicts"][engine]["compatible"]
+
+
+def test_identical_models_pass_every_engine(tmp_path):
+    r = verdicts(tmp_path, {}, {})
+    assert all(ok(r, e) for e in ("sglang", "vllm", "transformers", "llama.cpp", "mlx"))
+    assert r["fix"] is None
+    assert r["tli"]["ratio"] == 1.0
+
+
+def test_chat_tokens_added_same_size_fails_sglang_with_copy_fix(tmp_path):
+    # Target has chat tokens, config vocab_size padded equally on both sides.
+    r = verdicts(tmp_path, {"added": ["<|im_start|>", "<|im_end|>"], "vocab_size": 128},
+                 {"vocab_size": 128})
+    assert not ok(r, "sglang")
+    assert ok(r, "vllm")
+    assert not ok(r, "transformers")  # same size, different mapping: silent corruption flagged
+    assert "silently corrupted" in r["verdicts"]["transformers"]["reasons"][0]
+    assert ok(r, "mlx")  # base vocabulary size is the same
+    assert r["details"]["added_only_in_target"] == ["<|im_start|>", "<|im_end|>"]
+    assert r["details"]["first_differing_ids"][0]["id"] == len(BASE_WORDS)
+    assert r["fix"].startswith("identical base vocabulary, only added tokens differ")
+
+
+def test_added_tokens_reordered_is_a_mapping_mismatch(tmp_path):
+    r = verdicts(tmp_path, {"added": ["<|im_start|>", "<|im_end|>"]}, {"added": ["<|im_end|>", "<|im_start|>"]})
+    assert not ok(r, "sglang")
+    assert r["details"]["added_only_in_target"] == [] and r["details"]["added_only_in_draft"] == []
+    diff = r["details"]["first_differing_ids"]
+    assert [x["id"] for x in diff] == [len(BASE_WORDS), len(BASE_WORDS) + 1]
+
+
+def test_padded_vocab_size_fails_sglang_and_vllm_not_mlx(tmp_path):
+    r = verdicts(tmp_path, {"vocab_size": 256}, {})
+    assert not ok(r, "sglang") and not ok(r, "vllm") and not ok(r, "transformers")
+    assert ok(r, "mlx")
+    assert r["fix"].startswith("same mapping, vocab_size differs")
+
+
+def test_multimodal_text_config_vocab_size_is_used(tmp_path):
+    r = verdicts(tmp_path, {"text_config": True}, {})
+    assert ok(r, "sglang") and ok(r, "vllm")
+    side = side_from_dir(tmp_path / "t")
+    assert side.vocab_size == len(BASE_WORDS)
+
+
+def test_sglang_rule_prefers_text_config_even_if_top_level_differs(tmp_path):
+    path = make_model(tmp_path / "m", text_config=True)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["vocab_size"] = 999  # stale top-level value
+    (path / "config.json").write_text(json.dumps(cfg))
+    assert side_from_dir(path).vocab_size == len(BASE_WORDS)
+
+
+def test_llamacpp_tolerates_128_tokens_of_padding(tmp_path):
+    n = len(BASE_WORDS)
+    r = verdicts(tmp_path, {"vocab_size": n + 128}, {})
+    assert ok(r, "llama.cpp")
+    r = verdicts(tmp_path / "b", {"vocab_size": n + 129}, {})
+    assert not ok(r, "llama.cpp")
+    assert "n_vocab differs by 129" in r["verdicts"]["llama.cpp"]["reasons"][0]
+
+
+def test_llamacpp_ignores_ids_below_5_but_not_above(tmp_path):
+    words = list(BASE_WORDS)
+    low = list(words)
+    low[4] = "Ġchanged"  # id 4: outside llama.cpp's check
+    high = list(words)
+    high[5] = "Ġchanged"  # id 5: first checked id
+    r = verdicts(tmp_path, {}, {"words": low})
+    assert ok(r, "llama.cpp") and not ok(r, "sglang")
+    r = verdicts(tmp_path / "b", {}, {"words": high})
+    assert not ok(r, "llama.cpp")
+    assert "token 5 differs" in r["verdicts"]["llama.cpp"]["reasons"][0]
+
+
+def test_llamacpp_bos_difference(tmp_path):
+    r = verdicts(tmp_path, {}, {"tokenizer_config": {"add_bos_token": False}})
+    assert not ok(r, "llama.cpp")
+    assert any("add_bos_token" in x for x in r["verdicts"]["llama.cpp"]["reasons"])
+
+
+def test_gguf_padding_names():
+    assert gguf_tokens({"a": 0, "b": 1}, 4) == ["a", "b", "[PAD2]", "[PAD3]"]
+
+
+def test_tli_intersection_normalizes_one_leading_marker(tmp_path):
+    sp_words = ["<unk>", "<s>", "</s>"] + [f"▁w{i}" for i in range(60)] + [f"x{i}" for i in range(60)]
+    r = verdicts(tmp_path, {}, {"words": sp_words})
+    assert r["tli"]["intersection"] == 63  # 3 specials + 60 words equal after Ġ/▁ -> space
+    assert r["tli"]["ratio"] == pytest.approx(63 / len(sp_words), abs=1e-4)
+    assert not ok(r, "llama.cpp")
+
+
+def test_llamacpp_needs_token_lists():
+    from indexer.rules import Side
+
+    side = Side("x", 10, 10, {"vocab_sha256": "a"}, None)
+    assert not llamacpp(side, side).compatible
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        {},
+        {"added": ["<|im_start|>", "<|im_end|>"]},
+        {"tokenizer_config": {"pad_token": "<pad>"}},  # special token not in vocab: transformers appends it
+        {"tokenizer_config": {"tokenizer_class": "LlamaTokenizerFast"}},
+        {"tokenizer_config": {"additional_special_tokens": ["<extra>"]}},
+        {"special": ("<unk>", "<bos>", "<eos>")},  # class defaults absent from the vocabulary
+    ],
+)
+def test_fast_path_matches_reference_or_falls_back(tmp_path, case):
+    path = make_model(tmp_path / "m", **case)
+    fast, ref = fingerprint_dir(path), fingerprint_dir(path, reference=True)
+    assert fast.vocab_sha256 == ref.vocab_sha256
+    assert fast.base_vocab_sha256 == ref.base_vocab_sha256
+    assert fast.added_tokens == ref.added_tokens
+    if "pad_token" in case.get("tokenizer_config", {}) or "additional_special_tokens" in case.get(
+        "tokenizer_config", {}
+    ):
+        assert fast.method == "reference" and "not in the vocabulary" in fast.fallback_reason
