@@ -118,30 +118,54 @@ def vocab_sha256(vocab: dict[str, int]) -> str:
 
 
 def _dense_tokens(vocab: dict[str, int]) -> list[str] | None:
-    """Tokens in id order when the ids are exactly 0..n-1, else None."""
+    """Tokens in id order when the ids are exactly 0..n-1 (and ints), else None."""
+    ids = list(vocab.values())
+    if set(map(type, ids)) - {int}:
+        return None
+    if ids == list(range(len(ids))):  # the usual file order: no per-token work at all
+        return list(vocab)
     by_id: list[str | None] = [None] * len(vocab)
     try:
         for token, i in vocab.items():
             if by_id[i] is not None or i < 0:
                 return None
             by_id[i] = token
-    except (IndexError, TypeError):
+    except IndexError:
         return None
     return by_id  # type: ignore[return-value]
 
 
-def _fingerprints(base: dict[str, int], extra: list[tuple[str, int]]) -> tuple[str, str, dict[str, int]]:
+def _dense_canonical(by_id: list[str]) -> bytes:
+    """canonical_bytes() for ids 0..n-1, built by C-level string operations only.
+
+    ``json.dumps(by_id)`` separates items with ``", "``. Inside an encoded string every
+    quote is escaped, so once the escaped backslashes are masked (``\\`` -> NUL, which the
+    encoder never emits raw), that sequence marks an item boundary unless a backslash
+    precedes it (a token ending in ``", ``: the plain encoder handles those). The ids are
+    interleaved with one ``%`` formatting call.
+    """
+    n = len(by_id)
+    if n == 0:
+        return b"[]"
+    inner = json.dumps(by_id, ensure_ascii=False)[2:-2].replace("\\\\", "\0").replace("%", "%%")
+    parts = None if '\\", "' in inner else inner.split('", "')
+    if parts is None or len(parts) != n:
+        return json.dumps(list(zip(by_id, range(n))), ensure_ascii=False).encode("utf-8")
+    text = '[["' + ('", %d], ["'.join(parts) % tuple(range(n - 1))) + f'", {n - 1}]]'
+    return text.replace("\0", "\\\\").encode("utf-8")
+
+
+def _fingerprints(base: dict[str, int], extra: list[tuple[str, int]], by_id: list[str] | None = None):
     """(full sha, base sha, full vocab) for a base vocabulary plus tokens added beyond it.
 
     When the base ids are dense and every extra id lies above them, the full canonical
     text is the base text plus a tail, so the expensive serialization happens once.
     """
-    by_id = _dense_tokens(base)
-    full = dict(base)
-    full.update(extra)
+    by_id = by_id if by_id is not None else _dense_tokens(base)
+    full = {**base, **dict(extra)} if extra else base
     if by_id is None or any(i < len(base) for _, i in extra) or len(full) != len(base) + len(extra):
         return vocab_sha256(full), vocab_sha256(base), full
-    base_text = json.dumps(list(zip(by_id, range(len(by_id)))), ensure_ascii=False).encode("utf-8")
+    base_text = _dense_canonical(by_id)
     base_sha = hashlib.sha256(base_text).hexdigest()
     if not extra:
         return base_sha, base_sha, full
@@ -226,7 +250,7 @@ def _base_from_tokenizer_json(tj: dict) -> tuple[dict[str, int], str | None, lis
             base[p[0]] = i
     elif isinstance(vocab, dict):
         base = vocab
-        if not all(type(i) is int for i in base.values()):
+        if set(map(type, base.values())) - {int}:
             raise InputError("malformed", "tokenizer.json: model.vocab ids must be integers")
     else:
         raise InputError("malformed", "tokenizer.json: model.vocab is missing")
@@ -270,7 +294,7 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
         base, kind, file_added = _base_from_tokenizer_json(tj)
     elif (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
         base = read_json(directory / "vocab.json", max_bytes)
-        if not all(type(i) is int for i in base.values()):
+        if set(map(type, base.values())) - {int}:
             raise InputError("malformed", "vocab.json: ids must be integers")
         check_size(directory / "merges.txt", max_bytes)
         kind, file_added = "BPE", []
@@ -348,7 +372,7 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
         if token is not None and not in_vocab(token):
             raise NeedsReference(f"special token {token!r} is not in the vocabulary (transformers appends it)")
 
-    full_sha, base_sha, vocab = _fingerprints(base, list(extra_ids.items()))
+    full_sha, base_sha, vocab = _fingerprints(base, list(extra_ids.items()), by_id)
     add_bos, add_eos = _add_bos_eos(tc, tj)
     return _build(
         vocab,
@@ -404,10 +428,12 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
     try:
         tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
     except Exception as e:
-        text = str(e)
+        text = " ".join(str(e).split())
         if "trust_remote_code" in text or "custom code" in text or tc.get("auto_map"):
-            raise InputError("needs_remote_code", f"tokenizer needs remote code, which is never run: {text[:200]}")
-        raise InputError("malformed", f"transformers cannot load the tokenizer: {type(e).__name__}: {text[:300]}")
+            message = f"tokenizer needs remote code, which is never run: {text[:200]}"
+            raise InputError("needs_remote_code", message) from None
+        message = f"transformers cannot load the tokenizer: {type(e).__name__}: {text[:300]}"
+        raise InputError("malformed", message) from None
     vocab = tok.get_vocab()
     added = [
         {"id": int(i), "content": t.content, "special": bool(t.special)}
@@ -448,7 +474,7 @@ def fingerprint_dir(
     """Fingerprint a directory of tokenizer files (fast path unless ``reference``)."""
     directory = check_dir(path)
     if not has_tokenizer(directory):
-        raise InputError("no_tokenizer", f"{directory}: no tokenizer files (tokenizer.json, vocab.json, tokenizer.model)")
+        raise InputError("no_tokenizer", f"{directory}: no tokenizer files (tokenizer.json, vocab.json, ...)")
     if not reference:
         try:
             return _fast(directory, max_file_bytes)

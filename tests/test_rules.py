@@ -139,3 +139,16 @@ def test_fast_path_matches_reference_or_falls_back(tmp_path, case):
         "tokenizer_config", {}
     ):
         assert fast.method == "reference" and "not in the vocabulary" in fast.fallback_reason
+
+
+def test_fast_canonical_serialization_equals_json_dumps_on_tricky_tokens():
+    import random
+
+    from indexer.fingerprint import _dense_canonical, canonical_bytes
+
+    alphabet = ['a', '"', ',', ' ', '\\', '%', 'é', '\n', '\x01', 'Ġ']
+    rng = random.Random(1)
+    for _ in range(5000):
+        tokens = list({"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5))) for _ in range(6)})
+        vocab = {t: i for i, t in enumerate(tokens)}
+        assert _dense_canonical(list(vocab)) == canonical_bytes(vocab), tokens

@@ -1,0 +1,64 @@
+"""``python -m indexer.hubsim DIR --port P [--cdn-port Q]``: serve a hub directory until interrupted.
+
+``--synthetic N OUTDIR`` first generates a synthetic hub of N repos into OUTDIR and serves that.
+The first line printed is the endpoint URL (for ``HF_ENDPOINT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+
+from .server import HubServer
+from .synthetic import generate_synthetic_hub
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m indexer.hubsim", description=__doc__)
+    p.add_argument("dir", nargs="?", help="hub directory (owner/name/... or owner__name/...)")
+    p.add_argument("--port", type=int, default=0, help="hub port (default: ephemeral)")
+    p.add_argument("--cdn-port", type=int, default=0, help="port of the LFS 'CDN' (default: ephemeral)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--page-size", type=int, default=100)
+    p.add_argument("--lfs-threshold", type=int, default=1 << 20)
+    p.add_argument("--auto-reload", action="store_true", help="rescan the tree on each first list page")
+    p.add_argument("--synthetic", nargs=2, metavar=("N", "OUTDIR"), help="generate N repos into OUTDIR first")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--base-dir", action="append", default=None, help="real model dir used as a base (repeat)")
+    p.add_argument("--generate-only", action="store_true", help="with --synthetic: do not serve")
+    args = p.parse_args(argv)
+
+    root = args.dir
+    if args.synthetic:
+        n, root = int(args.synthetic[0]), args.synthetic[1]
+        summary = generate_synthetic_hub(root, n, seed=args.seed, base_dirs=args.base_dir)
+        print(json.dumps({k: v for k, v in summary.items() if k != "bases"}), file=sys.stderr)
+        if args.generate_only:
+            return 0
+    if not root:
+        p.error("a hub DIR (or --synthetic N OUTDIR) is required")
+
+    hub = HubServer(
+        root,
+        page_size=args.page_size,
+        lfs_threshold=args.lfs_threshold,
+        host=args.host,
+        port=args.port,
+        cdn_port=args.cdn_port,
+        auto_reload=args.auto_reload,
+    ).start()
+    print(hub.endpoint, flush=True)
+    print(f"serving {len(hub.repos)} repos from {root}; cdn {hub.cdn_endpoint}", file=sys.stderr, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        hub.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
