@@ -157,5 +157,234 @@ def _short(tokens: list[str], n: int = 8) -> str:
     return shown + (f", ... ({len(tokens)} in all)" if len(tokens) > n else "")
 
 
+@cli.command()
+@click.option("--family", "families", multiple=True, help="A family from data/families.toml (repeatable).")
+@click.option("--author", help="Every repo of this author/organisation.")
+@click.option("--search", help="Repos whose id contains this text.")
+@click.option("--model", "models", multiple=True, help="One repo id (repeatable; model_info, no listing).")
+@click.option("--all", "all_", is_flag=True, help="Every model on the Hub.")
+@click.option("--limit", type=click.IntRange(min=1), help="Stop after this many listed repos.")
+@click.option("--full", is_flag=True, help="Re-resolve repos whose sha did not change.")
+@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
+@click.option("--api-budget", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="API calls allowed per 5 minutes.")
+@click.option("--resolver-budget", type=click.IntRange(min=1), default=5000, show_default=True,
+              help="Resolver (download) calls allowed per 5 minutes.")
+@click.option("--workers", type=click.IntRange(min=1, max=64), default=4, show_default=True,
+              help="Parallel resolve+download workers.")
+@max_bytes_option
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--no-compute", is_flag=True, help="Do not recompute compatibility classes afterwards.")
+@db_option
+def crawl(families, author, search, models, all_, limit, full, endpoint, api_budget, resolver_budget, workers,
+          max_file_bytes, quiet, as_json, no_compute, db):
+    """Crawl the Hub (or a scope of it) into the catalog: incremental by commit sha, resumable."""
+    import signal
+
+    from .crawl import CrawlFailed, CrawlInterrupted, CrawlOptions
+    from .crawl import crawl as run_crawl
+    from .db import CatalogError
+
+    if not (families or author or search or models or all_):
+        fail("give a scope: --family, --author, --search, --model or --all")
+    opts = CrawlOptions(families=families, author=author, search=search, models=models, all=all_, limit=limit,
+                        full=full, endpoint=endpoint, api_budget=api_budget, resolver_budget=resolver_budget,
+                        workers=workers, max_file_bytes=max_file_bytes, quiet=quiet)
+
+    def _term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _term)
+    code = 0
+    try:
+        summary = run_crawl(db, opts)
+    except CatalogError as e:
+        fail(str(e))
+    except ValueError as e:  # unknown family, ...
+        fail(str(e))
+    except CrawlInterrupted as e:
+        summary, code = e.summary, 130
+    except CrawlFailed as e:
+        summary, code = e.summary, 1
+        click.echo(f"error: {e}", err=True)
+    if code == 0 and not no_compute:
+        try:
+            from .compute import compute
+        except ImportError:
+            compute = None
+        if compute is not None:
+            summary["compute"] = compute(db)
+    if as_json:
+        print_json(summary)
+    else:
+        click.echo(
+            f"crawl run {summary['run_id']} {summary['status']}: listed {summary['listed']}, "
+            f"unchanged {summary['unchanged']}, new {summary['new']}, changed {summary['changed']}, "
+            f"failed {summary['failed']}"
+        )
+        click.echo(f"  statuses: {', '.join(f'{k} {v}' for k, v in summary['statuses'].items()) or '-'}")
+        click.echo(
+            f"  API calls {summary['api_calls']}, resolver calls {summary['resolver_calls']}, "
+            f"{summary['bytes_downloaded']} bytes downloaded, {summary['seconds']} s"
+        )
+        for err in summary["errors"][:10]:
+            click.echo(f"  error {err['repo']}: {err['reason']}")
+        if "compute" in summary:
+            click.echo("  compatibility classes recomputed (indexer compute)")
+    if code:
+        sys.exit(code)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+@db_option
+def compute(as_json, quiet, db):
+    """Rebuild the compatibility classes per engine and the cached pair verdicts."""
+    from .compute import compute as run_compute
+    from .db import CatalogError
+
+    try:
+        stats = run_compute(db, progress=not quiet and not as_json)
+    except CatalogError as e:
+        fail(str(e))
+    if as_json:
+        print_json(stats)
+        return
+    click.echo(f"classified {stats['repos']} repos in {stats['seconds']} s")
+    for engine, n in stats["classes"].items():
+        click.echo(f"  {engine:13} {n} classes, {stats['memberships'][engine]} members")
+    p = stats["pairs"]
+    click.echo(f"  pair verdicts: {p['computed']} computed, {p['cached']} cached, "
+               f"{p['no_tokens']} skipped (token lists not stored), {p['candidates']} candidates")
+
+
+@cli.command()
+@click.option("--target", required=True, help="Target repo id (as in the catalog).")
+@click.option("--engine", type=click.Choice(["sglang", "vllm", "transformers", "llama.cpp", "mlx"]),
+              default="sglang", show_default=True, help="Serving engine whose rule decides.")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many drafts.")
+@click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
+@click.option("--all", "all_", is_flag=True, help="Every repo the engine accepts with the target, unranked.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@db_option
+def query(target, engine, limit, near_misses, all_, as_json, db):
+    """Ranked draft models for --target that the engine accepts, with reasons and launch flags.
+
+    Exit status: 0 answered, 2 bad input or catalog, 3 target not in the catalog.
+    """
+    from .query import QueryError, render, run_query
+
+    try:
+        result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_,
+                           db=db)
+    except QueryError as e:
+        fail(e.message, e.code)
+    if as_json:
+        print_json(result)
+    else:
+        click.echo(render(result, all_members=all_))
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=8001, show_default=True,
+              help="Port to listen on.")
+@db_option
+def serve(host, port, db):
+    """Browse the catalog with datasette (read-only, immutable) until Ctrl-C."""
+    from .db import CatalogError
+    from .publish import PublishError
+    from .publish import serve as run_serve
+
+    click.echo(f"serving {db or 'the catalog'} at http://{host}:{port}/ (Ctrl-C to stop)", err=True)
+    try:
+        sys.exit(run_serve(db, host, port))
+    except (CatalogError, PublishError) as e:
+        fail(str(e))
+
+
+@cli.command()
+@click.argument("outdir")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+def publish(outdir, db, as_json):
+    """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), metadata, serve.sh, Dockerfile."""
+    from .db import CatalogError
+    from .publish import PublishError
+    from .publish import publish as run_publish
+
+    try:
+        manifest = run_publish(db, outdir)
+    except (CatalogError, PublishError) as e:
+        fail(str(e))
+    if as_json:
+        print_json(manifest)
+        return
+    repos = manifest["tables"].get("repos", 0)
+    click.echo(f"published {manifest['outdir']}/catalog.db ({manifest['bytes']} bytes, {repos} repos, "
+               f"sha256 {manifest['sha256'][:12]})")
+    click.echo(f"serve it with: sh {manifest['outdir']}/serve.sh")
+
+
+@cli.command()
+@db_option
+@click.option("--families", "families", multiple=True,
+              help="Family from data/families.toml (repeatable or comma-separated; default: all of them).")
+@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint or mirror (default: $HF_ENDPOINT).")
+@click.option("--publish-dir", default="data/publish", show_default=True,
+              help="Publish the bundle here afterwards ('' to skip).")
+@click.option("--report", "report", default=None, help="Write the JSON report to this file.")
+@click.option("--lock-file", default=None, help="Lock file (default: <catalog>.lock).")
+def nightly(db, families, endpoint, publish_dir, report, lock_file):
+    """Crawl the families incrementally, compute, check integrity, publish, report (one run at a time).
+
+    Exit status: 0 ok, 1 a step failed (see the report), 75 another run holds the lock.
+    """
+    from .nightly import EXIT_FAILED, EXIT_LOCKED, LockBusy
+    from .nightly import nightly as run_nightly
+
+    names = [n.strip() for item in families for n in item.split(",") if n.strip()]
+    try:
+        rep = run_nightly(db=db, families=names or None, endpoint=endpoint, publish_dir=publish_dir or None,
+                          report=report, lock_file=lock_file)
+    except LockBusy as e:
+        fail(str(e), EXIT_LOCKED)
+    click.echo(rep["summary"])
+    if rep["status"] != "ok":
+        sys.exit(EXIT_FAILED)
+
+
+@cli.command()
+@click.option("--db", default="data/demo.db", show_default=True, help="Catalog to build the demo into.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface datasette listens on.")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=8001, show_default=True,
+              help="Port datasette listens on.")
+@click.option("--no-serve", is_flag=True, help="Build the demo catalog and stop (do not start datasette).")
+def demo(db, host, port, no_serve):
+    """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette."""
+    from pathlib import Path
+
+    from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
+    from .publish import serve as run_serve
+
+    try:
+        build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
+    except Exception as e:
+        fail(f"demo failed: {type(e).__name__}: {e}", 1)
+    click.echo(f"demo catalog: {db}")
+    click.echo("try:")
+    click.echo(f"  indexer query --db {db} --target {DEMO_TARGET}")
+    click.echo(f"  indexer check --db {db} {DEMO_TARGET} {DEMO_DRAFT_MISMATCH}")
+    if no_serve:
+        click.echo(f"  indexer serve --db {db}")
+        return
+    for name, url in urls(host, port, Path(db).stem).items():
+        click.echo(f"  {name:18} {url}")
+    click.echo("Ctrl-C to stop.", err=True)
+    sys.exit(run_serve(db, host, port))
+
+
 def main():  # pragma: no cover
     cli()

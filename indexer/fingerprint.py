@@ -284,6 +284,8 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
     stm = read_optional_json(directory, "special_tokens_map.json", max_bytes) or {}
     if tc.get("auto_map"):
         raise NeedsReference("tokenizer_config.json has auto_map (custom code)")
+    if tc.get("from_slow"):
+        raise NeedsReference("from_slow: transformers rebuilds the tokenizer from the slow files")
     cls = _declared_class(tc, directory, max_bytes)
     if cls not in SIMPLE_CLASSES:
         raise NeedsReference(f"tokenizer class {cls!r} is not one the fast path reproduces")

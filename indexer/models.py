@@ -147,10 +147,19 @@ class CrawlRun(Base):
 
 
 class CompatClass(Base):
-    """Repos that one engine rule treats as interchangeable (same class => pair accepted)."""
+    """Repos that one engine rule treats as interchangeable (same class => pair accepted).
+
+    ``vocab_size`` is the size the engine compares (config vocab_size for SGLang, the text
+    config's for vLLM/transformers, tokenizer.vocab_size for MLX, the padded GGUF n_vocab for
+    llama.cpp); ``tokenizer_id`` is set when the engine also requires the same mapping.
+    """
 
     __tablename__ = "compat_classes"
-    __table_args__ = (UniqueConstraint("engine", "class_key"),)
+    __table_args__ = (
+        UniqueConstraint("engine", "class_key"),
+        Index("ix_compat_classes_engine_size_tok", "engine", "vocab_size", "tokenizer_id"),
+        Index("ix_compat_classes_tokenizer_id", "tokenizer_id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     engine: Mapped[str] = mapped_column(String(20))
@@ -162,15 +171,30 @@ class CompatClass(Base):
 
 
 class RepoClass(Base):
-    """Membership of a repo in one engine's compatibility class."""
+    """Membership of a repo in one engine's compatibility class, with the ranking facts.
+
+    The ranking facts are copied from ``repos`` so that ``indexer query`` ranks a class from
+    the covering index ``ix_repo_classes_class_params`` alone, without touching ``repos``.
+    """
 
     __tablename__ = "repo_classes"
-    __table_args__ = (Index("ix_repo_classes_class_params", "class_id", "params"),)
+    __table_args__ = (
+        Index("ix_repo_classes_class_params", "class_id", "params", "downloads", "lineage_id", "author_id",
+              "family_id", "is_chat", "gated", "disabled", "repo_pk"),
+    )
 
-    repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id"), primary_key=True)
     engine: Mapped[str] = mapped_column(String(20), primary_key=True)
+    repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id"), primary_key=True)
     class_id: Mapped[int] = mapped_column(ForeignKey("compat_classes.id"))
     params: Mapped[int | None] = mapped_column(BigInteger)
+    downloads: Mapped[int | None] = mapped_column(BigInteger)
+    # Root of the repo's base_models chain (same value => same lineage), numbered by compute.
+    lineage_id: Mapped[int | None] = mapped_column(Integer)
+    author_id: Mapped[int | None] = mapped_column(Integer)  # dense number of repos.author, per compute
+    family_id: Mapped[int | None] = mapped_column(Integer)  # dense number of repos.family, per compute
+    is_chat: Mapped[bool | None] = mapped_column(Boolean)
+    gated: Mapped[bool] = mapped_column(Boolean, default=False)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class PairVerdict(Base):

@@ -88,6 +88,9 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('engine', 'class_key')
     )
+    with op.batch_alter_table('compat_classes', schema=None) as batch_op:
+        batch_op.create_index('ix_compat_classes_engine_size_tok', ['engine', 'vocab_size', 'tokenizer_id'], unique=False)
+        batch_op.create_index('ix_compat_classes_tokenizer_id', ['tokenizer_id'], unique=False)
     op.create_table('file_sets',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('key', sa.String(length=64), nullable=False),
@@ -157,16 +160,23 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_repos_tokenizer_id'), ['tokenizer_id'], unique=False)
 
     op.create_table('repo_classes',
-    sa.Column('repo_pk', sa.Integer(), nullable=False),
     sa.Column('engine', sa.String(length=20), nullable=False),
+    sa.Column('repo_pk', sa.Integer(), nullable=False),
     sa.Column('class_id', sa.Integer(), nullable=False),
     sa.Column('params', sa.BigInteger(), nullable=True),
+    sa.Column('downloads', sa.BigInteger(), nullable=True),
+    sa.Column('lineage_id', sa.Integer(), nullable=True),
+    sa.Column('author_id', sa.Integer(), nullable=True),
+    sa.Column('family_id', sa.Integer(), nullable=True),
+    sa.Column('is_chat', sa.Boolean(), nullable=True),
+    sa.Column('gated', sa.Boolean(), nullable=False),
+    sa.Column('disabled', sa.Boolean(), nullable=False),
     sa.ForeignKeyConstraint(['class_id'], ['compat_classes.id'], ),
     sa.ForeignKeyConstraint(['repo_pk'], ['repos.id'], ),
-    sa.PrimaryKeyConstraint('repo_pk', 'engine')
+    sa.PrimaryKeyConstraint('engine', 'repo_pk')
     )
     with op.batch_alter_table('repo_classes', schema=None) as batch_op:
-        batch_op.create_index('ix_repo_classes_class_params', ['class_id', 'params'], unique=False)
+        batch_op.create_index('ix_repo_classes_class_params', ['class_id', 'params', 'downloads', 'lineage_id', 'author_id', 'family_id', 'is_chat', 'gated', 'disabled', 'repo_pk'], unique=False)
 
     # ### end Alembic commands ###
 
@@ -188,6 +198,10 @@ def downgrade() -> None:
     op.drop_table('repos')
     op.drop_table('pair_verdicts')
     op.drop_table('file_sets')
+    with op.batch_alter_table('compat_classes', schema=None) as batch_op:
+        batch_op.drop_index('ix_compat_classes_tokenizer_id')
+        batch_op.drop_index('ix_compat_classes_engine_size_tok')
+
     op.drop_table('compat_classes')
     with op.batch_alter_table('tokenizers', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_tokenizers_base_vocab_sha256'))

@@ -1,0 +1,63 @@
+"""Rule inputs (:class:`rules.Side`) for repos that are in the catalog."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from .db import CatalogError, open_catalog, session_factory
+from .files import InputError
+from .models import Repo, Tokenizer
+from .rules import Side
+from .tokenstore import TokenStore, default_root
+
+TOKENIZER_FACTS = (
+    "vocab_sha256", "base_vocab_sha256", "vocab_len", "max_id", "id_holes", "hf_vocab_size", "added_tokens",
+    "bos_token", "bos_token_id", "eos_token", "eos_token_id", "pad_token", "pad_token_id", "unk_token",
+    "unk_token_id", "add_bos_token", "add_eos_token", "model_type", "tokenizer_class", "method",
+)
+
+
+def tokenizer_facts(tok: Tokenizer) -> dict:
+    """The same keys as ``Fingerprint.to_dict()`` (``fallback_reason`` is not stored)."""
+    facts = {key: getattr(tok, key) for key in TOKENIZER_FACTS}
+    facts["added_tokens"] = facts["added_tokens"] or []
+    facts["fallback_reason"] = None
+    return facts
+
+
+def not_in_catalog(repo_id: str) -> InputError:
+    return InputError("error",
+                      f"{repo_id} is not in the catalog; add it with `indexer crawl --model {repo_id}`")
+
+
+def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool = True) -> Side:
+    """A catalog repo as a rule input; the token list comes from the token store when present."""
+    try:
+        engine = open_catalog(db)
+    except CatalogError as e:
+        raise InputError("error", str(e)) from None
+    try:
+        with session_factory(engine)() as session:
+            repo = session.scalar(select(Repo).where(Repo.repo_id == repo_id))
+            if repo is None:
+                raise not_in_catalog(repo_id)
+            tok = session.get(Tokenizer, repo.tokenizer_id) if repo.tokenizer_id is not None else None
+            if tok is None and repo.status != "ok":
+                why = f": {repo.reason}" if repo.reason else ""
+                raise InputError(repo.status, f"{repo_id} is in the catalog with status {repo.status}{why}")
+            facts = tokenizer_facts(tok) if tok is not None else None
+    finally:
+        engine.dispose()
+    vocab = None
+    if with_vocab and facts is not None:
+        try:
+            vocab = TokenStore(default_root(db)).get(facts["vocab_sha256"])
+        except (KeyError, OSError, ValueError):
+            vocab = None
+    return Side(
+        name=repo_id,
+        vocab_size=repo.vocab_size,
+        vocab_size_transformers=repo.vocab_size_transformers,
+        tok=facts,
+        vocab=vocab,
+    )

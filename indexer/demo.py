@@ -1,0 +1,206 @@
+"""``indexer demo``: an offline tour on a fresh machine.
+
+Builds a small demo hub at run time (tiny byte-level BPE tokenizers made with the ``tokenizers``
+library, three families, the tricky cases the rules exist for), serves it with the Hub imitation on
+127.0.0.1, crawls it into a catalog (default ``data/demo.db``), computes the classes, then serves the
+catalog with datasette. Nothing leaves the machine.
+
+Tricky cases in the demo hub (target ``lumen-ai/Lumen-7B-Instruct``):
+* ``lumen-ai/Lumen-0.5B-Instruct``, ``quietfox/Lumen-0.5B-Instruct-sft``: same tokenizer, same vocab_size
+  → every engine accepts.
+* ``lumen-ai/Lumen-1.5B-Instruct``: same tokenizer, config vocab_size padded to another multiple
+  → SGLang and vLLM reject, llama.cpp and MLX accept (the Qwen2.5-0.5B / 7B case).
+* ``lumen-ai/Lumen-0.5B``: the base tokenizer without the chat tokens → mappings differ (SGLang rejects).
+* ``corvid-labs/Corvid-1B``: same vocab_size, a different token→id mapping → transformers would
+  treat it as the same tokenizer and silently corrupt output.
+* a repo without tokenizer files and a gated repo: they get a row with a status, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+DEFAULT_DEMO_DB = "data/demo.db"
+DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
+DEMO_DRAFT_MISMATCH = "lumen-ai/Lumen-1.5B-Instruct"
+CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
+          " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+          "{% endif %}")
+EPOCH = 1704067200  # 2024-01-01
+
+# family -> (org, model_type, architecture, tokenizer seed, merges, (bos, eos, unk))
+FAMILIES = {
+    "Lumen": ("lumen-ai", "llama", "LlamaForCausalLM", 11, 300, ("<s>", "</s>", "<unk>")),
+    "Corvid": ("corvid-labs", "mistral", "MistralForCausalLM", 22, 300, ("<s>", "</s>", "<unk>")),
+    "Basalt": ("basalt-ai", "qwen2", "Qwen2ForCausalLM", 33, 420, (None, "<|endoftext|>", None)),
+}
+# repo id, family, chat tokens?, config vocab_size, params, downloads, base model, extra meta / kind
+REPOS = [
+    ("lumen-ai/Lumen-7B", "Lumen", False, 576, 7_000_000_000, 81_000, None, {}),
+    (DEMO_TARGET, "Lumen", True, 576, 7_200_000_000, 240_000, "lumen-ai/Lumen-7B", {}),
+    ("lumen-ai/Lumen-0.5B-Instruct", "Lumen", True, 576, 500_000_000, 52_000, None, {}),
+    ("lumen-ai/Lumen-0.5B", "Lumen", False, 576, 490_000_000, 9_000, None, {}),
+    (DEMO_DRAFT_MISMATCH, "Lumen", True, 640, 1_500_000_000, 31_000, None, {}),
+    ("quietfox/Lumen-0.5B-Instruct-sft", "Lumen", True, 576, 500_000_000, 310,
+     "lumen-ai/Lumen-0.5B-Instruct", {}),
+    ("lumen-ai/Lumen-70B-Instruct", "Lumen", True, 576, 70_000_000_000, 12_000, None, {"gated": "manual"}),
+    ("lumen-ai/Lumen-7B-Instruct-GGUF", "Lumen", True, 576, None, 4_000, DEMO_TARGET, {"no_tokenizer": True}),
+    ("corvid-labs/Corvid-8B-Instruct", "Corvid", True, 576, 8_000_000_000, 67_000, None, {}),
+    ("corvid-labs/Corvid-1B", "Corvid", False, 576, 1_000_000_000, 15_000, None, {}),
+    ("basalt-ai/Basalt-3B-Instruct", "Basalt", True, 704, 3_000_000_000, 44_000, None, {}),
+    ("basalt-ai/Basalt-0.3B-Instruct", "Basalt", True, 704, 300_000_000, 8_800, None, {}),
+    ("amberlab/Basalt-0.3B-Instruct-ko", "Basalt", True, 704, 300_000_000, 95,
+     "basalt-ai/Basalt-0.3B-Instruct", {}),
+]
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def _added(content: str) -> dict:
+    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
+            "single_word": False, "special": True}
+
+
+def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
+    """tokenizer.json + tokenizer_config.json + special_tokens_map.json for a family (deterministic)."""
+    from tokenizers import Tokenizer
+
+    from .hubsim.synthetic import build_bpe_tokenizer
+
+    _, _, _, seed, merges, (bos, eos, unk) = FAMILIES[family]
+    specials = list(dict.fromkeys(t for t in (bos, eos, unk) if t))
+    tok = Tokenizer.from_str(build_bpe_tokenizer(random.Random(seed), merges, specials).decode())
+    if chat:
+        tok.add_special_tokens(list(CHAT_TOKENS))
+    decoder = {str(tok.token_to_id(t)): _added(t) for t in specials + (list(CHAT_TOKENS) if chat else [])}
+    cfg = {"added_tokens_decoder": decoder, "bos_token": bos, "eos_token": eos,
+           "clean_up_tokenization_spaces": False, "model_max_length": 4096,
+           "tokenizer_class": "PreTrainedTokenizerFast"}
+    if unk:
+        cfg["unk_token"] = unk
+    if chat:
+        cfg["chat_template"] = CHATML
+    smap = {k: v for k, v in (("bos_token", bos), ("eos_token", eos), ("unk_token", unk)) if v}
+    return {"tokenizer.json": tok.to_str(pretty=True) + "\n", "tokenizer_config.json": _dumps(cfg),
+            "special_tokens_map.json": _dumps(smap)}
+
+
+def build_demo_hub(out_dir) -> dict:
+    """Write the demo hub (``owner/name/...`` + ``hub.json``) into ``out_dir``; returns its metadata."""
+    from .hubsim.repos import HUB_META_FILE, hub_date
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, dict] = {}
+    tok_cache: dict[tuple, dict] = {}
+    for i, (rid, fam, chat, vocab_size, params, downloads, base, extra) in enumerate(REPOS):
+        org, model_type, arch, *_rest = FAMILIES[fam]
+        bos, eos, _unk = FAMILIES[fam][5]
+        repo_dir = out / rid
+        repo_dir.mkdir(parents=True, exist_ok=True)
+        files: dict[str, str] = {}
+        if not extra.get("no_tokenizer"):
+            key = (fam, chat)
+            if key not in tok_cache:
+                tok_cache[key] = _tokenizer_files(fam, chat)
+            files.update(tok_cache[key])
+            tok = json.loads(files["tokenizer.json"])
+            ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
+            config = {"architectures": [arch], "model_type": model_type, "vocab_size": vocab_size,
+                      "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                      "torch_dtype": "bfloat16", "transformers_version": "4.44.0",
+                      **({"bos_token_id": ids[bos]} if bos else {}), "eos_token_id": ids[eos]}
+            files["config.json"] = _dumps(config)
+        else:
+            files["README.md"] = f"# {rid}\n\nGGUF weights only: no tokenizer files, no config.json.\n"
+        for name, text in files.items():
+            (repo_dir / name).write_text(text, encoding="utf-8")
+        created = EPOCH + i * 86400 * 9
+        tags = ["transformers", "safetensors", model_type, "text-generation"]
+        if chat:
+            tags.append("conversational")
+        m = {"createdAt": hub_date(created), "lastModified": hub_date(created + 86400 * 3),
+             "downloads": downloads, "likes": downloads // 300, "pipeline_tag": "text-generation",
+             "library_name": "transformers", "tags": tags}
+        if params:
+            m["params"] = params
+        if base:
+            m["baseModels"] = [base]
+            m["tags"] += [f"base_model:{base}", f"base_model:finetune:{base}"]
+        if extra.get("gated"):
+            m["gated"] = extra["gated"]
+        meta[rid] = m
+    (out / HUB_META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
+    families = "\n".join(
+        f'[[family]]\nname = "{name}"\nauthors = ["{spec[0]}"]\npatterns = ["{name.lower()}*"]\n'
+        f'search = ["{name.lower()}"]\n'
+        for name, spec in FAMILIES.items()
+    )
+    (out / "families.toml").write_text(families, encoding="utf-8")
+    return meta
+
+
+@contextmanager
+def _env(**values):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update({k: v for k, v in values.items() if v is not None})
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
+    """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
+    from .db import resolve_url, upgrade
+
+    db = db or DEFAULT_DEMO_DB
+    with tempfile.TemporaryDirectory(prefix="indexer-demo-hub-") as tmp:
+        hub_dir = Path(tmp) / "hub"
+        meta = build_demo_hub(hub_dir)
+        log(f"demo hub: {len(meta)} repos in 3 families, tokenizers built with the `tokenizers` library")
+        with _env(INDEXER_FAMILIES=str(hub_dir / "families.toml"), HF_HUB_OFFLINE=None,
+                  HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1"):
+            from .crawl import CrawlOptions, crawl
+            from .hubsim import HubServer
+
+            upgrade(db)
+            with HubServer(str(hub_dir)) as hub:
+                log(f"Hub imitation serving at {hub.endpoint}")
+                summary = crawl(db, CrawlOptions(all=True, endpoint=hub.endpoint, token=False, quiet=True),
+                                progress=False)
+        log(f"crawled: listed {summary['listed']}, new {summary['new']}, changed {summary['changed']}, "
+            f"unchanged {summary['unchanged']}, failed {summary['failed']}; statuses {summary['statuses']}")
+        from .compute import compute
+
+        stats = compute(db)
+        log(f"computed compatibility classes for {stats.get('repos')} repos")
+    return {"db": resolve_url(db), "crawl": summary, "compute": stats}
+
+
+def urls(host: str, port: int, db_name: str) -> dict:
+    from urllib.parse import quote
+
+    base = f"http://{host}:{port}"
+    return {
+        "home": f"{base}/",
+        "repos": f"{base}/{db_name}/repos",
+        "drafts_for_target": f"{base}/{db_name}/drafts_for_target?target={quote(DEMO_TARGET)}&engine=sglang",
+        "explain_pair": (f"{base}/{db_name}/explain_pair?target={quote(DEMO_TARGET)}"
+                         f"&draft={quote(DEMO_DRAFT_MISMATCH)}"),
+    }

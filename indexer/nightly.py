@@ -1,0 +1,204 @@
+"""The nightly job: crawl the families incrementally, compute, check, publish, report.
+
+Safe to kill and rerun (the crawl commits per repo; publishing renames a finished file into place) and
+safe to start twice: a second run finds the lock held and exits at once with status 75 (EX_TEMPFAIL).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import time
+import traceback
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .db import resolve_url, sqlite_path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_LOCKED = 75  # EX_TEMPFAIL: try again later
+DEFAULT_PUBLISH_DIR = "data/publish"
+
+
+class LockBusy(Exception):
+    def __init__(self, path: Path, holder: str):
+        super().__init__(f"another nightly run holds {path} ({holder}); exiting")
+        self.path = path
+
+
+def lock_path_for(db: str | None) -> Path:
+    """``<catalog>.lock`` beside a SQLite catalog; a per-URL file in the temp dir for server databases."""
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    if path is not None:
+        return path.with_name(path.name + ".lock")
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"indexer-nightly-{digest}.lock"
+
+
+@contextmanager
+def exclusive_lock(path: Path):
+    """fcntl.flock(LOCK_EX | LOCK_NB) on ``path``; raises LockBusy at once if another process holds it.
+
+    The kernel drops the lock when the process dies, so a killed run never leaves a stale lock.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown holder"
+            raise LockBusy(path, holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} since {_now()}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _jsonable(obj):
+    return json.loads(json.dumps(obj, default=str))
+
+
+def run_crawl(db, endpoint, families) -> dict:
+    """Call the crawler's library function (incremental by commit sha; quiet, no progress bar)."""
+    from .crawl import CrawlOptions, crawl
+
+    # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
+    return crawl(db, CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True), progress=False)
+
+
+def nightly(
+    db: str | None = None,
+    families: list[str] | None = None,
+    endpoint: str | None = None,
+    publish_dir: str | None = DEFAULT_PUBLISH_DIR,
+    report: str | None = None,
+    lock_file: str | None = None,
+) -> dict:
+    """Run every step under the lock; returns the report (``status`` "ok" or "failed").
+
+    Raises LockBusy when another run holds the lock. ``families`` None = every family of
+    data/families.toml; ``publish_dir`` None or "" = do not publish.
+    """
+    lock = Path(lock_file) if lock_file else lock_path_for(db)
+    with exclusive_lock(lock):
+        return _run(db, families, endpoint, publish_dir, report, lock)
+
+
+def _run(db, families, endpoint, publish_dir, report_path, lock) -> dict:
+    from .db import upgrade
+
+    started = time.perf_counter()
+    if not families:
+        from .families import load_families
+
+        families = [f.name for f in load_families()]
+    rep: dict = {
+        "status": "running",
+        "started_at": _now(),
+        "finished_at": None,
+        "catalog": resolve_url(db),
+        "lock": str(lock),
+        "families": list(families),
+        "endpoint": endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co",
+        "steps": {},
+        "error": None,
+    }
+
+    def step(name, fn):
+        t0 = time.perf_counter()
+        try:
+            result = fn()
+        except BaseException as e:
+            rep["steps"][name] = {"status": "failed", "seconds": round(time.perf_counter() - t0, 3),
+                                  "error": f"{type(e).__name__}: {e}"}
+            if isinstance(getattr(e, "summary", None), dict):
+                rep["steps"][name]["result"] = _jsonable(e.summary)
+            raise
+        rep["steps"][name] = {"status": "ok", "seconds": round(time.perf_counter() - t0, 3),
+                              "result": _jsonable(result)}
+        return result
+
+    try:
+        step("migrate", lambda: upgrade(db))
+        crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families))
+        crawl_status = _get(crawl_result, "status")
+        if crawl_status not in (None, "ok"):
+            raise RuntimeError(f"crawl ended with status {crawl_status}")
+        from .compute import compute
+
+        step("compute", lambda: compute(db))
+        from .publish import integrity_check
+
+        integrity = step("integrity_check", lambda: integrity_check(db))
+        if integrity not in ("ok", "skipped"):
+            raise RuntimeError(f"integrity_check failed: {integrity}")
+        if publish_dir and sqlite_path(resolve_url(db)) is not None:
+            from .publish import publish
+
+            step("publish", lambda: publish(db, publish_dir))
+        else:
+            why = "no --publish-dir" if not publish_dir else "not a SQLite catalog"
+            rep["steps"]["publish"] = {"status": "skipped", "reason": why}
+        rep["status"] = "ok"
+    except BaseException as e:  # a report is written for every failure, even Ctrl-C
+        rep["status"] = "failed"
+        rep["error"] = f"{type(e).__name__}: {e}"
+        rep["traceback"] = traceback.format_exc(limit=8)
+        if not isinstance(e, Exception):
+            _finish(rep, started, report_path)
+            raise
+    _finish(rep, started, report_path)
+    return rep
+
+
+def _finish(rep: dict, started: float, report_path) -> None:
+    rep["finished_at"] = _now()
+    rep["seconds"] = round(time.perf_counter() - started, 3)
+    rep["summary"] = summary_line(rep)
+    if report_path:
+        path = Path(report_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(rep, indent=2, default=str) + "\n", "utf-8")
+        os.replace(tmp, path)
+
+
+def _get(obj, key, default=None):
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def summary_line(rep: dict) -> str:
+    crawl = (rep["steps"].get("crawl") or {}).get("result") or {}
+    compute = (rep["steps"].get("compute") or {}).get("result") or {}
+    parts = [f"nightly {rep['status']}"]
+    counts = [f"{k} {crawl[k]}" for k in ("listed", "new", "changed", "unchanged", "failed") if k in crawl]
+    if counts:
+        parts.append(", ".join(counts))
+    if "api_calls" in crawl:
+        parts.append(f"{crawl['api_calls']} API calls")
+    if "repos" in compute:
+        parts.append(f"{compute['repos']} ok repos classified")
+    integ = rep["steps"].get("integrity_check", {}).get("result")
+    if integ:
+        parts.append(f"integrity {integ}")
+    pub = rep["steps"].get("publish", {})
+    if pub.get("status") == "ok":
+        parts.append(f"published {pub['result']['outdir']}")
+    if rep.get("error"):
+        parts.append(f"error: {rep['error']}")
+    parts.append(f"{rep.get('seconds', 0):.1f}s")
+    return "; ".join(parts)

@@ -1,0 +1,78 @@
+"""Helpers for the crawler tests: tiny hub trees, a crawl runner, catalog snapshots."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from tokfactory import make_model
+
+from indexer.crawl import Crawler, CrawlOptions
+
+
+def write_repo(hub_dir: Path, repo_id: str, **kw) -> Path:
+    return make_model(hub_dir / repo_id, **kw)
+
+
+def set_meta(hub_dir: Path, repo_id: str, **fields) -> None:
+    path = hub_dir / "hub.json"
+    meta = json.loads(path.read_text()) if path.exists() else {}
+    meta.setdefault(repo_id, {}).update(fields)
+    path.write_text(json.dumps(meta))
+
+
+def copy_repo(hub_dir: Path, src: str, dst: str) -> Path:
+    shutil.copytree(hub_dir / src, hub_dir / dst)
+    return hub_dir / dst
+
+
+def crawl(db: str, hub, **kw) -> dict:
+    opts = dict(all=True, endpoint=hub.endpoint, quiet=True, base_delay=0.01, retries=3)
+    opts.update(kw)
+    return Crawler(db, CrawlOptions(**opts)).run()
+
+
+def repos(db: str) -> dict[str, dict]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        out = {}
+        for r in con.execute(
+            "select r.*, t.vocab_sha256 as vocab_sha, f.key as fs_key from repos r "
+            "left join tokenizers t on t.id = r.tokenizer_id left join file_sets f on f.id = r.file_set_id"
+        ):
+            out[r["repo_id"]] = dict(r)
+        return out
+    finally:
+        con.close()
+
+
+STABLE = ("repo_id", "sha", "status", "reason", "author", "family", "is_chat", "params", "base_models",
+          "tags", "gated", "model_type", "architectures", "vocab_size", "vocab_size_transformers",
+          "text_config_key", "config_blob", "vocab_sha", "fs_key", "downloads", "likes")
+
+
+def snapshot(db: str) -> dict:
+    """The catalog's content without ids, timestamps and run ids (comparable across crawls)."""
+    con = sqlite3.connect(db)
+    try:
+        blobs = sorted(con.execute("select blob_id, sha256, size from blobs").fetchall())
+        toks = sorted(con.execute("select vocab_sha256, base_vocab_sha256, vocab_len, repo_count "
+                                  "from tokenizers"))
+        sets = sorted(con.execute("select key, status, reason from file_sets").fetchall())
+    finally:
+        con.close()
+    rows = {k: {c: v[c] for c in STABLE} for k, v in repos(db).items()}
+    return {"repos": rows, "blobs": blobs, "tokenizers": toks, "file_sets": sets}
+
+
+def hermetic_env(tmp: Path) -> dict:
+    env = dict(os.environ)
+    env.update(HF_HOME=str(tmp / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1",
+               HF_HUB_DISABLE_PROGRESS_BARS="1")
+    for var in ("HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT", "INDEXER_DB"):
+        env.pop(var, None)
+    return env

@@ -1,0 +1,137 @@
+"""indexer serve / publish: datasette metadata, canned queries, atomic compacted bundle."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, ServedCatalog, build_sample_catalog
+
+from indexer.cli import cli
+from indexer.publish import METADATA_PATH, bundle_command, load_metadata
+
+
+@pytest.fixture
+def catalog(tmp_path) -> Path:
+    path = tmp_path / "catalog.db"
+    build_sample_catalog(path)
+    return path
+
+
+def test_metadata_has_tables_facets_and_canned_queries():
+    meta = yaml.safe_load(METADATA_PATH.read_text())
+    assert meta["title"] and meta["source"] and meta.get("description_html")
+    db = meta["databases"]["catalog"]
+    repos = db["tables"]["repos"]
+    assert set(repos["facets"]) >= {"status", "model_type", "author", "vocab_size"}
+    assert repos["label_column"] == "repo_id" and repos["sort_desc"] == "downloads"
+    assert "params" in repos["columns"]
+    assert db["tables"]["blobs"]["units"]["size"] == "byte"
+    queries = db["queries"]
+    assert {"drafts_for_target", "explain_pair", "largest_tokenizer_families", "crawl_history"} <= set(queries)
+    assert ":target" in queries["drafts_for_target"]["sql"] and ":engine" in queries["drafts_for_target"]["sql"]
+    assert ":target" in queries["explain_pair"]["sql"] and ":draft" in queries["explain_pair"]["sql"]
+    assert "datasette-pretty-json" in meta["plugins"]
+    assert "demo" in load_metadata("demo")["databases"]
+
+
+def test_publish_bundle_is_compact_atomic_and_complete(catalog, tmp_path):
+    out = tmp_path / "site"
+    res = CliRunner().invoke(cli, ["publish", str(out), "--db", str(catalog), "--json"])
+    assert res.exit_code == 0, res.output
+    manifest = json.loads(res.output)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "Dockerfile", "catalog.db", "manifest.json", "metadata.yml", "requirements.txt", "serve.sh"]
+    assert manifest["tables"]["repos"] == 6 and manifest["sha256"]
+    con = sqlite3.connect(out / "catalog.db")
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert con.execute("SELECT count(*) FROM repos").fetchone()[0] == 6
+    con.close()
+    serve_sh = (out / "serve.sh").read_text()
+    assert bundle_command() in serve_sh
+    assert "-m datasette serve -i catalog.db --metadata metadata.yml" in serve_sh
+    assert os.access(out / "serve.sh", os.X_OK)
+    assert "COPY catalog.db metadata.yml serve.sh" in (out / "Dockerfile").read_text()
+    assert "datasette==" in (out / "requirements.txt").read_text()
+    assert "catalog" in yaml.safe_load((out / "metadata.yml").read_text())["databases"]
+
+
+def test_republish_replaces_the_file_atomically(catalog, tmp_path):
+    out = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["publish", str(out), "--db", str(catalog)]).exit_code == 0
+    reader = sqlite3.connect(f"file:{out / 'catalog.db'}?immutable=1", uri=True)
+    assert reader.execute("SELECT count(*) FROM repos").fetchone()[0] == 6
+    inode = (out / "catalog.db").stat().st_ino
+    con = sqlite3.connect(catalog)
+    con.execute("DELETE FROM repos WHERE status != 'ok'")
+    con.commit()
+    con.close()
+    res = CliRunner().invoke(cli, ["publish", str(out), "--db", str(catalog)])
+    assert res.exit_code == 0, res.output
+    assert "published" in res.output and "serve.sh" in res.output
+    assert (out / "catalog.db").stat().st_ino != inode  # a new file renamed into place
+    # A reader that opened the old snapshot keeps reading it, whole.
+    assert reader.execute("SELECT count(*) FROM repos").fetchone()[0] == 6
+    reader.close()
+    assert sqlite3.connect(out / "catalog.db").execute("SELECT count(*) FROM repos").fetchone()[0] == 5
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp file left
+
+
+def test_publish_refuses_bad_input(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(cli, ["publish", str(tmp_path / "o"), "--db", str(tmp_path / "missing.db")])
+    assert res.exit_code == 2 and "does not exist" in res.output
+    res = runner.invoke(cli, ["publish", str(tmp_path / "o"), "--db", "postgresql://u@127.0.0.1:1/x"])
+    assert res.exit_code == 2 and "SQLite" in res.output
+    res = runner.invoke(cli, ["serve", "--db", str(tmp_path / "missing.db")])
+    assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_serve_answers_canned_queries(catalog):
+    with ServedCatalog(catalog) as site:
+        rows = site.json(f"/catalog/drafts_for_target.json?_shape=array&target={quote(TARGET)}&engine=sglang")
+        drafts = [r["Draft model"] for r in rows]
+        assert sorted(drafts) == sorted(SGLANG_DRAFTS)
+        rows = site.json(f"/catalog/drafts_for_target.json?_shape=array&target={quote(TARGET)}&engine=mlx")
+        assert set(SGLANG_DRAFTS) | {NOT_SGLANG[0]} == {r["Draft model"] for r in rows}
+        rows = site.json(f"/catalog/explain_pair.json?_shape=array&target={quote(TARGET)}"
+                         f"&draft={quote(NOT_SGLANG[0])}")
+        verdicts = {r["Engine"]: r["Verdict"] for r in rows}
+        assert verdicts == {"sglang": "rejected", "vllm": "rejected", "transformers": "rejected",
+                            "llama.cpp": "accepted", "mlx": "accepted"}
+        assert next(r for r in rows if r["Engine"] == "sglang")["Why"] == "config vocab_size differs"
+        rows = site.json("/catalog/largest_tokenizer_families.json?_shape=array")
+        assert rows[0]["Repos"] == 4
+        assert site.json("/catalog/crawl_history.json?_shape=array")[0]["Status"] == "ok"
+        facets = site.json("/catalog/repos.json?_facet=status")["facet_results"]
+        assert "status" in facets
+        plugins = {p["name"] for p in site.json("/-/plugins.json")}
+        assert "datasette-pretty-json" in plugins
+        # immutable: datasette refuses writes and the file is untouched
+        assert site.json("/-/databases.json")[0]["is_mutable"] is False
+
+
+def test_bundle_serve_sh_runs(catalog, tmp_path):
+    from sample_catalog import free_port, wait_http
+
+    out = tmp_path / "site"
+    assert CliRunner().invoke(cli, ["publish", str(out), "--db", str(catalog)]).exit_code == 0
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(["sh", str(out / "serve.sh")], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        body = wait_http(f"http://127.0.0.1:{port}/catalog/repos.json?_shape=array&status=ok")
+        assert TARGET in {r["repo_id"] for r in json.loads(body)}
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=10)

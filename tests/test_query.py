@@ -1,0 +1,234 @@
+"""`indexer query`: ranking properties, exit codes, JSON shape, --all, near misses, catalog sides."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from indexer.catalog import side_from_catalog
+from indexer.cli import cli
+from indexer.compute import compute
+from indexer.db import make_engine, upgrade
+from indexer.files import InputError
+from indexer.models import Repo, Tokenizer
+from indexer.query import QueryError, run_query
+
+T1, T2, T3 = "a" * 64, "c" * 64, "d" * 64
+TARGET = "Qwen/Qwen2.5-7B-Instruct"
+B = 1_000_000_000
+
+
+def _tok(pk, sha, base, vlen, hf):
+    return dict(id=pk, vocab_sha256=sha, base_vocab_sha256=base, vocab_len=vlen, max_id=vlen - 1, id_holes=0,
+                hf_vocab_size=hf, added_tokens=[], bos_token_id=None, eos_token_id=151643,
+                add_bos_token=False, add_eos_token=False, model_type="BPE", method="fast", repo_count=0)
+
+
+# repo_id, tokenizer pk, vocab_size, params, author, family, is_chat, downloads, extra
+REPOS = [
+    (TARGET, 1, 152064, 7.6 * B, "Qwen", "qwen2.5", True, 5_000_000, {"base_models": ["Qwen/Qwen2.5-7B"]}),
+    ("Qwen/Qwen2.5-7B", 1, 152064, 7.6 * B, "Qwen", "qwen2.5", False, 1_000_000, {}),
+    ("Qwen/Qwen2.5-32B-Instruct", 1, 152064, 32 * B, "Qwen", "qwen2.5", True, 900_000, {}),
+    ("Qwen/Qwen2.5-0.5B-Instruct", 1, 151936, 0.49 * B, "Qwen", "qwen2.5", True, 3_000_000, {}),
+    ("Qwen/small-chat", 1, 152064, 0.5 * B, "Qwen", "qwen2.5", True, 100, {}),
+    ("other/tiny-chat", 1, 152064, 0.3 * B, "other", None, True, 10_000_000, {}),
+    ("ft/derived", 1, 152064, 1.0 * B, "ft", None, None, 5, {"base_models": ["Qwen/Qwen2.5-7B"]}),
+    ("dead/disabled", 1, 152064, 0.4 * B, "dead", None, True, 10**9, {"disabled": True}),
+    ("who/unknown-params", 1, 152064, None, "who", None, True, 50, {}),
+    ("gate/gated-chat", 1, 152064, 0.35 * B, "gate", None, True, 20_000_000, {"gated": "manual"}),
+    ("variant/added", 2, 152064, 0.5 * B, "variant", None, True, 70, {}),
+    ("meta-llama/Llama-3.2-1B", 3, 128256, 1.2 * B, "meta-llama", "llama3", False, 2_000_000, {}),
+]
+
+
+def build_catalog(path) -> str:
+    db = str(path)
+    upgrade(db)
+    engine = make_engine(db)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(Tokenizer), [
+            _tok(1, T1, "b" * 64, 151665, 151643),
+            _tok(2, T2, "b" * 64, 151670, 151643),
+            _tok(3, T3, "e" * 64, 128256, 128000),
+        ])
+        rows = []
+        for i, (rid, tok, vs, params, author, family, chat, dl, extra) in enumerate(REPOS, start=1):
+            row = dict(id=i, repo_id=rid, tokenizer_id=tok, vocab_size=vs, vocab_size_transformers=vs,
+                       params=int(params) if params else None, author=author, family=family, is_chat=chat,
+                       downloads=dl, status="ok", disabled=False, gated=None, base_models=None)
+            row.update(extra)
+            rows.append(row)
+        rows.append(dict(id=len(rows) + 1, repo_id="broken/no-tok", status="no_tokenizer", disabled=False,
+                         reason="no tokenizer files", tokenizer_id=None, vocab_size=None,
+                         vocab_size_transformers=None, params=None, author="broken", family=None,
+                         is_chat=None, downloads=1, gated=None, base_models=None))
+        conn.execute(sa.insert(Repo), rows)
+    engine.dispose()
+    return db
+
+
+@pytest.fixture()
+def catalog(tmp_path):
+    db = build_catalog(tmp_path / "catalog.db")
+    compute(db)
+    return db
+
+
+def ids(entries):
+    return [e["repo_id"] for e in entries]
+
+
+def params_of(rid):
+    return next(int(r[3]) if r[3] else None for r in REPOS if r[0] == rid)
+
+
+def test_never_bigger_never_disabled_and_lineage_first(catalog):
+    result = run_query(TARGET, db=catalog, limit=50)
+    drafts = ids(result["drafts"])
+    assert drafts, result
+    for d in result["drafts"]:
+        assert d["params"] is not None and d["params"] < params_of(TARGET)
+    assert "dead/disabled" not in drafts
+    assert "Qwen/Qwen2.5-32B-Instruct" not in drafts and "Qwen/Qwen2.5-7B" not in drafts
+    assert "who/unknown-params" not in drafts
+    assert "Qwen/Qwen2.5-0.5B-Instruct" not in drafts  # other vocab_size: SGLang rejects it
+    assert "variant/added" not in drafts  # other mapping
+    # Lineage (same author, or shared base model) beats far more downloads from a stranger.
+    assert drafts.index("Qwen/small-chat") < drafts.index("other/tiny-chat")
+    assert drafts.index("ft/derived") < drafts.index("other/tiny-chat")
+    # Not gated beats gated, other things equal.
+    assert drafts.index("other/tiny-chat") < drafts.index("gate/gated-chat")
+    reasons = dict(zip(drafts, (d["reasons"] for d in result["drafts"]), strict=True))
+    assert any("same lineage" in r and "Qwen/Qwen2.5-7B" in r for r in reasons["ft/derived"])
+    assert any("same author" in r for r in reasons["Qwen/small-chat"])
+    assert any("gated" in r for r in reasons["gate/gated-chat"])
+
+
+def test_json_shape(catalog):
+    res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--json", "--db", catalog, "--near-misses"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert set(data) == {"target", "engine", "drafts", "near_misses"}
+    assert data["engine"] == "sglang"
+    assert data["target"]["repo_id"] == TARGET
+    for d in data["drafts"]:
+        assert set(d) >= {"repo_id", "params", "ratio", "downloads", "reasons", "launch"}
+        assert isinstance(d["repo_id"], str) and isinstance(d["params"], int)
+        assert isinstance(d["ratio"], float) and isinstance(d["reasons"], list) and d["reasons"]
+        assert all(isinstance(r, str) for r in d["reasons"])
+        flags = "--speculative-algorithm STANDALONE --speculative-draft-model-path " + d["repo_id"]
+        assert flags in d["launch"]
+    assert data["near_misses"]
+
+
+@pytest.mark.parametrize("engine,flag", [
+    ("sglang", "--speculative-draft-model-path Qwen/small-chat"),
+    ("vllm", '"method": "draft_model", "model": "Qwen/small-chat", "num_speculative_tokens": 5'),
+    ("transformers", 'assistant_model=AutoModelForCausalLM.from_pretrained("Qwen/small-chat")'),
+    # llama.cpp and MLX also accept the 0.5B with its smaller vocab_size, and it has more downloads.
+    ("llama.cpp", "-md Qwen/Qwen2.5-0.5B-Instruct"),
+    ("mlx", "--draft-model Qwen/Qwen2.5-0.5B-Instruct"),
+])
+def test_launch_flags_per_engine(catalog, engine, flag):
+    res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--engine", engine, "--db", catalog])
+    assert res.exit_code == 0, res.output
+    assert flag in res.output
+
+
+def test_unknown_target_exit_3(catalog):
+    res = CliRunner().invoke(cli, ["query", "--target", "nobody/nothing", "--db", catalog])
+    assert res.exit_code == 3
+    assert "indexer crawl --model nobody/nothing" in res.output
+    with pytest.raises(QueryError) as e:
+        run_query("nobody/nothing", db=catalog)
+    assert e.value.code == 3
+
+
+def test_missing_catalog_exit_2(tmp_path):
+    res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--db", str(tmp_path / "nope.db")])
+    assert res.exit_code == 2
+
+
+def test_all_returns_exactly_the_class(catalog):
+    result = run_query(TARGET, db=catalog, all_members=True)
+    expected = {r[0] for r in REPOS if r[1] == 1 and r[2] == 152064} - {TARGET}
+    assert set(ids(result["drafts"])) == expected
+    assert len(result["drafts"]) == len(expected)
+    assert result["target"]["class_members"] == len(expected) + 1
+    # vLLM only compares vocab_size: the other mapping is in, with a warning.
+    vllm = run_query(TARGET, db=catalog, all_members=True, engine="vllm")
+    assert set(ids(vllm["drafts"])) == expected | {"variant/added"}
+    added = next(d for d in vllm["drafts"] if d["repo_id"] == "variant/added")
+    assert any("mappings differ" in r for r in added["reasons"])
+    # MLX compares tokenizer.vocab_size only: every Qwen tokenizer repo.
+    mlx = run_query(TARGET, db=catalog, all_members=True, engine="mlx")
+    assert set(ids(mlx["drafts"])) == {r[0] for r in REPOS if r[1] in (1, 2)} - {TARGET}
+    # llama.cpp: same tokenizer within 128 of n_vocab (151936 vs 152064 is exactly 128).
+    llama = run_query(TARGET, db=catalog, all_members=True, engine="llama.cpp")
+    assert set(ids(llama["drafts"])) == {r[0] for r in REPOS if r[1] == 1} - {TARGET}
+
+
+def test_near_misses(catalog):
+    result = run_query(TARGET, db=catalog, near_misses=True)
+    misses = {m["repo_id"]: m for m in result["near_misses"]}
+    size = misses["Qwen/Qwen2.5-0.5B-Instruct"]
+    assert size["failed_check"] == "vocab_size"
+    assert "151936" in size["reason"] and "152064" in size["reason"]
+    assert "pad" in size["fix"] and "TLI" in size["fix"]
+    added = misses["variant/added"]
+    assert added["failed_check"] == "mapping"
+    assert "added tokens differ" in added["reason"]
+    assert "copy the target's tokenizer files" in added["fix"]
+    assert "meta-llama/Llama-3.2-1B" not in misses
+    text = CliRunner().invoke(cli, ["query", "--target", TARGET, "--db", catalog, "--near-misses"]).output
+    assert "near misses" in text and "fix:" in text
+
+
+def test_target_with_unknown_params_ranks_nothing(catalog):
+    result = run_query("who/unknown-params", db=catalog)
+    assert result["drafts"] == []
+    assert len(run_query("who/unknown-params", db=catalog, all_members=True)["drafts"]) > 0
+    res = CliRunner().invoke(cli, ["query", "--target", "who/unknown-params", "--db", catalog])
+    assert res.exit_code == 0 and "--all" in res.output
+
+
+def test_non_ok_target_is_explained(catalog):
+    res = CliRunner().invoke(cli, ["query", "--target", "broken/no-tok", "--db", catalog])
+    assert res.exit_code == 3
+    assert "no_tokenizer" in res.output
+
+
+def test_side_from_catalog_and_check(catalog):
+    side = side_from_catalog(TARGET, db=catalog)
+    assert side.vocab_size == 152064 and side.tok["vocab_sha256"] == T1
+    assert side.vocab is None  # no token store beside this catalog
+    with pytest.raises(InputError) as e:
+        side_from_catalog("nobody/nothing", db=catalog)
+    assert "indexer crawl --model nobody/nothing" in e.value.message
+    res = CliRunner().invoke(cli, ["check", TARGET, "Qwen/small-chat", "--db", catalog])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["check", TARGET, "Qwen/Qwen2.5-0.5B-Instruct", "--db", catalog, "--json"])
+    assert res.exit_code == 1
+    data = json.loads(res.output)
+    assert data["verdicts"]["mlx"]["compatible"] and not data["verdicts"]["sglang"]["compatible"]
+
+
+def test_query_stays_light(catalog):
+    code = (
+        "import sys\n"
+        "from indexer.cli import cli\n"
+        "try:\n"
+        f"    cli(['query', '--target', {TARGET!r}, '--db', {catalog!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('transformers', 'tokenizers', 'huggingface_hub', 'sqlalchemy', 'torch') "
+        "if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out, out
