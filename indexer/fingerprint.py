@@ -15,6 +15,7 @@ ensure_ascii=False)``, the oracle's definition, so catalogs built by either path
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -30,6 +31,11 @@ from .files import (
     read_json,
     read_optional_json,
 )
+from .hf_tables import (
+    MODEL_IDS_TO_TOKENIZERS_BACKEND,
+    MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS,
+    TOKENIZER_CLASS_BY_MODEL_TYPE,
+)
 
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
 SPECIAL_LISTS = ("additional_special_tokens", "extra_special_tokens")
@@ -37,7 +43,6 @@ SPECIAL_LISTS = ("additional_special_tokens", "extra_special_tokens")
 # Classes whose from_pretrained() mapping is "model vocab + declared added tokens + any
 # missing special token appended", with the named-token defaults of their __init__.
 SIMPLE_CLASSES: dict[str, dict[str, str | None]] = {
-    "PreTrainedTokenizerFast": {},
     "TokenizersBackend": {},
     "LlamaTokenizer": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"},
     "Qwen2Tokenizer": {"unk_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
@@ -56,18 +61,10 @@ SIMPLE_CLASSES: dict[str, dict[str, str | None]] = {
         "mask_token": "<mask>",
     },
 }
-# AutoTokenizer's choice when tokenizer_config.json names no class (common model types only).
-CLASS_BY_MODEL_TYPE = {
-    "llama": "LlamaTokenizer",
-    "mistral": "LlamaTokenizer",
-    "qwen2": "Qwen2Tokenizer",
-    "qwen2_moe": "Qwen2Tokenizer",
-    "gpt2": "GPT2Tokenizer",
-    "gpt_neox": "GPTNeoXTokenizer",
-    "gemma": "GemmaTokenizer",
-    "gemma2": "GemmaTokenizer",
-}
 SPM_CLASSES = ("LlamaTokenizer",)  # SentencePiece-only directories whose conversion keeps piece ids
+VOCAB_JSON_CLASSES = ("GPT2Tokenizer", "Qwen2Tokenizer", "GPTNeoXTokenizer")  # load vocab.json + merges.txt
+BYTE_LEVEL_CLASSES = VOCAB_JSON_CLASSES  # their __init__ only accepts a byte-level tokenizer.json
+BACKEND_CLASSES = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizer", "MistralCommonBackend")
 
 
 @dataclass
@@ -185,28 +182,50 @@ def _token_content(value) -> str | None:
     raise InputError("malformed", f"special token {value!r} is neither a string nor an AddedToken object")
 
 
-def _special_tokens(tc: dict, stm: dict, defaults: dict) -> tuple[dict[str, str | None], list[str]]:
-    """Named special tokens (special_tokens_map.json over tokenizer_config.json over class defaults)."""
+@dataclass
+class Specials:
+    """Special tokens as transformers 5 resolves them, plus every token it might append."""
+
+    named: dict[str, str | None]  # bos/eos/unk/pad/... after precedence
+    extra: set[str]  # additional/extra special tokens
+    candidates: set[str]  # superset: any of these missing from the vocabulary gets appended
+
+
+def _token_list(value) -> list[str]:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError("malformed", "additional/extra special tokens must be a list")
+    return [t for t in map(_token_content, value) if t is not None]
+
+
+def _specials(tc: dict, stm: dict, defaults: dict, decoder_mode: bool) -> Specials:
+    """tokenizer_config.json wins; special_tokens_map.json overrides it only in legacy mode (no
+    added_tokens_decoder); a class default applies where neither names the token."""
+    sources = [tc] if decoder_mode else [tc, stm]
     named: dict[str, str | None] = {}
     for name in SPECIAL_NAMES:
-        if name in stm:
-            named[name] = _token_content(stm[name])
-        elif name in tc:
-            named[name] = _token_content(tc[name])
-        else:
-            named[name] = defaults.get(name)
-    extra: list[str] = []
-    for source in (tc, stm):
+        value = defaults.get(name)
+        for source in sources:
+            if name in source:
+                value = _token_content(source[name])
+        named[name] = value
+    extra: set[str] = set()
+    candidates = {t for t in named.values() if t is not None}
+    for source in (tc, stm):  # the superset looks at both files whatever the mode
         for name in SPECIAL_LISTS:
-            value = source.get(name)
-            if isinstance(value, dict):
-                value = list(value.values())
-            if value is None:
-                continue
-            if not isinstance(value, list):
-                raise InputError("malformed", f"{name} must be a list")
-            extra.extend(t for t in (_token_content(v) for v in value) if t is not None)
-    return named, extra
+            tokens = _token_list(source.get(name))
+            candidates.update(tokens)
+            if source is tc or not decoder_mode:
+                extra.update(tokens)
+        for key, value in source.items():  # model-specific tokens such as image_token
+            if key.endswith("_token") and isinstance(value, (str, dict)):
+                token = _token_content(value)
+                if token is not None:
+                    candidates.add(token)
+    return Specials(named, extra, candidates)
 
 
 def _add_bos_eos(tc: dict, tokenizer_json: dict | None) -> tuple[bool | None, bool | None]:
@@ -224,14 +243,46 @@ def _add_bos_eos(tc: dict, tokenizer_json: dict | None) -> tuple[bool | None, bo
     return tuple(bool(f) if f is not None else t for f, t in zip(flags, from_template))  # type: ignore[return-value]
 
 
-def _declared_class(tc: dict, directory: Path, max_bytes: int) -> str | None:
-    cls = tc.get("tokenizer_class")
-    if cls is None:
-        config = read_optional_json(directory, "config.json", max_bytes)
-        cls = CLASS_BY_MODEL_TYPE.get((config or {}).get("model_type"))
-    if cls is not None and not isinstance(cls, str):
-        raise InputError("malformed", "tokenizer_config.json: tokenizer_class must be a string")
-    return cls[:-4] if cls and cls.endswith("Fast") and cls != "PreTrainedTokenizerFast" else cls
+def _strip_fast(name: str) -> str:
+    return name[:-4] if name.endswith("Fast") else name
+
+
+def _canonical_class(name: str) -> str:
+    name = _strip_fast(name)
+    return "TokenizersBackend" if name in ("PreTrainedTokenizer", "TokenizersBackend", "BloomTokenizer") else name
+
+
+def resolve_class(tc: dict, config: dict, tokenizer_json: dict | None) -> str:
+    """The class AutoTokenizer.from_pretrained() instantiates (transformers 5.24's rules)."""
+    hub = tc.get("tokenizer_class") or config.get("tokenizer_class")
+    if hub is not None and not isinstance(hub, str):
+        raise InputError("malformed", "tokenizer_class must be a string")
+    model_type = config.get("model_type") or ""
+    registered = TOKENIZER_CLASS_BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
+    incorrect = model_type in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS
+    name_or_path = config.get("_name_or_path")
+    name_or_path = name_or_path.lower() if isinstance(name_or_path, str) else ""
+    if any(fnmatch.fnmatch(name_or_path, p) for p in MODEL_IDS_TO_TOKENIZERS_BACKEND):
+        return "TokenizersBackend"
+    if (
+        hub
+        and _strip_fast(hub) == "LlamaTokenizer"
+        and _strip_fast(registered or "") != "MistralCommonBackend"
+        and not incorrect
+        and tokenizer_json is not None
+        and _is_byte_level(tokenizer_json)
+    ):
+        return "TokenizersBackend"
+    if hub and model_type and registered and _strip_fast(registered) != _strip_fast(hub):
+        chosen = _canonical_class(registered if incorrect else hub)
+        if _strip_fast(registered) not in BACKEND_CLASSES and chosen != "TokenizersBackend":
+            return chosen
+        if _strip_fast(registered) == "MistralCommonBackend":
+            raise NeedsReference("Mistral model types may load MistralCommonBackend")
+        return "TokenizersBackend"
+    if hub:
+        return _canonical_class(hub)
+    return _canonical_class(registered) if registered else "TokenizersBackend"
 
 
 def _base_from_tokenizer_json(tj: dict) -> tuple[dict[str, int], str | None, list[dict]]:
@@ -279,114 +330,142 @@ def _base_from_sentencepiece(path: Path) -> dict[str, int]:
     return base
 
 
+def _is_byte_level(tj: dict) -> bool:
+    return '"ByteLevel"' in json.dumps(tj.get("pre_tokenizer"))
+
+
+def _place_sequentially(
+    by_id: list[str], base: dict[str, int], preplaced: list[dict], declared: dict[int, dict]
+) -> dict[int, str]:
+    """Tokens beyond the base after ``add_tokens()``: preplaced ones keep their ids, declared
+    ones land on their existing entry or the next free id, in declared-id order.
+
+    Raises NeedsReference unless every token ends up exactly at the id it was declared with.
+    """
+    n_base = len(by_id)
+    extra: dict[int, str] = {}
+    where: dict[str, int] = {}
+
+    def lookup(content: str) -> int | None:
+        return base.get(content, where.get(content))
+
+    for t in preplaced:
+        i, content = t["id"], t["content"]
+        owner = by_id[i] if 0 <= i < n_base else extra.get(i)
+        if i < 0 or owner not in (None, content) or lookup(content) not in (None, i):
+            raise NeedsReference(f"added token {content!r} at id {i} conflicts with the vocabulary")
+        if owner is None:
+            extra[i], where[content] = content, i
+    next_id = max([n_base - 1, *extra]) + 1
+    for i in sorted(declared):
+        content = declared[i]["content"]
+        known = lookup(content)
+        if known is None and i == next_id:
+            extra[i], where[content] = content, i
+            next_id += 1
+        elif known != i:
+            raise NeedsReference(f"added token {content!r} declared at id {i} would not land there")
+    return extra
+
+
 def _fast(directory: Path, max_bytes: int) -> Fingerprint:
+    """get_vocab() from the files, following transformers 5's loading modes exactly.
+
+    * decoder mode (tokenizer_config.json has added_tokens_decoder): special_tokens_map.json
+      and added_tokens.json are ignored; legacy mode merges them (and tokenizer.json's added
+      tokens) into the declared added tokens.
+    * With tokenizer.json, TokenizersBackend keeps the file's added tokens while model-specific
+      classes rebuild the backend from vocab and merges; which one runs depends on AutoTokenizer's
+      class resolution, so the fast path answers only when both give the same mapping.
+    """
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     stm = read_optional_json(directory, "special_tokens_map.json", max_bytes) or {}
     if tc.get("auto_map"):
         raise NeedsReference("tokenizer_config.json has auto_map (custom code)")
     if tc.get("from_slow"):
         raise NeedsReference("from_slow: transformers rebuilds the tokenizer from the slow files")
-    cls = _declared_class(tc, directory, max_bytes)
+    if (directory / "tekken.json").is_file():
+        raise NeedsReference("Mistral tekken.json")
+    config = read_optional_json(directory, "config.json", max_bytes) or {}
+    tj = read_json(directory / "tokenizer.json", max_bytes) if (directory / "tokenizer.json").is_file() else None
+    cls = resolve_class(tc, config, tj)
     if cls not in SIMPLE_CLASSES:
         raise NeedsReference(f"tokenizer class {cls!r} is not one the fast path reproduces")
+    decoder_mode = "added_tokens_decoder" in tc
+    specials = _specials(tc, stm, SIMPLE_CLASSES[cls], decoder_mode)
 
-    tj = None
-    if (directory / "tokenizer.json").is_file():
-        tj = read_json(directory / "tokenizer.json", max_bytes)
-        base, kind, file_added = _base_from_tokenizer_json(tj)
-    elif (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
+    tj_added: list[dict] = []
+    if tj is not None:
+        base, kind, tj_added = _base_from_tokenizer_json(tj)
+        if cls in BYTE_LEVEL_CLASSES and not _is_byte_level(tj):
+            raise NeedsReference(f"{cls} with a tokenizer.json that is not byte-level")
+    elif cls in VOCAB_JSON_CLASSES and (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
         base = read_json(directory / "vocab.json", max_bytes)
         if set(map(type, base.values())) - {int}:
             raise InputError("malformed", "vocab.json: ids must be integers")
         check_size(directory / "merges.txt", max_bytes)
-        kind, file_added = "BPE", []
-    elif (directory / "tokenizer.model").is_file() and cls in SPM_CLASSES:
+        kind = "BPE"
+    elif cls in SPM_CLASSES and (directory / "tokenizer.model").is_file():
         check_size(directory / "tokenizer.model", max_bytes)
         base, kind = _base_from_sentencepiece(directory / "tokenizer.model"), "BPE"
-        # Converting a .model, transformers registers the named specials it finds as added tokens.
-        named, _ = _special_tokens(tc, stm, SIMPLE_CLASSES[cls])
-        specials = {t for t in named.values() if t is not None and t in base}
-        file_added = [{"id": base[t], "content": t, "special": True} for t in sorted(specials, key=base.get)]
     else:
-        raise NeedsReference("no tokenizer.json, vocab.json+merges.txt or Llama tokenizer.model")
-
+        raise NeedsReference(f"no tokenizer file that {cls} loads without conversion")
     by_id = _dense_tokens(base)
     if by_id is None:
         raise NeedsReference("base vocabulary ids are not exactly 0..n-1")
-    n_base = len(by_id)
 
-    # Added tokens land either on their own base entry or above the base, each once.
-    extra: dict[int, str] = {}  # id -> content, beyond the base vocabulary
-    extra_ids: dict[str, int] = {}
-    added: dict[int, dict] = {}
-
-    def place(i: int, content: str) -> None:
-        owner = by_id[i] if 0 <= i < n_base else extra.get(i)
-        where = base.get(content, extra_ids.get(content))
-        if (owner is not None and owner != content) or (where is not None and where != i) or i < 0:
-            raise NeedsReference(f"token {content!r} at id {i} conflicts with the vocabulary")
-        if owner is None:
-            extra[i], extra_ids[content] = content, i
-
-    # tokenizer.json added_tokens: the backend holds them at these ids.
-    for t in file_added:
-        place(t["id"], t["content"])
-        added[t["id"]] = t
-
-    # Tokens transformers adds through add_tokens(): declared in added_tokens.json or the
-    # config's added_tokens_decoder. New ones get the next free id, in declared-id order.
     declared: dict[int, dict] = {}
-    atj = read_optional_json(directory, "added_tokens.json", max_bytes)
-    for content, i in (atj or {}).items():
-        if type(i) is not int:
-            raise InputError("malformed", "added_tokens.json: ids must be integers")
-        declared[i] = {"id": i, "content": content, "special": False}
-    decoder = tc.get("added_tokens_decoder") or {}
-    if not isinstance(decoder, dict):
-        raise InputError("malformed", "tokenizer_config.json: added_tokens_decoder must be an object")
-    for key, t in decoder.items():
-        try:
-            i = int(key)
-        except ValueError:
-            raise InputError("malformed", f"added_tokens_decoder key {key!r} is not an id") from None
-        content = _token_content(t)
-        if i in declared and declared[i]["content"] != content:
-            raise NeedsReference(f"added_tokens.json and added_tokens_decoder disagree on id {i}")
-        special = bool(t.get("special")) if isinstance(t, dict) else False
-        declared[i] = {"id": i, "content": content, "special": special}
-    next_id = max([n_base - 1, *extra]) + 1
-    for i in sorted(declared):
-        t = declared[i]
-        known = base.get(t["content"], extra_ids.get(t["content"]))
-        if known is None and i == next_id:
-            place(i, t["content"])
-            next_id += 1
-        elif known != i:
-            raise NeedsReference(f"added token {t['content']!r} declared at id {i} would not land there")
-        added.setdefault(i, t)
+    if decoder_mode:
+        decoder = tc["added_tokens_decoder"]
+        if not isinstance(decoder, dict):
+            raise InputError("malformed", "tokenizer_config.json: added_tokens_decoder must be an object")
+        for key, t in decoder.items():
+            if not (isinstance(t, dict) and isinstance(t.get("content"), str)):
+                raise NeedsReference(f"added_tokens_decoder entry {key!r} is not an AddedToken object")
+            try:
+                declared[int(key)] = {"id": int(key), "content": t["content"], "special": bool(t.get("special"))}
+            except ValueError:
+                raise InputError("malformed", f"added_tokens_decoder key {key!r} is not an id") from None
+    else:
+        atj = read_optional_json(directory, "added_tokens.json", max_bytes) or {}
+        all_specials = {t for t in specials.named.values() if t is not None} | specials.extra
+        for content, i in atj.items():
+            if type(i) is not int:
+                raise InputError("malformed", "added_tokens.json: ids must be integers")
+            declared[i] = {"id": i, "content": content, "special": content in all_specials}
+        for t in tj_added:
+            declared[t["id"]] = t
 
-    def in_vocab(token: str) -> bool:
-        return token in base or token in extra_ids
+    # Rebuilt-class semantics, and (with tokenizer.json) TokenizersBackend's: they must agree.
+    extra = _place_sequentially(by_id, base, [], declared)
+    if tj is not None and _place_sequentially(by_id, base, tj_added, declared) != extra:
+        raise NeedsReference("tokenizer.json added tokens and the declared ones disagree")
+    extra_ids = {content: i for i, content in extra.items()}
+    missing = [t for t in specials.candidates if t not in base and t not in extra_ids]
+    if missing:
+        raise NeedsReference(f"special token {missing[0]!r} is not in the vocabulary (transformers appends it)")
 
-    named, extra_specials = _special_tokens(tc, stm, SIMPLE_CLASSES[cls])
-    pad = ((tj or {}).get("padding") or {}).get("pad_token")
-    for token in [*named.values(), *extra_specials, pad]:
-        if token is not None and not in_vocab(token):
-            raise NeedsReference(f"special token {token!r} is not in the vocabulary (transformers appends it)")
-
+    # Added tokens as transformers reports them: the declared ones plus every special token it registers.
+    added = {i: t for i, t in declared.items()}
+    for t in tj_added:
+        added.setdefault(t["id"], t)
+    for token in sorted(specials.candidates & ({t for t in specials.named.values() if t} | specials.extra)):
+        i = base.get(token, extra_ids.get(token))
+        if i is not None and i not in added:
+            added[i] = {"id": i, "content": token, "special": True}
     full_sha, base_sha, vocab = _fingerprints(base, list(extra_ids.items()), by_id)
     add_bos, add_eos = _add_bos_eos(tc, tj)
     return _build(
         vocab,
         full_sha=full_sha,
         base_sha=base_sha,
-        hf_vocab_size=n_base,
+        hf_vocab_size=len(by_id),
         added=[added[i] for i in sorted(added)],
-        named=named,
+        named=specials.named,
         add_bos=add_bos,
         add_eos=add_eos,
         model_type=kind,
-        tokenizer_class=tc.get("tokenizer_class") or cls,
+        tokenizer_class=cls,
         method="fast",
     )
 
