@@ -32,7 +32,15 @@ from sqlalchemy import select, update
 
 from .db import open_catalog, resolve_url, session_factory, sqlite_path
 from .families import family_of, find_family, load_families
-from .files import CONFIG_FILE, DEFAULT_MAX_FILE_BYTES, TOKENIZER_FILES, VOCAB_FILES, WANTED_FILES, InputError
+from .files import (
+    CONFIG_FILE,
+    DEFAULT_MAX_FILE_BYTES,
+    TOKENIZER_FILES,
+    VOCAB_FILES,
+    WANTED_FILES,
+    InputError,
+    sha256_file,
+)
 from .hub import (
     DEFAULT_API_BUDGET,
     DEFAULT_RESOLVER_BUDGET,
@@ -537,7 +545,7 @@ class Crawler:
             if e.blob_id in downloaded:
                 size, sha256 = downloaded[e.blob_id]
             elif path.exists():
-                size, sha256 = path.stat().st_size, _sha256_file(path)
+                size, sha256 = path.stat().st_size, sha256_file(path)
             else:
                 raise TransientError(f"blob {e.blob_id} of {e.filename} is missing locally")
             session.add(Blob(blob_id=e.blob_id, sha256=sha256, size=size, first_seen_at=now))
@@ -709,14 +717,6 @@ def _place(src: Path, dst: Path) -> None:
         os.link(src, dst)
     except OSError:
         shutil.copyfile(src, dst)
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _describe(e: BaseException) -> str:

@@ -6,6 +6,7 @@ repo statuses, so the crawler can record it and the CLI can print one clear line
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -101,3 +102,11 @@ def _parse_stdlib(path: Path, raw: bytes):
 def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, expect=dict):
     path = directory / name
     return read_json(path, max_bytes, expect) if path.is_file() else None
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

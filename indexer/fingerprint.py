@@ -252,17 +252,19 @@ def _canonical_class(name: str) -> str:
     return "TokenizersBackend" if name in ("PreTrainedTokenizer", "TokenizersBackend", "BloomTokenizer") else name
 
 
-def resolve_class(tc: dict, config: dict, tokenizer_json: dict | None) -> str:
-    """The class AutoTokenizer.from_pretrained() instantiates (transformers 5.24's rules)."""
+def resolve_class(tc: dict, config: dict, tokenizer_json: dict | None, name_or_path: str) -> str:
+    """The class AutoTokenizer.from_pretrained(name_or_path) instantiates (transformers 5.24's rules).
+
+    ``name_or_path`` is what from_pretrained() was given: transformers matches it, not the
+    config's own ``_name_or_path``, against its list of checkpoints forced to TokenizersBackend.
+    """
     hub = tc.get("tokenizer_class") or config.get("tokenizer_class")
     if hub is not None and not isinstance(hub, str):
         raise InputError("malformed", "tokenizer_class must be a string")
     model_type = config.get("model_type") or ""
     registered = TOKENIZER_CLASS_BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
     incorrect = model_type in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS
-    name_or_path = config.get("_name_or_path")
-    name_or_path = name_or_path.lower() if isinstance(name_or_path, str) else ""
-    if any(fnmatch.fnmatch(name_or_path, p) for p in MODEL_IDS_TO_TOKENIZERS_BACKEND):
+    if any(fnmatch.fnmatch(name_or_path.lower(), p) for p in MODEL_IDS_TO_TOKENIZERS_BACKEND):
         return "TokenizersBackend"
     if (
         hub
@@ -388,7 +390,7 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
         raise NeedsReference("Mistral tekken.json")
     config = read_optional_json(directory, "config.json", max_bytes) or {}
     tj = read_json(directory / "tokenizer.json", max_bytes) if (directory / "tokenizer.json").is_file() else None
-    cls = resolve_class(tc, config, tj)
+    cls = resolve_class(tc, config, tj, str(directory))
     if cls not in SIMPLE_CLASSES:
         raise NeedsReference(f"tokenizer class {cls!r} is not one the fast path reproduces")
     decoder_mode = "added_tokens_decoder" in tc
@@ -445,11 +447,17 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
     if missing:
         raise NeedsReference(f"special token {missing[0]!r} is not in the vocabulary (transformers appends it)")
 
-    # Added tokens as transformers reports them: the declared ones plus every special token it registers.
-    added = {i: t for i, t in declared.items()}
-    for t in tj_added:
-        added.setdefault(t["id"], t)
-    for token in sorted(specials.candidates & ({t for t in specials.named.values() if t} | specials.extra)):
+    # Added tokens as transformers reports them: the declared ones (plus tokenizer.json's when the
+    # backend is kept), every special token it registers, and named tokens always flagged special.
+    added = dict(declared)
+    if cls == "TokenizersBackend":
+        for t in tj_added:
+            added.setdefault(t["id"], t)
+    named = {t for t in specials.named.values() if t}
+    for i, t in list(added.items()):
+        if t["content"] in named and not t["special"]:
+            added[i] = {**t, "special": True}
+    for token in sorted(named | specials.extra):
         i = base.get(token, extra_ids.get(token))
         if i is not None and i not in added:
             added[i] = {"id": i, "content": token, "special": True}

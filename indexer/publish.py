@@ -9,7 +9,6 @@ exact command line, ``requirements.txt``, a ``Dockerfile`` and ``manifest.json``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -21,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .db import PROJECT_ROOT, CatalogError, resolve_url, sqlite_path
+from .files import sha256_file
 
 METADATA_PATH = PROJECT_ROOT / "data" / "metadata.yml"
 METADATA_DB_KEY = "catalog"
@@ -146,15 +146,7 @@ def compact_into(src: Path, dest: Path) -> dict:
     finally:
         if tmp.exists():
             tmp.unlink()
-    return {"bytes": dest.stat().st_size, "sha256": _sha256(dest), "tables": counts}
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return {"bytes": dest.stat().st_size, "sha256": sha256_file(dest), "tables": counts}
 
 
 def _fsync_dir(path: Path) -> None:

@@ -183,7 +183,7 @@ def suggest_fix(t: Side, d: Side, verdicts: dict[str, Verdict], tli_info: dict |
     same_mapping = _same_mapping(t, d)
     if same_mapping:
         return (f"same mapping, vocab_size differs ({t.vocab_size} vs {d.vocab_size}): use TLI "
-                "(vLLM `use_heterogeneous_vocab`), or pad the draft's embedding/lm_head to "
+                "(vLLM `use_heterogeneous_vocab`), or resize the draft's embeddings and lm_head to "
                 f"{t.vocab_size} rows")
     if t.tok["base_vocab_sha256"] == d.tok["base_vocab_sha256"] and t.vocab_size == d.vocab_size:
         max_target_id = t.tok.get("max_id")

@@ -3,6 +3,7 @@
 import json
 import os
 import tempfile
+import types
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,31 @@ def oracle() -> dict:
 @pytest.fixture(scope="session")
 def corpus_dirs(oracle) -> list[Path]:
     return sorted(MODELS / name for name in oracle["models"])
+
+
+@pytest.fixture(autouse=True)
+def hermetic_client(monkeypatch):
+    """No telemetry, no Xet, no token, never offline, even if a test changed the environment."""
+    from huggingface_hub import constants
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
+@pytest.fixture
+def no_client_sleep(monkeypatch):
+    """Record the client's own retry sleeps instead of sleeping (servers' sleeps are untouched)."""
+    import huggingface_hub.file_download
+    import huggingface_hub.utils._http
+
+    sleeps: list[float] = []
+    fake_time = types.SimpleNamespace(sleep=sleeps.append)
+    monkeypatch.setattr(huggingface_hub.utils._http, "time", fake_time)
+    monkeypatch.setattr(huggingface_hub.file_download, "time", fake_time)
+    return sleeps
 
 
 @pytest.fixture

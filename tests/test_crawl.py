@@ -5,41 +5,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-import types
 from pathlib import Path
 
-import huggingface_hub
-import huggingface_hub.file_download
-import huggingface_hub.utils._http
 import pytest
 from click.testing import CliRunner
 from crawlkit import copy_repo, crawl, repos, set_meta, write_repo
-from huggingface_hub import constants
 
 from indexer.cli import cli
 from indexer.crawl import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
 from indexer.families import family_of, load_families
 from indexer.hub import HubClient, TokenBucket, UnsafeName, safe_blob_id, safe_name
 from indexer.hubsim import HubServer
-
-
-@pytest.fixture(autouse=True)
-def hermetic_client(monkeypatch):
-    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-
-
-@pytest.fixture
-def no_client_sleep(monkeypatch):
-    """The client's own retry sleeps (list pages, download GET) become no-ops."""
-    sleeps: list[float] = []
-    fake = types.SimpleNamespace(sleep=sleeps.append)
-    monkeypatch.setattr(huggingface_hub.utils._http, "time", fake)
-    monkeypatch.setattr(huggingface_hub.file_download, "time", fake)
-    return sleeps
 
 
 @pytest.fixture

@@ -5,27 +5,15 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
-import os
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the package is not installed in the venv
-    sys.path.insert(0, str(ROOT))
-
-# Environment for a hermetic client; constants are read at import, so set them before importing it.
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-
-import huggingface_hub  # noqa: E402
-from huggingface_hub import HfApi, constants, hf_hub_download  # noqa: E402
-from huggingface_hub.errors import (  # noqa: E402
+from conftest import MODELS as CORPUS
+from huggingface_hub import HfApi, hf_hub_download
+from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
     RemoteEntryNotFoundError,
@@ -33,32 +21,9 @@ from huggingface_hub.errors import (  # noqa: E402
     RevisionNotFoundError,
 )
 
-from indexer.hubsim import HubServer, generate_synthetic_hub, git_blob_sha1  # noqa: E402
+from indexer.hubsim import HubServer, generate_synthetic_hub, git_blob_sha1
 
-CORPUS = Path("/work/shared/corpus/models")
-
-
-@pytest.fixture(autouse=True)
-def hermetic_client(monkeypatch, tmp_path):
-    """No telemetry call, no Xet, no token, not offline (also if the client was imported earlier)."""
-    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
-              "HF_OIDC_RESOURCE"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-
-
-@pytest.fixture
-def no_sleep(monkeypatch):
-    """Record the client's retry sleeps instead of sleeping (the server's own sleeps are untouched)."""
-    sleeps: list[float] = []
-    fake_time = types.SimpleNamespace(sleep=sleeps.append)
-    monkeypatch.setattr(huggingface_hub.utils._http, "time", fake_time)
-    monkeypatch.setattr(huggingface_hub.file_download, "time", fake_time)
-    return sleeps
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _write(path: Path, data) -> None:
@@ -245,10 +210,10 @@ def test_reload_picks_up_changes(hub, api, hub_dir):
 
 
 # -- faults -------------------------------------------------------------------------------------------
-def test_429_on_list_is_retried(hub, api, no_sleep):
+def test_429_on_list_is_retried(hub, api, no_client_sleep):
     hub.add_fault("GET", r"^/api/models$", status=429, headers={"Retry-After": "1"})
     assert len(list(api.list_models())) == 5
-    assert no_sleep == [2.0]  # Retry-After N -> N+1 s
+    assert no_client_sleep == [2.0]  # Retry-After N -> N+1 s
     assert [s for _, _, s in hub.request_log] == [429, 200, 200, 200]
     assert hub.counts["list"] == 4
 
@@ -261,7 +226,7 @@ def test_503_on_paths_info_not_retried(hub, api):
     assert api.get_paths_info("org/alpha", ["config.json"])  # fault used up
 
 
-def test_reset_and_truncate_faults(hub, api, hub_dir, tmp_path, no_sleep):
+def test_reset_and_truncate_faults(hub, api, hub_dir, tmp_path, no_client_sleep):
     hub.add_fault("GET", r"^/api/models/org/alpha$", kind="reset")
     with pytest.raises(Exception):  # noqa: B017 - any transport error is fine
         api.model_info("org/alpha")
@@ -281,12 +246,12 @@ def test_reset_and_truncate_faults(hub, api, hub_dir, tmp_path, no_sleep):
     hub.add_fault("GET", r"/resolve/", kind="truncate")
     path = _download(hub, tmp_path, "org/alpha", "config.json")
     assert Path(path).read_bytes() == (hub_dir / "org/alpha/config.json").read_bytes()
-    assert no_sleep == [1]
+    assert no_client_sleep == [1]
     # ... and fails once the client's resume attempts are exhausted.
     hub.add_fault("GET", r"/resolve/", kind="truncate", times=None)
     with pytest.raises(Exception):  # noqa: B017
         _download(hub, tmp_path, "org/alpha", "README.md")
-    assert len(no_sleep) == 1 + 5
+    assert len(no_client_sleep) == 1 + 5
 
 
 def test_slow_fault_and_fault_order(hub, api):
