@@ -60,15 +60,19 @@ def transformers_text_config(config: dict) -> tuple[str | None, dict]:
     return None, config
 
 
-def _class_default_vocab_size(directory: Path) -> int | None:
-    """vocab_size from transformers' config class defaults, for configs that omit it."""
+def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> tuple[int | None, int | None]:
+    """(SGLang, transformers) vocab_size as transformers' config classes fill them in, for
+    configs that leave vocab_size to a class default (AutoConfig, never remote code)."""
     try:
         from transformers import AutoConfig
 
         cfg = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
-        return getattr(cfg.get_text_config(), "vocab_size", None)
     except Exception:
-        return None
+        return None, None
+    sub = cfg
+    for part in (sglang_key or "").split(".") if sglang_key else ():
+        sub = getattr(sub, part, None)
+    return getattr(sub, "vocab_size", None), getattr(cfg.get_text_config(), "vocab_size", None)
 
 
 def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
@@ -88,12 +92,10 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
     sglang = _vocab_size(sub.get("vocab_size"), f"{key}." if key else "")
     tkey, tsub = transformers_text_config(config)
     hf = _vocab_size(tsub.get("vocab_size"), f"{tkey}." if tkey else "")
-    if hf is None:
-        hf = _class_default_vocab_size(directory)
-    if sglang is None:
-        # Sub-configs built from top-level keys (or class defaults) give the same number.
-        sglang = _vocab_size(config.get("vocab_size"), "") if key else None
-        sglang = sglang if sglang is not None else hf
+    if sglang is None or hf is None:
+        from_classes = _vocab_sizes_from_transformers(directory, key)
+        sglang = sglang if sglang is not None else from_classes[0]
+        hf = hf if hf is not None else from_classes[1]
     return ConfigFacts(
         model_type=model_type,
         architectures=archs,

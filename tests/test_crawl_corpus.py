@@ -1,22 +1,40 @@
-"""End to end: crawl the real corpus served by hubsim; fingerprints and SGLang verdicts match the oracle."""
+"""End to end over the real corpus served by hubsim: crawl, compute, query, check vs. oracle.json."""
 
 from __future__ import annotations
 
 import itertools
+import json
 
+import pytest
+from click.testing import CliRunner
 from conftest import MODELS, needs_corpus
 from crawlkit import crawl, repos
 
+from indexer.catalog import side_from_catalog
+from indexer.cli import cli
+from indexer.compute import compute
+from indexer.db import upgrade
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
+from indexer.rules import sglang
+
+pytestmark = needs_corpus
 
 
-@needs_corpus
-def test_corpus_crawl_matches_oracle(catalog, oracle):
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory, oracle):
+    db = str(tmp_path_factory.mktemp("corpus") / "catalog.db")
+    upgrade(db)
     with HubServer(str(MODELS)) as hub:
-        summary = crawl(catalog, hub)
-    rows = repos(catalog)
+        summary = crawl(db, hub)
+    compute(db)
     ids = {name: "/".join(split_flat_name(name)) for name in oracle["models"]}
+    return db, summary, ids
+
+
+def test_corpus_crawl_matches_oracle(crawled, oracle):
+    db, summary, ids = crawled
+    rows = repos(db)
     assert summary["listed"] == len(rows) >= len(ids)
     for name, facts in oracle["models"].items():
         row = rows[ids[name]]
@@ -30,3 +48,31 @@ def test_corpus_crawl_matches_oracle(catalog, oracle):
     names = sorted(oracle["models"])
     ours = {(t, d) for t, d in itertools.permutations(names, 2) if sglang_ok(rows[ids[t]], rows[ids[d]])}
     assert ours == {tuple(p) for p in oracle["pairs"]["compatible"]}
+
+
+def test_query_all_returns_exactly_the_oracle_compatible_drafts(crawled, oracle):
+    db, _, ids = crawled
+    compatible: dict[str, set] = {name: set() for name in oracle["models"]}
+    for t, d in oracle["pairs"]["compatible"]:
+        compatible[t].add(ids[d])
+    runner = CliRunner()
+    for name in oracle["models"]:
+        result = runner.invoke(cli, ["query", "--db", db, "--target", ids[name], "--all", "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["engine"] == "sglang"
+        assert {d["repo_id"] for d in data["drafts"]} == compatible[name], name
+
+
+def test_check_by_repo_id_agrees_with_oracle_on_every_pair(crawled, oracle):
+    db, _, ids = crawled
+    sides = {name: side_from_catalog(ids[name], db=db) for name in oracle["models"]}
+    verdict = {tuple(p): True for p in oracle["pairs"]["compatible"]}
+    for t, d in itertools.permutations(sorted(sides), 2):
+        assert sglang(sides[t], sides[d]).compatible == verdict.get((t, d), False), (t, d)
+    t, d = oracle["pairs"]["compatible"][0]
+    result = CliRunner().invoke(cli, ["check", "--db", db, ids[t], ids[d], "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["verdicts"]["sglang"]["compatible"]
+    t, d = oracle["pairs"]["mapping_mismatch"][0]
+    result = CliRunner().invoke(cli, ["check", "--db", db, ids[t], ids[d]])
+    assert result.exit_code == 1 and "mappings differ" in result.stdout
