@@ -111,7 +111,9 @@ def canonical_bytes(vocab: dict[str, int]) -> bytes:
 
 
 def vocab_sha256(vocab: dict[str, int]) -> str:
-    return hashlib.sha256(canonical_bytes(vocab)).hexdigest()
+    by_id = _dense_tokens(vocab)
+    text = _dense_canonical(by_id) if by_id is not None else canonical_bytes(vocab)
+    return hashlib.sha256(text).hexdigest()
 
 
 def _dense_tokens(vocab: dict[str, int]) -> list[str] | None:
