@@ -45,10 +45,9 @@ def main() -> int:
         return 2
 
     import transformers  # noqa: F401  (warm import, outside the timings)
+    from transformers import AutoTokenizer
 
     from indexer.fingerprint import fingerprint_dir
-
-    from transformers import AutoTokenizer
 
     def baseline(d):
         return AutoTokenizer.from_pretrained(str(d), trust_remote_code=False).get_vocab()
