@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -80,7 +81,7 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 
     try:
         fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
-        config = read_config(directory, max_file_bytes) if (_p(directory) / "config.json").is_file() else None
+        config = read_config(directory, max_file_bytes) if (Path(directory) / "config.json").is_file() else None
     except InputError as e:
         fail(e.message)
     facts = fp.to_dict()
@@ -102,12 +103,6 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
         click.echo(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
     if len(added) > 50:
         click.echo(f"  ... {len(added) - 50} more (use --json)")
-
-
-def _p(path):
-    from pathlib import Path
-
-    return Path(path)
 
 
 @cli.command()
@@ -364,8 +359,6 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file):
 @click.option("--no-serve", is_flag=True, help="Build the demo catalog and stop (do not start datasette).")
 def demo(db, host, port, no_serve):
     """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette."""
-    from pathlib import Path
-
     from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
     from .publish import serve as run_serve
 
