@@ -105,15 +105,19 @@ class NeedsReference(Exception):
 
 
 def canonical_bytes(vocab: dict[str, int]) -> bytes:
-    """The oracle's canonical serialization of a token->id mapping."""
+    """The oracle's canonical serialization of a token->id mapping (the fingerprinted bytes)."""
+    by_id = _dense_tokens(vocab)
+    return _dense_canonical(by_id) if by_id is not None else _sorted_canonical(vocab)
+
+
+def _sorted_canonical(vocab: dict[str, int]) -> bytes:
+    """The definition itself: json.dumps of the items sorted by (id, token)."""
     items = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
     return json.dumps(items, ensure_ascii=False).encode("utf-8")
 
 
 def vocab_sha256(vocab: dict[str, int]) -> str:
-    by_id = _dense_tokens(vocab)
-    text = _dense_canonical(by_id) if by_id is not None else canonical_bytes(vocab)
-    return hashlib.sha256(text).hexdigest()
+    return hashlib.sha256(canonical_bytes(vocab)).hexdigest()
 
 
 def _dense_tokens(vocab: dict[str, int]) -> list[str] | None:
