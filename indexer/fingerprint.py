@@ -28,6 +28,7 @@ from .files import (
     InputError,
     check_dir,
     check_size,
+    orjson,
     read_json,
     read_optional_json,
 )
@@ -111,9 +112,13 @@ def canonical_bytes(vocab: dict[str, int]) -> bytes:
 
 
 def _sorted_canonical(vocab: dict[str, int]) -> bytes:
-    """The definition itself: json.dumps of the items sorted by (id, token)."""
+    """The definition itself: json.dumps of the items sorted by (id, token).
+
+    A lone surrogate (possible in a JSON vocabulary, not in valid UTF-8) is kept as its
+    surrogatepass bytes rather than crashing, where the definition has no answer.
+    """
     items = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
-    return json.dumps(items, ensure_ascii=False).encode("utf-8")
+    return json.dumps(items, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 def vocab_sha256(vocab: dict[str, int]) -> str:
@@ -139,23 +144,35 @@ def _dense_tokens(vocab: dict[str, int]) -> list[str] | None:
 
 
 def _dense_canonical(by_id: list[str]) -> bytes:
-    """canonical_bytes() for ids 0..n-1, built by C-level string operations only.
+    """canonical_bytes() for ids 0..n-1, built by C-level operations only.
 
-    ``json.dumps(by_id)`` separates items with ``", "``. Inside an encoded string every
-    quote is escaped, so once the escaped backslashes are masked (``\\`` -> NUL, which the
-    encoder never emits raw), that sequence marks an item boundary unless a backslash
-    precedes it (a token ending in ``", ``: the plain encoder handles those). The ids are
-    interleaved with one ``%`` formatting call.
+    orjson encodes strings exactly as ``json.dumps(ensure_ascii=False)`` does (checked by a
+    fuzz test) and separates items with ``","``. Inside an encoded string a quote is always
+    escaped, so that sequence marks an item boundary, except where an escaped quote is
+    followed by a comma at the very end of a token: tokens ending in ``",`` (common in
+    byte-level BPE vocabularies) are swapped for placeholders first and put back at the end.
+    Escaped backslashes are masked (``\\\\`` -> NUL, which the encoder never emits raw) so
+    that an escaped quote is recognisable, and the ids go in with one ``%`` formatting call.
     """
     n = len(by_id)
     if n == 0:
         return b"[]"
-    inner = json.dumps(by_id, ensure_ascii=False)[2:-2].replace("\\\\", "\0").replace("%", "%%")
-    parts = None if '\\", "' in inner else inner.split('", "')
-    if parts is None or len(parts) != n:
-        return json.dumps(list(zip(by_id, range(n))), ensure_ascii=False).encode("utf-8")
-    text = '[["' + ('", %d], ["'.join(parts) % tuple(range(n - 1))) + f'", {n - 1}]]'
-    return text.replace("\0", "\\\\").encode("utf-8")
+    awkward = [i for i, token in enumerate(by_id) if token[-2:] == '",']
+    tokens = list(by_id) if awkward else by_id
+    for k, i in enumerate(awkward):
+        tokens[i] = f"\0{k}\0"  # encoded as \u0000k\u0000: no quote, comma or double backslash
+    try:
+        inner = orjson.dumps(tokens)[2:-2]
+    except (TypeError, orjson.JSONEncodeError):  # lone surrogates and the like
+        return _sorted_canonical(dict(zip(by_id, range(n))))
+    masked = inner.replace(b"\\\\", b"\0")
+    parts = masked.replace(b"%", b"%%").split(b'","')
+    if len(parts) != n or b'\\","' in masked:  # cannot happen after the swap; stay exact anyway
+        return _sorted_canonical(dict(zip(by_id, range(n))))
+    for i in awkward:
+        parts[i] = orjson.dumps(by_id[i])[1:-1].replace(b"\\\\", b"\0").replace(b"%", b"%%")
+    text = b'[["' + (b'", %d], ["'.join(parts) % tuple(range(n - 1))) + b'", %d]]' % (n - 1)
+    return text.replace(b"\0", b"\\\\")
 
 
 def _fingerprints(base: dict[str, int], extra: list[tuple[str, int]], by_id: list[str] | None = None):
