@@ -85,6 +85,9 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
     except InputError as e:
         fail(e.message)
     facts = fp.to_dict()
+    # The engines' text-config vocab sizes at top level too: they decide most verdicts.
+    facts["vocab_size"] = config.vocab_size if config else None
+    facts["vocab_size_transformers"] = config.vocab_size_transformers if config else None
     facts["config"] = config.to_dict() if config else None
     if reference or fp.method == "reference":
         facts["transformers_version"] = transformers_version()
