@@ -155,3 +155,22 @@ def test_fast_canonical_serialization_equals_json_dumps_on_tricky_tokens():
         tokens = list({"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(8)})
         vocab = {t: i for i, t in enumerate(tokens)}
         assert _dense_canonical(list(vocab)) == _sorted_canonical(vocab), tokens
+
+
+def test_vocab_size_left_to_the_config_class_default(tmp_path):
+    path = make_model(tmp_path / "m")
+    cfg = json.loads((path / "config.json").read_text())
+    del cfg["vocab_size"]  # LlamaConfig's default is 32000
+    (path / "config.json").write_text(json.dumps(cfg))
+    side = side_from_dir(path)
+    assert side.vocab_size == side.vocab_size_transformers == 32000
+
+
+def test_text_config_without_vocab_size_uses_the_text_class_default(tmp_path):
+    path = make_model(tmp_path / "m", text_config=True)
+    cfg = json.loads((path / "config.json").read_text())
+    del cfg["text_config"]["vocab_size"]
+    cfg["vocab_size"] = 999  # a stale top-level value neither engine reads
+    (path / "config.json").write_text(json.dumps(cfg))
+    side = side_from_dir(path)
+    assert side.vocab_size == side.vocab_size_transformers == 32000
