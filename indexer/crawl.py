@@ -169,7 +169,7 @@ class Crawler:
                  progress=None, engine=None):
         self.db = db
         self.opt = options
-        self.engine = engine or open_catalog(db)
+        self.engine = engine or open_catalog(db, create=True)  # a first crawl creates the catalog
         self.Session = session_factory(self.engine)
         base = catalog_dir(db)
         self.blob_dir = Path(options.blob_dir) if options.blob_dir else base / "blobs"

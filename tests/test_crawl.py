@@ -296,3 +296,13 @@ def test_families():
     assert family_of("someone/qwen2.5-7b-dpo") == "Qwen"
     assert family_of("someone/unrelated") is None
     assert file_set_key({"b": "2", "a": "1"}) == file_set_key({"a": "1", "b": "2"})
+
+
+def test_first_crawl_creates_the_catalog(mini, tmp_path):
+    db = tmp_path / "fresh" / "catalog.db"
+    with HubServer(str(mini)) as hub:
+        result = CliRunner().invoke(cli, ["crawl", "--search", "Qwen-Tiny", "--endpoint", hub.endpoint,
+                                          "--db", str(db), "--quiet", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["statuses"]["ok"] >= 1
+    assert repos(str(db))["Qwen/Qwen-Tiny"]["status"] == "ok"
