@@ -400,8 +400,9 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
       and added_tokens.json are ignored; legacy mode merges them (and tokenizer.json's added
       tokens) into the declared added tokens.
     * With tokenizer.json, TokenizersBackend keeps the file's added tokens while model-specific
-      classes rebuild the backend from vocab and merges; which one runs depends on AutoTokenizer's
-      class resolution, so the fast path answers only when both give the same mapping.
+      classes rebuild the backend from vocab and merges. The class is resolved as AutoTokenizer
+      does; as a safeguard against that resolution drifting, the fast path still answers only
+      when both semantics give the same mapping.
     """
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     stm = read_optional_json(directory, "special_tokens_map.json", max_bytes) or {}
