@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from sqlalchemy import text
 
 from .db import open_catalog
+from .fingerprint import transformers_version
 
 # Per engine: the size column of tmp_ok it compares, whether it also requires the same mapping,
 # the label, and whether a repo lacking the size is left out (it always is).
@@ -220,7 +221,7 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                     "computed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "compute_seconds": str(stats["seconds"]),
                     "compute_repos": str(stats["repos"]),
-                    "transformers_version": transformers_version(),
+                    "transformers_version": transformers_version() or "not installed",
                 })
             if sqlite:
                 conn.exec_driver_sql("PRAGMA foreign_keys=ON")
@@ -228,16 +229,6 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
     finally:
         engine.dispose()
     return stats
-
-
-def transformers_version() -> str:
-    """The installed transformers version, without importing transformers."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("transformers")
-    except PackageNotFoundError:  # pragma: no cover
-        return "not installed"
 
 
 def write_meta(conn, values: dict[str, str]) -> None:
