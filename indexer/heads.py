@@ -725,3 +725,34 @@ def explain(head: HeadFacts, target: TargetShape, **lineage) -> dict:
         v = fit(head, target, engine, **lineage)
         out["engines"][engine] = {**v.to_dict(), "launch": launch(head, target.repo_id, engine) if v.fits else None}
     return out
+
+
+# ------------------------------------------------------------------------------------- registry entries
+# What an engine-registry entry references, per engine and --method: the engine's own name for the method,
+# the functions that decide and launch it, and where the engine defines it.
+HEAD_RULES = {
+    "sglang": {
+        "eagle": {"engine_method": "EAGLE", "fit": fit, "launch": launch,
+                  "source": "speculative/spec_info.py:42, models/llama_eagle.py:153"},
+        "eagle3": {"engine_method": "EAGLE3", "fit": fit, "launch": launch,
+                   "source": "speculative/spec_info.py:43, models/llama_eagle3.py:387"},
+        "dflash": {"engine_method": "DFLASH / DSPARK", "fit": fit, "launch": launch,
+                   "source": "speculative/spec_info.py:39-41, models/dflash.py:1317, models/dspark.py:995"},
+        "mtp": {"engine_method": "NEXTN", "fit": mtp, "launch": mtp_launch,
+                "source": "speculative/spec_registry.py:183, configs/model_config.py:1010-1210"},
+        "ngram": {"engine_method": "NGRAM", "fit": None, "launch": ngram_launch,
+                  "source": "speculative/spec_info.py:46"},
+    },
+    "vllm": {
+        "eagle": {"engine_method": "eagle", "fit": fit, "launch": launch,
+                  "source": "config/speculative.py:71-72, transformers_utils/configs/eagle.py:46-53"},
+        "eagle3": {"engine_method": "eagle3", "fit": fit, "launch": launch,
+                   "source": "config/speculative.py:71-72, transformers_utils/configs/speculators/algos.py:15-87"},
+        "dflash": {"engine_method": "dflash / dspark", "fit": fit, "launch": launch,
+                   "source": "config/speculative.py:69-70, transformers_utils/configs/speculators/algos.py:90-209"},
+        "mtp": {"engine_method": "mtp", "fit": mtp, "launch": mtp_launch,
+                "source": "config/speculative.py:38-67, 711-1170"},
+        "ngram": {"engine_method": "ngram", "fit": None, "launch": ngram_launch,
+                  "source": "config/speculative.py:1297-1305"},
+    },
+}

@@ -479,3 +479,11 @@ def test_target_vocab_sizes_match_the_engines_oracle(oracle):
         t = target_shape(json.loads((MODELS / name / "config.json").read_text()), name)
         assert t.vocab_size == engines[name]["sglang_vocab_size"], name
         assert t.vocab_size_transformers == engines[name]["vllm_vocab_size"], name
+
+
+def test_registry_entries_reference_the_rules():
+    for engine, methods in heads.HEAD_RULES.items():
+        assert set(methods) == {"eagle", "eagle3", "dflash", "mtp", "ngram"}, engine
+        for name, entry in methods.items():
+            assert entry["source"] and entry["engine_method"] and callable(entry["launch"]), (engine, name)
+    assert heads.HEAD_RULES["vllm"]["eagle3"]["fit"](_spec_eagle3(), _target(), "vllm").fits
