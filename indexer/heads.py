@@ -476,23 +476,36 @@ def _hidden_checks(head, target, engine, checks) -> bool:
                else "model_executor/models/llama_eagle3.py:218-221 (fc input = target_hidden_size or hidden_size)")
         # SGLang shares the target's embedding only when target_hidden_size is absent or equals hidden_size
         # (models/llama.py:910-916), so this one comparison covers the embedding too.
-        return _check(checks, "hidden_size", want == th, _hidden_words(want, th), src)
+        return _check(checks, "hidden_size", _same(want, th), _hidden_words(want, th), src)
     if head.algorithm == "eagle":
         src = ("models/llama_eagle.py (fc over concat(embeds, hidden) = 2*hidden_size)" if engine == "sglang"
                else "model_executor/models/llama_eagle.py:110-130 (fc input = 2*hidden_size)")
-        return _check(checks, "hidden_size", head.hidden_size == th, _hidden_words(head.hidden_size, th), src)
+        return _check(checks, "hidden_size", _same(head.hidden_size, th), _hidden_words(head.hidden_size, th), src)
     if engine == "sglang":  # dflash / dspark: fc reads len(target_layer_ids) * hidden_size
-        return _check(checks, "hidden_size", head.hidden_size == th, _hidden_words(head.hidden_size, th),
+        return _check(checks, "hidden_size", _same(head.hidden_size, th), _hidden_words(head.hidden_size, th),
                       "models/dflash.py:750-770 (fc = num_context_features * hidden_size)")
     want = head.target_hidden_size or head.hidden_size
-    return _check(checks, "hidden_size", want == th, _hidden_words(want, th),
+    return _check(checks, "hidden_size", _same(want, th), _hidden_words(want, th),
                   "model_executor/models/qwen3_dflash.py:89-93 (target_hidden_size or hidden_size)")
 
 
+def _same(a: int | None, b: int | None) -> bool:
+    """Equal and stated: an absent value never matches."""
+    return a is not None and a == b
+
+
 def _hidden_words(trained: int | None, target: int | None) -> str:
+    if trained is None or target is None:
+        return _unknown("hidden size", trained, target)
     if trained == target:
         return f"hidden size {target} on both"
     return f"trained for hidden size {trained}; this target has {target}"
+
+
+def _unknown(what: str, head_value: int | None, target_value: int | None) -> str:
+    """A check that cannot pass because a config does not state the value (never guessed as a fit)."""
+    side = "the head's config" if head_value is None else "the target's config"
+    return f"{side} states no {what}"
 
 
 def _vocab_checks(head, target, engine, checks) -> bool:
@@ -513,7 +526,9 @@ def _vocab_checks(head, target, engine, checks) -> bool:
         return _check(checks, "vocab_size", False,
                       f"draft_vocab_size {head.draft_vocab_size} exceeds the vocabulary {head.vocab_size} its "
                       "d2t map indexes", "model_executor/models/llama_eagle3.py:338-345")
-    if head.vocab_size == tv:
+    if head.vocab_size is None or tv is None:
+        detail, ok = _unknown("vocab size", head.vocab_size, tv), False
+    elif head.vocab_size == tv:
         detail = f"vocab size {tv} on both"
         if head.draft_vocab_size and head.draft_vocab_size != tv:
             detail += f" (draft vocabulary {head.draft_vocab_size}, mapped by d2t/t2d)"
@@ -560,7 +575,11 @@ def aux_limit(head: HeadFacts, engine: str, layers: int) -> tuple[int, int, str]
 def _aux_checks(head, target, engine, checks) -> bool:
     L = target.num_hidden_layers
     if L is None:
-        return _check(checks, "aux_layers", True, "target layer count unknown; not checked", "")
+        if head.aux_layer_ids and aux_limit(head, engine, 0) is not None:
+            return _check(checks, "aux_layers", False, _unknown("num_hidden_layers", 0, None),
+                          "the aux layer ids index the target's layers")
+        return _check(checks, "aux_layers", True, "no aux layer ids to check against the target's depth",
+                      "models/llama.py:933-936" if engine == "sglang" else "model_executor/models/interfaces.py:1751")
     limit = aux_limit(head, engine, L)
     if limit is None:
         default = "[2, L//2, L-3]" if head.algorithm in ("eagle3", "peagle") else "none"

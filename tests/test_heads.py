@@ -487,3 +487,37 @@ def test_registry_entries_reference_the_rules():
         for name, entry in methods.items():
             assert entry["source"] and entry["engine_method"] and callable(entry["launch"]), (engine, name)
     assert heads.HEAD_RULES["vllm"]["eagle3"]["fit"](_spec_eagle3(), _target(), "vllm").fits
+
+
+def test_unknown_shapes_never_fit():
+    no_hidden = _target({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000,
+                         "num_hidden_layers": 32})
+    v = fit(_eagle3(), no_hidden, "vllm")
+    assert v.failed_check == "hidden_size" and v.reasons[0] == "the target's config states no hidden size"
+    no_layers = _target({**LLAMA7B, "num_hidden_layers": None})
+    assert fit(_eagle3(), no_layers, "vllm").failed_check == "aux_layers"
+    assert fit(_eagle3(aux=None), no_layers, "vllm").fits  # no ids: the engine's default applies
+    no_vocab = parse_head({**hubheads.sglang_eagle3(4096, 1, 1, heads=32, kv=8, inter=14336), "vocab_size": None},
+                          "o/h")
+    assert fit(no_vocab, _target(), "sglang").reasons[0] == "the head's config states no vocab size"
+
+
+@pytest.mark.parametrize("cfg", [
+    {"speculators_model_type": "eagle3", "speculators_config": "x", "transformer_layer_config": 5},
+    {"speculators_config": {"verifier": {"name_or_path": 3}, "proposal_methods": "no"}},
+    {"architectures": "LlamaForCausalLMEagle3", "hidden_size": "4096"},
+    {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": True, "vocab_size": -1,
+     "eagle_config": {"eagle_aux_hidden_state_layer_ids": ["a", 2]}},
+    {"architectures": ["DFlashDraftModel"], "dflash_config": [1, 2], "block_size": "16"},
+    {"architectures": [None, 3]},
+    {},
+])
+def test_malformed_configs_do_not_raise(cfg):
+    h = parse_head(cfg, "o/eagle-x", ["base_model:", 5])
+    t = target_shape({**cfg, "text_config": "bad", "num_nextn_predict_layers": "1"}, "o/t")
+    assert t.mtp_layers is None
+    if h is not None:
+        for engine in heads.HEAD_ENGINES:
+            v = fit(h, t, engine)
+            assert v.fits is False and v.failed_check
+            launch(h, "o/t", engine)
