@@ -87,14 +87,16 @@ SGLANG_EAGLE3_TARGET_TYPES = (
     "llama", "mistral", "phi3", "internlm3",  # models/llama.py:929 (Mistral/Phi3 subclass LlamaForCausalLM)
     "qwen2", "qwen2_moe", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5",
     "deepseek_v2", "deepseek_v3", "gemma3", "gemma3_text", "gemma4", "gpt_oss", "glm4_moe", "kimi_k25",
-    "minimax_m2", "llama4", "bailing_moe", "exaone_moe", "longcat_flash", "apertus",
+    "minimax_m2", "llama4", "bailing_moe", "exaone_moe", "longcat_flash", "apertus", "qwen3_5_moe", "qwen3_5_text",
+    "qwen3_5_moe_text", "gemma4_text", "minimax_m3", "glm4_moe_lite", "glm5_next",
 )
 # vLLM: the target class must implement SupportsEagle3 (v1/worker/gpu_model_runner.py:5173-5177).
 VLLM_EAGLE3_TARGET_TYPES = (
     "llama", "mistral", "phi3",  # model_executor/models/llama.py:464 (mistral.py:236, phi3.py:10 subclass it)
     "qwen2", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5", "deepseek_v2",
     "deepseek_v3", "gemma4", "gpt_oss", "granite", "granitemoe", "minicpm", "minimax_m2", "llama4",
-    "kimi_k25", "apertus", "nemotron_h", "mistral3", "llava", "pixtral",
+    "kimi_k25", "apertus", "nemotron_h", "mistral3", "llava", "pixtral", "qwen3_5_moe", "qwen3_5_text",
+    "qwen3_5_moe_text", "gemma4_text", "granitemoeshared",
 )
 
 # Built-in MTP. SGLang: the draft worker rewrites the target's architecture into its MTP class
@@ -464,8 +466,9 @@ def _vllm_rename(arch: str, method: str) -> str:
     return arch
 
 
-def _target_type(target: TargetShape) -> str | None:
-    return target.text_model_type or target.model_type
+def _target_types(target: TargetShape) -> list[str]:
+    """The top-level model_type picks the target class; a text sub-config's type is accepted too."""
+    return [t for t in (target.model_type, target.text_model_type) if t]
 
 
 def _hidden_checks(head, target, engine, checks) -> bool:
@@ -600,13 +603,14 @@ def _aux_checks(head, target, engine, checks) -> bool:
 def _target_supported(head, target, engine, checks) -> bool:
     if head.algorithm not in ("eagle3", "peagle"):
         return True
-    mt = _target_type(target)
+    types = _target_types(target)
     table = SGLANG_EAGLE3_TARGET_TYPES if engine == "sglang" else VLLM_EAGLE3_TARGET_TYPES
     src = ("model_executor/model_runner_components/attention_backend_setup.py:55-61" if engine == "sglang"
            else "v1/worker/gpu_model_runner.py:5173-5177")
-    return _check(checks, "target_arch", mt in table,
-                  f"target model_type {mt} {'can' if mt in table else 'cannot'} capture EAGLE-3 aux hidden states",
-                  src)
+    ok = any(t in table for t in types)
+    mt = types[0] if types else None
+    return _check(checks, "target_arch", ok,
+                  f"target model_type {mt} {'can' if ok else 'cannot'} capture EAGLE-3 aux hidden states", src)
 
 
 def _norm(ids: Iterable[str]) -> set[str]:

@@ -521,3 +521,17 @@ def test_malformed_configs_do_not_raise(cfg):
             v = fit(h, t, engine)
             assert v.fits is False and v.failed_check
             launch(h, "o/t", engine)
+
+
+def test_eagle3_on_a_multimodal_target_reads_its_text_config():
+    vl = target_shape({"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+                       "text_config": {"model_type": "qwen2_5_vl_text", "hidden_size": 4096, "num_hidden_layers": 32,
+                                       "vocab_size": 32000}}, "o/vl")
+    for engine in heads.HEAD_ENGINES:
+        assert fit(_eagle3(), vl, engine).fits, engine
+
+
+def test_qwen2_moe_eagle3_target_on_sglang_only():
+    moe = _target(architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe")
+    assert fit(_eagle3(), moe, "sglang").fits
+    assert fit(_eagle3(), moe, "vllm").failed_check == "target_arch"
