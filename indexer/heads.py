@@ -99,6 +99,18 @@ VLLM_EAGLE3_TARGET_TYPES = (
     "qwen3_5_moe_text", "gemma4_text", "granitemoeshared",
 )
 
+# DFlash/DSpark need the target to capture the chosen layers too. SGLang: set_dflash_layers_to_capture or
+# set_dspark_layers_to_capture (model_executor/model_runner_components/attention_backend_setup.py:62-72); the model
+# files that implement one (models/llama.py:943, qwen3.py:793, ...). Qwen2 does not.
+SGLANG_DFLASH_TARGET_TYPES = (
+    "llama", "mistral", "phi3", "internlm3", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5",
+    "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4",
+    "gemma4", "gemma4_text", "glm4_moe_lite", "glm5_next", "gpt_oss", "kimi_k25", "kimi_k3", "kimi_linear", "laguna",
+    "lfm2", "lfm2_moe", "lfm2_vl", "nemotron_h", "minimax_m3_vl", "bailing_moe_v3",
+)
+# vLLM's DFlash proposer turns on aux hidden-state outputs (v1/worker/gpu_model_runner.py:645-647), which need
+# SupportsEagle3 like EAGLE-3 (gpu_model_runner.py:5173-5177): VLLM_EAGLE3_TARGET_TYPES applies.
+
 # Built-in MTP. SGLang: the draft worker rewrites the target's architecture into its MTP class
 # (configs/model_config.py:1010-1200, ``_config_draft_model``); NEXTN is an alias of EAGLE
 # (speculative/spec_registry.py:183). Value: the line of the rewrite.
@@ -601,16 +613,23 @@ def _aux_checks(head, target, engine, checks) -> bool:
 
 
 def _target_supported(head, target, engine, checks) -> bool:
-    if head.algorithm not in ("eagle3", "peagle"):
+    """Can the target capture the hidden states this head reads? EAGLE-1 reads only the last one (any target);
+    DSpark on vLLM runs in its own model runner, not checked here."""
+    if head.algorithm in ("eagle3", "peagle"):
+        table, what = (SGLANG_EAGLE3_TARGET_TYPES if engine == "sglang" else VLLM_EAGLE3_TARGET_TYPES), "EAGLE-3"
+        src = ("model_executor/model_runner_components/attention_backend_setup.py:55-61" if engine == "sglang"
+               else "v1/worker/gpu_model_runner.py:5173-5177")
+    elif head.algorithm == "dflash" or (head.algorithm == "dspark" and engine == "sglang"):
+        table, what = (SGLANG_DFLASH_TARGET_TYPES if engine == "sglang" else VLLM_EAGLE3_TARGET_TYPES), "DFlash"
+        src = ("model_executor/model_runner_components/attention_backend_setup.py:62-72" if engine == "sglang"
+               else "v1/worker/gpu_model_runner.py:645-647, 5173-5177")
+    else:
         return True
     types = _target_types(target)
-    table = SGLANG_EAGLE3_TARGET_TYPES if engine == "sglang" else VLLM_EAGLE3_TARGET_TYPES
-    src = ("model_executor/model_runner_components/attention_backend_setup.py:55-61" if engine == "sglang"
-           else "v1/worker/gpu_model_runner.py:5173-5177")
     ok = any(t in table for t in types)
     mt = types[0] if types else None
     return _check(checks, "target_arch", ok,
-                  f"target model_type {mt} {'can' if ok else 'cannot'} capture EAGLE-3 aux hidden states", src)
+                  f"target model_type {mt} {'can' if ok else 'cannot'} capture {what} aux hidden states", src)
 
 
 def _norm(ids: Iterable[str]) -> set[str]:

@@ -380,8 +380,13 @@ EXPECTED = {  # (head, target) -> {engine: tier or failed check}; every other pa
         {"sglang": "lineage", "vllm": "format"},
     ("heads-lab/sglang-EAGLE-llama2-chat-7B", "mistralai/Mistral-7B-Instruct-v0.2"):
         {"sglang": "shape", "vllm": "format"},
-    ("heads-lab/Qwen2.5-0.5B-Instruct-DFlash-b16", "Qwen/Qwen2.5-0.5B-Instruct"): {"sglang": "exact", "vllm": "exact"},
+    ("heads-lab/Qwen2.5-0.5B-Instruct-DFlash-b16", "Qwen/Qwen2.5-0.5B-Instruct"):
+        {"sglang": "target_arch", "vllm": "exact"},
     ("heads-lab/Qwen2.5-0.5B-Instruct-DFlash-b16", "heads-lab/Qwen2.5-0.5B-Instruct-NextN"):
+        {"sglang": "target_arch", "vllm": "lineage"},
+    ("heads-lab/TinyLlama-1.1B-Chat-v1.0-DFlash-b16", "TinyLlama/TinyLlama-1.1B-Chat-v1.0"):
+        {"sglang": "exact", "vllm": "exact"},
+    ("heads-lab/TinyLlama-1.1B-Chat-v1.0-DFlash-b16", "heads-lab/TinyLlama-1.1B-DeepseekV3-MTP"):
         {"sglang": "lineage", "vllm": "lineage"},
     ("heads-lab/Mistral-7B-Instruct-v0.2-speculator.dflash", "mistralai/Mistral-7B-Instruct-v0.2"):
         {"sglang": "format", "vllm": "exact"},
@@ -535,3 +540,13 @@ def test_qwen2_moe_eagle3_target_on_sglang_only():
     moe = _target(architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe")
     assert fit(_eagle3(), moe, "sglang").fits
     assert fit(_eagle3(), moe, "vllm").failed_check == "target_arch"
+
+
+def test_dflash_needs_a_capturing_target():
+    h = parse_head(hubheads.zlab_dflash(4096, 32000, heads=32, kv=8, inter=14336, layers=[1, 15],
+                                        num_target_layers=32, mask_token_id=5), "z/d")
+    qwen2 = _target(architectures=["Qwen2ForCausalLM"], model_type="qwen2")
+    v = fit(h, qwen2, "sglang")
+    assert v.failed_check == "target_arch" and "cannot capture DFlash" in v.reasons[0]
+    assert fit(h, qwen2, "vllm").fits
+    assert fit(h, _target(architectures=["GPT2LMHeadModel"], model_type="gpt2"), "vllm").failed_check == "target_arch"
