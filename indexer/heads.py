@@ -760,6 +760,71 @@ def ngram_launch(target_id: str, engine: str) -> str:
     return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
 
 
+NGRAM_REASON = "n-gram (prompt lookup) drafting proposes tokens from the prompt itself: it needs no draft model or head"
+
+
+def ngram(target_id: str, engine: str) -> dict:
+    """``--method ngram``: always available, needs nothing (says so), with its launch command."""
+    return {"repo_id": target_id, "method": "NGRAM" if engine == "sglang" else "ngram", "reasons": [NGRAM_REASON],
+            "launch": ngram_launch(target_id, engine)}
+
+
+def rank_key(verdict: HeadVerdict, downloads: int | None = None) -> tuple:
+    """Ranking of fitting heads: exact, then lineage, then shape; more downloads first within a tier."""
+    return (TIERS.index(verdict.tier) if verdict.tier in TIERS else len(TIERS), -(downloads or 0))
+
+
+def head_entry(head: HeadFacts, verdict: HeadVerdict, target_id: str, downloads: int | None = None) -> dict:
+    """A fitting head in the JSON shape of a draft model entry (``drafts[]``: repo_id, reasons, launch)."""
+    reasons = ([verdict.warning] if verdict.warning else []) + verdict.reasons
+    return {"repo_id": head.repo_id, "params": head.params, "downloads": downloads, "algorithm": head.algorithm,
+            "format": head.format, "tier": verdict.tier, "method": verdict.method, "reasons": reasons,
+            "launch": launch(head, target_id, verdict.engine)}
+
+
+def head_miss(head: HeadFacts, verdict: HeadVerdict, downloads: int | None = None) -> dict:
+    """A near miss in the shape of a draft near miss: the failing check and its words."""
+    return {"repo_id": head.repo_id, "params": head.params, "downloads": downloads, "algorithm": head.algorithm,
+            "format": head.format, "failed_check": verdict.failed_check, "reason": verdict.reasons[0],
+            "reasons": verdict.reasons[1:], "fix": None}
+
+
+def fitting_heads(target: TargetShape, candidates: Iterable[HeadFacts], engine: str, method: str, *,
+                  target_lineage: Iterable[str] = (), lineage_of=None, downloads: dict | None = None
+                  ) -> tuple[list[dict], list[dict]]:
+    """(fits, near misses) among ``candidates`` for ``--method`` (eagle / eagle3 / dflash), ranked.
+
+    ``lineage_of(repo_id) -> ids`` gives a head's declared models' base-model chain; ``downloads`` maps ids."""
+    algorithms = METHOD_ALGORITHMS[method]
+    target_lineage = list(target_lineage)
+    downloads = downloads or {}
+    fits, misses = [], []
+    for head in candidates:
+        if head.algorithm not in algorithms:
+            continue
+        head_lineage = [i for d in head.declared_for for i in (lineage_of(d) if lineage_of else ())]
+        v = fit(head, target, engine, target_lineage=target_lineage, head_lineage=head_lineage)
+        dl = downloads.get(head.repo_id)
+        if v.fits:
+            fits.append((rank_key(v, dl), head.repo_id, head_entry(head, v, target.repo_id, dl)))
+        elif v.failed_check != "format":
+            misses.append((-(dl or 0), head.repo_id, head_miss(head, v, dl)))
+    return [e for *_, e in sorted(fits, key=lambda x: x[:2])], [e for *_, e in sorted(misses, key=lambda x: x[:2])]
+
+
+def overview(target: TargetShape, candidates: Iterable[HeadFacts], engine: str, **kw) -> dict:
+    """``--method all`` for one engine, without draft models (the draft query adds those): built-in MTP, fitting
+    heads per method, n-gram."""
+    candidates = list(candidates)
+    m = mtp(target, engine)
+    out = {"engine": engine,
+           "mtp": {"fits": m.fits, "reasons": m.reasons, "launch": mtp_launch(target, engine) if m.fits else None},
+           "heads": {}, "ngram": ngram(target.repo_id, engine)}
+    for method in METHOD_ALGORITHMS:
+        out["heads"][method] = fitting_heads(target, candidates, engine, method, **kw)[0]
+    return out
+
+
 def explain(head: HeadFacts, target: TargetShape, **lineage) -> dict:
     """``indexer check TARGET HEAD`` material: every shape check, the lineage and the verdict per engine."""
     out = {"head": head.to_dict(), "target": target.to_dict(), "engines": {}}

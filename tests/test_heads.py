@@ -550,3 +550,70 @@ def test_dflash_needs_a_capturing_target():
     assert v.failed_check == "target_arch" and "cannot capture DFlash" in v.reasons[0]
     assert fit(h, qwen2, "vllm").fits
     assert fit(h, _target(architectures=["GPT2LMHeadModel"], model_type="gpt2"), "vllm").failed_check == "target_arch"
+
+
+def test_fitting_heads_ranks_exact_lineage_shape_then_downloads():
+    target = _target(repo="org/ft")
+    exact = _eagle3(repo="a/exact", base="org/ft")
+    lineage = _eagle3(repo="b/lineage", base="org/base")
+    shape_popular = _eagle3(repo="c/shape-popular", base="x/other")
+    shape = _eagle3(repo="d/shape", base="y/other")
+    miss = _eagle3(repo="e/miss", hidden=2048, base="org/ft")
+    unloadable = _spec_eagle3(verifier="org/ft")
+    eagle1 = parse_head(hubheads.sglang_eagle1(4096, 32000, heads=32, inter=11008), "f/sglang-EAGLE-x")
+    fits, misses = heads.fitting_heads(target, [shape, miss, lineage, shape_popular, exact, unloadable, eagle1],
+                                       "sglang", "eagle3", target_lineage=["org/ft", "org/base"],
+                                       downloads={"c/shape-popular": 500, "d/shape": 5})
+    assert [e["repo_id"] for e in fits] == ["a/exact", "b/lineage", "c/shape-popular", "d/shape"]
+    assert [e["tier"] for e in fits] == ["exact", "lineage", "shape", "shape"]
+    assert fits[2]["reasons"][0] == "fits by shape only: acceptance is unknown"
+    assert fits[0]["launch"].endswith("--speculative-draft-model-path a/exact")
+    assert [(m["repo_id"], m["failed_check"], m["reason"]) for m in misses] == [
+        ("e/miss", "hidden_size", "trained for hidden size 2048; this target has 4096")]
+    eagle_fits, _ = heads.fitting_heads(target, [eagle1, exact], "sglang", "eagle")
+    assert [e["repo_id"] for e in eagle_fits] == ["f/sglang-EAGLE-x"]
+
+
+def test_head_lineage_through_lineage_of():
+    h = _eagle3(repo="a/h", base="org/chat")
+    chains = {"org/chat": ["org/chat", "org/root"]}
+    fits, _ = heads.fitting_heads(_target(repo="org/ft2"), [h], "vllm", "eagle3",
+                                  target_lineage=["org/ft2", "org/root"],
+                                  lineage_of=lambda rid: chains.get(rid, [rid]))
+    assert fits[0]["tier"] == "lineage"
+
+
+def test_overview_per_engine():
+    v3 = target_shape({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 4096,
+                       "num_hidden_layers": 32, "vocab_size": 32000, "num_nextn_predict_layers": 1}, "org/v3")
+    head = _eagle3(repo="a/eagle3", base="org/v3")
+    for engine in heads.HEAD_ENGINES:
+        ov = heads.overview(v3, [head, _spec_eagle3(verifier="org/v3")], engine)
+        assert ov["mtp"]["fits"] and ov["mtp"]["launch"] == mtp_launch(v3, engine)
+        assert ("NEXTN" if engine == "sglang" else '"method": "mtp"') in ov["mtp"]["launch"]
+        assert ov["ngram"]["reasons"] == [heads.NGRAM_REASON] and ov["ngram"]["launch"]
+        ids = [e["repo_id"] for e in ov["heads"]["eagle3"]]
+        assert ids == (["a/eagle3"] if engine == "sglang" else ["a/eagle3", "org/x-speculator.eagle3"])
+        assert ov["heads"]["dflash"] == [] and ov["heads"]["eagle"] == []
+
+
+@needs_corpus
+def test_each_method_lists_exactly_the_fitting_heads_exact_first(corpus_hub, tmp_path):
+    hub, built = corpus_hub
+    repos = _read_back(hub, tmp_path)
+    candidates = [parse_head(repos[h][0], h, repos[h][1]) for h in built["heads"]]
+    algorithm = {h.repo_id: h.algorithm for h in candidates}
+    for target_id in built["targets"]:
+        target = target_shape(repos[target_id][0], target_id)
+        for engine in heads.HEAD_ENGINES:
+            for method, algorithms in heads.METHOD_ALGORITHMS.items():
+                fits, _ = heads.fitting_heads(target, candidates, engine, method,
+                                              target_lineage=_lineage(target_id, repos),
+                                              lineage_of=lambda rid: _lineage(rid, repos))
+                want = {h for (h, t), w in EXPECTED.items()
+                        if t == target_id and w[engine] in heads.TIERS and algorithm[h] in algorithms}
+                assert {e["repo_id"] for e in fits} == want, (target_id, engine, method)
+                tiers = [e["tier"] for e in fits]
+                assert tiers == sorted(tiers, key=heads.TIERS.index), (target_id, engine, method)
+                if any(EXPECTED[(h, target_id)][engine] == "exact" for h in want):
+                    assert tiers[0] == "exact"
