@@ -547,6 +547,8 @@ def _vocab_checks(head, target, engine, checks) -> bool:
         detail = f"vocab size {tv} on both"
         if head.draft_vocab_size and head.draft_vocab_size != tv:
             detail += f" (draft vocabulary {head.draft_vocab_size}, mapped by d2t/t2d)"
+            if engine == "sglang":  # speculative/eagle_worker_v2.py:260-274
+                detail += "; SGLang's --speculative-use-rejection-sampling needs the full vocabulary"
         ok = True
     else:
         detail = f"trained for vocab size {head.vocab_size}; this target has {tv}"

@@ -44,6 +44,8 @@ def test_parse_sglang_native_eagle3():
     assert (h.aux_layer_ids, h.aux_key) == ([2, 16, 29], "eagle_config.eagle_aux_hidden_state_layer_ids")
     assert h.base_models == ["org/target"] and h.verifier is None and h.layer_model_type == "llama"
     assert h.params and 4 * 10**8 < h.params < 10**9
+    sg, vl = fit(h, _target(), "sglang"), fit(h, _target(), "vllm")
+    assert any("rejection-sampling" in r for r in sg.reasons) and not any("rejection" in r for r in vl.reasons)
 
 
 def test_parse_speculators_eagle3():
