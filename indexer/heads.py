@@ -279,7 +279,7 @@ def _legacy_eagle_name(repo_id: str) -> str | None:
     name = repo_id.lower()
     if "eagle3" in name:
         return "eagle3"
-    if "eagle-" in name or "eagle_" in name:
+    if "eagle-" in name:
         return "eagle"
     return None
 
@@ -308,7 +308,8 @@ def _parse_speculators(config, repo_id, archs, base_models) -> HeadFacts:
     layer = config.get("transformer_layer_config")
     layer = layer if isinstance(layer, dict) else {}
     kind = config.get("speculators_model_type")
-    algorithm = {"dflash2": "dflash"}.get(kind, kind) if kind in VLLM_SPECULATORS_TYPES else str(kind or "eagle3")
+    kind = kind if isinstance(kind, str) and kind else "eagle3"
+    algorithm = {"dflash2": "dflash"}.get(kind, kind)  # dflash2 runs as dflash (speculators/base.py:135-136)
     methods = spec.get("proposal_methods")
     first = methods[0] if isinstance(methods, list) and methods and isinstance(methods[0], dict) else {}
     aux_key = "eagle_aux_hidden_state_layer_ids" if algorithm in ("eagle3", "peagle", "eagle") \
@@ -434,11 +435,12 @@ def loads(head: HeadFacts, engine: str) -> tuple[bool, str, str, str | None]:
                     f"sglang {SGLANG_VERSION}: grep speculators_config python/sglang/srt", None)
         arch = next((a for a in head.architectures if a in SGLANG_HEAD_ARCHS), None)
         if arch is None:
-            return (False, f"SGLang picks the model class from architectures[0] ({_first(head)}), which is not "
-                    "one of its head classes (e.g. LlamaForCausalLMEagle, LlamaForCausalLMEagle3)",
-                    "models/llama_eagle.py:153, models/llama_eagle3.py:387", None)
+            return (False, f"SGLang resolves the model class from architectures ({', '.join(head.architectures)}), "
+                    "and none is one of its head classes (e.g. LlamaForCausalLMEagle, LlamaForCausalLMEagle3)",
+                    "models/registry.py:93-112, models/llama_eagle.py:153, models/llama_eagle3.py:387", None)
         algo = SGLANG_HEAD_ARCHS[arch]
-        return True, f"{arch} is SGLang's {algo.upper()} head class", "model registry EntryClass", algo.upper()
+        return (True, f"{arch} is SGLang's {algo.upper()} head class", "models/registry.py:93-112 (EntryClass)",
+                algo.upper())
     if head.format == "speculators":
         kind = head.algorithm
         if kind not in VLLM_SPECULATORS_TYPES:
@@ -448,7 +450,7 @@ def loads(head: HeadFacts, engine: str) -> tuple[bool, str, str, str | None]:
         if allowed and (head.layer_model_type or "llama") not in allowed:
             return (False, f"speculators {kind} with a {head.layer_model_type} layer: vLLM maps only "
                     f"{' / '.join(allowed)} layers", "transformers_utils/configs/speculators/algos.py:39-45", None)
-        method = {"peagle": "eagle3", "dspark": "dspark"}.get(head.algorithm, head.algorithm)
+        method = "eagle3" if head.algorithm == "peagle" else head.algorithm  # speculators/base.py:133-136
         return (True, f"speculators format, speculators_model_type {head.algorithm}",
                 "transformers_utils/configs/speculators/algos.py:15-209", method)
     # EAGLEConfig renames architectures for the chosen method (transformers_utils/configs/eagle.py:46-76),
@@ -493,7 +495,7 @@ def _hidden_checks(head, target, engine, checks) -> bool:
         # (models/llama.py:910-916), so this one comparison covers the embedding too.
         return _check(checks, "hidden_size", _same(want, th), _hidden_words(want, th), src)
     if head.algorithm == "eagle":
-        src = ("models/llama_eagle.py (fc over concat(embeds, hidden) = 2*hidden_size)" if engine == "sglang"
+        src = ("models/llama_eagle.py:91 (fc over concat(embeds, hidden) = 2*hidden_size)" if engine == "sglang"
                else "model_executor/models/llama_eagle.py:110-130 (fc input = 2*hidden_size)")
         return _check(checks, "hidden_size", _same(head.hidden_size, th), _hidden_words(head.hidden_size, th), src)
     if engine == "sglang":  # dflash / dspark: fc reads len(target_layer_ids) * hidden_size
@@ -724,7 +726,7 @@ def launch(head: HeadFacts, target_id: str, engine: str) -> str:
     vLLM --speculative-config JSON, config/speculative.py:419)."""
     if engine == "sglang":
         return (f"python -m sglang.launch_server --model-path {target_id} "
-                f"--speculative-algorithm {SGLANG_ALGORITHM[head.algorithm]} "
+                f"--speculative-algorithm {SGLANG_ALGORITHM.get(head.algorithm, head.algorithm.upper())} "
                 f"--speculative-draft-model-path {head.repo_id}")
     if engine != "vllm":
         raise ValueError(f"engine must be one of {HEAD_ENGINES}, not {engine!r}")

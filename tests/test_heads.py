@@ -72,6 +72,7 @@ def test_parse_eagle1_layouts_and_non_heads():
     legacy = hubheads.eagle1_legacy(4096, 32000, heads=32, inter=11008)
     assert parse_head(legacy, "yuhuili/EAGLE-llama2-chat-7B").format == "eagle-legacy"
     assert parse_head(legacy, "someone/llama2-7b-one-layer") is None  # a 1-layer llama without the name rule
+    assert parse_head(legacy, "someone/EAGLE3-llama2").algorithm == "eagle3"
     sg = parse_head(hubheads.sglang_eagle1(4096, 32000, heads=32, inter=11008), "lmsys/sglang-EAGLE-llama2-chat-7B")
     assert (sg.algorithm, sg.format) == ("eagle", "sglang-native")
     assert parse_head(LLAMA7B, "meta-llama/Llama-2-7b-hf") is None
@@ -517,6 +518,8 @@ def test_unknown_shapes_never_fit():
      "eagle_config": {"eagle_aux_hidden_state_layer_ids": ["a", 2]}},
     {"architectures": ["DFlashDraftModel"], "dflash_config": [1, 2], "block_size": "16"},
     {"architectures": [None, 3]},
+    {"speculators_model_type": ["eagle3"], "speculators_config": {}},
+    {"speculators_model_type": "medusa", "speculators_config": {"verifier": {"name_or_path": "o/t"}}},
     {},
 ])
 def test_malformed_configs_do_not_raise(cfg):
