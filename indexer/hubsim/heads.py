@@ -91,6 +91,7 @@ def speculators_eagle3(verifier: str, verifier_arch: str, hidden: int, vocab: in
                                      "verifier_accept_k": 1}],
                "verifier": {"architectures": [verifier_arch], "name_or_path": verifier}},
            "speculators_model_type": "eagle3", "speculators_version": "0.1.0.dev14", "target_hidden_size": None,
+           "embed_requires_grad": False,
            "torch_dtype": "bfloat16",
            "transformer_layer_config": _llama_layer(hidden, vocab, heads=heads, kv=kv, inter=inter,
                                                     model_type=layer_type),
