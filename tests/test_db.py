@@ -1,12 +1,13 @@
 """The catalog schema: migrations create it, and they match the ORM models."""
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 
 from indexer.cli import cli
-from indexer.db import current_revision, make_engine, resolve_url
+from indexer.db import CatalogError, current_revision, make_engine, resolve_url
 from indexer.models import Base
 
 
@@ -31,7 +32,15 @@ def test_db_upgrade_command_creates_and_is_idempotent(tmp_path):
 def test_db_option_env_and_urls(tmp_path, monkeypatch):
     monkeypatch.setenv("INDEXER_DB", str(tmp_path / "env.db"))
     assert resolve_url(None) == f"sqlite:///{tmp_path / 'env.db'}"
-    assert resolve_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert resolve_url("sqlite:///x.db") == "sqlite:///x.db"
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        with pytest.raises(CatalogError, match=r"pip install 'indexer\[postgres\]'"):
+            resolve_url("postgresql://u@h/db")
+    else:  # the postgres extra's driver, whatever SQLAlchemy's default for postgresql:// is
+        assert resolve_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+        assert resolve_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
     result = CliRunner().invoke(cli, ["db", "upgrade"])
     assert result.exit_code == 0 and (tmp_path / "env.db").exists()
 
