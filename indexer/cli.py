@@ -22,6 +22,8 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 # Commands that write the catalog: their --db is checked for write access (and a free lock) up front.
 WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
+# `check DIR DIR` needs no catalog: its server is reached only when a side is a repo id.
+CATALOG_OPTIONAL = {"check"}
 DB_META = "indexer.db"
 
 
@@ -30,7 +32,8 @@ def check_db(ctx: click.Context, _param, value):
     from .db import preflight
 
     ctx.meta[DB_META] = value
-    ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG)
+    ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
+                                  connect=ctx.command.name not in CATALOG_OPTIONAL)
     return value
 
 

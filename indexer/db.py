@@ -143,6 +143,19 @@ def read_only_uri(path: Path) -> str | None:
     return f"file:{quote(str(path))}?{'immutable=1' if needs_immutable else 'mode=ro'}"
 
 
+def check_sqlite_file(path: Path) -> None:
+    """CatalogError unless ``path`` is a SQLite file (header "SQLite format 3", or empty: a new catalog)."""
+    if path.is_dir():
+        raise CatalogError(f"catalog {path} is a directory; point --db at a catalog file inside it")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise CatalogError(f"catalog {path} cannot be read ({e.strerror})") from None
+    if head and head != b"SQLite format 3\x00":
+        raise CatalogError(f"catalog {path} is not a SQLite database; point --db at a catalog file or a new path")
+
+
 def _sqlite_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
@@ -187,16 +200,27 @@ def make_engine(db: str | None = None, *, read_only: bool = False):
     return engine
 
 
-def preflight(db: str | None = None, *, write: bool = False) -> str:
-    """Check ``--db`` before a command starts: scheme and driver; for writers also that the
-    server answers, that the SQLite file can be written and that no other writer holds it.
+def preflight(db: str | None = None, *, write: bool = False, connect: bool = True) -> str:
+    """Check ``--db`` before a command starts: scheme and driver; then (``connect``) that a
+    database server answers; for writers also that the SQLite file can be written and that no
+    other writer holds it.
 
     Returns the resolved URL; raises CatalogError with the fix.
     """
     url = resolve_url(db)
-    if not write:
-        return url
     path = sqlite_path(url)
+    if path is not None and path.exists():
+        check_sqlite_file(path)
+    if not write:
+        if connect and path is None and not url.startswith("sqlite"):
+            engine = make_engine(url)
+            try:
+                engine.connect().close()
+            except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
+                raise as_catalog_error(e, url) from None
+            finally:
+                engine.dispose()
+        return url
     if path is not None:
         if not writable(path):
             raise CatalogError(f"catalog {path} is read-only (the file or its directory is not writable); this "
