@@ -316,6 +316,20 @@ def is_db_error(exc: BaseException) -> bool:
     return isinstance(exc, CatalogError) or mod.split(".")[0] in ("sqlalchemy", "sqlite3", "psycopg", "psycopg2")
 
 
+def is_write_conflict(exc: BaseException) -> bool:
+    """A write that lost a race with another writer and succeeds when retried: a unique key that
+    another transaction committed first, a deadlock victim (PostgreSQL SQLSTATE 40P01) or a
+    serialization failure (40001) (https://www.postgresql.org/docs/current/errcodes-appendix.html)."""
+    from sqlalchemy.exc import DBAPIError, IntegrityError
+
+    if isinstance(exc, IntegrityError):
+        return "unique" in str(exc.orig).lower()
+    if isinstance(exc, DBAPIError):
+        code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+        return code in ("40P01", "40001")
+    return False
+
+
 def as_catalog_error(exc: BaseException, url: str | None) -> BaseException:
     """``exc`` as a CatalogError when it comes from the database layer; else ``exc`` unchanged."""
     if isinstance(exc, CatalogError):
