@@ -381,6 +381,7 @@ def explain(exc: BaseException, url: str | None) -> str:
                               "no such file or directory", "name or service not known", "timeout expired",
                               "could not translate host name", "server closed the connection")):
         return (f"{name} is unreachable ({msg}); start the database server or fix the host and port in --db")
-    if "permission denied" in low:
-        return f"{name}: {msg}; grant the --db user access to the catalog's tables"
+    if "permission denied" in low or "must be owner" in low:  # PostgreSQL SQLSTATE 42501 / 42P... privileges
+        return (f"{name}: the --db user may not do this ({msg}); use the catalog's owner, or grant this user "
+                "write access")
     return f"{name}: {cls}: {msg}"

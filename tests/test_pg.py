@@ -27,7 +27,11 @@ from indexer.hubsim.repos import split_flat_name
 from indexer.models import Base
 from indexer.query import ENGINES
 
-pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+
+@pytest.fixture(autouse=True)
+def _driver(request):
+    if "sqlite" not in request.node.name:
+        pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
 
 @pytest.fixture
@@ -127,15 +131,24 @@ def test_pg_corpus_crawl_compute_query_check_agree_with_oracle_and_sqlite(pg_url
     assert result.exit_code == 1 and "mappings differ" in result.stdout
 
 
-def test_pg_two_crawls_at_once(pg_url, tmp_path):
+@pytest.fixture(params=["postgresql", "sqlite"])
+def any_catalog(request, tmp_path) -> str:
+    """A fresh PostgreSQL database, or a SQLite file: the concurrency guarantee holds on both."""
+    if request.param == "sqlite":
+        return str(tmp_path / "shared" / "catalog.db")
+    return request.getfixturevalue("pg_url")
+
+
+def test_two_crawls_at_once(any_catalog, tmp_path):
     """Two crawler processes over the same hub into one database: no duplicate, no loss, no failure."""
+    db = any_catalog
     hub_dir = tmp_path / "hub"
     for i in range(16):
         # Four tokenizers shared by many repos: both crawlers race to insert the same blobs,
         # file sets and tokenizers, and the same repos.
         write_repo(hub_dir, f"org{i % 3}/model-{i}", words=["<unk>", "<s>", "</s>"] + [f"w{i % 4}x{j}"
                                                                                         for j in range(30)])
-    upgrade(pg_url)
+    upgrade(db)
     env = hermetic_env(tmp_path)
     env["INDEXER_TOKENS"] = str(tmp_path / "tokens")
     with HubServer(str(hub_dir), page_size=5) as hub:
@@ -145,7 +158,7 @@ def test_pg_two_crawls_at_once(pg_url, tmp_path):
             cwd.mkdir()
             procs.append(subprocess.Popen(
                 [sys.executable, "-c", "import sys; from indexer.cli import cli; sys.exit(cli(prog_name='indexer'))",
-                 "crawl", "--all", "--endpoint", hub.endpoint, "--db", pg_url, "--no-compute", "--quiet", "--json",
+                 "crawl", "--all", "--endpoint", hub.endpoint, "--db", db, "--no-compute", "--quiet", "--json",
                  "--workers", "4"],
                 cwd=cwd, env={**env, "HF_HOME": str(cwd / "hf")}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True))
@@ -155,7 +168,7 @@ def test_pg_two_crawls_at_once(pg_url, tmp_path):
         summary = json.loads(out)
         assert summary["listed"] == 16 and summary["failed"] == 0, summary
         assert summary["new"] + summary["changed"] + summary["unchanged"] == 16, summary
-    engine = make_engine(pg_url)
+    engine = make_engine(db)
     with engine.connect() as conn:
         q = conn.exec_driver_sql
         assert q("SELECT count(*), count(DISTINCT repo_id) FROM repos").one() == (16, 16)
@@ -166,7 +179,7 @@ def test_pg_two_crawls_at_once(pg_url, tmp_path):
         runs = q("SELECT status FROM crawl_runs").scalars().all()
     engine.dispose()
     assert sorted(runs) == ["ok", "ok"]
-    stats = compute(pg_url)
+    stats = compute(db)
     assert stats["repos"] == 16
 
 
@@ -177,3 +190,46 @@ def test_pg_url_never_printed_with_password(pg_url):
     bad = url.set(database="indexer_no_such_db").render_as_string(hide_password=False)
     result = invoke(["query", "--target", "a/b", "--db", bad])
     assert result.exit_code == 2 and "s3cret" not in result.output and url.password not in result.stderr
+
+
+def test_pg_read_only_role_reads_and_writers_fail_in_one_line(pg_url, in_tmp):
+    """PostgreSQL's read-only catalog: a role with SELECT only. query/check answer; writers get one line."""
+    import uuid
+
+    from crawlkit import crawl as crawl_lib
+
+    hub_dir = in_tmp / "hub"
+    for i in range(3):
+        write_repo(hub_dir, f"org/model-{i}")
+    upgrade(pg_url)
+    with HubServer(str(hub_dir)) as hub:
+        crawl_lib(pg_url, hub)
+    compute(pg_url)
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    url = sa.engine.make_url(pg_url)
+    admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE ROLE {role} LOGIN")
+        conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{url.database}" TO {role}')
+        conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {role}")
+        conn.exec_driver_sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    reader = url.set(username=role, password=None).render_as_string(hide_password=False)
+    try:
+        result = invoke(["query", "--db", reader, "--target", "org/model-0", "--all", "--json"])
+        assert result.exit_code == 0, result.output
+        assert {d["repo_id"] for d in json.loads(result.stdout)["drafts"]} == {"org/model-1", "org/model-2"}
+        result = invoke(["check", "--db", reader, "org/model-0", "org/model-1"])
+        assert result.exit_code == 0, result.output
+        for args in (["compute", "--quiet"], ["crawl", "--model", "org/model-0", "--quiet", "--endpoint",
+                                              "http://127.0.0.1:9"]):
+            result = invoke([*args, "--db", reader])
+            lines = result.stderr.strip().splitlines()
+            assert result.exit_code == 2 and len(lines) == 1, result.output
+            assert "the --db user may not do this" in lines[0] and "grant" in lines[0], lines[0]
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'REVOKE ALL ON DATABASE "{url.database}" FROM {role}')
+            conn.exec_driver_sql(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}")
+            conn.exec_driver_sql(f"REVOKE ALL ON SCHEMA public FROM {role}")
+            conn.exec_driver_sql(f"DROP ROLE {role}")
+        admin.dispose()
