@@ -56,3 +56,30 @@ def test_tokenstore_roundtrip(tmp_path):
     assert store.put_fingerprint(fp) is True
     assert store.put_fingerprint(fp) is False
     assert store.get(fp.vocab_sha256) == fp.vocab
+
+
+def test_safe_url_masks_passwords():
+    from indexer.db import safe_url
+
+    assert safe_url("postgresql+psycopg://u:s3cret@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
+    assert safe_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
+
+
+def test_write_conflict_and_explain_on_real_sqlite_errors(catalog):
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from indexer.db import explain, is_write_conflict
+
+    engine = make_engine(catalog)
+    insert = sa.text("INSERT INTO blobs (blob_id, sha256, size, first_seen_at) VALUES ('b', 's', 1, '2026-01-01')")
+    with engine.begin() as conn:
+        conn.execute(insert)
+    with pytest.raises(IntegrityError) as dup, engine.begin() as conn:
+        conn.execute(insert)
+    assert is_write_conflict(dup.value)
+    with pytest.raises(OperationalError) as missing, engine.connect() as conn:
+        conn.exec_driver_sql("SELECT * FROM no_such_table")
+    assert not is_write_conflict(missing.value)
+    assert explain(missing.value, resolve_url(catalog)) == (
+        f"catalog {catalog} is not migrated; run `indexer db upgrade --db {catalog}`")
+    engine.dispose()
