@@ -21,8 +21,10 @@ POSTGRES_FIX = "pip install 'indexer[postgres]'"
 # How long a writer waits for another writer's lock before giving up (seconds; env INDEXER_BUSY_TIMEOUT).
 DEFAULT_BUSY_TIMEOUT = 30.0
 # Schemes spelled differently by users and by SQLAlchemy. Plain postgresql:// picks psycopg2 in
-# SQLAlchemy 2.0 and psycopg (3) in 2.1 (sqlalchemy/dialects/postgresql/__init__.py: ``base.dialect =
-# dialect = psycopg.dialect``); the ``postgres`` extra installs psycopg 3, so name it explicitly.
+# SQLAlchemy 2.0 and psycopg (3) in 2.1 ("Default PostgreSQL driver changed to psycopg",
+# https://docs.sqlalchemy.org/en/21/changelog/migration_21.html; sqlalchemy 2.1.9
+# dialects/postgresql/__init__.py:99 ``base.dialect = dialect = psycopg.dialect``); the ``postgres``
+# extra installs psycopg 3, so name it explicitly whichever SQLAlchemy 2.x is installed.
 SCHEME_ALIASES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
 DRIVER_MODULES = ("psycopg", "psycopg2", "psycopg2cffi", "pg8000", "asyncpg", "MySQLdb", "pymysql")
 SUPPORTED = "a file path, sqlite:///PATH or postgresql://USER@HOST/DBNAME"
