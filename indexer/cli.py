@@ -20,12 +20,31 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     sys.exit(code)
 
 
+# Commands that write the catalog: their --db is checked for write access (and a free lock) up front.
+WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
+# `check DIR DIR` needs no catalog: its server is reached only when a side is a repo id.
+CATALOG_OPTIONAL = {"check"}
+DB_META = "indexer.db"
+
+
+def check_db(ctx: click.Context, _param, value):
+    """--db callback: refuse a bad catalog before the command starts, and remember it for error messages."""
+    from .db import preflight
+
+    ctx.meta[DB_META] = value
+    ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
+                                  connect=ctx.command.name not in CATALOG_OPTIONAL)
+    return value
+
+
 def db_option(f):
     return click.option(
         "--db",
         envvar="INDEXER_DB",
         default=None,
-        help="Catalog: a file path or any SQLAlchemy URL (default data/catalog.db, env INDEXER_DB).",
+        callback=check_db,
+        help="Catalog: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
+             "(default data/catalog.db, env INDEXER_DB).",
     )(f)
 
 
@@ -43,7 +62,24 @@ def print_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class IndexerGroup(click.Group):
+    """The one place where catalog problems become one line: whichever command meets a bad,
+    unreachable, read-only or locked --db (CatalogError, or a driver exception that
+    :func:`indexer.db.as_catalog_error` recognises) prints ``error: ...`` and exits 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except Exception as e:
+            from .db import CatalogError, as_catalog_error
+
+            err = as_catalog_error(e, ctx.meta.get(DB_META))
+            if isinstance(err, CatalogError):
+                fail(str(err))
+            raise
+
+
+@click.group(cls=IndexerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version")
 def cli():
     """Which draft models can speculate for which targets, per serving engine."""
@@ -58,15 +94,9 @@ def db():
 @db_option
 def db_upgrade(db):
     """Create the catalog or migrate it to the newest schema."""
-    from .db import CatalogError, upgrade
+    from .db import safe_url, upgrade
 
-    try:
-        url = upgrade(db)
-    except CatalogError as e:
-        fail(str(e))
-    except Exception as e:  # unreachable server, bad URL, ...
-        fail(f"cannot migrate {db or 'the catalog'}: {type(e).__name__}: {e}")
-    click.echo(f"catalog at head: {url}")
+    click.echo(f"catalog at head: {safe_url(upgrade(db))}")
 
 
 @cli.command()
@@ -122,11 +152,13 @@ def check(target, draft, as_json, db, max_file_bytes):
     from .rules import check_pair
     from .sides import resolve_side
 
-    try:
-        t = resolve_side(target, db=db, max_file_bytes=max_file_bytes)
-        d = resolve_side(draft, db=db, max_file_bytes=max_file_bytes)
-    except InputError as e:
-        fail(e.message)
+    sides = {}
+    for role, arg in (("target", target), ("draft", draft)):
+        try:
+            sides[role] = resolve_side(arg, db=db, max_file_bytes=max_file_bytes)
+        except InputError as e:
+            fail(f"{role} {arg}: {e.message}")
+    t, d = sides["target"], sides["draft"]
     result = check_pair(t, d)
     if as_json:
         print_json(result)
@@ -355,7 +387,8 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file):
 
 
 @cli.command()
-@click.option("--db", default="data/demo.db", show_default=True, help="Catalog to build the demo into.")
+@click.option("--db", default="data/demo.db", show_default=True, callback=check_db,
+              help="Catalog to build the demo into.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface datasette listens on.")
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8001, show_default=True,
               help="Port datasette listens on.")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
-from .db import open_catalog, resolve_url, session_factory, sqlite_path
+from .db import is_write_conflict, open_catalog, resolve_url, session_factory, sqlite_path
 from .families import family_of, find_family, load_families
 from .files import (
     CONFIG_FILE,
@@ -136,6 +136,9 @@ def _utc(dt) -> datetime | None:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+WRITE_ATTEMPTS = 4  # per repo, when concurrent crawls collide on a unique key or deadlock
 
 
 def _base_model_ids(value) -> list[str] | None:
@@ -431,19 +434,27 @@ class Crawler:
 
     # -- main-thread side --------------------------------------------------------------------------
     def _finish(self, session, info, existing_pk, kind, fetched: Fetched) -> None:
-        try:
-            self._write_repo(session, info, existing_pk, fetched)
-        except KeyboardInterrupt:
-            session.rollback()
-            self._pending_blobs.clear()
-            self._pending_sets.clear()
-            raise
-        except Exception as e:
-            session.rollback()
-            self._pending_blobs.clear()
-            self._pending_sets.clear()
-            fetched = Fetched("error", f"internal: {_describe(e)}", fetched.entries)
-            self._write_repo(session, info, existing_pk, fetched, fingerprint=False)
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                self._write_repo(session, info, existing_pk, fetched)
+                break
+            except KeyboardInterrupt:
+                session.rollback()
+                self._pending_blobs.clear()
+                self._pending_sets.clear()
+                raise
+            except Exception as e:
+                session.rollback()
+                self._pending_blobs.clear()
+                self._pending_sets.clear()
+                if is_write_conflict(e) and attempt + 1 < WRITE_ATTEMPTS:
+                    # Another crawl committed this repo, blob, file set or tokenizer first (or a deadlock
+                    # victim): its rows are visible now, so the retry reuses them instead of inserting.
+                    existing_pk = session.scalar(select(Repo.id).where(Repo.repo_id == info.id))
+                    continue
+                fetched = Fetched("error", f"internal: {_describe(e)}", fetched.entries)
+                self._write_repo(session, info, existing_pk, fetched, fingerprint=False)
+                break
         self.counts[kind] += 1
         self._tick()
 

@@ -1,7 +1,12 @@
-"""Catalog access: URL resolution, engine creation and Alembic upgrades.
+"""Catalog access: URL resolution, engine creation, Alembic upgrades, and one-line errors.
 
-Every command takes ``--db``: a file path or any SQLAlchemy URL (default
-``data/catalog.db``, env ``INDEXER_DB``).
+Every command takes ``--db``: a file path or a SQLAlchemy URL (default ``data/catalog.db``,
+env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install 'indexer[postgres]'``).
+
+Whatever goes wrong with a catalog becomes a :class:`CatalogError` whose message is one line
+that names the fix; :func:`explain` is the single place that maps driver exceptions to it.
+This module imports SQLAlchemy only inside its functions, so the light ``indexer query`` path
+(stdlib ``sqlite3``) can use the same URL resolution and error words.
 """
 
 from __future__ import annotations
@@ -9,25 +14,80 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, inspect
-from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session, sessionmaker
-
 DEFAULT_DB = "data/catalog.db"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+POSTGRES_FIX = "pip install 'indexer[postgres]'"
+# How long a writer waits for another writer's lock before giving up (seconds; env INDEXER_BUSY_TIMEOUT).
+DEFAULT_BUSY_TIMEOUT = 30.0
+# Schemes spelled differently by users and by SQLAlchemy. Plain postgresql:// picks psycopg2 in
+# SQLAlchemy 2.0 and psycopg (3) in 2.1 ("Default PostgreSQL driver changed to psycopg",
+# https://docs.sqlalchemy.org/en/21/changelog/migration_21.html; sqlalchemy 2.1.9
+# dialects/postgresql/__init__.py:99 ``base.dialect = dialect = psycopg.dialect``); the ``postgres``
+# extra installs psycopg 3, so name it explicitly whichever SQLAlchemy 2.x is installed.
+SCHEME_ALIASES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
+DRIVER_MODULES = ("psycopg", "psycopg2", "psycopg2cffi", "pg8000", "asyncpg", "MySQLdb", "pymysql")
+SUPPORTED = "a file path, sqlite:///PATH or postgresql://USER@HOST/DBNAME"
 
 
 class CatalogError(Exception):
-    """The catalog is missing, not migrated, or unreachable."""
+    """The catalog is missing, not migrated, unreachable, read-only or locked (one line, with the fix)."""
+
+
+# ---------------------------------------------------------------- URLs
 
 
 def resolve_url(db: str | None = None) -> str:
-    """Turn ``--db`` (path or URL; falls back to $INDEXER_DB, then data/catalog.db) into a URL."""
+    """Turn ``--db`` (path or URL; falls back to $INDEXER_DB, then data/catalog.db) into a URL.
+
+    URLs are checked here, so every caller refuses an unknown scheme or a missing driver the
+    same way: CatalogError, before anything connects.
+    """
     db = db or os.environ.get("INDEXER_DB") or DEFAULT_DB
-    if "://" in db:
-        return db
-    return f"sqlite:///{Path(db).expanduser().resolve()}"
+    if "://" not in db:
+        return f"sqlite:///{Path(db).expanduser().resolve()}"
+    scheme, rest = db.split("://", 1)
+    url = f"{SCHEME_ALIASES.get(scheme.lower(), scheme)}://{rest}"
+    check_driver(url)
+    return url
+
+
+def check_driver(url: str) -> None:
+    """CatalogError unless SQLAlchemy knows the scheme and its DBAPI driver is installed."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        dialect = make_url(url).get_dialect()
+    except NoSuchModuleError:
+        scheme = url.split("://", 1)[0]
+        raise CatalogError(f"--db {safe_url(url)}: unknown database scheme {scheme!r}; give {SUPPORTED}") from None
+    except (ArgumentError, ValueError) as e:
+        raise CatalogError(f"--db {safe_url(url)} is not a database URL ({e}); give {SUPPORTED}") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as e:
+        raise CatalogError(missing_driver(url, e)) from None
+
+
+def missing_driver(url: str, e: ImportError) -> str:
+    if url.startswith("postgresql"):
+        return f"--db {safe_url(url)}: the PostgreSQL driver (psycopg) is not installed; run {POSTGRES_FIX}"
+    return (f"--db {safe_url(url)}: its driver is not installed ({e}); the indexer is tested on SQLite "
+            f"and PostgreSQL ({POSTGRES_FIX})")
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password masked: never print a credential."""
+    if "://" not in url or "@" not in url:
+        return url
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - unparsable: drop the credentials part by hand
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -38,24 +98,148 @@ def sqlite_path(url: str) -> Path | None:
     return Path(path) if path and path != ":memory:" else None
 
 
+def busy_timeout() -> float:
+    try:
+        return max(0.0, float(os.environ.get("INDEXER_BUSY_TIMEOUT", DEFAULT_BUSY_TIMEOUT)))
+    except ValueError:
+        return DEFAULT_BUSY_TIMEOUT
+
+
+# ---------------------------------------------------------------- SQLite files
+
+
+def _is_wal(path: Path) -> bool:
+    """Header bytes 18-19 are 2 in WAL mode (https://www.sqlite.org/fileformat2.html#database_header)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(20)[18:19] == b"\x02"
+    except OSError:
+        return False
+
+
+def writable(path: Path) -> bool:
+    """A SQLite writer needs the file and its directory (journal, -wal, -shm files).
+
+    ``os.access`` answers for the real user, and is False on a read-only mount even for root.
+    """
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    return os.access(parent, os.W_OK)
+
+
+def read_only_uri(path: Path) -> str | None:
+    """A ``file:`` URI that reads a catalog we cannot write, or None when it is writable.
+
+    ``mode=ro`` unless the file is in WAL mode and no ``-shm`` can be made beside it: then only
+    ``immutable=1`` opens it (https://www.sqlite.org/wal.html#readonly, "Read-Only Databases").
+    """
+    if writable(path):
+        return None
+    from urllib.parse import quote
+
+    shm = path.with_name(path.name + "-shm")
+    needs_immutable = _is_wal(path) and not os.access(path.parent, os.W_OK) and not shm.exists()
+    return f"file:{quote(str(path))}?{'immutable=1' if needs_immutable else 'mode=ro'}"
+
+
+def check_sqlite_file(path: Path) -> None:
+    """CatalogError unless ``path`` is a SQLite file (header "SQLite format 3", or empty: a new catalog)."""
+    if path.is_dir():
+        raise CatalogError(f"catalog {path} is a directory; point --db at a catalog file inside it")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise CatalogError(f"catalog {path} cannot be read ({e.strerror})") from None
+    if head and head != b"SQLite format 3\x00":
+        raise CatalogError(f"catalog {path} is not a SQLite database; point --db at a catalog file or a new path")
+
+
 def _sqlite_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
     cur.close()
 
 
-def make_engine(db: str | None = None) -> Engine:
+def _sqlite_read_pragmas(dbapi_conn, _record):
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
+    cur.close()
+
+
+# ---------------------------------------------------------------- engines
+
+
+def make_engine(db: str | None = None, *, read_only: bool = False):
+    """A SQLAlchemy engine; a SQLite file we cannot write is opened read-only (queries still answer)."""
+    from urllib.parse import quote
+
+    from sqlalchemy import create_engine, event
+
     url = resolve_url(db)
     path = sqlite_path(url)
+    ro_uri = read_only_uri(path) if path is not None and path.exists() else None
+    if read_only and path is not None and path.exists() and ro_uri is None:
+        ro_uri = f"file:{quote(str(path))}?mode=ro"
+    if ro_uri is not None:
+        engine = create_engine(f"sqlite:///{ro_uri}&uri=true", future=True)
+        event.listen(engine, "connect", _sqlite_read_pragmas)
+        return engine
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CatalogError(f"catalog {path}: cannot create its directory ({e.strerror})") from None
     engine = create_engine(url, future=True)
     if url.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def preflight(db: str | None = None, *, write: bool = False, connect: bool = True) -> str:
+    """Check ``--db`` before a command starts: scheme and driver; then (``connect``) that a
+    database server answers; for writers also that the SQLite file can be written and that no
+    other writer holds it.
+
+    Returns the resolved URL; raises CatalogError with the fix.
+    """
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    if path is not None and path.exists():
+        check_sqlite_file(path)
+    if not write:
+        if connect and path is None and not url.startswith("sqlite"):
+            engine = make_engine(url)
+            try:
+                engine.connect().close()
+            except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
+                raise as_catalog_error(e, url) from None
+            finally:
+                engine.dispose()
+        return url
+    if path is not None:
+        if not writable(path):
+            raise CatalogError(f"catalog {path} is read-only (the file or its directory is not writable); this "
+                               "command writes it: fix the permissions or copy the catalog somewhere writable")
+        if not path.exists():
+            return url
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            if path is not None:  # take and drop the write lock: a busy catalog is reported now
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                conn.exec_driver_sql("ROLLBACK")
+    except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
+        raise as_catalog_error(e, url) from None
+    finally:
+        engine.dispose()
+    return url
 
 
 def alembic_config(url: str):
@@ -73,23 +257,28 @@ def upgrade(db: str | None = None, revision: str = "head") -> str:
     """Create or upgrade the catalog schema; returns the URL that was migrated."""
     from alembic import command
 
-    url = resolve_url(db)
+    url = preflight(db, write=True)
     path = sqlite_path(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-    command.upgrade(alembic_config(url), revision)
+    try:
+        command.upgrade(alembic_config(url), revision)
+    except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
+        raise as_catalog_error(e, url) from None
     return url
 
 
-def current_revision(engine: Engine) -> str | None:
+def current_revision(engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def open_catalog(db: str | None = None, *, create: bool = False) -> Engine:
+def open_catalog(db: str | None = None, *, create: bool = False):
     """Engine for an existing, migrated catalog (or migrate it first when ``create``)."""
+    from sqlalchemy import inspect
+
     if create:
         upgrade(db)
     url = resolve_url(db)
@@ -97,10 +286,104 @@ def open_catalog(db: str | None = None, *, create: bool = False) -> Engine:
     if path is not None and not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer db upgrade --db {path}` first")
     engine = make_engine(db)
-    if not inspect(engine).has_table("repos"):
-        raise CatalogError(f"catalog {url} is not migrated; run `indexer db upgrade`")
+    try:
+        migrated = inspect(engine).has_table("repos")
+    except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
+        engine.dispose()
+        raise as_catalog_error(e, url) from None
+    if not migrated:
+        engine.dispose()
+        raise CatalogError(f"catalog {db_arg(url)} is not migrated; run `indexer db upgrade --db {db_arg(url)}`")
     return engine
 
 
-def session_factory(engine: Engine) -> sessionmaker[Session]:
+def session_factory(engine):
+    from sqlalchemy.orm import sessionmaker
+
     return sessionmaker(engine, expire_on_commit=False)
+
+
+# ---------------------------------------------------------------- errors in words
+
+
+def db_arg(url: str) -> str:
+    """How to write the catalog back on a command line (a path for SQLite files)."""
+    path = sqlite_path(url)
+    return str(path) if path is not None else f"'{safe_url(url)}'"
+
+
+def is_db_error(exc: BaseException) -> bool:
+    """An exception raised by the database layer (SQLAlchemy, sqlite3, psycopg), not by our logic."""
+    mod = type(exc).__module__ or ""
+    return isinstance(exc, CatalogError) or mod.split(".")[0] in ("sqlalchemy", "sqlite3", "psycopg", "psycopg2")
+
+
+def is_write_conflict(exc: BaseException) -> bool:
+    """A write that lost a race with another writer and succeeds when retried: a unique key that
+    another transaction committed first, a deadlock victim (PostgreSQL SQLSTATE 40P01) or a
+    serialization failure (40001) (https://www.postgresql.org/docs/current/errcodes-appendix.html)."""
+    from sqlalchemy.exc import DBAPIError, IntegrityError
+
+    if isinstance(exc, IntegrityError):
+        return "unique" in str(exc.orig).lower()
+    if isinstance(exc, DBAPIError):
+        code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+        return code in ("40P01", "40001")
+    return False
+
+
+def as_catalog_error(exc: BaseException, url: str | None) -> BaseException:
+    """``exc`` as a CatalogError when it comes from the database layer; else ``exc`` unchanged."""
+    if isinstance(exc, CatalogError):
+        return exc
+    if isinstance(exc, ImportError) and url and (exc.name or "").split(".")[0] in DRIVER_MODULES:
+        return CatalogError(missing_driver(url, exc))
+    if not is_db_error(exc):
+        return exc
+    return CatalogError(explain(exc, url))
+
+
+def _driver_message(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip()
+    return text.splitlines()[0].strip() if text else type(orig).__name__
+
+
+def explain(exc: BaseException, url: str | None) -> str:
+    """One line for a driver exception: what is wrong with which catalog, and the fix."""
+    name = f"catalog {safe_url(url)}" if url else "the catalog"
+    path = sqlite_path(url) if url else None
+    if path is not None:
+        name = f"catalog {path}"
+    cls = type(exc).__name__
+    if cls == "NoSuchModuleError":
+        return f"{name}: unknown database scheme; give {SUPPORTED}"
+    if cls == "ArgumentError":
+        return f"{name} is not a database URL; give {SUPPORTED}"
+    msg = _driver_message(exc)
+    low = msg.lower()
+    arg = db_arg(url) if url else "CATALOG"
+    if "readonly database" in low or "read-only" in low or "read only" in low:
+        return (f"{name} is read-only; this command writes it: fix the permissions or copy the catalog "
+                "somewhere writable")
+    if "database is locked" in low or "database table is locked" in low:
+        return (f"{name} is locked by another writer (a crawl, compute or nightly still running?); "
+                "try again when it has finished")
+    if "file is not a database" in low or "not a database" in low:
+        return f"{name} is not a SQLite database; point --db at a catalog file or a new path"
+    if "unable to open database file" in low:
+        return f"{name} cannot be opened (missing directory or no permission to read it)"
+    if "no such table" in low or ("relation" in low and "does not exist" in low):
+        return f"{name} is not migrated; run `indexer db upgrade --db {arg}`"
+    if "password authentication failed" in low or "authentication failed" in low:
+        return f"{name}: the server refused the credentials ({msg}); check the user and password in --db"
+    if "database" in low and "does not exist" in low:
+        return f"{name}: {msg}; create it first (e.g. `createdb NAME`) or fix the name in --db"
+    if any(s in low for s in ("connection refused", "could not connect", "connection failed",
+                              "no such file or directory", "name or service not known", "timeout expired",
+                              "could not translate host name", "server closed the connection")):
+        return (f"{name} is unreachable ({msg}); start the database server or fix the host and port in --db")
+    if "permission denied" in low or "must be owner" in low:  # PostgreSQL SQLSTATE 42501 / 42P... privileges
+        return (f"{name}: the --db user may not do this ({msg}); use the catalog's owner, or grant this user "
+                "write access")
+    return f"{name}: {cls}: {msg}"

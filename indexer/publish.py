@@ -19,7 +19,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .db import PROJECT_ROOT, CatalogError, resolve_url, sqlite_path
+from .db import PROJECT_ROOT, CatalogError, read_only_uri, resolve_url, sqlite_path
 from .files import sha256_file
 
 METADATA_PATH = PROJECT_ROOT / "data" / "metadata.yml"
@@ -118,7 +118,8 @@ def compact_into(src: Path, dest: Path) -> dict:
     tmp = Path(tmp_name)
     tmp.unlink()  # VACUUM INTO refuses an existing file
     try:
-        con = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=30)
+        # A catalog we cannot write may need immutable=1 to be read at all (indexer.db.read_only_uri).
+        con = sqlite3.connect(read_only_uri(src) or f"file:{src}?mode=ro", uri=True, timeout=30)
         try:
             con.execute("VACUUM INTO ?", (str(tmp),))
         finally:
@@ -245,7 +246,7 @@ def integrity_check(db: str | None) -> str:
     path = sqlite_path(resolve_url(db))
     if path is None:
         return "skipped"
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    con = sqlite3.connect(read_only_uri(path) or f"file:{path}?mode=ro", uri=True, timeout=30)
     try:
         rows = [r[0] for r in con.execute("PRAGMA integrity_check")]
     finally:

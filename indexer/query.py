@@ -14,8 +14,6 @@ family), same kind (chat or base), not gated, then downloads.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 ENGINES = ("sglang", "vllm", "transformers", "llama.cpp", "mlx")
 ENGINE_NAMES = {
@@ -56,38 +54,51 @@ def launch(engine: str, target: str, draft: str) -> str:
 # ---------------------------------------------------------------- database access
 
 
-def _resolve(db: str | None) -> str:
-    db = db or os.environ.get("INDEXER_DB") or "data/catalog.db"
-    if "://" in db:
-        return db
-    return f"sqlite:///{Path(db).expanduser().resolve()}"
-
-
 class Catalog:
-    """Named-parameter SQL (``:name``) over sqlite3, or SQLAlchemy Core for other URLs."""
+    """Named-parameter SQL (``:name``) over sqlite3, or SQLAlchemy Core for other URLs.
+
+    URLs and errors go through indexer.db (no SQLAlchemy import for SQLite files): an unknown
+    scheme, a missing driver, an unreachable server or a file we cannot open is one QueryError;
+    a catalog we cannot write is read read-only.
+    """
 
     def __init__(self, db: str | None = None):
-        url = _resolve(db)
+        from .db import CatalogError, as_catalog_error, busy_timeout, db_arg, read_only_uri, resolve_url, sqlite_path
+
+        try:
+            url = resolve_url(db)
+        except CatalogError as e:
+            raise QueryError(str(e)) from None
         self.sa = None
-        if url.startswith("sqlite:///"):
-            path = url[len("sqlite:///"):]
-            if path != ":memory:" and not Path(path).exists():
-                raise QueryError(f"catalog {path} does not exist; "
-                                 "run `indexer crawl` and `indexer compute` first")
-            import sqlite3
+        path = sqlite_path(url)
+        try:
+            if url.startswith("sqlite:///"):
+                if path is not None and not path.exists():
+                    raise QueryError(f"catalog {path} does not exist; "
+                                     "run `indexer crawl` and `indexer compute` first")
+                import sqlite3
 
-            self.conn = sqlite3.connect(path)
-            self.conn.execute("PRAGMA busy_timeout=30000")
-        else:
-            from sqlalchemy import create_engine
+                ro_uri = read_only_uri(path) if path is not None else None
+                self.conn = sqlite3.connect(ro_uri, uri=True) if ro_uri else sqlite3.connect(path or ":memory:")
+                self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
+            else:
+                from sqlalchemy import create_engine
 
-            self.sa = create_engine(url)
-            self.conn = self.sa.connect()
+                self.sa = create_engine(url)
+                self.conn = self.sa.connect()
+        except QueryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the database layer's, in words
+            raise QueryError(str(as_catalog_error(e, url))) from None
         try:
             self.all("SELECT 1 FROM repo_classes LIMIT 1")
         except Exception as e:  # noqa: BLE001 - any driver's "no such table"
-            raise QueryError(f"catalog {url} is not migrated or not computed ({e}); "
-                             "run `indexer db upgrade` and `indexer compute`") from None
+            msg = str(getattr(e, "orig", None) or e).lower()
+            if "no such table" not in msg and "does not exist" not in msg:
+                raise QueryError(str(as_catalog_error(e, url))) from None
+            arg = db_arg(url)
+            raise QueryError(f"catalog {arg} is not migrated or not computed; "
+                             f"run `indexer db upgrade --db {arg}` and `indexer compute --db {arg}`") from None
 
     def all(self, sql: str, params: dict | None = None) -> list[tuple]:
         if self.sa is not None:

@@ -73,3 +73,29 @@ def catalog(tmp_path) -> str:
     path = tmp_path / "catalog.db"
     upgrade(str(path))
     return str(path)
+
+
+# ---------------------------------------------------------------- PostgreSQL (tests/test_pg.py)
+# INDEXER_TEST_PG: a SQLAlchemy URL of a server where the tests may CREATE DATABASE; .ci/run starts a
+# throw-away cluster and sets it. Each test gets its own fresh database, dropped afterwards.
+
+
+@pytest.fixture
+def pg_url() -> str:
+    import uuid
+
+    base = os.environ.get("INDEXER_TEST_PG")
+    if not base:
+        pytest.skip("INDEXER_TEST_PG is not set (.ci/run starts a throw-away PostgreSQL cluster and sets it)")
+    import sqlalchemy as sa
+
+    name = f"indexer_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield sa.engine.make_url(base).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()

@@ -1,12 +1,13 @@
 """The catalog schema: migrations create it, and they match the ORM models."""
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 
 from indexer.cli import cli
-from indexer.db import current_revision, make_engine, resolve_url
+from indexer.db import CatalogError, current_revision, make_engine, resolve_url
 from indexer.models import Base
 
 
@@ -31,7 +32,15 @@ def test_db_upgrade_command_creates_and_is_idempotent(tmp_path):
 def test_db_option_env_and_urls(tmp_path, monkeypatch):
     monkeypatch.setenv("INDEXER_DB", str(tmp_path / "env.db"))
     assert resolve_url(None) == f"sqlite:///{tmp_path / 'env.db'}"
-    assert resolve_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert resolve_url("sqlite:///x.db") == "sqlite:///x.db"
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        with pytest.raises(CatalogError, match=r"pip install 'indexer\[postgres\]'"):
+            resolve_url("postgresql://u@h/db")
+    else:  # the postgres extra's driver, whatever SQLAlchemy's default for postgresql:// is
+        assert resolve_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+        assert resolve_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
     result = CliRunner().invoke(cli, ["db", "upgrade"])
     assert result.exit_code == 0 and (tmp_path / "env.db").exists()
 
@@ -47,3 +56,30 @@ def test_tokenstore_roundtrip(tmp_path):
     assert store.put_fingerprint(fp) is True
     assert store.put_fingerprint(fp) is False
     assert store.get(fp.vocab_sha256) == fp.vocab
+
+
+def test_safe_url_masks_passwords():
+    from indexer.db import safe_url
+
+    assert safe_url("postgresql+psycopg://u:s3cret@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
+    assert safe_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
+
+
+def test_write_conflict_and_explain_on_real_sqlite_errors(catalog):
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from indexer.db import explain, is_write_conflict
+
+    engine = make_engine(catalog)
+    insert = sa.text("INSERT INTO blobs (blob_id, sha256, size, first_seen_at) VALUES ('b', 's', 1, '2026-01-01')")
+    with engine.begin() as conn:
+        conn.execute(insert)
+    with pytest.raises(IntegrityError) as dup, engine.begin() as conn:
+        conn.execute(insert)
+    assert is_write_conflict(dup.value)
+    with pytest.raises(OperationalError) as missing, engine.connect() as conn:
+        conn.exec_driver_sql("SELECT * FROM no_such_table")
+    assert not is_write_conflict(missing.value)
+    assert explain(missing.value, resolve_url(catalog)) == (
+        f"catalog {catalog} is not migrated; run `indexer db upgrade --db {catalog}`")
+    engine.dispose()
