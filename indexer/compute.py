@@ -165,7 +165,8 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql(
                     "INSERT INTO tmp_ok SELECT r.id, t.id, r.vocab_size, r.vocab_size_transformers, "
                     "t.hf_vocab_size, CASE WHEN COALESCE(r.vocab_size, 0) > COALESCE(t.max_id, -1) + 1 "
-                    "THEN r.vocab_size ELSE COALESCE(t.max_id, -1) + 1 END, r.params, r.downloads, "
+                    "THEN r.vocab_size ELSE COALESCE(t.max_id, -1) + 1 END, "
+                    "COALESCE(r.params, r.params_estimate), r.downloads, "  # ranking uses estimates too
                     "x.lineage_id, x.author_id, x.family_id, r.is_chat, "
                     f"CASE WHEN r.gated IS NULL OR r.gated IN {NOT_GATED} THEN FALSE ELSE TRUE END, "
                     "COALESCE(r.disabled, FALSE) FROM repos r JOIN tokenizers t ON t.id = r.tokenizer_id "
