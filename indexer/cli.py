@@ -282,7 +282,7 @@ def query(target, engine, limit, near_misses, all_, as_json, db):
     if as_json:
         print_json(result)
     else:
-        click.echo(render(result, all_members=all_))
+        click.echo(render(result, all_members=all_, near_misses=near_misses))
 
 
 @cli.command()

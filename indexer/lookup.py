@@ -1,0 +1,123 @@
+"""Finding the repo a person means: any letter case, a Hub URL, a bare name, a close misspelling.
+
+Called by ``indexer query`` (over its light :class:`query.Catalog`) and by the catalog side of
+``indexer check`` (``catalog.side_from_catalog``, over SQLAlchemy), so both take the same path: a
+``rows(sql, params) -> list[tuple]`` callable and the SQL dialect's name. Every probe is one range or
+equality over an index (``repos.repo_id``, and the expression indexes ``lower(repo_id)`` and
+``lower(<name part>)`` of migration 0004), so a miss with suggestions stays fast on a million repos.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+Rows = Callable[[str, dict], list[tuple]]
+
+# https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...], hf.co the same (Hub docs:
+# "Repositories" URLs); a path segment after the name is a page of the repo, never part of its id.
+_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)", re.IGNORECASE)
+REPO_PAGES = {"tree", "blob", "resolve", "commit", "commits", "discussions", "settings", "edit", "raw"}
+NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizations"}
+PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
+SUGGESTIONS = 5
+GGUF_BASE_TAG = "base_model:quantized:"  # the Hub's base_model:<relation>:<id> tags (model card metadata)
+
+
+class RepoNotFound(Exception):
+    def __init__(self, message: str, suggestions: list[str] = ()):
+        super().__init__(message)
+        self.message = message
+        self.suggestions = list(suggestions)
+
+
+@dataclass(frozen=True)
+class Match:
+    repo_id: str  # as stored in the catalog
+    asked: str  # what the person typed, when it differs from repo_id (shown as "matched from")
+
+
+def repo_ref(text: str) -> str:
+    """``org/name`` (or a bare name) from what was typed: a repo id or a Hub URL of the repo or a page of it."""
+    ref = text.strip()
+    m = _URL.match(ref)
+    if m:
+        parts = [p for p in m.group("path").split("/") if p]
+        if parts and parts[0] == "models":
+            parts = parts[1:]
+        if not parts:
+            raise RepoNotFound(f"{text} names no repo")
+        if parts[0] in NOT_MODELS:
+            raise RepoNotFound(f"{text} is a Hub {parts[0].rstrip('s')} page, not a model repo")
+        ref = "/".join(parts[:2]) if len(parts) > 1 and parts[1] not in REPO_PAGES else parts[0]
+    return ref.strip("/")
+
+
+def _name_sql(dialect: str) -> str:
+    """The exact expression of the ``ix_repos_name_lower`` index (SQLite only uses an index it matches)."""
+    find = "strpos" if dialect == "postgresql" else "instr"
+    return f"lower(substr(repo_id, {find}(repo_id, '/') + 1))"
+
+
+def find_repo_id(rows: Rows, text: str, dialect: str = "sqlite", where: str = "this catalog") -> Match:
+    """The catalog repo id ``text`` means, else :class:`RepoNotFound` with the closest ids."""
+    ref = repo_ref(text)
+    asked = text if text != ref else ""
+    hit = rows("SELECT repo_id FROM repos WHERE repo_id = :r", {"r": ref})
+    if hit:
+        return Match(hit[0][0], asked)
+    low = ref.lower()
+    hits = [r for (r,) in rows("SELECT repo_id FROM repos WHERE lower(repo_id) = :r LIMIT 10", {"r": low})]
+    if not hits and "/" not in ref:
+        hits = [r for (r,) in rows(f"SELECT repo_id FROM repos WHERE {_name_sql(dialect)} = :r "
+                                   "ORDER BY COALESCE(downloads, 0) DESC LIMIT 10", {"r": low})]
+    if len(hits) == 1:
+        return Match(hits[0], text)
+    if hits:
+        raise RepoNotFound(f"{text} matches several repos: {', '.join(hits)}; give the full id", hits)
+    close = suggest(rows, ref, dialect)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    add = (f"add it with `indexer crawl --model {ref}`" if "/" in ref
+           else "give the full ORG/NAME id, or add the repo with `indexer crawl --model ORG/NAME`")
+    raise RepoNotFound(f"{text} is not in {where}{hint} ({'or ' if close else ''}{add})", close)
+
+
+def _range(rows: Rows, expr: str, prefix: str) -> list[str]:
+    if not prefix:
+        return []
+    return [r for (r,) in rows(f"SELECT repo_id FROM repos WHERE {expr} >= :lo AND {expr} < :hi "
+                               f"LIMIT {PROBE_ROWS}", {"lo": prefix, "hi": prefix + "\uffff"})]
+
+
+def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS) -> list[str]:
+    """The catalog ids closest to ``ref``: candidates from prefix ranges of the two lookup indexes
+    (same organisation; same start of the name; same start of the id), scored with difflib."""
+    low = ref.lower()
+    org, _, name = low.rpartition("/")
+    name_expr = _name_sql(dialect)
+    cands: set[str] = set()
+    if org:
+        cands.update(_range(rows, "lower(repo_id)", org + "/"))
+        cands.update(_range(rows, "lower(repo_id)", low[:max(3, len(org) // 2)]))
+    for k in (6, 3):
+        cands.update(_range(rows, name_expr, name[:k]))
+
+    def score(cand: str) -> float:
+        c = cand.lower()
+        whole = SequenceMatcher(None, low, c).ratio()
+        if org:
+            return whole
+        return max(whole, SequenceMatcher(None, name, c.rpartition("/")[2]).ratio())
+
+    scored = sorted(((score(c), c) for c in cands), key=lambda sc: (-sc[0], sc[1]))
+    return [c for s, c in scored if s >= 0.6][:n]
+
+
+def gguf_base(tags) -> str | None:
+    """The base a GGUF repo quantizes, from its ``base_model:quantized:<id>`` tag (first one wins)."""
+    for tag in tags or ():
+        if isinstance(tag, str) and tag.startswith(GGUF_BASE_TAG):
+            return tag[len(GGUF_BASE_TAG):] or None
+    return None
