@@ -93,7 +93,7 @@ def _range(rows: Rows, expr: str, prefix: str) -> list[str]:
 
 def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS) -> list[str]:
     """The catalog ids closest to ``ref``: candidates from prefix ranges of the two lookup indexes
-    (same organisation; same start of the name; same start of the id), scored with difflib."""
+    (same organisation; same start of the id; the name's first 3/4, 1/2, ... characters), scored with difflib."""
     low = ref.lower()
     org, _, name = low.rpartition("/")
     name_expr = _name_sql(dialect)
@@ -101,15 +101,19 @@ def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS)
     if org:
         cands.update(_range(rows, "lower(repo_id)", org + "/"))
         cands.update(_range(rows, "lower(repo_id)", low[:max(3, len(org) // 2)]))
-    for k in (6, 3):
-        cands.update(_range(rows, name_expr, name[:k]))
+    for k in sorted({len(name) - 1, 3 * len(name) // 4, len(name) // 2, 3}, reverse=True):
+        if k >= 3:  # longest prefixes first: a long name's neighbours are not in the first rows of "mod"
+            cands.update(_range(rows, name_expr, name[:k]))
 
     def score(cand: str) -> float:
         c = cand.lower()
-        whole = SequenceMatcher(None, low, c).ratio()
-        if org:
-            return whole
-        return max(whole, SequenceMatcher(None, name, c.rpartition("/")[2]).ratio())
+        cname = c.rpartition("/")[2]
+        best = SequenceMatcher(None, low, c).ratio()
+        if not org:
+            best = max(best, SequenceMatcher(None, name, cname).ratio())
+        if name in cname:  # what was typed is part of the name (a suffix like -sft left out)
+            best += 0.1
+        return best
 
     scored = sorted(((score(c), c) for c in cands), key=lambda sc: (-sc[0], sc[1]))
     return [c for s, c in scored if s >= 0.6][:n]

@@ -176,7 +176,6 @@ DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size
               "FROM repos r WHERE r.id IN ")
 DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
                "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active")
-UNKNOWN_SCAN = 1000  # unknown-size class members read to try the size in their names
 SIZE_COL = {"sglang": "vocab_size", "vllm": "vocab_size_transformers", "transformers": "vocab_size_transformers",
             "mlx": "hf_vocab_size"}
 
@@ -355,25 +354,15 @@ class Query:
         return self._details(rows)
 
     def drafts(self, limit: int) -> list[dict]:
-        """Smaller drafts ranked (on counts or estimates), then the drafts of unknown size.
-
-        Unknown-size members get the size in their name when it states one and are ranked with
-        the rest; those still unknown follow the sized ones, marked "size unknown".
-        """
+        """Smaller drafts ranked on their size (the Hub's count, else compute's estimate from the config
+        or the name), then the drafts of unknown size, marked "size unknown"."""
         if self.t["params"] is None:  # nothing to compare with: every member, sized ones first
             rows = self._ranked(self.class_ids, "AND NOT rc.disabled", {}, limit)
             rows.sort(key=lambda r: r["params"] is None)
-            return [self._entry(self._sized(r)) for r in rows]
-        sized = self._ranked(self.class_ids, "AND rc.params < :tp AND NOT rc.disabled", {}, limit)
-        named, unknown = [], []
-        for r in self._ranked(self.class_ids, "AND rc.params IS NULL AND NOT rc.disabled", {}, UNKNOWN_SCAN):
-            r = self._sized(r)
-            if r["params"] is None:
-                unknown.append(r)
-            elif r["params"] < self.t["params"]:
-                named.append(r)
-        rows = sorted(sized + named, key=self._rank_key)[:limit]
-        rows += unknown[:max(0, limit - len(rows))]
+            return [self._entry(r) for r in rows]
+        rows = self._ranked(self.class_ids, "AND rc.params < :tp AND NOT rc.disabled", {}, limit)
+        if len(rows) < limit:
+            rows += self._ranked(self.class_ids, "AND rc.params IS NULL AND NOT rc.disabled", {}, limit - len(rows))
         return [self._entry(r) for r in rows]
 
     def has_candidates(self) -> bool:
@@ -384,36 +373,13 @@ class Query:
             f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {_in('c', self.class_ids, params)} "
             f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT 1", params))
 
-    def _sized(self, r: dict) -> dict:
-        """Fill an unknown size from the repo name (``Qwen2.5-7B`` -> 7e9), marked as from the name."""
-        if r["params"] is None:
-            from .params import estimate_from_name
-
-            est = estimate_from_name(r["repo_id"])
-            if est is not None:
-                r.update(params=est.total, params_active=est.active, params_source=est.source)
-        return r
-
-    def _rank_key(self, r: dict) -> tuple:
-        """The ORDER BY of _ranked, in Python, for merging name-sized rows into SQL-ranked ones."""
-        tp, p = self.t["params"], r["params"]
-        win = p is not None and tp is not None and p * 50 >= tp and p * 5 <= tp
-
-        def same(a, b):
-            return a is not None and a == b
-
-        lin = (same(r["lineage_id"], self.lineage_id) or same(r["author_id"], self.author_id)
-               or same(r["family_id"], self.family_id))
-        kind = same(r["is_chat"], self.t["is_chat"])
-        return (not win, not lin, not kind, bool(r["is_gated"]), -(r["downloads"] or 0), r["pk"])
-
     def all_members(self) -> list[dict]:
         params: dict = {"pk": self.target.exclude_pk}
         sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
                f"WHERE rc.class_id IN {_in('c', self.class_ids, params)} AND rc.repo_pk <> :pk")
         rows = self._details([dict(zip(RANK_KEYS, row, strict=True)) for row in self.cat.all(sql, params)])
         rows.sort(key=lambda r: r["repo_id"])
-        return [self._entry(self._sized(r), ranked=False) for r in rows]
+        return [self._entry(r, ranked=False) for r in rows]
 
     def near_misses(self, limit: int) -> list[dict]:
         """Drafts that fail exactly one check of this engine, with the fix when one exists."""
@@ -538,18 +504,25 @@ class Query:
 
     @staticmethod
     def _source(r: dict) -> str | None:
-        """safetensors (the Hub's count), config or name (estimates), None when unknown."""
-        if r.get("params_source"):
-            return r["params_source"]
+        """safetensors (the Hub's count), config or name (compute's estimates), None when unknown."""
         if r["params"] is None:
             return None
-        return "safetensors" if r.get("hub_params") is not None else (r.get("estimate_source") or "config")
+        if r.get("hub_params") is not None:
+            return "safetensors"
+        if r.get("estimate_source"):
+            return r["estimate_source"]
+        from .params import estimate_from_name  # compute took the size from the name
+
+        named = estimate_from_name(r["repo_id"])
+        r["params_active"] = named.active if named else None
+        return "name"
 
     def _entry(self, r: dict, ranked: bool = True) -> dict:
+        source = self._source(r)
         return {
             "repo_id": r["repo_id"],
             "params": r["params"],
-            "params_source": self._source(r),
+            "params_source": source,
             "params_active": r.get("params_active"),
             "ratio": self._ratio(r["params"]),
             "downloads": r["downloads"],
@@ -598,10 +571,10 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
             without.append(engine)
             continue
         (with_drafts if other.has_candidates() else without).append(engine)
-    if misses is None:
+    if misses is None and q.engine not in with_drafts:  # a fix matters when there is no draft
         misses = q.near_misses(SUMMARY_NEAR_MISSES)
     cheapest = None
-    fixable = [m for m in misses if m["fix"]]
+    fixable = [m for m in misses or () if m["fix"]]
     if fixable:
         best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
         cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
