@@ -9,6 +9,7 @@ equality over an index (``repos.repo_id``, and the expression indexes ``lower(re
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,8 +121,17 @@ def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS)
 
 
 def gguf_base(tags) -> str | None:
-    """The base a GGUF repo quantizes, from its ``base_model:quantized:<id>`` tag (first one wins)."""
-    for tag in tags or ():
+    """The base a GGUF repo quantizes, from its ``base_model:quantized:<id>`` tag (first one wins).
+
+    ``tags`` is the JSON column as a driver returns it: a list, or its text from stdlib sqlite3."""
+    if isinstance(tags, str | bytes):
+        try:
+            tags = json.loads(tags)
+        except ValueError:
+            return None
+    if not isinstance(tags, list):
+        return None
+    for tag in tags:
         if isinstance(tag, str) and tag.startswith(GGUF_BASE_TAG):
             return tag[len(GGUF_BASE_TAG):] or None
     return None

@@ -132,15 +132,17 @@ ESTIMATED_FROM = {"config": "estimated from config", "name": "estimated from the
 
 def fmt_size(params: int | None, source: str | None = None, active: int | None = None, *,
              long: bool = False) -> str:
-    """``7.24B``, ``~7.24B`` for an estimate (``long``: ``~7.24B (estimated from config)``), or "size unknown"."""
+    """A size in words, estimates marked with ``~``: ``500M``, ``~7.24B``, ``~30.5B (3.3B active)``;
+    ``long`` adds the unit and where an estimate came from: ``~7.24B parameters (estimated from config)``."""
     if params is None:
         return "size unknown"
-    words = fmt_params(params)
+    mark = "~" if source in ESTIMATED_FROM else ""
+    if not long:
+        return mark + fmt_params(params) + (f" ({fmt_params(active)} active)" if active is not None else "")
+    words = f"{mark}{fmt_params(params)} parameters"
     if active is not None:
-        words += f" ({fmt_params(active)} active)" if long else f"/{fmt_params(active)}a"
-    if source in ESTIMATED_FROM:
-        words = "~" + words + (f" ({ESTIMATED_FROM[source]})" if long else "")
-    return words
+        words += f", {mark}{fmt_params(active)} active"
+    return words + (f" ({ESTIMATED_FROM[source]})" if mark else "")
 
 
 def fmt_ratio(r: float | None) -> str:
@@ -478,13 +480,13 @@ class Query:
         if r["params"] is None:
             reasons.append("size unknown: no safetensors count, no usable config.json, no size in the name")
         elif ratio is None:
-            reasons.append(f"{size} parameters; the target's size is unknown")
+            reasons.append(f"{size}; the target's size is unknown")
         elif ranked or ratio < 1:
             where = "inside" if RATIO_LOW <= ratio <= RATIO_HIGH else "outside"
-            reasons.append(f"{size} parameters, {fmt_ratio(ratio)} of the target's "
+            reasons.append(f"{size}, {fmt_ratio(ratio)} of the target's "
                            f"{fmt_size(t['params'], t['params_source'])} ({where} the preferred 1/50..1/5)")
         else:
-            reasons.append(f"{size} parameters, not smaller than the target")
+            reasons.append(f"{size}, not smaller than the target")
         if self.lineage_id is not None and r["lineage_id"] == self.lineage_id:
             reasons.append(f"same lineage: both derive from {self._root_name(r['lineage_id'])}")
         elif t["author"] and r["author"] == t["author"]:
@@ -616,8 +618,10 @@ def _summary_line(result: dict) -> str:
 def render(result: dict, *, all_members: bool = False, near_misses: bool = False) -> str:
     """The readable table, the launch flags of the best draft, near misses and the cross-engine summary."""
     t, engine = result["target"], result["engine"]
-    lines = [f"target: {t['repo_id']} ({fmt_size(t['params'], t['params_source'], t['params_active'], long=True)}"
-             f"{'' if t['params'] is None else ' parameters'})"]
+    size = fmt_size(t["params"], t["params_source"], t["params_active"])
+    if t["params"] is not None:
+        size += " parameters" + (f", {ESTIMATED_FROM[t['params_source']]}" if size.startswith("~") else "")
+    lines = [f"target: {t['repo_id']} ({size})"]
     if t.get("note"):
         lines.append(f"note: {t['note']}")
     lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({t['class_members']} repos)")

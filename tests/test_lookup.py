@@ -141,6 +141,8 @@ def test_gguf_base_tag():
     assert gguf_base(["gguf", "base_model:quantized:lumen-ai/Lumen-7B-Instruct"]) == "lumen-ai/Lumen-7B-Instruct"
     assert gguf_base(["base_model:finetune:x/y"]) is None
     assert gguf_base(None) is None
+    assert gguf_base('["base_model:quantized:a/b"]') == "a/b"  # the JSON text stdlib sqlite3 returns
+    assert gguf_base("not json") is None
 
 
 def test_check_side_finds_repos_like_query_and_borrows_a_gguf_base_tokenizer(tmp_path):
