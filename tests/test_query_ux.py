@@ -223,3 +223,52 @@ def test_demo_catalog_lookups_and_gguf(tmp_path):
                                    "https://huggingface.co/lumen-ai/Lumen-0.5B-Instruct", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["verdicts"]["sglang"]["compatible"]
+
+
+@pytest.fixture(scope="module")
+def corpus_catalog(tmp_path_factory):
+    """The corpus inserted as the crawler writes it (fingerprint facts, ConfigFacts fields onto same-named
+    Repo columns, no safetensors counts), then `compute`."""
+    from conftest import MODELS
+
+    from indexer.hubsim.repos import split_flat_name
+    from indexer.modelconfig import read_config
+
+    if not MODELS.is_dir():
+        pytest.skip("../shared/corpus is absent")
+    toks, repos, ids = {}, [], {}
+    tok_cols, repo_cols = set(Tokenizer.__table__.columns.keys()), set(Repo.__table__.columns.keys())
+    for d in sorted(p for p in MODELS.iterdir() if p.is_dir()):
+        fp = fingerprint_dir(d)
+        if fp.vocab_sha256 not in toks:
+            row = {k: v for k, v in fp.to_dict().items() if k in tok_cols}
+            toks[fp.vocab_sha256] = {**row, "id": len(toks) + 1, "repo_count": 0}
+        facts = {k: v for k, v in read_config(d).to_dict().items() if k in repo_cols}
+        ids[d.name] = "/".join(split_flat_name(d.name))
+        repos.append(_repo(ids[d.name], toks[fp.vocab_sha256]["id"], None, **facts))
+    db = build(tmp_path_factory.mktemp("corpus") / "catalog.db", repos=repos, tokenizers=list(toks.values()))
+    return db, ids
+
+
+def test_corpus_without_safetensors_counts_still_ranks_and_finds_near_misses(corpus_catalog):
+    db, ids = corpus_catalog
+    cogito = ids["fetchwiki__deepcogito-cogito-v1-preview-qwen-14B"]
+    qwen05 = ids["infinityarpan__qwen-25-api__Qwen2.5-0.5B-Instruct"]
+    # The README's headline case: same get_vocab() mapping, vocab_size 151665 vs 151936.
+    result = run_query(cogito, db=db, near_misses=True)
+    assert result["target"]["params_source"] == "config"
+    assert abs(result["target"]["params"] / 14.77e9 - 1) < 0.03
+    misses = by_id(result["near_misses"])
+    assert misses[qwen05]["failed_check"] == "vocab_size" and misses[qwen05]["params_source"] == "config"
+    assert misses[qwen05]["ratio"] == pytest.approx(0.494 / 14.77, rel=0.03)
+    text = render(result, near_misses=True)
+    assert f"{qwen05} (~494M, 1/30)" in text
+    # A 7B target no longer gets 70B and 34B "drafts": every draft is smaller, by its config estimate.
+    llama7 = ids["isatyabrata__llama2-7b-chat-hf"]
+    for engine in ("sglang", "llama.cpp", "mlx"):
+        drafts = run_query(llama7, db=db, engine=engine)["drafts"]
+        assert all(d["params"] < 6.74e9 and d["params_source"] == "config" for d in drafts), engine
+        assert ids["YouZiSoftware__lzlv_70b_fp16_hf"] not in by_id(drafts)
+        assert ids["gmars__CodeFuse-CodeLlama-34B"] not in by_id(drafts)
+    assert ids["swayam8624__nanoquant-private__TinyLlama-1.1B-Chat-v1.0"] in by_id(
+        run_query(llama7, db=db, engine="mlx")["drafts"])
