@@ -23,7 +23,7 @@ _URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path
 REPO_PAGES = {"tree", "blob", "resolve", "commit", "commits", "discussions", "settings", "edit", "raw"}
 NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizations"}
 PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
-SUGGESTIONS = 5
+SUGGESTIONS = 3
 GGUF_BASE_TAG = "base_model:quantized:"  # the Hub's base_model:<relation>:<id> tags (model card metadata)
 
 
@@ -117,7 +117,10 @@ def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS)
         return best
 
     scored = sorted(((score(c), c) for c in cands), key=lambda sc: (-sc[0], sc[1]))
-    return [c for s, c in scored if s >= 0.6][:n]
+    if not scored:
+        return []
+    floor = max(0.6, scored[0][0] - 0.1)  # only ids about as close as the closest
+    return [c for s, c in scored if s >= floor][:n]
 
 
 def gguf_base(tags) -> str | None:
