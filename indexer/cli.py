@@ -259,7 +259,8 @@ def compute(as_json, quiet, db):
 
 
 @cli.command()
-@click.option("--target", required=True, help="Target repo id (as in the catalog).")
+@click.option("--target", required=True,
+              help="Target: a repo id (any case), a Hub URL, a bare name, or a local model directory.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm", "transformers", "llama.cpp", "mlx"]),
               default="sglang", show_default=True, help="Serving engine whose rule decides.")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many drafts.")

@@ -17,14 +17,18 @@ from difflib import SequenceMatcher
 
 Rows = Callable[[str, dict], list[tuple]]
 
-# https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...], hf.co the same (Hub docs:
-# "Repositories" URLs); a path segment after the name is a page of the repo, never part of its id.
+# Web URLs of a model repo: https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...]. The hosts are
+# those the client treats as the Hub (huggingface_hub 2.4 constants.py:76-89 HF_URL_HOSTS: huggingface.co and its
+# hf.co short domain); files live under /{repo_id}/resolve/{revision}/ (constants.py:70), so a segment after the
+# name is a page of the repo, never part of its id.
 _URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)", re.IGNORECASE)
 REPO_PAGES = {"tree", "blob", "resolve", "commit", "commits", "discussions", "settings", "edit", "raw"}
 NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizations"}
 PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
 SUGGESTIONS = 3
-GGUF_BASE_TAG = "base_model:quantized:"  # the Hub's base_model:<relation>:<id> tags (model card metadata)
+# The real Hub tags every repo whose card declares base_model with base_model:<id> and base_model:<relation>:<id>,
+# relation finetune/quantized/adapter/merge (shared/HUB-API.md section 0.1, item 2).
+GGUF_BASE_TAG = "base_model:quantized:"
 
 
 class RepoNotFound(Exception):
