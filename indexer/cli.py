@@ -131,7 +131,7 @@ def check(target, draft, as_json, db, max_file_bytes):
     if as_json:
         print_json(result)
     else:
-        click.echo(f"target: {target}\ndraft:  {draft}")
+        click.echo(f"target: {t.name}\ndraft:  {d.name}")  # as found: case, URL, GGUF base
         for engine, verdict in result["verdicts"].items():
             mark = "OK  " if verdict["compatible"] else "FAIL"
             click.echo(f"  {mark} {engine:13} {'; '.join(verdict['reasons'])}")

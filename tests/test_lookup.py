@@ -163,3 +163,21 @@ def test_check_side_finds_repos_like_query_and_borrows_a_gguf_base_tokenizer(tmp
     with pytest.raises(InputError) as e:
         side_from_catalog("quant/Orphan-GGUF", db=db)
     assert e.value.status == "no_tokenizer"
+
+
+def test_check_prints_the_repos_as_found(tmp_path):
+    from click.testing import CliRunner
+
+    from indexer.cli import cli
+
+    gguf = [dict(repo_id="quant/Lumen-7B-Instruct-GGUF", author="quant", status="no_tokenizer",
+                 tags=["gguf", "base_model:quantized:lumen-ai/Lumen-7B-Instruct"])]
+    db = build(tmp_path / "c.db", gguf)
+    compute(db)
+    res = CliRunner().invoke(cli, ["check", "--db", db, "quant/lumen-7b-instruct-gguf",
+                                   "https://huggingface.co/lumen-ai/Lumen-0.5B/tree/main"])
+    assert res.exit_code == 0, res.output
+    assert "target: quant/Lumen-7B-Instruct-GGUF (tokenizer of its base lumen-ai/Lumen-7B-Instruct)" in res.output
+    assert "draft:  lumen-ai/Lumen-0.5B\n" in res.output
+    res = CliRunner().invoke(cli, ["check", "--db", db, "lumen-ai/Lumen-7B-Instruct", "lumen-ai/lumen-0.5"])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "did you mean lumen-ai/Lumen-0.5B" in res.output
