@@ -158,7 +158,7 @@ def estimate_from_config(config: dict) -> ParamEstimate | None:
     """Parameters of the language model a ``config.json`` describes, or None when it lacks the sizes."""
     _, text = sglang_text_config(config)
     model_type = text.get("model_type") or config.get("model_type")
-    hidden = _first(text, "hidden_size", "n_embd", "d_model", "dim")
+    hidden = _first(text, "hidden_size", "n_embd", "n_embed", "d_model", "dim")
     layers = _first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
     vocab = _first(text, "vocab_size", "padded_vocab_size") or _first(config, "vocab_size")
     if not (hidden and layers and vocab):

@@ -92,6 +92,29 @@ def test_mixture_of_experts_keeps_total_and_active_apart(config, total, active):
     assert abs(est.active / active - 1) < 0.03
 
 
+@pytest.mark.parametrize(("config", "published"), [
+    ({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}, 8.03e9),  # Llama-3-8B
+    ({"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+      "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064}, 7.62e9),  # Qwen2.5-7B
+    ({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+      "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000}, 2.61e9),
+    ({"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
+      "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False, "bias": False,
+      "vocab_size": 65024}, 6.92e9),  # Falcon-7B: one kv head
+    ({"model_type": "bloom", "n_embed": 1024, "n_layer": 24, "num_attention_heads": 16,
+      "vocab_size": 250880}, 559e6),  # BLOOM-560m
+    ({"model_type": "phi", "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "vocab_size": 51200}, 2.78e9),  # Phi-2
+    ({"model_type": "gpt2", "n_embd": 1600, "n_layer": 48, "n_head": 25, "n_positions": 1024,
+      "vocab_size": 50257}, 1.558e9),  # GPT-2 XL
+    ({"model_type": "opt", "hidden_size": 2048, "ffn_dim": 8192, "num_hidden_layers": 24,
+      "num_attention_heads": 32, "vocab_size": 50272, "max_position_embeddings": 2048}, 1.316e9),  # OPT-1.3B
+], ids=["llama3-8b", "qwen2.5-7b", "gemma2-2b", "falcon-7b", "bloom-560m", "phi-2", "gpt2-xl", "opt-1.3b"])
+def test_dense_architectures_beyond_the_corpus(config, published):
+    assert abs(estimate_from_config(config).total / published - 1) < 0.03
+
+
 def test_tied_embeddings_follow_the_config_then_the_architecture_default():
     llama = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
              "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000}
