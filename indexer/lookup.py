@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from pathlib import Path
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -42,6 +43,11 @@ class RepoNotFound(Exception):
 class Match:
     repo_id: str  # as stored in the catalog
     asked: str  # what the person typed, when it differs from repo_id (shown as "matched from")
+
+
+def looks_like_dir(arg: str) -> bool:
+    """A CLI argument names a local directory (else it is a catalog repo id)."""
+    return Path(arg).is_dir() or arg.startswith((".", "/", "~"))
 
 
 def repo_ref(text: str) -> str:

@@ -209,8 +209,7 @@ def _with_size(t: dict, name: str) -> dict:
 
 def resolve_target(cat: Catalog, target: str) -> Target:
     """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
-    from .lookup import RepoNotFound, find_repo_id, gguf_base
-    from .sides import looks_like_dir
+    from .lookup import RepoNotFound, find_repo_id, gguf_base, looks_like_dir
 
     if looks_like_dir(target):
         return _local_target(cat, target)
