@@ -13,7 +13,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from pathlib import Path
 
 Rows = Callable[[str, dict], list[tuple]]
@@ -105,6 +104,8 @@ def _range(rows: Rows, expr: str, prefix: str) -> list[str]:
 def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS) -> list[str]:
     """The catalog ids closest to ``ref``: candidates from prefix ranges of the two lookup indexes
     (same organisation; same start of the id; the name's first 3/4, 1/2, ... characters), scored with difflib."""
+    from difflib import SequenceMatcher  # only on a miss: not on every query's start-up
+
     low = ref.lower()
     org, _, name = low.rpartition("/")
     name_expr = _name_sql(dialect)
