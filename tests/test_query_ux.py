@@ -272,3 +272,48 @@ def test_corpus_without_safetensors_counts_still_ranks_and_finds_near_misses(cor
         assert ids["gmars__CodeFuse-CodeLlama-34B"] not in by_id(drafts)
     assert ids["swayam8624__nanoquant-private__TinyLlama-1.1B-Chat-v1.0"] in by_id(
         run_query(llama7, db=db, engine="mlx")["drafts"])
+
+
+@pytest.fixture()
+def pg_url():
+    """A fresh PostgreSQL database on the server INDEXER_TEST_PG points at (.ci/run starts one)."""
+    import os
+    import uuid
+
+    server = os.environ.get("INDEXER_TEST_PG")
+    if not server:
+        pytest.skip("INDEXER_TEST_PG is not set (PostgreSQL not available here)")
+    name = f"ux_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    yield sa.engine.make_url(server).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    admin.dispose()
+
+
+def test_lookup_estimates_and_gguf_on_postgresql(pg_url):
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from indexer.catalog import side_from_catalog
+    from indexer.models import Base
+
+    db = build(pg_url)
+    engine = make_engine(db)
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+        plan = " ".join(r[0] for r in conn.execute(sa.text(
+            "EXPLAIN SELECT repo_id FROM repos WHERE lower(substr(repo_id, strpos(repo_id, '/') + 1)) = 'x'")))
+    engine.dispose()
+    assert "ix_repos_name_lower" in plan
+    for typed in ("ACME/big-7b-chat", "Big-7B-Chat", "https://hf.co/acme/Big-7B-Chat/tree/main"):
+        assert run_query(typed, db=db)["target"]["repo_id"] == TARGET
+    result = run_query(TARGET, db=db)
+    assert by_id(result["drafts"])["acme/Mid-3B-Chat"]["params_source"] == "name"
+    assert result["drafts"][-1]["repo_id"] == "acme/mystery"
+    assert run_query("quant/Big-7B-Chat-GGUF", db=db)["target"]["params_source"] == "name"
+    with pytest.raises(QueryError, match=f"did you mean {TARGET}"):
+        run_query("acme/Big-7B-Caht", db=db)
+    assert side_from_catalog("acme/big-7b-CHAT", db=db).name == TARGET
