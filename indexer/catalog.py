@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from .db import CatalogError, open_catalog, session_factory
 from .files import InputError
@@ -31,20 +31,39 @@ def not_in_catalog(repo_id: str) -> InputError:
 
 
 def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool = True) -> Side:
-    """A catalog repo as a rule input; the token list comes from the token store when present."""
+    """A catalog repo as a rule input; the token list comes from the token store when present.
+
+    The repo is found as ``lookup.find_repo_id`` finds it (any case, a Hub URL, a bare name; a miss
+    suggests the closest ids). A GGUF repo without tokenizer files whose ``base_model:quantized:<id>``
+    tag names a catalogued base takes the tokenizer and config vocab sizes of that base, and says so
+    in its name.
+    """
+    from .lookup import RepoNotFound, find_repo_id, gguf_base
+
     try:
         engine = open_catalog(db)
     except CatalogError as e:
         raise InputError("error", str(e)) from None
     try:
         with session_factory(engine)() as session:
-            repo = session.scalar(select(Repo).where(Repo.repo_id == repo_id))
-            if repo is None:
-                raise not_in_catalog(repo_id)
+            def rows(sql: str, params: dict) -> list[tuple]:
+                return [tuple(r) for r in session.execute(text(sql), params)]
+
+            try:
+                match = find_repo_id(rows, repo_id, engine.dialect.name)
+            except RepoNotFound as e:
+                raise InputError("error", e.message) from None
+            repo = session.scalar(select(Repo).where(Repo.repo_id == match.repo_id))
+            name = match.repo_id
+            base_id = gguf_base(repo.tags) if repo.tokenizer_id is None else None
+            base = session.scalar(select(Repo).where(Repo.repo_id == base_id)) if base_id else None
+            if base is not None and base.status == "ok" and base.tokenizer_id is not None:
+                name = f"{repo.repo_id} (tokenizer of its base {base.repo_id})"
+                repo = base
             tok = session.get(Tokenizer, repo.tokenizer_id) if repo.tokenizer_id is not None else None
             if tok is None and repo.status != "ok":
                 why = f": {repo.reason}" if repo.reason else ""
-                raise InputError(repo.status, f"{repo_id} is in the catalog with status {repo.status}{why}")
+                raise InputError(repo.status, f"{name} is in the catalog with status {repo.status}{why}")
             facts = tokenizer_facts(tok) if tok is not None else None
     finally:
         engine.dispose()
@@ -55,7 +74,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
         except (KeyError, OSError, ValueError):
             vocab = None
     return Side(
-        name=repo_id,
+        name=name,
         vocab_size=repo.vocab_size,
         vocab_size_transformers=repo.vocab_size_transformers,
         tok=facts,

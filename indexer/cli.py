@@ -163,7 +163,7 @@ def check(target, draft, as_json, db, max_file_bytes):
     if as_json:
         print_json(result)
     else:
-        click.echo(f"target: {target}\ndraft:  {draft}")
+        click.echo(f"target: {t.name}\ndraft:  {d.name}")  # as found: case, URL, GGUF base
         for engine, verdict in result["verdicts"].items():
             mark = "OK  " if verdict["compatible"] else "FAIL"
             click.echo(f"  {mark} {engine:13} {'; '.join(verdict['reasons'])}")
@@ -291,7 +291,8 @@ def compute(as_json, quiet, db):
 
 
 @cli.command()
-@click.option("--target", required=True, help="Target repo id (as in the catalog).")
+@click.option("--target", required=True,
+              help="Target: a repo id (any case), a Hub URL, a bare name, or a local model directory.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm", "transformers", "llama.cpp", "mlx"]),
               default="sglang", show_default=True, help="Serving engine whose rule decides.")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many drafts.")
@@ -314,7 +315,7 @@ def query(target, engine, limit, near_misses, all_, as_json, db):
     if as_json:
         print_json(result)
     else:
-        click.echo(render(result, all_members=all_))
+        click.echo(render(result, all_members=all_, near_misses=near_misses))
 
 
 @cli.command()

@@ -30,6 +30,7 @@ from sqlalchemy import text
 
 from .db import open_catalog
 from .fingerprint import transformers_version
+from .params import estimate_from_name
 
 # Per engine: the size column of tmp_ok it compares, whether it also requires the same mapping,
 # the label, and whether a repo lacking the size is left out (it always is).
@@ -63,9 +64,9 @@ def _loads():
         return json.loads
 
 
-def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None]], dict[int, set[str]]]:
-    """One pass over ``repos``: (pk, lineage id, author id, family id) per ok repo, and the
-    families of each tokenizer.
+def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None, int | None]], dict[int, set[str]]]:
+    """One pass over ``repos``: (pk, lineage id, author id, family id, size from the name when the repo
+    has neither a count nor a config estimate) per ok repo, and the families of each tokenizer.
 
     The lineage root is found by following the first base model while it is in the catalog;
     the lineage id is the root repo's pk, or a negative number for a root outside it.
@@ -77,8 +78,9 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None]
     ok: list[tuple[int, str, str | None, str | None]] = []
     families: dict[int, set[str]] = {}
     cur = dbapi_conn.cursor()
-    cur.execute("SELECT id, repo_id, base_models, author, family, tokenizer_id, status FROM repos")
-    for pk, repo_id, base, author, family, tok, status in cur:
+    cur.execute("SELECT id, repo_id, base_models, author, family, tokenizer_id, status, "
+                "params IS NULL AND params_estimate IS NULL FROM repos")
+    for pk, repo_id, base, author, family, tok, status, unsized in cur:
         pk_of[repo_id] = pk
         if base:
             try:
@@ -88,7 +90,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None]
             if isinstance(bases, list) and bases and isinstance(bases[0], str) and bases[0] != repo_id:
                 parent[repo_id] = bases[0]
         if status == "ok" and tok is not None:
-            ok.append((pk, repo_id, author, family))
+            ok.append((pk, repo_id, author, family, unsized))
             if family is not None:
                 families.setdefault(tok, set()).add(family)
     cur.close()
@@ -109,7 +111,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None]
     authors: dict[str, int] = {}
     fams: dict[str, int] = {}
     rows = []
-    for pk, repo_id, author, family in ok:
+    for pk, repo_id, author, family, unsized in ok:
         lid = pk
         if repo_id in parent:
             r = root(repo_id)
@@ -118,7 +120,8 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None]
                 lid = outside.setdefault(r, -(len(outside) + 1))
         aid = authors.setdefault(author, len(authors) + 1) if author is not None else None
         fid = fams.setdefault(family, len(fams) + 1) if family is not None else None
-        rows.append((pk, lid, aid, fid))
+        named = estimate_from_name(repo_id) if unsized else None  # no count, no config estimate: the name's
+        rows.append((pk, lid, aid, fid, named.total if named else None))
     return rows, families
 
 
@@ -151,10 +154,10 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 for tmp in ("tmp_repo", "tmp_ok"):
                     conn.exec_driver_sql(f"DROP TABLE IF EXISTS {tmp}")
                 conn.exec_driver_sql("CREATE TEMPORARY TABLE tmp_repo (repo_pk INTEGER PRIMARY KEY, "
-                                     "lineage_id INTEGER, author_id INTEGER, family_id INTEGER)")
+                                     "lineage_id INTEGER, author_id INTEGER, family_id INTEGER, name_params BIGINT)")
                 cur = dbapi.cursor()
                 mark = "?" if sqlite else "%s"
-                cur.executemany(f"INSERT INTO tmp_repo VALUES ({mark}, {mark}, {mark}, {mark})", facts)
+                cur.executemany(f"INSERT INTO tmp_repo VALUES ({mark}, {mark}, {mark}, {mark}, {mark})", facts)
                 cur.close()
                 del facts
                 # One narrow row per ok repo: every later step reads this, not the wide repos table.
@@ -165,7 +168,8 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql(
                     "INSERT INTO tmp_ok SELECT r.id, t.id, r.vocab_size, r.vocab_size_transformers, "
                     "t.hf_vocab_size, CASE WHEN COALESCE(r.vocab_size, 0) > COALESCE(t.max_id, -1) + 1 "
-                    "THEN r.vocab_size ELSE COALESCE(t.max_id, -1) + 1 END, r.params, r.downloads, "
+                    "THEN r.vocab_size ELSE COALESCE(t.max_id, -1) + 1 END, "
+                    "COALESCE(r.params, r.params_estimate, x.name_params), r.downloads, "  # estimates rank too
                     "x.lineage_id, x.author_id, x.family_id, r.is_chat, "
                     f"CASE WHEN r.gated IS NULL OR r.gated IN {NOT_GATED} THEN FALSE ELSE TRUE END, "
                     "COALESCE(r.disabled, FALSE) FROM repos r JOIN tokenizers t ON t.id = r.tokenizer_id "

@@ -134,7 +134,8 @@ def build_demo_hub(out_dir) -> dict:
             m["params"] = params
         if base:
             m["baseModels"] = [base]
-            m["tags"] += [f"base_model:{base}", f"base_model:finetune:{base}"]
+            relation = "quantized" if extra.get("no_tokenizer") else "finetune"  # a GGUF repo quantizes its base
+            m["tags"] += [f"base_model:{base}", f"base_model:{relation}:{base}"]
         if extra.get("gated"):
             m["gated"] = extra["gated"]
         meta[rid] = m

@@ -25,6 +25,9 @@ class ConfigFacts:
     vocab_size_transformers: int | None  # transformers' get_text_config() (vLLM too)
     text_config_key: str | None  # which sub-config SGLang used, None for the top level
     auto_map: bool = False
+    params_estimate: int | None = None  # params.estimate_from_config: used when the Hub has no count
+    params_active_estimate: int | None = None  # per token, mixture-of-experts only
+    params_estimate_source: str | None = None  # "config" when estimated
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -96,6 +99,9 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         from_classes = _vocab_sizes_from_transformers(directory, key)
         sglang = sglang if sglang is not None else from_classes[0]
         hf = hf if hf is not None else from_classes[1]
+    from .params import estimate_from_config
+
+    estimate = estimate_from_config(config)
     return ConfigFacts(
         model_type=model_type,
         architectures=archs,
@@ -103,4 +109,7 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         vocab_size_transformers=hf,
         text_config_key=key,
         auto_map=bool(config.get("auto_map")),
+        params_estimate=estimate.total if estimate else None,
+        params_active_estimate=estimate.active if estimate else None,
+        params_estimate_source=estimate.source if estimate else None,
     )

@@ -20,8 +20,11 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    func,
 )
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.functions import FunctionElement
 
 REPO_STATUSES = ("ok", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error")
 ENGINES = ("sglang", "vllm", "transformers", "llama.cpp", "mlx")
@@ -49,7 +52,12 @@ class Repo(Base):
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     downloads: Mapped[int | None] = mapped_column(BigInteger)
     likes: Mapped[int | None] = mapped_column(Integer)
-    params: Mapped[int | None] = mapped_column(BigInteger)
+    params: Mapped[int | None] = mapped_column(BigInteger)  # the Hub's safetensors total
+    # When params is None: params.estimate_from_config via ConfigFacts (source "config"); ranking uses
+    # COALESCE(params, params_estimate) and shows it as an estimate.
+    params_estimate: Mapped[int | None] = mapped_column(BigInteger)
+    params_active_estimate: Mapped[int | None] = mapped_column(BigInteger)
+    params_estimate_source: Mapped[str | None] = mapped_column(String(20))
     base_models: Mapped[list | None] = mapped_column(JSON)
     family: Mapped[str | None] = mapped_column(String(60), index=True)
     is_chat: Mapped[bool | None] = mapped_column(Boolean)
@@ -217,3 +225,27 @@ class Meta(Base):
 
     key: Mapped[str] = mapped_column(String(60), primary_key=True)
     value: Mapped[str | None] = mapped_column(Text)
+
+
+class repo_name_part(FunctionElement):
+    """The name after ``org/`` of a repo id, in SQL (for the bare-name lookup index)."""
+
+    type = String()
+    inherit_cache = True
+
+
+@compiles(repo_name_part)
+def _repo_name_part_sqlite(element, compiler, **kw):
+    arg = compiler.process(list(element.clauses)[0], **kw)
+    return f"substr({arg}, instr({arg}, '/') + 1)"
+
+
+@compiles(repo_name_part, "postgresql")
+def _repo_name_part_pg(element, compiler, **kw):
+    arg = compiler.process(list(element.clauses)[0], **kw)
+    return f"substr({arg}, strpos({arg}, '/') + 1)"
+
+
+# Case-insensitive repo id lookup and "did you mean" (indexer/lookup.py) read these two expression indexes.
+Index("ix_repos_repo_id_lower", func.lower(Repo.repo_id))
+Index("ix_repos_name_lower", func.lower(repo_name_part(Repo.repo_id)))

@@ -14,6 +14,7 @@ family), same kind (chat or base), not gated, then downloads.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 ENGINES = ("sglang", "vllm", "transformers", "llama.cpp", "mlx")
 ENGINE_NAMES = {
@@ -137,6 +138,24 @@ def fmt_params(n: int | None) -> str:
     return str(n)
 
 
+ESTIMATED_FROM = {"config": "estimated from config", "name": "estimated from the repo name"}
+
+
+def fmt_size(params: int | None, source: str | None = None, active: int | None = None, *,
+             long: bool = False) -> str:
+    """A size in words, estimates marked with ``~``: ``500M``, ``~7.24B``, ``~30.5B (3.3B active)``;
+    ``long`` adds the unit and where an estimate came from: ``~7.24B parameters (estimated from config)``."""
+    if params is None:
+        return "size unknown"
+    mark = "~" if source in ESTIMATED_FROM else ""
+    if not long:
+        return mark + fmt_params(params) + (f" ({fmt_params(active)} active)" if active is not None else "")
+    words = f"{mark}{fmt_params(params)} parameters"
+    if active is not None:
+        words += f", {mark}{fmt_params(active)} active"
+    return words + (f" ({ESTIMATED_FROM[source]})" if mark else "")
+
+
 def fmt_ratio(r: float | None) -> str:
     if r is None:
         return "?"
@@ -150,48 +169,141 @@ def _gated(g) -> bool:
 TARGET_SQL = (
     "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
     "r.reason, r.vocab_size, r.vocab_size_transformers, r.tokenizer_id, t.vocab_sha256, t.base_vocab_sha256, "
-    "t.max_id, t.vocab_len, t.hf_vocab_size FROM repos r LEFT JOIN tokenizers t ON t.id = r.tokenizer_id "
+    "t.max_id, t.vocab_len, t.hf_vocab_size, r.params_estimate, r.params_active_estimate, "
+    "r.params_estimate_source, r.tags FROM repos r LEFT JOIN tokenizers t ON t.id = r.tokenizer_id "
     "WHERE r.repo_id = :rid"
 )
 TARGET_KEYS = ("pk", "repo_id", "params", "downloads", "author", "family", "is_chat", "gated", "status",
                "reason", "vocab_size", "vocab_size_transformers", "tokenizer_id", "vocab_sha256",
-               "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size")
+               "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size", "params_estimate",
+               "params_active_estimate", "params_estimate_source", "tags")
+# What a target takes from the repo whose tokenizer it borrows (a GGUF repo's base, a local directory's twin).
+TOKENIZER_KEYS = ("tokenizer_id", "vocab_sha256", "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size",
+                  "vocab_size", "vocab_size_transformers")
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
              "class_id")
 DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
-              "r.tokenizer_id, r.disabled FROM repos r WHERE r.id IN ")
+              "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate "
+              "FROM repos r WHERE r.id IN ")
 DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
-               "tokenizer_id", "disabled")
+               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active")
 SIZE_COL = {"sglang": "vocab_size", "vllm": "vocab_size_transformers", "transformers": "vocab_size_transformers",
             "mlx": "hf_vocab_size"}
 
 
+@dataclass
+class Target:
+    """Whom the answer is for, and whose class memberships answer it (see indexer/lookup.py)."""
+
+    facts: dict  # TARGET_KEYS, with params / params_source / params_active the best known size
+    class_pk: int  # the catalog repo whose classes are used: the target, a GGUF repo's base, a directory's twin
+    exclude_pk: int  # never suggested as a draft of itself
+    note: str | None = None  # how the target was found, when not by its exact id
+
+
+def _dialect(cat: Catalog) -> str:
+    return cat.sa.dialect.name if cat.sa is not None else "sqlite"
+
+
+def _with_size(t: dict, name: str) -> dict:
+    """The Hub's count, else the config estimate, else the size in the name (indexer/params.py)."""
+    from .params import best_params
+
+    est = best_params(t["params"], t["params_estimate"], t["params_estimate_source"], name,
+                      t["params_active_estimate"])
+    t.update(params=est.total if est else None, params_source=est.source if est else None,
+             params_active=est.active if est else None)
+    return t
+
+
+def resolve_target(cat: Catalog, target: str) -> Target:
+    """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
+    from .lookup import RepoNotFound, find_repo_id, gguf_base, looks_like_dir
+
+    if looks_like_dir(target):
+        return _local_target(cat, target)
+    try:
+        match = find_repo_id(cat.all, target, _dialect(cat))
+    except RepoNotFound as e:
+        raise QueryError(e.message, EXIT_NOT_FOUND) from None
+    t = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": match.repo_id}), strict=True))
+    note = f"{match.asked!r} matched {t['repo_id']}" if match.asked else None
+    class_pk = t["pk"]
+    if t["status"] != "ok":
+        base_id = gguf_base(t["tags"]) if t["tokenizer_id"] is None else None
+        base = cat.one(TARGET_SQL, {"rid": base_id}) if base_id else None
+        base = dict(zip(TARGET_KEYS, base, strict=True)) if base else None
+        if base is None or base["status"] != "ok":
+            why = f" ({t['reason']})" if t["reason"] else ""
+            fix = (f"its base_model:quantized tag names {base_id}: add it with `indexer crawl --model {base_id}`"
+                   if base_id else f"recrawl it with `indexer crawl --model {t['repo_id']}`")
+            raise QueryError(f"{t['repo_id']} is in the catalog with status {t['status']}{why}, so it has no "
+                             f"compatibility class; {fix}", EXIT_NOT_FOUND)
+        t.update({k: base[k] for k in TOKENIZER_KEYS})
+        class_pk = base["pk"]
+        note = ((note + "; " if note else "") + f"{t['repo_id']} has no tokenizer files: answered with the "
+                f"tokenizer of its base {base['repo_id']} (base_model:quantized tag); the size is its own")
+    return Target(_with_size(t, t["repo_id"]), class_pk, class_pk, note)
+
+
+def _local_target(cat: Catalog, path: str) -> Target:
+    """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
+    from .files import InputError, check_dir
+    from .fingerprint import fingerprint_dir
+    from .modelconfig import read_config
+
+    try:
+        directory = check_dir(path)
+        config = read_config(directory)
+        fp = fingerprint_dir(directory)
+    except InputError as e:
+        raise QueryError(f"target {path}: {e.message}") from None
+    tok = cat.one("SELECT id FROM tokenizers WHERE vocab_sha256 = :s", {"s": fp.vocab_sha256})
+    twins = cat.all("SELECT repo_id, vocab_size, vocab_size_transformers, model_type FROM repos "
+                    "WHERE tokenizer_id = :t AND status = 'ok' ORDER BY id LIMIT 5000", {"t": tok[0]}) if tok else []
+    same = [tw for tw in twins if tw[1] == config.vocab_size and tw[2] == config.vocab_size_transformers]
+    if not same:
+        had = sorted({f"{tw[1]}" for tw in twins})
+        why = (f"its tokenizer is in the catalog, but only with config vocab_size {', '.join(had)}, not "
+               f"{config.vocab_size}" if twins else
+               f"no catalog repo has its tokenizer (get_vocab() sha256 {fp.vocab_sha256[:12]})")
+        raise QueryError(f"target {path}: {why}; compare it with a draft by `indexer check {path} DRAFT`",
+                         EXIT_NOT_FOUND)
+    same.sort(key=lambda tw: tw[3] != config.model_type)
+    twin = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": same[0][0]}), strict=True))
+    t = dict.fromkeys(TARGET_KEYS)
+    t.update({k: twin[k] for k in TOKENIZER_KEYS}, pk=-1, repo_id=str(path), status="ok",
+             params_estimate=config.params_estimate, params_active_estimate=config.params_active_estimate,
+             params_estimate_source=config.params_estimate_source)
+    note = (f"local directory {path}: its tokenizer and vocab sizes are those of {twin['repo_id']} in the "
+            "catalog, so it is answered from that repo's classes")
+    return Target(_with_size(t, directory.resolve().name), twin["pk"], -1, note)
+
+
 class Query:
-    def __init__(self, cat: Catalog, target: str, engine: str):
+    def __init__(self, cat: Catalog, target: str, engine: str, resolved: Target | None = None):
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         self.cat, self.engine = cat, engine
-        row = cat.one(TARGET_SQL, {"rid": target})
-        if row is None:
-            raise QueryError(f"{target} is not in the catalog; add it with `indexer crawl --model {target}`",
-                             EXIT_NOT_FOUND)
-        self.t = dict(zip(TARGET_KEYS, row, strict=True))
-        if self.t["status"] != "ok":
-            why = f" ({self.t['reason']})" if self.t["reason"] else ""
-            raise QueryError(f"{target} is in the catalog with status {self.t['status']}{why}, so it has no "
-                             f"compatibility class; recrawl it with `indexer crawl --model {target}`",
-                             EXIT_NOT_FOUND)
+        self.target = resolved or resolve_target(cat, target)
+        self.t = self.target.facts
         cls = cat.one(
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
-            "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.t["pk"], "e": engine})
+            "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
         if cls is None:
-            raise QueryError(f"{target} has no {engine} class (facts missing, or the catalog was changed "
-                             "since the last `indexer compute`; run it)")
+            raise QueryError(f"{self.t['repo_id']} has no {engine} class (facts missing, or the catalog was "
+                             "changed since the last `indexer compute`; run it)")
         (self.class_id, self.lineage_id, self.author_id, self.family_id, self.label, self.members,
          self.size) = cls
+        if self.target.class_pk != self.t["pk"]:
+            # A borrowed tokenizer: the lineage stays the base's, author and family are the target's own.
+            self.author_id = self._dense_id("author", self.t["author"])
+            self.family_id = self._dense_id("family", self.t["family"])
+            if self.t["pk"] == -1:
+                self.lineage_id = None
         self.class_ids = [self.class_id]
         self.paired: dict[int, str] = {}
         if engine == "llama.cpp":
@@ -209,6 +321,14 @@ class Query:
                 self.class_ids.append(cid)
                 self.paired[cid] = reason
         self._roots: dict[int, str] = {}
+
+    def _dense_id(self, column: str, value: str | None) -> int | None:
+        """compute's number for an author or family string (any repo that has it carries it)."""
+        if value is None:
+            return None
+        row = self.cat.one(f"SELECT rc.{column}_id FROM repos r JOIN repo_classes rc ON rc.repo_pk = r.id "
+                           f"WHERE r.{column} = :v LIMIT 1", {"v": value})
+        return row[0] if row else None
 
     # ------------------------------------------------------------ candidate SQL
 
@@ -229,7 +349,7 @@ class Query:
             return []
         t = self.t
         params.update({"tp": t["params"], "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
-                       "chat": t["is_chat"], "pk": t["pk"]})
+                       "chat": t["is_chat"], "pk": self.target.exclude_pk})
         sql = (
             f"SELECT {RANK_COLS}, "
             "CASE WHEN rc.params * 50 >= :tp AND rc.params * 5 <= :tp THEN 1 ELSE 0 END AS win, "
@@ -246,13 +366,27 @@ class Query:
         return self._details(rows)
 
     def drafts(self, limit: int) -> list[dict]:
-        if self.t["params"] is None:
-            return []
+        """Smaller drafts ranked on their size (the Hub's count, else compute's estimate from the config
+        or the name), then the drafts of unknown size, marked "size unknown"."""
+        if self.t["params"] is None:  # nothing to compare with: every member, sized ones first
+            rows = self._ranked(self.class_ids, "AND NOT rc.disabled", {}, limit)
+            rows.sort(key=lambda r: r["params"] is None)
+            return [self._entry(r) for r in rows]
         rows = self._ranked(self.class_ids, "AND rc.params < :tp AND NOT rc.disabled", {}, limit)
+        if len(rows) < limit:
+            rows += self._ranked(self.class_ids, "AND rc.params IS NULL AND NOT rc.disabled", {}, limit - len(rows))
         return [self._entry(r) for r in rows]
 
+    def has_candidates(self) -> bool:
+        """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
+        params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
+        size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+        return bool(self.cat.all(
+            f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {_in('c', self.class_ids, params)} "
+            f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT 1", params))
+
     def all_members(self) -> list[dict]:
-        params: dict = {"pk": self.t["pk"]}
+        params: dict = {"pk": self.target.exclude_pk}
         sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
                f"WHERE rc.class_id IN {_in('c', self.class_ids, params)} AND rc.repo_pk <> :pk")
         rows = self._details([dict(zip(RANK_KEYS, row, strict=True)) for row in self.cat.all(sql, params)])
@@ -262,9 +396,7 @@ class Query:
     def near_misses(self, limit: int) -> list[dict]:
         """Drafts that fail exactly one check of this engine, with the fix when one exists."""
         t, out = self.t, []
-        if t["params"] is None:
-            return out
-        base = "AND rc.params < :tp AND NOT rc.disabled"
+        base = "AND rc.params < :tp AND NOT rc.disabled" if t["params"] is not None else "AND NOT rc.disabled"
         if self.engine in ("sglang", "vllm", "transformers") and self.size is not None:
             # Same get_vocab() mapping, another vocab_size: the same tokenizer in another size class.
             by = "sglang" if self.engine == "sglang" else "transformers"
@@ -354,14 +486,17 @@ class Query:
         t = self.t
         reasons = [self._accept_reason(r)]
         ratio = self._ratio(r["params"])
-        if ratio is None:
-            reasons.append("parameter count unknown")
+        size = fmt_size(r["params"], self._source(r), r.get("params_active"), long=True)
+        if r["params"] is None:
+            reasons.append("size unknown: no safetensors count, no usable config.json, no size in the name")
+        elif ratio is None:
+            reasons.append(f"{size}; the target's size is unknown")
         elif ranked or ratio < 1:
             where = "inside" if RATIO_LOW <= ratio <= RATIO_HIGH else "outside"
-            reasons.append(f"{fmt_params(r['params'])} parameters, {fmt_ratio(ratio)} of the target's "
-                           f"{fmt_params(t['params'])} ({where} the preferred 1/50..1/5)")
+            reasons.append(f"{size}, {fmt_ratio(ratio)} of the target's "
+                           f"{fmt_size(t['params'], t['params_source'])} ({where} the preferred 1/50..1/5)")
         else:
-            reasons.append(f"{fmt_params(r['params'])} parameters, not smaller than the target")
+            reasons.append(f"{size}, not smaller than the target")
         if self.lineage_id is not None and r["lineage_id"] == self.lineage_id:
             reasons.append(f"same lineage: both derive from {self._root_name(r['lineage_id'])}")
         elif t["author"] and r["author"] == t["author"]:
@@ -379,10 +514,28 @@ class Query:
         reasons.append(f"{r['downloads'] if r['downloads'] is not None else 'unknown'} downloads")
         return reasons
 
+    @staticmethod
+    def _source(r: dict) -> str | None:
+        """safetensors (the Hub's count), config or name (compute's estimates), None when unknown."""
+        if r["params"] is None:
+            return None
+        if r.get("hub_params") is not None:
+            return "safetensors"
+        if r.get("estimate_source"):
+            return r["estimate_source"]
+        from .params import estimate_from_name  # compute took the size from the name
+
+        named = estimate_from_name(r["repo_id"])
+        r["params_active"] = named.active if named else None
+        return "name"
+
     def _entry(self, r: dict, ranked: bool = True) -> dict:
+        source = self._source(r)
         return {
             "repo_id": r["repo_id"],
             "params": r["params"],
+            "params_source": source,
+            "params_active": r.get("params_active"),
             "ratio": self._ratio(r["params"]),
             "downloads": r["downloads"],
             "reasons": self._reasons(r, ranked),
@@ -403,6 +556,9 @@ class Query:
         return {
             "repo_id": t["repo_id"],
             "params": t["params"],
+            "params_source": t["params_source"],
+            "params_active": t["params_active"],
+            "note": self.target.note,
             "vocab_size": t["vocab_size"],
             "vocab_size_transformers": t["vocab_size_transformers"],
             "vocab_sha256": t["vocab_sha256"],
@@ -412,51 +568,106 @@ class Query:
         }
 
 
+# Which near-miss fix costs least: copying tokenizer files, then resizing embeddings, then TLI.
+FIX_COST = {"mapping": 1, "vocab_size": 2, "token list": 3}
+SUMMARY_NEAR_MISSES = 3
+
+
+def summarize(q: Query, misses: list[dict] | None = None) -> dict:
+    """Across engines: which have drafts for this target, and the cheapest fix among the near misses."""
+    with_drafts, without = [], []
+    for engine in ENGINES:
+        try:
+            other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target)
+        except QueryError:  # no class on this engine (its facts are missing)
+            without.append(engine)
+            continue
+        (with_drafts if other.has_candidates() else without).append(engine)
+    if misses is None and q.engine not in with_drafts:  # a fix matters when there is no draft
+        misses = q.near_misses(SUMMARY_NEAR_MISSES)
+    cheapest = None
+    fixable = [m for m in misses or () if m["fix"]]
+    if fixable:
+        best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
+        cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
+                    "fix": best["fix"]}
+    return {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}
+
+
 def run_query(target: str, *, engine: str = "sglang", limit: int = 10, near_misses: bool = False,
               all_members: bool = False, db: str | None = None) -> dict:
-    """The answer as the ``--json`` shape: target, engine, drafts, near_misses."""
+    """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary."""
     cat = Catalog(db)
     try:
         q = Query(cat, target, engine)
         drafts = q.all_members() if all_members else q.drafts(limit)
+        misses = q.near_misses(limit) if near_misses else []
         return {
             "target": q.target_info(),
             "engine": engine,
             "drafts": drafts,
-            "near_misses": q.near_misses(limit) if near_misses else [],
+            "near_misses": misses,
+            "summary": summarize(q, misses if near_misses else None),
         }
     finally:
         cat.close()
 
 
-def render(result: dict, *, all_members: bool = False) -> str:
-    """The readable table and the launch flags of the best draft."""
+def _summary_line(result: dict) -> str:
+    s = result["summary"]
+    words = (f"drafts on {', '.join(s['engines_with_drafts'])}" if s["engines_with_drafts"]
+             else "no engine has drafts for this target")
+    if s["engines_with_drafts"] and s["engines_without_drafts"]:
+        words += f"; none on {', '.join(s['engines_without_drafts'])}"
+    fix = s["cheapest_fix"]
+    if fix:
+        words += f"; cheapest near-miss fix ({fix['engine']}, {fix['repo_id']}): {fix['fix']}"
+    return "summary: " + words
+
+
+def render(result: dict, *, all_members: bool = False, near_misses: bool = False) -> str:
+    """The readable table, the launch flags of the best draft, near misses and the cross-engine summary."""
     t, engine = result["target"], result["engine"]
-    lines = [f"target: {t['repo_id']} ({fmt_params(t['params'])} parameters)",
-             f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({t['class_members']} repos)"]
+    size = fmt_size(t["params"], t["params_source"], t["params_active"])
+    if t["params"] is not None:
+        size += " parameters" + (f", {ESTIMATED_FROM[t['params_source']]}" if size.startswith("~") else "")
+    lines = [f"target: {t['repo_id']} ({size})"]
+    if t.get("note"):
+        lines.append(f"note: {t['note']}")
+    lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({t['class_members']} repos)")
     drafts = result["drafts"]
+    others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if not drafts:
-        if t["params"] is None and not all_members:
-            lines.append("no ranked drafts: the target's parameter count is unknown "
-                         "(use --all to list the class)")
-        else:
-            lines.append("no drafts found" + ("" if all_members else " (try --all or --near-misses)"))
+        line = f"no drafts found for {ENGINE_NAMES[engine]}"
+        if others:
+            line += f"; other engines have candidates: {', '.join(others)} (try --engine {others[0]})"
+        elif not all_members:
+            line += "; no other engine has any either (try --near-misses)"
+        lines.append(line)
     else:
+        if t["params"] is None and not all_members:
+            lines.append("the target's size is unknown: drafts are not filtered by size")
         width = min(60, max(len(d["repo_id"]) for d in drafts))
-        lines.append(f"{'repo':{width}}  {'params':>7}  {'ratio':>6}  {'downloads':>10}  why")
+        psize = max(7, *(len(fmt_size(d["params"], d["params_source"], d["params_active"])) for d in drafts))
+        lines.append(f"{'repo':{width}}  {'params':>{psize}}  {'ratio':>6}  {'downloads':>10}  why")
         for d in drafts:
             why = "; ".join(d["reasons"][1:])
             dl = d["downloads"] if d["downloads"] is not None else "?"
-            lines.append(f"{d['repo_id']:{width}}  {fmt_params(d['params']):>7}  {fmt_ratio(d['ratio']):>6}  "
-                         f"{dl:>10}  {why}")
+            size = fmt_size(d["params"], d["params_source"], d["params_active"])
+            lines.append(f"{d['repo_id']:{width}}  {size:>{psize}}  {fmt_ratio(d['ratio']):>6}  {dl:>10}  {why}")
+        if any(d["params_source"] in ESTIMATED_FROM for d in drafts):
+            lines.append("(~ = estimated: from config.json, or from the size in the repo name)")
         lines.append(f"accepted because: {drafts[0]['reasons'][0]}")
         if not all_members:
             lines.append(f"launch with the best draft:\n  {drafts[0]['launch']}")
     if result["near_misses"]:
         lines.append("near misses (one check fails):")
         for m in result["near_misses"]:
-            size = f"{fmt_params(m['params'])}, {fmt_ratio(m['ratio'])}"
+            size = f"{fmt_size(m['params'], m['params_source'], m['params_active'])}, {fmt_ratio(m['ratio'])}"
             lines.append(f"  {m['repo_id']} ({size}): {m['reason']}")
             if m["fix"]:
                 lines.append(f"    fix: {m['fix']}")
+    elif near_misses:
+        lines.append("near misses: none")
+    lines.append(_summary_line(result))
     return "\n".join(lines)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from .fingerprint import fingerprint_dir
+from .lookup import looks_like_dir  # noqa: F401  (re-exported: query imports it without this module's weight)
 from .modelconfig import read_config
 from .rules import Side
 
@@ -25,9 +26,6 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
     )
 
 
-def looks_like_dir(arg: str) -> bool:
-    """A CLI argument names a local directory (else it is a catalog repo id)."""
-    return Path(arg).is_dir() or arg.startswith((".", "/", "~"))
 
 
 def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
