@@ -218,6 +218,7 @@ class FixedWindow:
         self.waited = 0.0
         self.max_calls: int | None = None
         self.deadline: float | None = None  # monotonic
+        self.held_until = 0.0  # after a 429: nothing goes out before this
         self.cond = threading.Condition()
 
     def acquire(self) -> int:
@@ -227,22 +228,27 @@ class FixedWindow:
                 now = time.monotonic()
                 if self.max_calls is not None and self.calls >= self.max_calls:
                     raise BudgetExhausted(f"{self.name} call budget of {self.max_calls} spent")
-                if self.reset_at is None or now >= self.reset_at:
-                    self.window_id += 1
-                    self.remaining, self.reset_at = self.quota, now + self.window
-                if self.remaining > 0:
-                    self.remaining -= 1
-                    self.calls += 1
-                    return self.window_id
-                wait = self.reset_at - now
+                if now >= self.held_until:
+                    if self.reset_at is None or now >= self.reset_at:
+                        self.window_id += 1
+                        self.remaining, self.reset_at = self.quota, now + self.window
+                    if self.remaining > 0:
+                        self.remaining -= 1
+                        self.calls += 1
+                        return self.window_id
+                    wait = self.reset_at - now
+                else:
+                    wait = self.held_until - now
                 if self.deadline is not None and now + wait > self.deadline:
                     raise BudgetExhausted(f"{self.name} quota spent and the run's time is up")
                 self.cond.wait(min(wait, 1.0))
                 self.waited += time.monotonic() - now
 
     def observe(self, remaining: int, reset_in: float, quota: int | None, window: float | None,
-                window_id: int | None, limited: bool) -> None:
-        """Apply a response's ``RateLimit`` / ``RateLimit-Policy`` (and a 429) to this bucket."""
+                window_id: int | None, hold: float | None = None) -> None:
+        """Apply a response's ``RateLimit`` / ``RateLimit-Policy`` to this bucket; ``hold`` (a 429)
+        keeps every call of the bucket back for that many seconds."""
+        limited = hold is not None
         with self.cond:
             now = time.monotonic()
             if quota and window and not self.fixed:
@@ -253,18 +259,14 @@ class FixedWindow:
                         self.remaining = max(0, int(quota) - used)
                     self.quota, self.window = int(quota), float(window)
                 self.learned = True
-            if window_id != self.window_id:
-                if limited:
-                    self.limited += 1
-                return  # an answer about an earlier window says nothing about this one
-            server_reset = now + reset_in
-            if self.reset_at is None or abs(server_reset - self.reset_at) > 1.0:
-                self.reset_at = server_reset
-            self.remaining = min(self.remaining, max(0, int(remaining)))
             if limited:
                 self.limited += 1
-                self.remaining = 0
-                self.reset_at = max(self.reset_at, server_reset)
+                self.held_until = max(self.held_until, now + hold)
+            if window_id == self.window_id:  # an answer about an earlier window says nothing about this one
+                server_reset = now + reset_in
+                if self.reset_at is None or abs(server_reset - self.reset_at) > 1.0:
+                    self.reset_at = server_reset
+                self.remaining = min(self.remaining, max(0, int(remaining)))
             self.cond.notify_all()
 
 
@@ -459,17 +461,20 @@ class HubClient:
         tag = request.extensions.get("indexer_window")
         window_id = tag[1] if tag and tag[0] == id(self) else None
         info = parse_ratelimit_headers(response.headers)
-        limited = response.status_code == 429
-        if info is not None and info.resource_type in self.buckets:
-            bucket = info.resource_type
+        hold = None
+        if response.status_code == 429:
+            # Retry-After, else the reset when the bucket is empty (the client's own reading,
+            # utils/_http.py:534-535 and :85-141), else a second
+            hold = _server_wait(response)
+            hold = 1.0 if hold is None else hold
         if info is None:
-            if limited:  # a 429 without RateLimit: hold the bucket for Retry-After (or a second)
-                self.buckets[bucket].observe(0, _server_wait(response) or 1.0, None, None, window_id, True)
+            if hold is not None:
+                self.buckets[bucket].observe(0, hold, None, None, None, hold)
             return
-        reset = float(info.reset_in_seconds)
-        if limited:
-            reset = max(reset, _server_wait(response) or 0.0)
-        self.buckets[bucket].observe(info.remaining, reset, info.limit, info.window_seconds, window_id, limited)
+        if info.resource_type in self.buckets:
+            bucket = info.resource_type
+        self.buckets[bucket].observe(info.remaining, float(info.reset_in_seconds), info.limit, info.window_seconds,
+                                     window_id, hold)
 
     @property
     def api_calls(self) -> int:

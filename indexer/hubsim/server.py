@@ -829,8 +829,9 @@ class _Handler(BaseHTTPRequestHandler):
             if fault and fault.kind == "malformed_json" and raw_path.startswith("/api/"):
                 resp.body, resp.file = b'{"oops": this is not json', None
                 resp.headers["Content-Type"] = "application/json"
-        if verdict is not None:
-            resp.headers.update(verdict.headers())
+        if verdict is not None:  # on every answer; an injected fault's own headers win
+            for k, v in verdict.headers().items():
+                resp.headers.setdefault(k, v)
         hub._log(method, self.path, resp.status)
         self._send(method, resp, fault.kind if fault else None)
 
