@@ -219,6 +219,7 @@ class FixedWindow:
         self.max_calls: int | None = None
         self.deadline: float | None = None  # monotonic
         self.held_until = 0.0  # after a 429: nothing goes out before this
+        self.answered = False  # has the current window had an answer yet?
         self.cond = threading.Condition()
 
     def acquire(self) -> int:
@@ -232,6 +233,7 @@ class FixedWindow:
                     if self.reset_at is None or now >= self.reset_at:
                         self.window_id += 1
                         self.remaining, self.reset_at = self.quota, now + self.window
+                        self.answered = False
                     if self.remaining > 0:
                         self.remaining -= 1
                         self.calls += 1
@@ -263,6 +265,11 @@ class FixedWindow:
                 self.limited += 1
                 self.held_until = max(self.held_until, now + hold)
             if window_id == self.window_id:  # an answer about an earlier window says nothing about this one
+                if not self.answered:
+                    # the server opened its window between our send and this answer: count from the answer,
+                    # so our window never ends before the server's
+                    self.answered = True
+                    self.reset_at = now + self.window
                 server_reset = now + reset_in
                 if self.reset_at is None or abs(server_reset - self.reset_at) > 1.0:
                     self.reset_at = server_reset
