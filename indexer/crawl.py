@@ -287,7 +287,7 @@ class Crawler:
                     job = self._triage(session, item, queued)
                     if job is not None:
                         pending[pool.submit(self.fetcher.fetch, item)] = job
-                    while len(pending) >= workers * 4:
+                    while len(pending) >= workers * 16:  # keep resolving while this thread fingerprints
                         self._drain(session, pending, block=True)
                     self._drain(session, pending, block=False)
                     if (self.counts["listed"] + self.counts["resumed"]) % 200 == 0:
