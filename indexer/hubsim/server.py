@@ -504,6 +504,9 @@ class HubServer:
             "usedStorage": lambda: sum(fe.reported_size for fe in repo.files.values()),
             "siblings": lambda: [self._sibling(fe, blobs) for fe in repo.files.values()],
             "cardData": lambda: self._card_data(repo),
+            "childrenModelCount": lambda: sum(
+                1 for r in self.store.repos.values()
+                if r.meta.get("baseModels") and repo.id in [x["id"] for x in _base_models(r.meta)["models"]]),
         }
         if name in simple:
             return simple[name]()
