@@ -357,6 +357,8 @@ class Crawler:
             if row is not None and row.status != "gone":
                 self.writer.mark_gone(session, [row], "private on the Hub", self.run_id)
                 self.counts["gone"] += 1
+            if queued:
+                self.writer.dequeue(session, item.id)
             self._tick()
             return None
         if (row is not None and not self.opt.full and item.sha and row.sha == item.sha

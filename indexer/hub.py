@@ -265,14 +265,17 @@ class FixedWindow:
                 self.limited += 1
                 self.held_until = max(self.held_until, now + hold)
             if window_id == self.window_id:  # an answer about an earlier window says nothing about this one
+                server_reset = now + reset_in  # t is whole seconds: the true reset is at most 1 s earlier
                 if not self.answered:
-                    # the server opened its window between our send and this answer: count from the answer,
-                    # so our window never ends before the server's
+                    # The server opened its window between our send and this answer: count from the answer,
+                    # so our window does not end before the server's; follow the server when it disagrees
+                    # by more than t's rounding (e.g. windows aligned to the clock).
                     self.answered = True
                     self.reset_at = now + self.window
-                server_reset = now + reset_in
-                if self.reset_at is None or abs(server_reset - self.reset_at) > 1.0:
-                    self.reset_at = server_reset
+                    if abs(server_reset - self.reset_at) > 1.0:
+                        self.reset_at = server_reset
+                elif server_reset < self.reset_at - 1.0:
+                    self.reset_at = server_reset  # later answers may only end the window sooner
                 self.remaining = min(self.remaining, max(0, int(remaining)))
             self.cond.notify_all()
 
@@ -320,9 +323,10 @@ def _status_of(exc) -> int | None:
     return getattr(resp, "status_code", None)
 
 
-def _server_wait(exc) -> float | None:
-    """Seconds the server asked us to wait (Retry-After: N, or RateLimit ...;r=0;t=N)."""
-    resp = getattr(exc, "response", None)
+def _server_wait(obj) -> float | None:
+    """Seconds the server asked us to wait (Retry-After: N, or RateLimit ...;r=0;t=N), from an HTTP
+    error or a response."""
+    resp = getattr(obj, "response", None) if not hasattr(obj, "status_code") else obj
     headers = getattr(resp, "headers", None)
     if not headers:
         return None
@@ -375,6 +379,7 @@ class HubClient:
         constants.HF_HUB_DISABLE_XET = True  # see indexer/__init__.py: plain HTTP, counted, no CAS
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
         self._token = token  # None: huggingface_hub's own lookup (HF_TOKEN, stored login)
+        self._has_token: bool | None = None
         self.api = HfApi(endpoint=self.endpoint, token=token)
         self.scratch_dir = Path(scratch_dir) if scratch_dir else None
         tier = TIER_QUOTAS["free" if self.has_token else "anonymous"]
@@ -407,16 +412,20 @@ class HubClient:
 
     @property
     def has_token(self) -> bool:
-        if self._token is False:
-            return False
-        if self._token:
-            return True
-        try:
-            from huggingface_hub import get_token
+        """Whether requests carry a token (looked up once: huggingface_hub's own lookup order)."""
+        if self._has_token is None:
+            if self._token is False:
+                self._has_token = False
+            elif self._token:
+                self._has_token = True
+            else:
+                try:
+                    from huggingface_hub import get_token
 
-            return bool(get_token())
-        except Exception:
-            return False
+                    self._has_token = bool(get_token())
+                except Exception:
+                    self._has_token = False
+        return self._has_token
 
     def set_budget(self, *, deadline: float | None = None, max_api_calls: int | None = None) -> None:
         """Make every bucket refuse calls past ``deadline`` (monotonic) / the API-call cap."""

@@ -109,6 +109,10 @@ class CatalogWriter:
                 row.status, row.reason = "gone", reason
                 row.updated_at, row.crawl_run_id = now_utc(), run_id
 
+    def dequeue(self, session, repo_id: str) -> None:
+        with self._transaction(session):
+            session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == repo_id))
+
     def queue(self, session, items: list[Listed], run_id: int) -> None:
         """Remember listed repos this run could not resolve (the next run starts with them)."""
         with self._transaction(session):
