@@ -223,3 +223,15 @@ def test_blob_store_roundtrip_and_plain_legacy_blobs(tmp_path):
     assert (out / "x.json").read_bytes() == data and (out / "y.txt").read_bytes() == b"plain"
     with pytest.raises(KeyError):
         store.read("d" * 40)
+
+
+def test_config_facts_flow_onto_same_named_columns_generically(small, catalog, monkeypatch):
+    """A ConfigFacts field with a Repo column of the same name lands there without a crawler change."""
+    from indexer.modelconfig import ConfigFacts
+
+    real = ConfigFacts.to_dict
+    monkeypatch.setattr(ConfigFacts, "to_dict", lambda self: {**real(self), "params": 4242, "not_a_column": 1})
+    with HubServer(str(small)) as hub:
+        crawl(catalog, hub, all=False, search="org/base")
+    row = repos(catalog)["org/base"]
+    assert row["params"] == 4242 and row["model_type"] == "llama" and row["vocab_size"] == 123
