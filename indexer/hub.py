@@ -8,7 +8,7 @@ What the real Hub does that the client hides (docs/hub-api.md, from HUB-API.md Â
 * Rate limits are fixed windows per bucket (``api``: every ``/api/`` call; ``resolvers``: every ``/resolve/``
   URL), announced on every response as ``RateLimit: "api";r=R;t=T`` and
   ``RateLimit-Policy: "fixed window";"api";q=Q;w=W`` (Hub docs "Rate limits"; parsed with the client's own
-  ``parse_ratelimit_headers``, huggingface_hub ``utils/_http.py:85-141``). ``FixedWindow`` learns the quota
+  ``parse_ratelimit_headers``, huggingface_hub ``utils/_http.py:85-141``). ``pacing.FixedWindow`` learns the quota
   and window from the first response of its bucket, follows ``r``/``t`` afterwards and never sends more
   than the quota inside one window; a 429 holds the whole bucket until the announced reset.
 * The client builds its ``httpx2`` session with ``timeout=None`` (``utils/_http.py:341-349``): our
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -39,6 +38,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from .pacing import TIER_QUOTAS, BudgetExhausted, FixedWindow, least_seconds
+
+__all__ = ["BudgetExhausted", "FixedWindow", "HubClient", "Listed", "least_seconds"]
 
 # What GET /api/models accepts in ``expand``: ExpandModelProperty_T (hf_api.py:159-191) minus
 # baseModels, childrenModelCount and usedStorage, which only /api/models/{id} serves (PR #3182).
@@ -54,10 +57,6 @@ LIST_SORT = "created_at"
 ALL_PIPELINES = ("text-generation", "image-text-to-text")
 BASE_MODEL_RELATIONS = ("finetune", "quantized", "adapter", "merge")
 
-# Hub docs "Rate limits" (fixed 5-minute windows): api / resolvers quota per window and tier.
-WINDOW_SECONDS = 300.0
-TIER_QUOTAS = {"anonymous": (500, 3000), "free": (1000, 5000)}
-BUCKETS = ("api", "resolvers")
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
@@ -68,10 +67,6 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 class TransientError(Exception):
     """A failure worth retrying on a later run (rate limit, server error, network)."""
-
-
-class BudgetExhausted(Exception):
-    """The run's time or API-call budget is spent: stop starting work, keep what is done."""
 
 
 class UnsafeName(ValueError):
@@ -193,91 +188,6 @@ class Listed:
     @staticmethod
     def when(value: str | None) -> datetime | None:
         return datetime.fromisoformat(value) if value else None
-
-
-class FixedWindow:
-    """Client side of one fixed-window bucket: at most ``quota`` calls per ``window`` seconds.
-
-    A window starts with the first call after the previous one ended (the imitation's model; a server
-    whose answer disagrees by more than a second is followed instead). The server's ``RateLimit``
-    remaining can only lower our count (other clients of the same quota); its reset moves ours.
-    ``acquire`` blocks until a call may go out, or raises BudgetExhausted when that would pass the
-    run's deadline or its call cap.
-    """
-
-    def __init__(self, name: str, quota: int, window: float = WINDOW_SECONDS, *, fixed: bool = False):
-        self.name = name
-        self.quota, self.window = max(1, int(quota)), float(window)
-        self.fixed = fixed  # an explicit --*-budget: announced quotas do not replace it
-        self.learned = False
-        self.remaining = self.quota
-        self.reset_at: float | None = None  # monotonic end of the current window
-        self.window_id = 0
-        self.calls = 0
-        self.limited = 0  # 429s received
-        self.waited = 0.0
-        self.max_calls: int | None = None
-        self.deadline: float | None = None  # monotonic
-        self.held_until = 0.0  # after a 429: nothing goes out before this
-        self.answered = False  # has the current window had an answer yet?
-        self.cond = threading.Condition()
-
-    def acquire(self) -> int:
-        """Take one call from the current window; returns the window's id."""
-        with self.cond:
-            while True:
-                now = time.monotonic()
-                if self.max_calls is not None and self.calls >= self.max_calls:
-                    raise BudgetExhausted(f"{self.name} call budget of {self.max_calls} spent")
-                if now >= self.held_until:
-                    if self.reset_at is None or now >= self.reset_at:
-                        self.window_id += 1
-                        self.remaining, self.reset_at = self.quota, now + self.window
-                        self.answered = False
-                    if self.remaining > 0:
-                        self.remaining -= 1
-                        self.calls += 1
-                        return self.window_id
-                    wait = self.reset_at - now
-                else:
-                    wait = self.held_until - now
-                if self.deadline is not None and now + wait > self.deadline:
-                    raise BudgetExhausted(f"{self.name} quota spent and the run's time is up")
-                self.cond.wait(min(wait, 1.0))
-                self.waited += time.monotonic() - now
-
-    def observe(self, remaining: int, reset_in: float, quota: int | None, window: float | None,
-                window_id: int | None, hold: float | None = None) -> None:
-        """Apply a response's ``RateLimit`` / ``RateLimit-Policy`` to this bucket; ``hold`` (a 429)
-        keeps every call of the bucket back for that many seconds."""
-        limited = hold is not None
-        with self.cond:
-            now = time.monotonic()
-            if quota and window and not self.fixed:
-                if not self.learned or (quota, float(window)) != (self.quota, self.window):
-                    if not self.learned and window_id == self.window_id:
-                        # first announcement: re-base this window's count on the real quota
-                        used = self.quota - self.remaining
-                        self.remaining = max(0, int(quota) - used)
-                    self.quota, self.window = int(quota), float(window)
-                self.learned = True
-            if limited:
-                self.limited += 1
-                self.held_until = max(self.held_until, now + hold)
-            if window_id == self.window_id:  # an answer about an earlier window says nothing about this one
-                server_reset = now + reset_in  # t is whole seconds: the true reset is at most 1 s earlier
-                if not self.answered:
-                    # The server opened its window between our send and this answer: count from the answer,
-                    # so our window does not end before the server's; follow the server when it disagrees
-                    # by more than t's rounding (e.g. windows aligned to the clock).
-                    self.answered = True
-                    self.reset_at = now + self.window
-                    if abs(server_reset - self.reset_at) > 1.0:
-                        self.reset_at = server_reset
-                elif server_reset < self.reset_at - 1.0:
-                    self.reset_at = server_reset  # later answers may only end the window sooner
-                self.remaining = min(self.remaining, max(0, int(remaining)))
-            self.cond.notify_all()
 
 
 # -- one hook on huggingface_hub's shared client, dispatching to the live HubClients ------------------
@@ -611,9 +521,3 @@ class HubClient:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-
-def least_seconds(calls: int, quota: int, window: float) -> float:
-    """The least wall time a fixed-window quota allows for ``calls`` calls (the first window is free)."""
-    if calls <= 0:
-        return 0.0
-    return (math.ceil(calls / quota) - 1) * window
