@@ -192,14 +192,20 @@ def _short(tokens: list[str], n: int = 8) -> str:
 @click.option("--author", help="Every repo of this author/organisation.")
 @click.option("--search", help="Repos whose id contains this text.")
 @click.option("--model", "models", multiple=True, help="One repo id (repeatable; model_info, no listing).")
-@click.option("--all", "all_", is_flag=True, help="Every model on the Hub.")
+@click.option("--all", "all_", is_flag=True,
+              help="Every repo with pipeline_tag text-generation or image-text-to-text.")
 @click.option("--limit", type=click.IntRange(min=1), help="Stop after this many listed repos.")
 @click.option("--full", is_flag=True, help="Re-resolve repos whose sha did not change.")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
-@click.option("--api-budget", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="API calls allowed per 5 minutes.")
-@click.option("--resolver-budget", type=click.IntRange(min=1), default=5000, show_default=True,
-              help="Resolver (download) calls allowed per 5 minutes.")
+@click.option("--api-budget", type=click.IntRange(min=1), default=None,
+              help="API calls per rate-limit window (default: the Hub's RateLimit-Policy; 500 anonymous, "
+                   "1000 with a token until it is announced).")
+@click.option("--resolver-budget", type=click.IntRange(min=1), default=None,
+              help="Resolver (download) calls per window (default: announced; 3000 anonymous, 5000 with a token).")
+@click.option("--max-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop starting repos after this many minutes; the run ends 'partial' and the next one resumes.")
+@click.option("--max-api-calls", type=click.IntRange(min=1), default=None,
+              help="Stop starting repos after this many API calls (listing pages included).")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=4, show_default=True,
               help="Parallel resolve+download workers.")
 @max_bytes_option
@@ -207,9 +213,13 @@ def _short(tokens: list[str], n: int = 8) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-compute", is_flag=True, help="Do not recompute compatibility classes afterwards.")
 @db_option
-def crawl(families, author, search, models, all_, limit, full, endpoint, api_budget, resolver_budget, workers,
-          max_file_bytes, quiet, as_json, no_compute, db):
-    """Crawl the Hub (or a scope of it) into the catalog: incremental by commit sha, resumable."""
+def crawl(families, author, search, models, all_, limit, full, endpoint, api_budget, resolver_budget, max_minutes,
+          max_api_calls, workers, max_file_bytes, quiet, as_json, no_compute, db):
+    """Crawl the Hub (or a scope of it) into the catalog: incremental by commit sha, resumable.
+
+    Exit status: 0 ok or partial (a time-boxed run; the next one continues), 1 the run failed
+    (every listing failed, or nothing resolved and every repo failed), 2 bad input, 130 interrupted.
+    """
     import signal
 
     from .crawl import CrawlFailed, CrawlInterrupted, CrawlOptions
@@ -220,7 +230,8 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
         fail("give a scope: --family, --author, --search, --model or --all")
     opts = CrawlOptions(families=families, author=author, search=search, models=models, all=all_, limit=limit,
                         full=full, endpoint=endpoint, api_budget=api_budget, resolver_budget=resolver_budget,
-                        workers=workers, max_file_bytes=max_file_bytes, quiet=quiet)
+                        max_minutes=max_minutes, max_api_calls=max_api_calls, workers=workers,
+                        max_file_bytes=max_file_bytes, quiet=quiet)
 
     def _term(signum, frame):
         raise KeyboardInterrupt
@@ -251,12 +262,14 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
         click.echo(
             f"crawl run {summary['run_id']} {summary['status']}: listed {summary['listed']}, "
             f"unchanged {summary['unchanged']}, new {summary['new']}, changed {summary['changed']}, "
-            f"failed {summary['failed']}"
+            f"failed {summary['failed']}, gone {summary['gone']}, unresolved {summary['unresolved']}"
+            + (f" ({summary['stopped']})" if summary.get("stopped") else "")
         )
         click.echo(f"  statuses: {', '.join(f'{k} {v}' for k, v in summary['statuses'].items()) or '-'}")
         click.echo(
             f"  API calls {summary['api_calls']}, resolver calls {summary['resolver_calls']}, "
-            f"{summary['bytes_downloaded']} bytes downloaded, {summary['seconds']} s"
+            f"{summary['bytes_downloaded']} bytes downloaded, {summary['seconds']} s, "
+            f"429s {summary['rate_limited']['api']} api / {summary['rate_limited']['resolvers']} resolvers"
         )
         for err in summary["errors"][:10]:
             click.echo(f"  error {err['repo']}: {err['reason']}")
@@ -368,7 +381,11 @@ def publish(outdir, db, as_json):
               help="Publish the bundle here afterwards ('' to skip).")
 @click.option("--report", "report", default=None, help="Write the JSON report to this file.")
 @click.option("--lock-file", default=None, help="Lock file (default: <catalog>.lock).")
-def nightly(db, families, endpoint, publish_dir, report, lock_file):
+@click.option("--max-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Time box of the crawl step; the rest of the scope is resumed on the next run.")
+@click.option("--max-api-calls", type=click.IntRange(min=1), default=None,
+              help="API-call box of the crawl step.")
+def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes, max_api_calls):
     """Crawl the families incrementally, compute, check integrity, publish, report (one run at a time).
 
     Exit status: 0 ok, 1 a step failed (see the report), 75 another run holds the lock.
@@ -379,7 +396,8 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file):
     names = [n.strip() for item in families for n in item.split(",") if n.strip()]
     try:
         rep = run_nightly(db=db, families=names or None, endpoint=endpoint, publish_dir=publish_dir or None,
-                          report=report, lock_file=lock_file)
+                          report=report, lock_file=lock_file, max_minutes=max_minutes,
+                          max_api_calls=max_api_calls)
     except LockBusy as e:
         fail(str(e), EXIT_LOCKED)
     click.echo(rep["summary"])

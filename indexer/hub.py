@@ -1,14 +1,27 @@
 """All Hugging Face Hub access (DESIGN §3): listing, paths-info, pinned downloads, pacing.
 
-* The endpoint comes from ``--endpoint`` / ``$HF_ENDPOINT``; the token from ``$HF_TOKEN`` or the
-  stored login (huggingface_hub's own lookup). The token is never logged or stored.
-* Every HTTP request the client sends is seen by one event hook installed on huggingface_hub's
-  shared ``httpx`` client: it counts the request (``/api/...`` = API call, ``/resolve/`` = resolver
-  call) and takes a token from the matching bucket first, so the crawler paces itself within the
-  Hub's budgets per 5 minutes (default 1000 API calls, 5000 resolver calls) — including the
-  client's own retries.
-* ``model_info`` and ``get_paths_info`` are not retried by the client: we retry them on 429/5xx and
-  transport errors with exponential backoff, honouring ``Retry-After`` and ``RateLimit: ...;t=N``.
+What the real Hub does that the client hides (docs/hub-api.md, from HUB-API.md §0.1), and how we cope:
+
+* A listing refuses ``expand=baseModels`` (and ``childrenModelCount``, ``usedStorage``) with 400; only
+  ``/api/models/{id}`` serves them (huggingface_hub PR #3182). ``LIST_EXPAND`` holds only what a listing
+  accepts; base models come from the ``base_model:<relation>:<id>`` tags instead (``base_models_from_tags``).
+* Rate limits are fixed windows per bucket (``api``: every ``/api/`` call; ``resolvers``: every ``/resolve/``
+  URL), announced on every response as ``RateLimit: "api";r=R;t=T`` and
+  ``RateLimit-Policy: "fixed window";"api";q=Q;w=W`` (Hub docs "Rate limits"; parsed with the client's own
+  ``parse_ratelimit_headers``, huggingface_hub ``utils/_http.py:85-141``). ``pacing.FixedWindow`` learns the quota
+  and window from the first response of its bucket, follows ``r``/``t`` afterwards and never sends more
+  than the quota inside one window; a 429 holds the whole bucket until the announced reset.
+* The client builds its ``httpx2`` session with ``timeout=None`` (``utils/_http.py:341-349``): our
+  request hook fills every missing timeout (connect 10 s, read 60 s), so a stalled answer is a retry.
+* ``model_info`` and ``get_paths_info`` are not retried by the client (``hf_api.py:3145-3217``,
+  ``:4270-4344``): ``_with_retries`` retries them on 429 (after the reset), 5xx and transport errors.
+* Downloads go through plain HTTP: ``indexer/__init__.py`` sets ``HF_HUB_DISABLE_XET=1`` before
+  huggingface_hub is imported, and ``HubClient`` re-asserts it on ``constants`` for processes that imported
+  huggingface_hub first (``is_xet_available`` reads ``constants.HF_HUB_DISABLE_XET`` at call time,
+  ``utils/_runtime.py:157-162``).
+
+The token comes from ``$HF_TOKEN`` or the stored login (huggingface_hub's own lookup); it is never
+logged or stored.
 """
 
 from __future__ import annotations
@@ -22,17 +35,32 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
+from .pacing import TIER_QUOTAS, BudgetExhausted, FixedWindow, least_seconds
+
+__all__ = ["BudgetExhausted", "FixedWindow", "HubClient", "Listed", "least_seconds"]
+
+# What GET /api/models accepts in ``expand``: ExpandModelProperty_T (hf_api.py:159-191) minus
+# baseModels, childrenModelCount and usedStorage, which only /api/models/{id} serves (PR #3182).
 LIST_EXPAND = [
     "sha", "lastModified", "createdAt", "downloads", "likes", "pipeline_tag", "library_name", "tags",
-    "gated", "disabled", "safetensors", "siblings", "baseModels", "config",
+    "gated", "disabled", "private", "safetensors", "siblings", "config",
 ]
-WINDOW_SECONDS = 300.0
-DEFAULT_API_BUDGET = 1000
-DEFAULT_RESOLVER_BUDGET = 5000
+# A stable order for listings read over hours: the client maps "created_at" to sort=createdAt
+# (hf_api.py:2468-2477); new repos do not shift the pages still to be read.
+LIST_SORT = "created_at"
+# ``--all``: the pipelines whose repos can be speculative-decoding targets or drafts
+# (image-text-to-text repos have text towers that serve as targets too).
+ALL_PIPELINES = ("text-generation", "image-text-to-text")
+BASE_MODEL_RELATIONS = ("finetune", "quantized", "adapter", "merge")
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
+MAX_RATE_LIMIT_WAITS = 30  # 429s waited out for one call before it counts as transient
 _HEX = re.compile(r"^[0-9a-f]{40}$|^[0-9a-f]{64}$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
@@ -70,38 +98,96 @@ def git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-class TokenBucket:
-    """``budget`` tokens per ``window`` seconds, refilled continuously; ``acquire`` blocks."""
+def base_models_from_tags(tags) -> tuple[list[str] | None, dict[str, str] | None]:
+    """(ids, {id: relation}) from ``base_model:<id>`` / ``base_model:<relation>:<id>`` tags.
 
-    def __init__(self, budget: int, window: float = WINDOW_SECONDS):
-        self.capacity = float(max(1, budget))
-        self.rate = self.capacity / window
-        self.tokens = self.capacity
-        self.stamp = time.monotonic()
-        self.lock = threading.Lock()
-        self.waited = 0.0
-        self.blocked_until = 0.0
+    The Hub adds both tags for every base model a card declares (HUB-API §0.2); the first id is the
+    primary parent. A bare ``base_model:<id>`` without a relation tag keeps relation None.
+    """
+    ids: list[str] = []
+    relations: dict[str, str] = {}
+    for tag in tags or ():
+        if not isinstance(tag, str) or not tag.startswith("base_model:"):
+            continue
+        rest = tag[len("base_model:"):]
+        relation, sep, rid = rest.partition(":")
+        if sep and relation in BASE_MODEL_RELATIONS:
+            relations[rid] = relation
+        else:
+            rid = rest
+        if rid and "/" in rid and rid not in ids:
+            ids.append(rid)
+    if not ids:
+        return None, None
+    return ids, {i: relations.get(i) for i in ids}
 
-    def block_for(self, seconds: float) -> None:
-        """The server said "wait": hold every caller of this bucket back for ``seconds``."""
-        with self.lock:
-            self.blocked_until = max(self.blocked_until, time.monotonic() + seconds)
 
-    def acquire(self) -> None:
-        while True:
-            with self.lock:
-                now = time.monotonic()
-                self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-                self.stamp = now
-                wait = self.blocked_until - now
-                if wait <= 0 and self.tokens >= 1:
-                    self.tokens -= 1
-                    return
-                if wait <= 0:
-                    wait = (1 - self.tokens) / self.rate
-            wait = min(wait, 5.0)
-            self.waited += wait
-            time.sleep(wait)
+def _utc(dt) -> str | None:
+    if dt is None:
+        return None
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    return dt.isoformat()
+
+
+@dataclass
+class Listed:
+    """What a listing item (or model_info) says about a repo: everything the crawl needs, JSON-able,
+    so an unresolved repo can be queued in the catalog and resumed without asking the Hub again."""
+
+    id: str
+    sha: str | None = None
+    author: str | None = None
+    created_at: str | None = None  # naive UTC ISO
+    last_modified: str | None = None
+    pipeline_tag: str | None = None
+    library_name: str | None = None
+    tags: list[str] | None = None
+    gated: str | None = None
+    disabled: bool = False
+    private: bool = False
+    downloads: int | None = None
+    likes: int | None = None
+    params: int | None = None
+    siblings: list[str] | None = None
+    config: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_info(cls, info) -> Listed:
+        st = getattr(info, "safetensors", None)
+        sibs = getattr(info, "siblings", None)
+        cfg = getattr(info, "config", None)
+        gated = getattr(info, "gated", None)
+        return cls(
+            id=info.id,
+            sha=getattr(info, "sha", None),
+            author=getattr(info, "author", None),
+            created_at=_utc(getattr(info, "created_at", None)),
+            last_modified=_utc(getattr(info, "last_modified", None)),
+            pipeline_tag=getattr(info, "pipeline_tag", None),
+            library_name=getattr(info, "library_name", None),
+            tags=list(info.tags) if getattr(info, "tags", None) is not None else None,
+            gated=str(gated) if gated else None,
+            disabled=bool(getattr(info, "disabled", False)),
+            private=bool(getattr(info, "private", False)),
+            downloads=getattr(info, "downloads", None),
+            likes=getattr(info, "likes", None),
+            params=getattr(st, "total", None) if st else None,
+            siblings=[s.rfilename for s in sibs] if sibs is not None else None,
+            config=cfg if isinstance(cfg, dict) else {},
+        )
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Listed:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @staticmethod
+    def when(value: str | None) -> datetime | None:
+        return datetime.fromisoformat(value) if value else None
 
 
 # -- one hook on huggingface_hub's shared client, dispatching to the live HubClients ------------------
@@ -128,7 +214,7 @@ def _install_hook() -> None:
         import httpx2
         from huggingface_hub.utils import _http
 
-        def factory():
+        def factory():  # the client's own factory (utils/_http.py:341-349) plus our two hooks
             return httpx2.Client(
                 event_hooks={
                     "request": [_http.hf_request_event_hook, _on_request],
@@ -147,9 +233,10 @@ def _status_of(exc) -> int | None:
     return getattr(resp, "status_code", None)
 
 
-def _server_wait(exc) -> float | None:
-    """Seconds the server asked us to wait (Retry-After: N, or RateLimit ...;r=0;t=N)."""
-    resp = getattr(exc, "response", None)
+def _server_wait(obj) -> float | None:
+    """Seconds the server asked us to wait (Retry-After: N, or RateLimit ...;r=0;t=N), from an HTTP
+    error or a response."""
+    resp = getattr(obj, "response", None) if not hasattr(obj, "status_code") else obj
     headers = getattr(resp, "headers", None)
     if not headers:
         return None
@@ -165,10 +252,17 @@ def _server_wait(exc) -> float | None:
     return None
 
 
+def _cause_chain(exc):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
 @dataclass
 class Downloaded:
     blob_id: str
-    path: Path
     size: int
     sha256: str
 
@@ -181,26 +275,33 @@ class HubClient:
         endpoint: str | None = None,
         *,
         token: str | bool | None = None,
-        cache_dir: str | os.PathLike | None = None,
-        api_budget: int = DEFAULT_API_BUDGET,
-        resolver_budget: int = DEFAULT_RESOLVER_BUDGET,
+        scratch_dir: str | os.PathLike | None = None,
+        api_budget: int | None = None,
+        resolver_budget: int | None = None,
         retries: int = 5,
         base_delay: float = 1.0,
         max_delay: float = 60.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
     ):
-        from huggingface_hub import HfApi
+        from huggingface_hub import HfApi, constants
 
+        constants.HF_HUB_DISABLE_XET = True  # see indexer/__init__.py: plain HTTP, counted, no CAS
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
         self._token = token  # None: huggingface_hub's own lookup (HF_TOKEN, stored login)
+        self._has_token: bool | None = None
         self.api = HfApi(endpoint=self.endpoint, token=token)
-        self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.api_bucket = TokenBucket(api_budget)
-        self.resolver_bucket = TokenBucket(resolver_budget)
+        self.scratch_dir = Path(scratch_dir) if scratch_dir else None
+        tier = TIER_QUOTAS["free" if self.has_token else "anonymous"]
+        self.buckets = {
+            "api": FixedWindow("api", api_budget or tier[0], fixed=api_budget is not None),
+            "resolvers": FixedWindow("resolvers", resolver_budget or tier[1], fixed=resolver_budget is not None),
+        }
+        self.timeouts = {"connect": connect_timeout, "read": read_timeout, "write": read_timeout,
+                         "pool": read_timeout}
         self.retries, self.base_delay, self.max_delay = retries, base_delay, max_delay
         self.lock = threading.Lock()
-        self.api_calls = 0
         self.list_calls = 0
-        self.resolver_calls = 0
         self.other_calls = 0
         self.bytes_downloaded = 0
         self.retried = 0
@@ -221,106 +322,164 @@ class HubClient:
 
     @property
     def has_token(self) -> bool:
-        if self._token is False:
-            return False
-        if self._token:
-            return True
-        try:
-            from huggingface_hub import get_token
+        """Whether requests carry a token (looked up once: huggingface_hub's own lookup order)."""
+        if self._has_token is None:
+            if self._token is False:
+                self._has_token = False
+            elif self._token:
+                self._has_token = True
+            else:
+                try:
+                    from huggingface_hub import get_token
 
-            return bool(get_token())
-        except Exception:
-            return False
+                    self._has_token = bool(get_token())
+                except Exception:
+                    self._has_token = False
+        return self._has_token
 
-    # -- accounting --------------------------------------------------------------------------------
-    def _mine(self, url) -> bool:
-        return str(url).startswith(self.endpoint + "/")
+    def set_budget(self, *, deadline: float | None = None, max_api_calls: int | None = None) -> None:
+        """Make every bucket refuse calls past ``deadline`` (monotonic) / the API-call cap."""
+        for b in self.buckets.values():
+            b.deadline = deadline
+        self.buckets["api"].max_calls = max_api_calls
+
+    # -- accounting and pacing (runs inside the client's httpx2 event hooks) -------------------------
+    def _bucket_of(self, url: str) -> str | None:
+        if not url.startswith(self.endpoint + "/"):
+            return None  # a CDN / redirect target: not a Hub API or resolver call
+        path = url[len(self.endpoint):].split("?", 1)[0]
+        if path.startswith("/api/"):
+            return None if path.startswith("/api/agent-harnesses") else "api"
+        if "/resolve/" in path:
+            return "resolvers"
+        return None
 
     def _on_request(self, request) -> None:
+        timeout = dict(request.extensions.get("timeout") or {})
+        request.extensions["timeout"] = {k: timeout.get(k) or v for k, v in self.timeouts.items()}
         url = str(request.url)
-        if not self._mine(url):
-            if request.method == "GET":  # a CDN / redirect target: not a Hub API or resolver call
+        bucket = self._bucket_of(url)
+        if bucket is None:
+            if request.method == "GET":
                 with self.lock:
                     self.other_calls += 1
             return
-        path = url[len(self.endpoint):].split("?", 1)[0]
-        if path.startswith("/api/"):
-            if path.startswith("/api/agent-harnesses"):
-                return
-            self.api_bucket.acquire()
+        request.extensions["indexer_window"] = (id(self), self.buckets[bucket].acquire())
+        if bucket == "api" and url[len(self.endpoint):].split("?", 1)[0] == "/api/models":
             with self.lock:
-                self.api_calls += 1
-                if path == "/api/models":
-                    self.list_calls += 1
-        elif "/resolve/" in path:
-            self.resolver_bucket.acquire()
-            with self.lock:
-                self.resolver_calls += 1
+                self.list_calls += 1
 
     def _on_response(self, response) -> None:
+        from huggingface_hub.utils._http import parse_ratelimit_headers
+
         request = response.request
-        if request.method == "GET" and response.status_code in (200, 206):
-            path = str(request.url)
-            if "/api/" not in path:
-                try:
-                    n = int(response.headers.get("Content-Length") or 0)
-                except ValueError:
-                    n = 0
-                with self.lock:
-                    self.bytes_downloaded += n
+        url = str(request.url)
+        if request.method == "GET" and response.status_code in (200, 206) and "/api/" not in url:
+            try:
+                n = int(response.headers.get("Content-Length") or 0)
+            except ValueError:
+                n = 0
+            with self.lock:
+                self.bytes_downloaded += n
+        bucket = self._bucket_of(url)
+        if bucket is None:
+            return
+        tag = request.extensions.get("indexer_window")
+        window_id = tag[1] if tag and tag[0] == id(self) else None
+        info = parse_ratelimit_headers(response.headers)
+        hold = None
         if response.status_code == 429:
-            wait = _server_wait(response)
-            if wait:
-                path = str(request.url)
-                (self.api_bucket if "/api/" in path else self.resolver_bucket).block_for(min(wait, 300))
+            # Retry-After, else the reset when the bucket is empty (the client's own reading,
+            # utils/_http.py:534-535 and :85-141), else a second
+            hold = _server_wait(response)
+            hold = 1.0 if hold is None else hold
+        if info is None:
+            if hold is not None:
+                self.buckets[bucket].observe(0, hold, None, None, None, hold)
+            return
+        if info.resource_type in self.buckets:
+            bucket = info.resource_type
+        self.buckets[bucket].observe(info.remaining, float(info.reset_in_seconds), info.limit, info.window_seconds,
+                                     window_id, hold)
+
+    @property
+    def api_calls(self) -> int:
+        return self.buckets["api"].calls
+
+    @property
+    def resolver_calls(self) -> int:
+        return self.buckets["resolvers"].calls
 
     def counts(self) -> dict:
         with self.lock:
+            api, res = self.buckets["api"], self.buckets["resolvers"]
             return {
-                "api_calls": self.api_calls,
+                "api_calls": api.calls,
                 "list_calls": self.list_calls,
-                "resolver_calls": self.resolver_calls,
+                "resolver_calls": res.calls,
                 "bytes_downloaded": self.bytes_downloaded,
                 "retries": self.retried,
+                "rate_limited": {"api": api.limited, "resolvers": res.limited},
+                "quota": {b.name: {"quota": b.quota, "window": b.window, "learned": b.learned}
+                          for b in (api, res)},
+                "pacing_wait_seconds": round(api.waited + res.waited, 3),
             }
 
     # -- retries -----------------------------------------------------------------------------------
-    def _with_retries(self, what: str, fn):
-        """Call ``fn`` and retry 429/5xx/transport errors; other errors propagate unchanged."""
+    def _retryable(self, exc) -> tuple[bool, int | None]:
+        """(retry?, status) for an exception of a call, looking through the client's wrappers."""
         import httpx2
         from huggingface_hub.errors import HfHubHTTPError
 
-        delay = self.base_delay
-        for attempt in range(self.retries + 1):
+        for e in _cause_chain(exc):
+            if isinstance(e, BudgetExhausted):
+                raise e
+            if isinstance(e, HfHubHTTPError) and _status_of(e) is not None:
+                status = _status_of(e)
+                return status in RETRY_STATUSES, status
+            if isinstance(e, (httpx2.TransportError, json.JSONDecodeError)):
+                return True, None
+        return False, None
+
+    def _with_retries(self, what: str, fn):
+        """Call ``fn``; 429s are waited out (the bucket holds until the reset), 5xx and transport
+        errors retried with backoff; other errors propagate unchanged."""
+        delay, failures, waits = self.base_delay, 0, 0
+        while True:
             try:
                 return fn()
-            except HfHubHTTPError as e:
-                status = _status_of(e)
-                if status not in RETRY_STATUSES or attempt >= self.retries:
-                    if status in RETRY_STATUSES:
-                        raise TransientError(f"{what}: HTTP {status} after {attempt + 1} tries") from e
+            except BudgetExhausted:
+                raise
+            except Exception as e:
+                retry, status = self._retryable(e)
+                if not retry:
                     raise
+                if status == 429 and waits < MAX_RATE_LIMIT_WAITS:
+                    waits += 1  # the bucket now holds until the announced reset: just go again
+                    with self.lock:
+                        self.retried += 1
+                    continue
+                failures += 1
+                if failures > self.retries:
+                    why = f"HTTP {status}" if status else type(e).__name__
+                    raise TransientError(f"{what}: {why} after {failures} tries") from e
                 wait = _server_wait(e)
-            except (httpx2.TransportError, json.JSONDecodeError) as e:
-                if attempt >= self.retries:
-                    raise TransientError(f"{what}: {type(e).__name__}: {str(e)[:200]}") from e
-                wait = None
-            sleep = min(self.max_delay, wait if wait is not None else delay)
-            with self.lock:
-                self.retried += 1
-            time.sleep(sleep)
-            delay = min(self.max_delay, delay * 2)
-        raise AssertionError("unreachable")  # pragma: no cover
+                with self.lock:
+                    self.retried += 1
+                time.sleep(min(self.max_delay, wait if wait is not None else delay))
+                delay = min(self.max_delay, delay * 2)
 
     # -- calls -------------------------------------------------------------------------------------
-    def list_models(self, *, author=None, search=None, limit=None) -> Iterator:
-        """ModelInfo items (with LIST_EXPAND); the client pages and retries 429/5xx itself."""
-        return self.api.list_models(author=author, search=search, limit=limit, expand=list(LIST_EXPAND))
+    def list_models(self, *, author=None, search=None, pipeline_tag=None, limit=None) -> Iterator[Listed]:
+        """Listed items in a stable order (``LIST_SORT``); the client pages and retries 429/5xx itself."""
+        items = self.api.list_models(author=author, search=search, pipeline_tag=pipeline_tag, limit=limit,
+                                     sort=LIST_SORT, expand=list(LIST_EXPAND))
+        for info in items:
+            yield Listed.from_info(info)
 
-    def model_info(self, repo_id: str):
-        return self._with_retries(
-            f"model_info {repo_id}", lambda: self.api.model_info(repo_id, expand=list(LIST_EXPAND))
-        )
+    def model_info(self, repo_id: str) -> Listed:
+        return Listed.from_info(self._with_retries(
+            f"model_info {repo_id}", lambda: self.api.model_info(repo_id, expand=list(LIST_EXPAND))))
 
     def paths_info(self, repo_id: str, sha: str, paths) -> list:
         """RepoFile/RepoFolder entries for those of ``paths`` that exist at commit ``sha``."""
@@ -328,45 +487,37 @@ class HubClient:
             f"paths_info {repo_id}", lambda: self.api.get_paths_info(repo_id, list(paths), revision=sha)
         )
 
-    def download(self, repo_id: str, sha: str, filename: str, blob_id: str, dest_dir: Path,
-                 *, lfs_sha256: str | None = None) -> Downloaded:
-        """Fetch one file pinned to ``sha`` and put it at ``dest_dir/<blob_id>`` (atomically).
+    def download(self, repo_id: str, sha: str, filename: str, blob_id: str, store, *,
+                 lfs_sha256: str | None = None) -> Downloaded:
+        """Fetch one file pinned to ``sha`` into ``store`` (a BlobStore) under ``blob_id``.
 
+        The client downloads into a throw-away cache directory; the checked file is then compressed
+        into the store and the temporary copy removed, so every blob is kept on disk once.
         The content is checked against ``blob_id`` (git sha1) or the LFS sha256.
         """
         safe_name(filename)
         safe_blob_id(blob_id)
-        if self.cache_dir is None:
-            raise ValueError("HubClient needs a cache_dir to download")
-        local = self.api.hf_hub_download(repo_id, filename, revision=sha, cache_dir=str(self.cache_dir))
-        real = Path(os.path.realpath(local))
-        h256, h1 = hashlib.sha256(), hashlib.sha1()
-        size = real.stat().st_size
-        h1.update(b"blob %d\0" % size)
-        with open(real, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h256.update(chunk)
-                h1.update(chunk)
-        sha256 = h256.hexdigest()
-        if lfs_sha256 and sha256 != lfs_sha256:
-            real.unlink(missing_ok=True)
-            raise TransientError(f"{filename}: content sha256 {sha256[:12]} != LFS oid {lfs_sha256[:12]}")
-        if not lfs_sha256 and h1.hexdigest() != blob_id:
-            real.unlink(missing_ok=True)
-            raise TransientError(f"{filename}: content does not match blob id {blob_id[:12]}")
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        dest = dest_dir / blob_id
-        if not dest.exists():
-            fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=f".{blob_id}.", suffix=".tmp")
-            os.close(fd)
-            try:
-                os.unlink(tmp)
-                try:
-                    os.link(real, tmp)
-                except OSError:
-                    shutil.copyfile(real, tmp)
-                os.replace(tmp, dest)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        return Downloaded(blob_id, dest, size, sha256)
+        base = self.scratch_dir or Path(tempfile.gettempdir())
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="dl-", dir=base))
+        try:
+            local = self._with_retries(f"download {repo_id}/{filename}", lambda: self.api.hf_hub_download(
+                repo_id, filename, revision=sha, cache_dir=str(tmp)))
+            real = Path(os.path.realpath(local))
+            h256, h1 = hashlib.sha256(), hashlib.sha1()
+            size = real.stat().st_size
+            h1.update(b"blob %d\0" % size)
+            with open(real, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h256.update(chunk)
+                    h1.update(chunk)
+            sha256 = h256.hexdigest()
+            if lfs_sha256 and sha256 != lfs_sha256:
+                raise TransientError(f"{filename}: content sha256 {sha256[:12]} != LFS oid {lfs_sha256[:12]}")
+            if not lfs_sha256 and h1.hexdigest() != blob_id:
+                raise TransientError(f"{filename}: content does not match blob id {blob_id[:12]}")
+            store.put_file(blob_id, real)
+            return Downloaded(blob_id, size, sha256)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+

@@ -26,7 +26,9 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.functions import FunctionElement
 
-REPO_STATUSES = ("ok", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error")
+# "gone": a complete listing of the row's scope no longer returned it (deleted, renamed, made private);
+# kept for history, never suggested or published as a draft (only "ok" rows are), revived when listed again.
+REPO_STATUSES = ("ok", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error", "gone")
 ENGINES = ("sglang", "vllm", "transformers", "llama.cpp", "mlx")
 
 
@@ -58,7 +60,8 @@ class Repo(Base):
     params_estimate: Mapped[int | None] = mapped_column(BigInteger)
     params_active_estimate: Mapped[int | None] = mapped_column(BigInteger)
     params_estimate_source: Mapped[str | None] = mapped_column(String(20))
-    base_models: Mapped[list | None] = mapped_column(JSON)
+    base_models: Mapped[list | None] = mapped_column(JSON)  # ids from the base_model: tags, primary parent first
+    base_model_relations: Mapped[dict | None] = mapped_column(JSON)  # {id: finetune|quantized|adapter|merge|None}
     family: Mapped[str | None] = mapped_column(String(60), index=True)
     is_chat: Mapped[bool | None] = mapped_column(Boolean)
 
@@ -141,7 +144,7 @@ class CrawlRun(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     started_at: Mapped[datetime] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
-    status: Mapped[str] = mapped_column(String(20))  # running, ok, interrupted, failed
+    status: Mapped[str] = mapped_column(String(20))  # running, ok, partial, interrupted, failed
     scope: Mapped[str] = mapped_column(Text)
     listed: Mapped[int] = mapped_column(Integer, default=0)
     unchanged: Mapped[int] = mapped_column(Integer, default=0)
@@ -152,6 +155,22 @@ class CrawlRun(Base):
     resolver_calls: Mapped[int] = mapped_column(Integer, default=0)
     bytes_downloaded: Mapped[int] = mapped_column(BigInteger, default=0)
     errors: Mapped[list | None] = mapped_column(JSON)
+    unresolved: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # listed, not yet written
+    rate_limited: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # 429 answers
+
+
+class CrawlQueue(Base):
+    """A listed repo that a time-boxed run could not resolve: the next run starts with these.
+
+    ``item`` is the listing's facts (``hub.Listed``), so resuming costs no listing call.
+    """
+
+    __tablename__ = "crawl_queue"
+
+    repo_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    item: Mapped[dict] = mapped_column(JSON)
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime)
+    crawl_run_id: Mapped[int | None] = mapped_column(ForeignKey("crawl_runs.id"))
 
 
 class CompatClass(Base):

@@ -70,12 +70,17 @@ def _jsonable(obj):
     return json.loads(json.dumps(obj, default=str))
 
 
-def run_crawl(db, endpoint, families) -> dict:
-    """Call the crawler's library function (incremental by commit sha; quiet, no progress bar)."""
+def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None) -> dict:
+    """Call the crawler's library function (incremental by commit sha; quiet, no progress bar).
+
+    A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
+    """
     from .crawl import CrawlOptions, crawl
 
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
-    return crawl(db, CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True), progress=False)
+    opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
+                        max_api_calls=max_api_calls)
+    return crawl(db, opts, progress=False)
 
 
 def nightly(
@@ -85,6 +90,8 @@ def nightly(
     publish_dir: str | None = DEFAULT_PUBLISH_DIR,
     report: str | None = None,
     lock_file: str | None = None,
+    max_minutes: float | None = None,
+    max_api_calls: int | None = None,
 ) -> dict:
     """Run every step under the lock; returns the report (``status`` "ok" or "failed").
 
@@ -93,10 +100,10 @@ def nightly(
     """
     lock = Path(lock_file) if lock_file else lock_path_for(db)
     with exclusive_lock(lock):
-        return _run(db, families, endpoint, publish_dir, report, lock)
+        return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls)
 
 
-def _run(db, families, endpoint, publish_dir, report_path, lock) -> dict:
+def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None) -> dict:
     from .db import upgrade
 
     started = time.perf_counter()
@@ -132,9 +139,9 @@ def _run(db, families, endpoint, publish_dir, report_path, lock) -> dict:
 
     try:
         step("migrate", lambda: upgrade(db))
-        crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families))
+        crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families, max_minutes, max_api_calls))
         crawl_status = _get(crawl_result, "status")
-        if crawl_status not in (None, "ok"):
+        if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")
         from .compute import compute
 
@@ -185,7 +192,10 @@ def summary_line(rep: dict) -> str:
     crawl = (rep["steps"].get("crawl") or {}).get("result") or {}
     compute = (rep["steps"].get("compute") or {}).get("result") or {}
     parts = [f"nightly {rep['status']}"]
-    counts = [f"{k} {crawl[k]}" for k in ("listed", "new", "changed", "unchanged", "failed") if k in crawl]
+    counts = [f"{k} {crawl[k]}" for k in ("listed", "new", "changed", "unchanged", "failed", "gone", "unresolved")
+              if k in crawl]
+    if crawl.get("status") == "partial":
+        counts.append("partial: resumed next run")
     if counts:
         parts.append(", ".join(counts))
     if "api_calls" in crawl:

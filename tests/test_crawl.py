@@ -11,10 +11,12 @@ import pytest
 from click.testing import CliRunner
 from crawlkit import copy_repo, crawl, repos, set_meta, write_repo
 
+from indexer.blobstore import BlobStore
 from indexer.cli import cli
+from indexer.compute import compute
 from indexer.crawl import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
 from indexer.families import family_of, load_families
-from indexer.hub import HubClient, TokenBucket, UnsafeName, safe_blob_id, safe_name
+from indexer.hub import FixedWindow, HubClient, UnsafeName, safe_blob_id, safe_name
 from indexer.hubsim import HubServer
 
 
@@ -68,7 +70,8 @@ def test_every_status(mini, catalog):
     assert base["family"] == "Qwen" and ft["family"] == "Qwen"  # by author, then by base model
     assert ft["tokenizer_id"] == base["tokenizer_id"] and ft["file_set_id"] == base["file_set_id"]
     assert ft["config_blob"] != base["config_blob"]
-    assert json.loads(ft["base_models"]) == ["Qwen/Qwen-Tiny"] and ft["params"] == 123456
+    assert json.loads(ft["base_models"]) == ["Qwen/Qwen-Tiny"] and ft["params"] == 123456  # from the tags
+    assert json.loads(ft["base_model_relations"]) == {"Qwen/Qwen-Tiny": "finetune"}
     assert ft["is_chat"] == 1 and base["is_chat"] == 0
     assert base["model_type"] == "llama" and base["vocab_size"] == base["vocab_size_transformers"] == 123
     assert len(base["sha"]) == 40 and base["author"] == "Qwen" and base["first_seen_at"]
@@ -76,8 +79,9 @@ def test_every_status(mini, catalog):
 
     con = sqlite3.connect(catalog)
     q = "select repo_count from tokenizers where id = ?"
-    (count,) = con.execute(q, (base["tokenizer_id"],)).fetchone()
-    assert count == 2
+    assert con.execute(q, (base["tokenizer_id"],)).fetchone() == (0,)  # compute owns repo_count
+    compute(catalog)
+    assert con.execute(q, (base["tokenizer_id"],)).fetchone() == (2,)
     run = con.execute("select status, listed, new, failed, api_calls, resolver_calls, bytes_downloaded, "
                       "errors from crawl_runs").fetchall()
     assert len(run) == 1 and run[0][0] == "ok" and run[0][1:4] == (8, 8, 1)
@@ -145,7 +149,8 @@ def test_pagination_and_limit(mini, catalog):
         assert summary["listed"] == 3 and hub.counts["list"] == 2
         hub.reset_counts()
         summary = crawl(catalog, hub)
-        assert summary["listed"] == 8 and summary["unchanged"] == 3 and hub.counts["list"] == 4
+        # --all: 4 pages of text-generation repos, 1 (empty) of image-text-to-text
+        assert summary["listed"] == 8 and summary["unchanged"] == 3 and hub.counts["list"] == 5
     assert len(repos(catalog)) == 8
 
 
@@ -157,8 +162,8 @@ def test_incremental_recrawl(mini, catalog):
         summary = crawl(catalog, hub)
         assert summary["unchanged"] == 8 and summary["new"] == summary["changed"] == 0
         assert dict(hub.counts) | {"list": 0, "api": 0} == {k: 0 for k in hub.counts}
-        assert hub.counts["api"] == hub.counts["list"] == 2
-        assert summary["api_calls"] == 2 and summary["resolver_calls"] == 0
+        assert hub.counts["api"] == hub.counts["list"] == 3  # 2 pages of text-generation + 1 empty
+        assert summary["api_calls"] == 3 and summary["resolver_calls"] == 0
 
         # One repo changes its tokenizer: only its paths-info and its new blob are fetched.
         write_repo(mini, "alice/tiny-instruct", added=["<|im_start|>", "<|im_end|>"])
@@ -167,12 +172,14 @@ def test_incremental_recrawl(mini, catalog):
         summary = crawl(catalog, hub)
         assert summary["changed"] == 1 and summary["unchanged"] == 7
         assert hub.counts["paths_info"] == 1 and hub.counts["model_info"] == 0
-        assert hub.counts["api"] == 2 + 1
-        # tokenizer.json (LFS → CDN) and config.json changed; tokenizer_config.json is shared
-        assert hub.counts["resolve_head"] == 2 and hub.counts["cdn_get"] + hub.counts["resolve_get"] == 2
+        assert hub.counts["api"] == 3 + 1
+        # tokenizer.json (LFS: HEAD with Xet headers, GET /resolve → CDN) and config.json changed;
+        # tokenizer_config.json is shared
+        assert (hub.counts["resolve_head"], hub.counts["resolve_get"], hub.counts["cdn_get"]) == (2, 2, 1)
     after = repos(catalog)
     assert after["alice/tiny-instruct"]["sha"] != before["alice/tiny-instruct"]["sha"]
     assert after["alice/tiny-instruct"]["tokenizer_id"] != before["alice/tiny-instruct"]["tokenizer_id"]
+    compute(catalog)
     con = sqlite3.connect(catalog)
     counts = dict(con.execute("select id, repo_count from tokenizers").fetchall())
     assert counts[before["Qwen/Qwen-Tiny"]["tokenizer_id"]] == 1
@@ -193,12 +200,13 @@ def test_shared_blob_downloaded_once(tmp_path, catalog):
         crawler = Crawler(catalog, CrawlOptions(all=True, endpoint=hub.endpoint, quiet=True, workers=8))
         summary = crawler.run()
         assert summary["statuses"] == {"ok": 51}
-        # 51 config blobs + tokenizer.json once (CDN) + tokenizer_config.json once
+        # 51 config blobs + tokenizer.json once (GET /resolve → CDN) + tokenizer_config.json once
         assert hub.counts["cdn_get"] == 1
-        assert hub.counts["resolve_get"] == 51 + 1
+        assert hub.counts["resolve_get"] == 51 + 1 + 1
         assert hub.counts["resolve_head"] == 51 + 2
         assert hub.counts["paths_info"] == 51
-    assert crawler.fingerprinted == 1
+    assert crawler.writer.fingerprinted == 1
+    compute(catalog)
     con = sqlite3.connect(catalog)
     assert con.execute("select count(*), max(repo_count) from tokenizers").fetchone() == (1, 51)
     assert con.execute("select count(*) from file_sets").fetchone() == (1,)
@@ -214,8 +222,8 @@ def test_unsafe_names_are_refused():
     for bad in ("../../" + "a" * 40, "A" * 40, "g" * 40, "a" * 39):
         with pytest.raises(UnsafeName):
             safe_blob_id(bad)
-    with HubClient("http://127.0.0.1:9", cache_dir="/tmp/x") as client, pytest.raises(UnsafeName):
-        client.download("a/b", "0" * 40, "../evil", "a" * 40, Path("/tmp"))
+    with HubClient("http://127.0.0.1:9", scratch_dir="/tmp/x") as client, pytest.raises(UnsafeName):
+        client.download("a/b", "0" * 40, "../evil", "a" * 40, BlobStore(Path("/tmp/x")))
 
 
 def test_path_traversal_from_the_hub_is_ignored_or_refused(mini, catalog, tmp_path, monkeypatch):
@@ -277,12 +285,16 @@ def test_cli_crawl_json(mini, catalog):
     assert bad.exit_code == 2 and "unknown family" in bad.stderr
 
 
-def test_token_bucket_paces():
-    bucket = TokenBucket(4, window=0.4)  # 10 tokens/s once the first 4 are spent
+def test_fixed_window_never_spends_more_than_the_quota_in_a_window():
+    bucket = FixedWindow("api", 4, window=0.4)
     t = time.monotonic()
-    for _ in range(7):
+    stamps = []
+    for _ in range(9):
         bucket.acquire()
-    assert 0.25 <= time.monotonic() - t < 2
+        stamps.append(time.monotonic() - t)
+    assert stamps[3] < 0.2 and 0.4 <= stamps[4] < 0.6 and 0.8 <= stamps[8] < 1.5
+    for start in stamps:  # a token bucket would allow 8 calls in the first 0.4 s; a fixed window 4
+        assert sum(start <= x < start + 0.399 for x in stamps) <= 4
 
 
 def test_families():

@@ -25,15 +25,20 @@ pytestmark = needs_corpus
 def crawled(tmp_path_factory, oracle):
     db = str(tmp_path_factory.mktemp("corpus") / "catalog.db")
     upgrade(db)
+    # every real-Hub behaviour on, as by default: anonymous quotas, Xet headers, expand validation
     with HubServer(str(MODELS)) as hub:
+        assert hub.xet and hub.limits is not None and hub.limits.anonymous == {"api": 500, "resolvers": 3000}
         summary = crawl(db, hub)
+        hub.reset_counts()
+        recrawl = crawl(db, hub)
+        recrawl_counts = dict(hub.counts)
     compute(db)
     ids = {name: "/".join(split_flat_name(name)) for name in oracle["models"]}
-    return db, summary, ids
+    return db, summary, ids, recrawl, recrawl_counts
 
 
 def test_corpus_crawl_matches_oracle(crawled, oracle):
-    db, summary, ids = crawled
+    db, summary, ids, recrawl, counts = crawled
     rows = repos(db)
     assert summary["listed"] == len(rows) >= len(ids)
     for name, facts in oracle["models"].items():
@@ -41,6 +46,10 @@ def test_corpus_crawl_matches_oracle(crawled, oracle):
         assert row["status"] == "ok", (name, row["reason"])
         assert row["vocab_sha"] == facts["vocab_sha256"], name
         assert row["vocab_size_transformers"] == facts["vocab_size"], name
+    assert summary["rate_limited"] == {"api": 0, "resolvers": 0}
+    # an unchanged recrawl costs nothing beyond listing pages
+    assert recrawl["unchanged"] == summary["listed"] and recrawl["new"] == recrawl["changed"] == 0
+    assert counts["api"] == counts["list"] and counts["resolve_head"] + counts["resolve_get"] == 0
 
     def sglang_ok(t, d):
         return t["vocab_size"] == d["vocab_size"] and t["vocab_sha"] == d["vocab_sha"]
@@ -51,7 +60,7 @@ def test_corpus_crawl_matches_oracle(crawled, oracle):
 
 
 def test_query_all_returns_exactly_the_oracle_compatible_drafts(crawled, oracle):
-    db, _, ids = crawled
+    db, _, ids, _, _ = crawled
     compatible: dict[str, set] = {name: set() for name in oracle["models"]}
     for t, d in oracle["pairs"]["compatible"]:
         compatible[t].add(ids[d])
@@ -65,7 +74,7 @@ def test_query_all_returns_exactly_the_oracle_compatible_drafts(crawled, oracle)
 
 
 def test_check_by_repo_id_agrees_with_oracle_on_every_pair(crawled, oracle):
-    db, _, ids = crawled
+    db, _, ids, _, _ = crawled
     sides = {name: side_from_catalog(ids[name], db=db) for name in oracle["models"]}
     verdict = {tuple(p): True for p in oracle["pairs"]["compatible"]}
     for t, d in itertools.permutations(sorted(sides), 2):

@@ -77,7 +77,7 @@ def _download(hub, tmp_path, repo_id, filename, revision="main"):
 # -- listing / info -----------------------------------------------------------------------------------
 def test_list_models_expand_paginates(hub, api):
     expand = ["sha", "lastModified", "createdAt", "siblings", "safetensors", "downloads", "gated",
-              "baseModels", "config", "tags"]
+              "config", "tags"]
     models = {m.id: m for m in api.list_models(expand=expand)}
     assert set(models) == {"org/alpha", "org/beta", "org/gated", "org/huge", "other/gamma__sub"}  # no private
     assert hub.counts["list"] == 3 and hub.counts["api"] == 3
@@ -88,7 +88,8 @@ def test_list_models_expand_paginates(hub, api):
     alpha, beta = models["org/alpha"], models["org/beta"]
     assert alpha.sha == hub.repos["org/alpha"].sha and len(alpha.sha) == 40
     assert alpha.last_modified.tzinfo is not None
-    assert alpha.base_models == {"relation": "finetune", "models": [{"id": "org/beta"}]}
+    assert alpha.base_models is None  # a listing cannot expand baseModels: the tags carry them
+    assert alpha.tags[-2:] == ["base_model:org/beta", "base_model:finetune:org/beta"]
     assert alpha.config == {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
                             "tokenizer_config": {"bos_token": "<s>", "eos_token": "</s>"}}
     assert [s.rfilename for s in alpha.siblings] == ["README.md", "config.json", "sub/extra.txt",
@@ -153,8 +154,10 @@ def test_download_regular_lfs_and_pinned(hub, api, hub_dir, tmp_path):
     path = _download(hub, tmp_path, "org/beta", "tokenizer.json", revision=sha)
     assert Path(path).read_bytes() == tok
     assert Path(path).resolve().name == hashlib.sha256(tok).hexdigest()  # blob named by X-Linked-Etag
-    assert [(m, s) for m, _, s in hub.request_log] == [("HEAD", 302), ("GET", 200)]
-    assert (hub.counts["resolve_head"], hub.counts["resolve_get"], hub.counts["cdn_get"]) == (1, 0, 1)
+    # Xet headers on the HEAD + HF_HUB_DISABLE_XET: the client GETs the /resolve URL again and follows
+    # its redirect (file_download.py:1818), as against huggingface.co
+    assert [(m, s) for m, _, s in hub.request_log] == [("HEAD", 302), ("GET", 302), ("GET", 200)]
+    assert (hub.counts["resolve_head"], hub.counts["resolve_get"], hub.counts["cdn_get"]) == (1, 1, 1)
     assert hub.counts["bytes_sent"] == len(tok)
 
     hub.reset_counts()
@@ -289,7 +292,7 @@ def test_synthetic_hub_is_deterministic_and_deduplicated(tmp_path):
         base = a["bases"][0]
         assert any(m.get("synthetic_base") == base for m in meta.values())
         api = HfApi(endpoint=hub.endpoint, token=False)
-        expand = ["safetensors", "baseModels", "tags"]
+        expand = ["safetensors", "tags"]
         models = list(api.list_models(sort="downloads", expand=expand, limit=200))
         assert len(models) == 150 and all(m.safetensors.total > 0 for m in models)
         chat = [m for m in models if meta[m.id]["synthetic_kind"] == "chat"]
@@ -333,3 +336,113 @@ def test_cli_serves_directory(hub_dir, tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
     assert out.returncode == 0 and json.loads(out.stderr)["n_repos"] == 20
+
+
+# -- what the real Hub does that the client does not show (HUB-API §0.1) -------------------------------
+@pytest.mark.parametrize("field", ["baseModels", "childrenModelCount", "usedStorage", "nonsense"])
+def test_listing_refuses_expand_values_only_model_info_serves(hub, api, field):
+    from huggingface_hub.errors import BadRequestError
+
+    with pytest.raises(BadRequestError, match='"expand" must be one of'):
+        list(api.list_models(expand=["sha", field]))
+    assert hub.counts["list"] == 1  # a 400 is not retried: one bad value kills a crawl on page 1
+    if field != "nonsense":
+        info = api.model_info("org/alpha", expand=[field])
+        assert getattr(info, {"baseModels": "base_models", "childrenModelCount": "children_model_count",
+                              "usedStorage": "used_storage"}[field]) is not None
+    else:
+        with pytest.raises(BadRequestError):
+            api.model_info("org/alpha", expand=[field])
+
+
+def test_lfs_files_carry_xet_headers_and_there_is_no_cas(hub, api, tmp_path, monkeypatch):
+    sha = hub.repos["org/beta"].sha
+    conn = http.client.HTTPConnection("127.0.0.1", hub.port, timeout=5)
+    conn.request("HEAD", f"/org/beta/resolve/{sha}/tokenizer.json")
+    resp = conn.getresponse()
+    resp.read()
+    assert resp.status == 302 and len(resp.getheader("X-Xet-Hash")) == 64
+    assert f"/api/models/org/beta/xet-read-token/{sha}>" in resp.getheader("Link")
+    assert 'rel="xet-auth"' in resp.getheader("Link") and resp.getheader("X-Linked-Etag")
+    conn.request("HEAD", f"/org/alpha/resolve/{sha}/config.json")  # regular files: no Xet
+    plain = conn.getresponse()
+    plain.read()
+    assert plain.getheader("X-Xet-Hash") is None
+    (entry,) = api.get_paths_info("org/beta", ["tokenizer.json"], revision=sha)
+    assert entry.xet_hash == resp.getheader("X-Xet-Hash")
+    # A client that does use Xet (hf_xet is installed) asks for a read token, gets 404, and fails.
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", False)
+    with pytest.raises(HfHubHTTPError):
+        _download(hub, tmp_path, "org/beta", "tokenizer.json", revision=sha)
+    assert any("xet-read-token" in p for m, p, s in hub.request_log)
+
+
+def test_quotas_are_announced_on_every_response_and_enforced(hub_dir):
+    with HubServer(hub_dir) as hub:  # defaults: the anonymous tier
+        conn = http.client.HTTPConnection("127.0.0.1", hub.port, timeout=5)
+        conn.request("GET", "/api/models/org/alpha")
+        r = conn.getresponse()
+        r.read()
+        assert r.getheader("RateLimit") == '"api";r=499;t=300'
+        assert r.getheader("RateLimit-Policy") == '"fixed window";"api";q=500;w=300'
+        conn.request("HEAD", f"/org/alpha/resolve/{hub.repos['org/alpha'].sha}/config.json",
+                     headers={"Authorization": "Bearer hf_x"})
+        r = conn.getresponse()
+        r.read()
+        assert r.getheader("RateLimit-Policy") == '"fixed window";"resolvers";q=5000;w=300'  # free tier
+    with HubServer(hub_dir, api_quota=2, window=2) as hub:
+        api = HfApi(endpoint=hub.endpoint, token=False)
+        api.model_info("org/alpha")
+        api.model_info("org/beta")
+        with pytest.raises(HfHubHTTPError) as exc:
+            api.model_info("org/alpha")
+        resp = exc.value.response
+        assert resp.status_code == 429 and resp.headers["Retry-After"] in ("1", "2")
+        assert resp.headers["RateLimit"].startswith('"api";r=0;t=')
+        time.sleep(2.05)
+        assert api.model_info("org/alpha").id == "org/alpha"  # a new window
+        assert hub.limits.refused == {"api": 1, "resolvers": 0}
+
+
+def test_private_repos_only_with_a_token(hub, api):
+    assert "org/secret" not in {m.id for m in api.list_models()}
+    with_token = HfApi(endpoint=hub.endpoint, token="hf_fake")
+    listed = {m.id: m for m in with_token.list_models(expand=["private"])}
+    assert listed["org/secret"].private is True and listed["org/alpha"].private is False
+    assert with_token.model_info("org/secret").id == "org/secret"
+    with pytest.raises(RepositoryNotFoundError):
+        api.model_info("org/secret")
+
+
+def test_renamed_repo_redirects_and_deleted_repo_disappears(hub, api, tmp_path):
+    hub.rename_repo("org/alpha", "org/alpha-v2")
+    hub.delete_repo("org/huge")
+    ids = {m.id for m in api.list_models()}
+    assert "org/alpha-v2" in ids and "org/alpha" not in ids and "org/huge" not in ids
+    assert api.model_info("org/alpha").id == "org/alpha-v2"
+    path = _download(hub, tmp_path, "org/alpha", "config.json")  # HEAD follows the same-origin 307
+    assert Path(path).read_bytes() == Path(hub.repos["org/alpha-v2"].files["config.json"].abs_path).read_bytes()
+    assert ("HEAD", "/org/alpha/resolve/main/config.json", 307) in hub.request_log
+    with pytest.raises(RepositoryNotFoundError):
+        api.model_info("org/huge")
+
+
+def test_stalled_answer_sends_nothing(hub):
+    import socket
+
+    hub.add_fault("GET", r"^/api/models$", kind="stall", delay=5)
+    sock = socket.create_connection(("127.0.0.1", hub.port), timeout=0.5)
+    sock.sendall(b"GET /api/models HTTP/1.1\r\nHost: x\r\n\r\n")
+    with pytest.raises(TimeoutError):
+        sock.recv(1)
+    sock.close()
+
+
+def test_listing_that_keeps_failing_with_504(hub, api, no_client_sleep):
+    hub.add_fault("GET", r"^/api/models$", status=504, times=None)
+    with pytest.raises(HfHubHTTPError) as exc:
+        list(api.list_models())
+    assert exc.value.response.status_code == 504 and hub.counts["list"] == 6  # 1 + the client's 5 retries
+    assert no_client_sleep == [1, 2, 4, 8, 8]

@@ -127,3 +127,23 @@ def test_github_workflow():
     assert any("indexer nightly" in (s.get("run") or "") for s in steps)
     upload = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert upload and "data/publish" in upload[0]["with"]["path"]
+    run = next(s["run"] for s in steps if "indexer nightly" in (s.get("run") or ""))
+    minutes = float(re.search(r"--max-minutes (\d+)", run).group(1))
+    assert minutes < wf["jobs"]["nightly"]["timeout-minutes"] - 30  # room for compute, publish, cache save
+    save = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save")]
+    assert save and save[0]["if"] == "always()" and "data/catalog.db" in save[0]["with"]["path"]
+    restore = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore")]
+    assert restore and restore[0]["with"]["path"] == save[0]["with"]["path"]
+
+
+def test_time_boxed_nightly_is_partial_then_resumes(tmp_path, demo_hub):
+    res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt", "--max-api-calls", "4")
+    assert res.exit_code == 0, res.output
+    assert "partial: resumed next run" in res.output
+    crawl = json.loads((tmp_path / "report.json").read_text())["steps"]["crawl"]["result"]
+    assert crawl["status"] == "partial" and crawl["unresolved"] >= 1 and crawl["api_calls"] <= 5
+    done = crawl["new"]
+    res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt")
+    assert res.exit_code == 0, res.output
+    crawl = json.loads((tmp_path / "report.json").read_text())["steps"]["crawl"]["result"]
+    assert crawl["status"] == "ok" and crawl["resumed"] >= 1 and done + crawl["new"] == 11

@@ -1,7 +1,10 @@
 """``python -m indexer.hubsim DIR --port P [--cdn-port Q]``: serve a hub directory until interrupted.
 
 ``--synthetic N OUTDIR`` first generates a synthetic hub of N repos into OUTDIR and serves that.
-The first line printed is the endpoint URL (for ``HF_ENDPOINT``).
+The first line printed is the endpoint URL (for ``HF_ENDPOINT``). The real-Hub behaviours are on by
+default with the anonymous tier's quotas (500 API / 3,000 resolver calls per 300 s window);
+``--api-quota``, ``--resolver-quota`` and ``--window`` scale them, ``--no-rate-limits`` and ``--no-xet``
+turn them off.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--base-dir", action="append", default=None, help="real model dir used as a base (repeat)")
     p.add_argument("--generate-only", action="store_true", help="with --synthetic: do not serve")
+    p.add_argument("--api-quota", type=int, default=None, help="api bucket quota per window (default 500)")
+    p.add_argument("--resolver-quota", type=int, default=None, help="resolvers quota per window (default 3000)")
+    p.add_argument("--window", type=float, default=300.0, help="rate-limit window in seconds")
+    p.add_argument("--no-rate-limits", action="store_true", help="neither announce nor enforce quotas")
+    p.add_argument("--no-xet", action="store_true", help="no Xet headers on LFS files")
     args = p.parse_args(argv)
 
     root = args.dir
@@ -48,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         cdn_port=args.cdn_port,
         auto_reload=args.auto_reload,
+        xet=not args.no_xet,
+        rate_limits=not args.no_rate_limits,
+        api_quota=args.api_quota,
+        resolver_quota=args.resolver_quota,
+        window=args.window,
     ).start()
     print(hub.endpoint, flush=True)
     print(f"serving {len(hub.repos)} repos from {root}; cdn {hub.cdn_endpoint}", file=sys.stderr, flush=True)

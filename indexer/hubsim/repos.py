@@ -2,7 +2,8 @@
 
 Two layouts are accepted at the root: ``<owner>/<name>/...`` and the flat ``<owner>__<name>/...``
 used by the test corpus. Metadata comes from ``hub.json`` at the root (repo id -> fields) and/or
-``.hubmeta.json`` inside a repo folder (the latter wins).
+``.hubmeta.json`` inside a repo folder (the latter wins). ``renamed_from`` (a list of old ids) makes
+those ids redirect to the repo, as the Hub does after a rename.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ class RepoStore:
         self._hashes = _HashCache()
         self.repos: dict[str, Repo] = {}
         self.by_sha256: dict[str, FileEntry] = {}
+        self.redirects: dict[str, str] = {}  # old id -> current id
         self.load()
 
     def is_lfs(self, rel_path: str, size: int) -> bool:
@@ -159,7 +161,7 @@ class RepoStore:
         if os.path.isfile(meta_path):
             with open(meta_path, encoding="utf-8") as f:
                 hub_meta = json.load(f)
-        repos, by_sha256 = {}, {}
+        repos, by_sha256, redirects = {}, {}, {}
         for repo_id, repo_dir in _discover_repo_dirs(self.root):
             meta = dict(hub_meta.get(repo_id) or {})
             local_meta = os.path.join(repo_dir, REPO_META_FILE)
@@ -168,11 +170,46 @@ class RepoStore:
                     meta.update(json.load(f))
             repo = self._load_repo(repo_id, repo_dir, meta)
             repos[repo_id] = repo
+            for old in meta.get("renamed_from") or ():
+                redirects[old] = repo_id
             for fe in repo.files.values():
                 if fe.lfs:
                     by_sha256[fe.sha256] = fe
         # Swap whole dicts so concurrent request threads always see a consistent snapshot.
-        self.repos, self.by_sha256 = repos, by_sha256
+        self.repos, self.by_sha256, self.redirects = repos, by_sha256, redirects
+
+    def _edit_meta(self, fn) -> None:
+        path = os.path.join(self.root, HUB_META_FILE)
+        meta = {}
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                meta = json.load(f)
+        fn(meta)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(meta, f)
+        os.replace(path + ".tmp", path)
+
+    def rename(self, old: str, new: str) -> None:
+        """Move ``old`` to ``new`` (nested layout) and make ``old`` redirect there; then reload."""
+        repo = self.repos[old]
+        dest = os.path.join(self.root, *new.split("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        os.rename(repo.dir, dest)
+
+        def edit(meta):
+            entry = meta.pop(old, None) or {}
+            entry["renamed_from"] = [*entry.get("renamed_from", []), old]
+            meta[new] = entry
+
+        self._edit_meta(edit)
+        self.load()
+
+    def delete(self, repo_id: str) -> None:
+        import shutil
+
+        shutil.rmtree(self.repos[repo_id].dir)
+        self._edit_meta(lambda meta: meta.pop(repo_id, None))
+        self.load()
 
     def _load_repo(self, repo_id: str, repo_dir: str, meta: dict) -> Repo:
         fake_sizes = meta.get("fake_sizes") or {}

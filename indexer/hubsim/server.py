@@ -1,6 +1,17 @@
 """A local HTTP imitation of the Hugging Face Hub that the unmodified ``huggingface_hub`` client accepts.
 
-See /work/shared/HUB-API.md for what the client needs; section 8 is the route table implemented here.
+See docs/hub-api.md (the project's copy of HUB-API.md): section 8 is the route table implemented here,
+section 0.1 the real-Hub behaviours reproduced, each on by default as on huggingface.co:
+
+* ``expand`` validated per endpoint (a listing refuses baseModels, childrenModelCount, usedStorage: 400);
+* ``base_model:<id>`` and ``base_model:<relation>:<id>`` tags on derived repos;
+* Xet headers on the ``/resolve`` HEAD of LFS files and ``xetHash`` in paths-info/tree entries, with no
+  Xet CAS behind them: ``xet-read-token`` answers 404, so only the plain HTTP fallback works;
+* fixed-window quotas per bucket (``ratelimit.py``), announced on every response, enforced with 429;
+* private repos listed (and served) only with a token;
+* renamed repos (``renamed_from`` in the metadata): the old id answers a same-origin 307 to the new one;
+* faults: statuses (e.g. a listing that keeps answering 504), resets, truncation, slow and stalled answers.
+
 Two servers run: the hub itself and a "CDN" on another port that LFS downloads are redirected to
 (a different origin, so the client does not follow the redirect on its HEAD).
 """
@@ -19,6 +30,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
+from .ratelimit import WINDOW, RateLimits
 from .repos import FileEntry, Repo, RepoStore
 
 COUNTER_KINDS = (
@@ -32,7 +44,19 @@ COUNTER_KINDS = (
     "cdn_get",
     "bytes_sent",
 )
-FAULT_KINDS = ("status", "reset", "truncate", "slow", "malformed_json")
+FAULT_KINDS = ("status", "reset", "truncate", "slow", "stall", "malformed_json")
+# ExpandModelProperty_T (huggingface_hub hf_api.py:159-191): what /api/models/{id} accepts.
+EXPAND_MODEL = (
+    "author", "baseModels", "cardData", "childrenModelCount", "config", "createdAt", "disabled", "downloads",
+    "downloadsAllTime", "evalResults", "gated", "gguf", "inference", "inferenceProviderMapping", "lastModified",
+    "library_name", "likes", "mask_token", "model-index", "pipeline_tag", "private", "resourceGroup",
+    "safetensors", "sha", "siblings", "spaces", "tags", "transformersInfo", "trendingScore", "usedStorage",
+    "widgetData",
+)
+# A listing refuses these (huggingface_hub PR #3182: "only accepted when using the /api/models/repo_id
+# endpoint"); the 2.4.0 list_models docstring leaves them out (hf_api.py:2380).
+LIST_REFUSED_EXPAND = ("baseModels", "childrenModelCount", "usedStorage")
+EXPAND_LIST = tuple(e for e in EXPAND_MODEL if e not in LIST_REFUSED_EXPAND)
 SORT_KEYS = {
     "downloads": lambda r: r.meta.get("downloads", 0),
     "likes": lambda r: r.meta.get("likes", 0),
@@ -86,11 +110,15 @@ class Fault:
     status: int = 429
     headers: dict = field(default_factory=dict)
     times: int | None = 1  # None: never used up
-    delay: float = 1.0  # for kind="slow"
+    delay: float = 1.0  # for kind="slow" / "stall"
     hits: int = 0
+    query_regex: str | None = None  # also match the raw query string (e.g. one listing's author)
 
-    def matches(self, method: str, raw_path: str) -> bool:
+    def matches(self, method: str, raw_path: str, raw_query: str = "") -> bool:
         if self.method not in ("*", method):
+            return False
+        if self.query_regex is not None and not (
+                re.search(self.query_regex, raw_query) or re.search(self.query_regex, unquote(raw_query))):
             return False
         return bool(re.search(self.path_regex, raw_path) or re.search(self.path_regex, unquote(raw_path)))
 
@@ -116,6 +144,20 @@ class Response:
 def _json_response(obj, status: int = 200, headers: dict | None = None) -> Response:
     body = json.dumps(obj).encode()
     return Response(status, {"Content-Type": "application/json", **(headers or {})}, body)
+
+
+def _validate_expand(values, allowed) -> None:
+    """The Hub's answer to an ``expand`` value the endpoint does not serve (HUB-API §0.1.1)."""
+    for value in values:
+        if value not in allowed:
+            raise HttpError(400, None, f'"expand" must be one of [{", ".join(allowed)}]')
+
+
+def _token_of(headers) -> str | None:
+    auth = (headers.get("Authorization") or "") if headers is not None else ""
+    if not auth.lower().startswith("bearer "):
+        return None
+    return auth[7:].strip() or None
 
 
 def _base_models(meta: dict) -> dict:
@@ -176,11 +218,25 @@ class HubServer:
         cdn_port: int = 0,
         tree_page_size: int | None = None,
         auto_reload: bool = False,
+        xet: bool = True,
+        rate_limits: bool = True,
+        api_quota: int | None = None,
+        resolver_quota: int | None = None,
+        window: float = WINDOW,
+        token_api_quota: int | None = None,
+        token_resolver_quota: int | None = None,
     ):
         self.store = RepoStore(root, lfs_threshold=lfs_threshold)
         self.page_size = page_size
         self.tree_page_size = tree_page_size or page_size
         self.auto_reload = auto_reload
+        self.xet = xet
+        self.limits = None
+        if rate_limits:
+            anon = {k: v for k, v in (("api", api_quota), ("resolvers", resolver_quota)) if v}
+            tok = {k: v for k, v in (("api", token_api_quota), ("resolvers", token_resolver_quota)) if v}
+            self.limits = RateLimits(anon, tok, window)
+        self._stopping = threading.Event()
         self.host, self._port, self._cdn_port = host, port, cdn_port
         self.counts: Counter = Counter({k: 0 for k in COUNTER_KINDS})
         self.request_log: list[tuple[str, str, int]] = []
@@ -204,6 +260,7 @@ class HubServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # releases stalled handlers
         for srv in self._servers:
             srv.shutdown()
             srv.server_close()
@@ -259,11 +316,16 @@ class HubServer:
         times: int | None = 1,
         kind: str = "status",
         delay: float = 1.0,
+        query_regex: str | None = None,
     ) -> Fault:
-        """Queue a fault for requests whose method and path (no query) match; first match wins."""
+        """Queue a fault for requests whose method and path (and query, if given) match; first match wins.
+
+        ``stall``: the connection stays open and nothing is sent for ``delay`` seconds (or until stop).
+        """
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
-        fault = Fault(method.upper(), path_regex, kind, status, dict(headers or {}), times, delay)
+        fault = Fault(method.upper(), path_regex, kind, status, dict(headers or {}), times, delay,
+                      query_regex=query_regex)
         with self._lock:
             self.faults.append(fault)
         return fault
@@ -272,10 +334,17 @@ class HubServer:
         with self._lock:
             self.faults.clear()
 
-    def _take_fault(self, method: str, raw_path: str) -> Fault | None:
+    def rename_repo(self, old: str, new: str) -> None:
+        """Move a repo to a new id on disk; the old id then redirects (as on the Hub)."""
+        self.store.rename(old, new)
+
+    def delete_repo(self, repo_id: str) -> None:
+        self.store.delete(repo_id)
+
+    def _take_fault(self, method: str, raw_path: str, raw_query: str = "") -> Fault | None:
         with self._lock:
             for fault in self.faults:
-                if fault.matches(method, raw_path):
+                if fault.matches(method, raw_path, raw_query):
                     fault.hits += 1
                     if fault.times is not None:
                         fault.times -= 1
@@ -321,11 +390,26 @@ class HubServer:
             return self._cdn(method, segs, headers)
         if segs[:2] == ["api", "agent-harnesses"]:
             return _json_response({"standardEnvVars": [], "harnesses": {}})
+        moved = self._moved(raw_path)
+        if moved is not None:
+            return Response(307, {"Location": moved})
         if segs and segs[0] == "api":
             return self._api(method, segs[1:], query, body, headers)
         if len(segs) >= 5 and segs[2] == "resolve" and method in ("GET", "HEAD"):
             return self._resolve(method, segs[0] + "/" + segs[1], segs[3], "/".join(segs[4:]), headers)
         raise HttpError(404, None, "Not Found")
+
+    def _moved(self, raw_path: str) -> str | None:
+        """Same-origin relative Location for a renamed repo's old id (HUB-API 6.3: followed by the client)."""
+        parts = raw_path.split("/")
+        at = 3 if parts[1:3] == ["api", "models"] else 1
+        if len(parts) < at + 2:
+            return None
+        old = unquote(parts[at]) + "/" + unquote(parts[at + 1])
+        new = self.store.redirects.get(old)
+        if new is None or old in self.store.repos:
+            return None
+        return "/".join(parts[:at] + [quote(p) for p in new.split("/")] + parts[at + 2:])
 
     def _api(self, method, segs, query, body, headers) -> Response:
         if segs == ["whoami-v2"]:
@@ -338,19 +422,23 @@ class HubServer:
             raise HttpError(404, None, "Not Found")
         repo_id, rest = f"{segs[1]}/{segs[2]}", segs[3:]
         if method == "GET" and not rest:
-            return self._model_info(repo_id, "main", query)
+            return self._model_info(repo_id, "main", query, headers)
         if method == "GET" and len(rest) == 2 and rest[0] == "revision":
-            return self._model_info(repo_id, rest[1], query)
+            return self._model_info(repo_id, rest[1], query, headers)
         if method == "POST" and len(rest) == 2 and rest[0] == "paths-info":
-            return self._paths_info(repo_id, rest[1], body)
+            return self._paths_info(repo_id, rest[1], body, headers)
         if method == "GET" and len(rest) >= 2 and rest[0] == "tree":
             return self._tree(repo_id, rest[1], "/".join(rest[2:]), query, headers)
+        if method == "GET" and len(rest) == 2 and rest[0] == "xet-read-token":
+            self._repo(repo_id, headers)
+            # No Xet CAS here: a client that tries Xet fails; HF_HUB_DISABLE_XET=1 falls back to HTTP.
+            raise HttpError(404, None, "Xet storage is not available on this hub")
         raise HttpError(404, None, "Not Found")
 
     # -- repo lookup -----------------------------------------------------------------------------
-    def _repo(self, repo_id: str) -> Repo:
+    def _repo(self, repo_id: str, headers=None) -> Repo:
         repo = self.store.repos.get(repo_id)
-        if repo is None or repo.private:
+        if repo is None or (repo.private and _token_of(headers) is None):
             raise HttpError(
                 401,
                 "RepoNotFound",
@@ -411,11 +499,14 @@ class HubServer:
             "gated": lambda: repo.gated,
             "pipeline_tag": lambda: m.get("pipeline_tag", "text-generation"),
             "library_name": lambda: m.get("library_name", "transformers"),
-            "tags": lambda: list(m.get("tags", ["transformers", "text-generation"])),
+            "tags": lambda: self._tags(repo),
             "spaces": lambda: [],
             "usedStorage": lambda: sum(fe.reported_size for fe in repo.files.values()),
             "siblings": lambda: [self._sibling(fe, blobs) for fe in repo.files.values()],
             "cardData": lambda: self._card_data(repo),
+            "childrenModelCount": lambda: sum(
+                1 for r in self.store.repos.values()
+                if r.meta.get("baseModels") and repo.id in [x["id"] for x in _base_models(r.meta)["models"]]),
         }
         if name in simple:
             return simple[name]()
@@ -436,6 +527,19 @@ class HubServer:
                 "processor": "AutoTokenizer",
             }
         raise KeyError(name)
+
+    @staticmethod
+    def _tags(repo: Repo) -> list[str]:
+        """The repo's tags plus ``base_model:<id>`` and ``base_model:<relation>:<id>`` for each base model
+        its card declares (HUB-API §0.1.2), as the Hub adds them."""
+        tags = list(repo.meta.get("tags", ["transformers", "text-generation"]))
+        if repo.meta.get("baseModels"):
+            base = _base_models(repo.meta)
+            for m in base["models"]:
+                for tag in (f"base_model:{m['id']}", f"base_model:{base['relation']}:{m['id']}"):
+                    if tag not in tags:
+                        tags.append(tag)
+        return tags
 
     @staticmethod
     def _card_data(repo: Repo) -> dict:
@@ -466,9 +570,11 @@ class HubServer:
     # -- endpoints -------------------------------------------------------------------------------
     def _list_models(self, query: dict, headers) -> Response:
         cursor = _cursor(query)
+        _validate_expand(query.get("expand", []), EXPAND_LIST)
         if self.auto_reload and cursor == 0:
             self.reload()
-        repos = [r for r in self.store.repos.values() if not r.private]
+        with_token = _token_of(headers) is not None
+        repos = [r for r in self.store.repos.values() if with_token or not r.private]
         q1 = {k: v[-1] for k, v in query.items()}
         if "author" in q1:
             repos = [r for r in repos if r.owner.lower() == q1["author"].lower()]
@@ -481,7 +587,8 @@ class HubServer:
         if "gated" in q1:
             want = q1["gated"].lower() == "true"
             repos = [r for r in repos if bool(r.gated) == want]
-        if q1.get("sort") in SORT_KEYS:
+        if q1.get("sort") in SORT_KEYS:  # descending, ties by id: a stable order across pages
+            repos.sort(key=lambda r: r.id)
             repos.sort(key=SORT_KEYS[q1["sort"]], reverse=True)
         size = self.page_size
         if q1.get("limit", "").isdigit() and int(q1["limit"]) > 0:
@@ -514,8 +621,9 @@ class HubServer:
         params.append(("cursor", str(cursor)))
         return f'<http://{host}{quote(path)}?{urlencode(params)}>; rel="next"'
 
-    def _model_info(self, repo_id: str, rev: str, query: dict) -> Response:
-        repo = self._repo(repo_id)
+    def _model_info(self, repo_id: str, rev: str, query: dict, headers) -> Response:
+        _validate_expand(query.get("expand", []), EXPAND_MODEL)
+        repo = self._repo(repo_id, headers)
         self._check_revision(repo, rev)
         blobs = (query.get("blobs") or ["false"])[-1].lower() == "true"
         fields = query.get("expand") or MODEL_INFO_FIELDS
@@ -527,6 +635,8 @@ class HubServer:
             out = {"type": "file", "oid": fe.oid, "size": fe.reported_size, "path": path}
             if fe.lfs:
                 out["lfs"] = {"oid": fe.sha256, "size": fe.reported_size, "pointerSize": fe.pointer_size}
+                if self.xet:
+                    out["xetHash"] = _xet_hash(fe)
         elif path in repo.dirs:
             out = {"type": "directory", "oid": repo.dirs[path], "size": 0, "path": path}
         else:
@@ -535,8 +645,8 @@ class HubServer:
             out["lastCommit"] = {"id": repo.sha, "title": "Upload folder", "date": repo.last_modified}
         return out
 
-    def _paths_info(self, repo_id: str, rev: str, body: bytes) -> Response:
-        repo = self._repo(repo_id)
+    def _paths_info(self, repo_id: str, rev: str, body: bytes, headers) -> Response:
+        repo = self._repo(repo_id, headers)
         self._check_revision(repo, rev)
         form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
         expand = (form.get("expand") or ["false"])[-1].lower() == "true"
@@ -552,7 +662,7 @@ class HubServer:
         return _json_response(out)
 
     def _tree(self, repo_id: str, rev: str, path: str, query: dict, headers) -> Response:
-        repo = self._repo(repo_id)
+        repo = self._repo(repo_id, headers)
         self._check_revision(repo, rev)
         path = path.strip("/")
         if path:
@@ -579,7 +689,7 @@ class HubServer:
 
     def _resolve(self, method: str, repo_id: str, rev: str, path: str, headers) -> Response:
         _clean_repo_path(path)
-        repo = self._repo(repo_id)
+        repo = self._repo(repo_id, headers)
         if repo.gated:
             raise HttpError(
                 401, "GatedRepo", f"Access to model {repo.id} is restricted. You must have access to it."
@@ -593,16 +703,19 @@ class HubServer:
         common = {"X-Repo-Commit": repo.sha, "Accept-Ranges": "bytes"}
         if fe.lfs:
             location = f"{self.cdn_endpoint}/cdn/{fe.sha256}?repo={quote(repo.id)}&file={quote(path)}"
-            return Response(
-                302,
-                {
-                    **common,
-                    "Location": location,
-                    "X-Linked-Etag": f'"{fe.sha256}"',
-                    "X-Linked-Size": str(fe.size),
-                    "ETag": f'"{fe.oid}"',
-                },
-            )
+            lfs = {
+                **common,
+                "Location": location,
+                "X-Linked-Etag": f'"{fe.sha256}"',
+                "X-Linked-Size": str(fe.size),
+                "ETag": f'"{fe.oid}"',
+            }
+            if self.xet:  # HUB-API §0.1.3: what huggingface.co sends for a file stored in Xet
+                host = headers.get("Host") or f"{self.host}:{self.port}"
+                lfs["X-Xet-Hash"] = _xet_hash(fe)
+                lfs["Link"] = (f'<http://{host}/api/models/{quote(repo.id)}/xet-read-token/{repo.sha}>; '
+                               'rel="xet-auth"')
+            return Response(302, lfs)
         resp = Response(200, {**common, "ETag": f'"{fe.blob_sha1}"'})
         resp.headers["Content-Type"] = "application/octet-stream"
         return self._file_response(resp, fe, method, headers)
@@ -624,6 +737,11 @@ class HubServer:
             raise HttpError(404, None, "Not Found")
         resp = Response(200, {"ETag": f'"{fe.sha256}"', "Content-Type": "application/octet-stream"})
         return self._file_response(resp, fe, method, headers)
+
+
+def _xet_hash(fe: FileEntry) -> str:
+    """A stand-in Xet content hash (64 hex); real ones are Merkle hashes of the file's chunks."""
+    return hashlib.sha256(b"xet:" + fe.sha256.encode()).hexdigest()
 
 
 class _Server(ThreadingHTTPServer):
@@ -683,7 +801,22 @@ class _Handler(BaseHTTPRequestHandler):
         raw_path, query = split.path, parse_qs(split.query, keep_blank_values=True)
         for kind in hub.classify(method, raw_path, self.server.role):
             hub._count(kind)
-        fault = hub._take_fault(method, raw_path)
+        verdict = None
+        if hub.limits is not None and self.server.role == "hub":
+            token = _token_of(self.headers)
+            verdict = hub.limits.check(raw_path, token or self.client_address[0], token is not None)
+        if verdict is not None and not verdict.allowed:
+            resp = self._error_response(HttpError(429, None, f"rate limit of the {verdict.bucket} bucket reached"))
+            resp.headers.update(verdict.headers())
+            hub._log(method, self.path, resp.status)
+            self._send(method, resp, None)
+            return
+        fault = hub._take_fault(method, raw_path, split.query)
+        if fault and fault.kind == "stall":  # connection open, not a byte sent
+            hub._log(method, self.path, 0)
+            hub._stopping.wait(fault.delay)
+            self.close_connection = True
+            return
         if fault and fault.kind == "slow":
             time.sleep(fault.delay)
         if fault and fault.kind == "status":
@@ -699,6 +832,9 @@ class _Handler(BaseHTTPRequestHandler):
             if fault and fault.kind == "malformed_json" and raw_path.startswith("/api/"):
                 resp.body, resp.file = b'{"oops": this is not json', None
                 resp.headers["Content-Type"] = "application/json"
+        if verdict is not None:  # on every answer; an injected fault's own headers win
+            for k, v in verdict.headers().items():
+                resp.headers.setdefault(k, v)
         hub._log(method, self.path, resp.status)
         self._send(method, resp, fault.kind if fault else None)
 

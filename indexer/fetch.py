@@ -1,0 +1,155 @@
+"""The fetch side of a crawl: resolve a listed repo's files and download new blobs, on worker threads.
+
+Never touches the database. ``Fetcher.fetch`` turns one ``Listed`` repo into a ``Fetched`` result:
+either a final status decided without the files (gated, no tokenizer, too large, an error), or the
+wanted files' entries with every blob present in the blob store. A run's budget running out while
+a repo is being fetched gives ``Fetched(deferred=True)``: the repo is queued for the next run.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from .blobstore import BlobStore
+from .files import VOCAB_FILES, WANTED_FILES
+from .hub import (
+    BudgetExhausted,
+    HubClient,
+    Listed,
+    TransientError,
+    UnsafeName,
+    is_commit_sha,
+    safe_blob_id,
+    safe_name,
+)
+
+
+@dataclass
+class Entry:
+    filename: str
+    blob_id: str
+    size: int
+    lfs_sha256: str | None = None
+
+
+@dataclass
+class Fetched:
+    """What a worker found out about one repo."""
+
+    status: str | None = None  # set when the repo ends before fingerprinting
+    reason: str | None = None
+    entries: dict[str, Entry] = field(default_factory=dict)
+    downloaded: dict[str, tuple[int, str]] = field(default_factory=dict)  # blob id -> (size, sha256)
+    deferred: bool = False  # the run's budget ran out: resume on the next run
+
+
+def early_status(item: Listed, has_token: bool) -> Fetched | None:
+    """Outcomes the listing alone decides (0 requests)."""
+    if not is_commit_sha(item.sha):
+        return Fetched("error", f"listing gave no usable commit sha ({item.sha!r})")
+    if item.disabled:
+        return Fetched("error", "repo disabled on the Hub")
+    if item.gated and not has_token:
+        return Fetched("gated", f"gated ({item.gated}); no token to request access with")
+    if item.siblings is not None and not any(v in item.siblings for v in VOCAB_FILES):
+        return Fetched("no_tokenizer", "no tokenizer vocabulary file at the repo root")
+    return None
+
+
+def describe(e: BaseException) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
+
+
+class Fetcher:
+    def __init__(self, client: HubClient, store: BlobStore, max_file_bytes: int):
+        self.client, self.store, self.max_file_bytes = client, store, max_file_bytes
+        self._inflight: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def fetch(self, item: Listed) -> Fetched:
+        """Resolve + download; every failure becomes a status (errors keep their reason)."""
+        from huggingface_hub.errors import (
+            GatedRepoError,
+            LocalEntryNotFoundError,
+            RemoteEntryNotFoundError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+
+        try:
+            return self._fetch(item)
+        except BudgetExhausted:
+            return Fetched(deferred=True)
+        except GatedRepoError:
+            return Fetched("gated", f"gated ({item.gated or 'access refused'}); the token has no access")
+        except RepositoryNotFoundError:
+            return Fetched("error", "repository not found (deleted or made private since listing)")
+        except RevisionNotFoundError:
+            return Fetched("error", "commit no longer available (repo changed during the crawl)")
+        except RemoteEntryNotFoundError as e:
+            return Fetched("error", f"file vanished: {describe(e)}")
+        except LocalEntryNotFoundError as e:
+            return Fetched("error", f"transient: download failed: {describe(e.__cause__ or e)}")
+        except UnsafeName as e:
+            return Fetched("error", f"refused Hub data: {e}")
+        except TransientError as e:
+            return Fetched("error", f"transient: {describe(e)}{_cause(e)}")
+        except Exception as e:  # a bug or an unexpected answer must not kill the crawl
+            return Fetched("error", f"transient: {describe(e)}")
+
+    def _fetch(self, item: Listed) -> Fetched:
+        from huggingface_hub.hf_api import RepoFile
+
+        wanted = list(WANTED_FILES)
+        if item.siblings is not None:
+            wanted = [w for w in wanted if w in item.siblings]
+        entries: dict[str, Entry] = {}
+        for it in self.client.paths_info(item.id, item.sha, wanted):
+            if not isinstance(it, RepoFile) or it.path not in WANTED_FILES:
+                continue  # only names we asked for ever become local paths
+            safe_name(it.path)
+            lfs = getattr(it, "lfs", None)
+            entries[it.path] = Entry(it.path, safe_blob_id(it.blob_id), int(it.size or 0),
+                                     safe_blob_id(lfs.sha256) if lfs else None)
+        out = Fetched(entries=entries)
+        if not any(v in entries for v in VOCAB_FILES):
+            out.status, out.reason = "no_tokenizer", "no tokenizer vocabulary file at the repo root"
+            return out
+        big = [e for e in entries.values() if e.size > self.max_file_bytes]
+        if big:
+            e = big[0]
+            out.status = "too_large"
+            out.reason = f"{e.filename}: {e.size} bytes is over the {self.max_file_bytes}-byte cap"
+            return out
+        for e in entries.values():
+            got = self._blob(item, e)
+            if got is not None:
+                out.downloaded[e.blob_id] = got
+        return out
+
+    def _blob(self, item: Listed, e: Entry):
+        """Download a blob unless it is already stored (or being fetched by another worker)."""
+        while True:
+            with self._lock:
+                if self.store.has(e.blob_id):
+                    return None
+                ev = self._inflight.get(e.blob_id)
+                if ev is None:
+                    ev = self._inflight[e.blob_id] = threading.Event()
+                    break
+            ev.wait()
+        try:
+            d = self.client.download(item.id, item.sha, e.filename, e.blob_id, self.store,
+                                     lfs_sha256=e.lfs_sha256)
+            return d.size, d.sha256
+        finally:
+            with self._lock:
+                self._inflight.pop(e.blob_id, None)
+            ev.set()
+
+
+def _cause(e: BaseException) -> str:
+    cause = e.__cause__
+    return f" ({describe(cause)})" if cause is not None else ""

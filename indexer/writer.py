@@ -1,0 +1,318 @@
+"""The writer side of a crawl: one transaction per repo, on the crawl's main thread (SQLite).
+
+It owns the caches that make a crawl cheap (blobs known to the catalog, tokenizer file sets,
+fingerprints, parsed configs) and keeps them consistent with the database through one
+commit/rollback path (``_transaction``): entries added inside a repo's transaction become visible
+to later repos only when it commits.
+
+Engine facts flow generically: every field of ``modelconfig.ConfigFacts.to_dict()`` is copied onto
+the ``repos`` column of the same name when there is one. ``Tokenizer.repo_count`` is not touched
+here: ``compute`` owns it (it recounts from the ok rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import tempfile
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sqlalchemy import delete, select
+
+from .blobstore import BlobStore
+from .db import is_write_conflict
+from .families import family_of
+from .fetch import Entry, Fetched, describe
+from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
+from .hub import Listed, TransientError, base_models_from_tags
+from .models import Blob, CrawlQueue, FileSet, Repo, Tokenizer
+
+CHAT_WORDS = ("instruct", "chat")
+REPO_COLUMNS = frozenset(c.key for c in Repo.__table__.columns)
+
+
+WRITE_ATTEMPTS = 4  # per repo, when concurrent crawls collide on a unique key or deadlock
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def file_set_key(files: dict[str, str]) -> str:
+    """sha256 of the sorted (filename, blob id) pairs of a tokenizer file set."""
+    return hashlib.sha256(json.dumps(sorted(files.items()), separators=(",", ":")).encode()).hexdigest()
+
+
+def _config_fact_columns() -> list[str]:
+    from .modelconfig import ConfigFacts
+
+    return [f.name for f in dataclasses.fields(ConfigFacts) if f.name in REPO_COLUMNS]
+
+
+class CatalogWriter:
+    def __init__(self, store: BlobStore, tokens, families, max_file_bytes: int):
+        self.store, self.tokens, self.families = store, tokens, families
+        self.max_file_bytes = max_file_bytes
+        self.fingerprinted = 0
+        self._fp_memo: dict[str, tuple] = {}  # file set key -> ("ok", fp) | (status, reason)
+        self._config_memo: dict[str, object] = {}  # config blob -> ConfigFacts | InputError
+        self._known_blobs: set[str] = set()  # committed rows in ``blobs``
+        self._pending_blobs: set[str] = set()  # added in the open transaction
+        self._file_sets: dict[str, tuple] = {}  # key -> (id, status, reason, tokenizer_id), committed
+        self._pending_sets: dict[str, tuple] = {}
+        self._scratch = Path(tempfile.mkdtemp(prefix="indexer-write-"))
+        self._fact_columns = _config_fact_columns()
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    @contextmanager
+    def _transaction(self, session):
+        """Commit the repo's changes and publish its cache entries, or roll both back."""
+        try:
+            yield
+            session.commit()
+        except BaseException:
+            session.rollback()
+            self._pending_blobs.clear()
+            self._pending_sets.clear()
+            raise
+        self._known_blobs.update(self._pending_blobs)
+        self._file_sets.update(self._pending_sets)
+        self._pending_blobs.clear()
+        self._pending_sets.clear()
+
+    # -- the per-repo transaction ----------------------------------------------------------------
+    def write(self, session, item: Listed, existing_pk: int | None, fetched: Fetched, run_id: int,
+              queued: bool = False) -> tuple[str, str | None]:
+        """Write the repo's row (and new blobs / file set / tokenizer); returns (status, reason)."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self._transaction(session):
+                    return self._write_repo(session, item, existing_pk, fetched, run_id, queued, fingerprint=True)
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:
+                if is_write_conflict(e) and attempt + 1 < WRITE_ATTEMPTS:
+                    # Another crawl committed this repo, blob, file set or tokenizer first (or this was a
+                    # deadlock victim): its rows are visible now, so the retry reuses them instead of inserting.
+                    existing_pk = session.scalar(select(Repo.id).where(Repo.repo_id == item.id))
+                    continue
+                fetched = Fetched("error", f"internal: {describe(e)}", fetched.entries)
+                break
+        with self._transaction(session):
+            return self._write_repo(session, item, existing_pk, fetched, run_id, queued, fingerprint=False)
+
+    def touch_unchanged(self, session, row: Repo, item: Listed, run_id: int, queued: bool = False) -> None:
+        """An unchanged repo: refresh what the listing says (downloads, likes, tags), nothing else."""
+        with self._transaction(session):
+            self.listing_fields(row, item)
+            if queued:
+                session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
+
+    def mark_gone(self, session, rows: list[Repo], reason: str, run_id: int) -> None:
+        with self._transaction(session):
+            for row in rows:
+                row.status, row.reason = "gone", reason
+                row.updated_at, row.crawl_run_id = now_utc(), run_id
+
+    def dequeue(self, session, repo_id: str) -> None:
+        with self._transaction(session):
+            session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == repo_id))
+
+    def queue(self, session, items: list[Listed], run_id: int) -> None:
+        """Remember listed repos this run could not resolve (the next run starts with them)."""
+        with self._transaction(session):
+            for item in items:
+                session.merge(CrawlQueue(repo_id=item.id, item=item.to_json(), queued_at=now_utc(),
+                                         crawl_run_id=run_id))
+
+    def _write_repo(self, session, item: Listed, existing_pk, fetched: Fetched, run_id: int, queued: bool,
+                    fingerprint: bool) -> tuple[str, str | None]:
+        now = now_utc()
+        row = session.get(Repo, existing_pk) if existing_pk else None
+        if row is None:  # added last: a half-filled row must never be flushed
+            row = Repo(repo_id=item.id, first_seen_at=now)
+        self.listing_fields(row, item)
+        row.sha = item.sha
+        status, reason = fetched.status, fetched.reason
+        row.file_set_id = row.tokenizer_id = None
+        row.config_blob = None
+        entries = fetched.entries
+        tok_files = {n: entries[n].blob_id for n in TOKENIZER_FILES if n in entries}
+        facts = None
+        chat_template = False
+        if status is None and fingerprint:
+            self._ensure_blobs(session, entries, fetched.downloaded, now)
+            fs_id, status, reason, tok_id = self._file_set(session, tok_files, now)
+            row.file_set_id, row.tokenizer_id = fs_id, tok_id
+            if CONFIG_FILE in entries:
+                row.config_blob = entries[CONFIG_FILE].blob_id
+                facts = self._config(entries[CONFIG_FILE].blob_id)
+                if isinstance(facts, InputError):
+                    if status == "ok":
+                        status, reason = facts.status, facts.message
+                    facts = None
+            elif status == "ok":
+                reason = "no config.json"
+            if "tokenizer_config.json" in entries:
+                chat_template = self._has_chat_template(entries["tokenizer_config.json"].blob_id)
+        row.status, row.reason = status, reason
+        self._config_facts(row, facts, item.config)
+        tc = item.config.get("tokenizer_config")
+        name = item.id.split("/", 1)[-1].lower()
+        row.is_chat = bool(
+            "conversational" in (row.tags or [])
+            or chat_template
+            or (isinstance(tc, dict) and tc.get("chat_template"))
+            or any(w in name for w in CHAT_WORDS)
+        )
+        row.updated_at = now
+        row.crawl_run_id = run_id
+        session.add(row)
+        if queued:
+            session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
+        session.flush()
+        return status, reason
+
+    def _config_facts(self, row: Repo, facts, digest: dict) -> None:
+        """Every ConfigFacts field onto its same-named column; the listing's digest when unparsed."""
+        if facts is not None:
+            for key, value in facts.to_dict().items():
+                if key in REPO_COLUMNS:
+                    setattr(row, key, value)
+            return
+        for key in self._fact_columns:
+            setattr(row, key, None)
+        mt, archs = digest.get("model_type"), digest.get("architectures")
+        row.model_type = mt if isinstance(mt, str) else None
+        row.architectures = archs if isinstance(archs, list) else None
+
+    def listing_fields(self, row: Repo, item: Listed) -> None:
+        row.author = item.author or item.id.split("/", 1)[0]
+        row.last_modified = Listed.when(item.last_modified)
+        row.created_at = Listed.when(item.created_at)
+        row.pipeline_tag = item.pipeline_tag
+        row.library_name = item.library_name
+        row.tags = item.tags
+        row.gated = item.gated
+        row.disabled = item.disabled
+        row.downloads = item.downloads
+        row.likes = item.likes
+        row.params = item.params
+        row.base_models, row.base_model_relations = base_models_from_tags(item.tags)
+        row.family = family_of(item.id, row.base_models or (), self.families)
+
+    # -- caches ------------------------------------------------------------------------------------
+    def _ensure_blobs(self, session, entries: dict[str, Entry], downloaded: dict, now) -> None:
+        todo = {e.blob_id: e for e in entries.values() if e.blob_id not in self._known_blobs}
+        if todo:
+            found = session.scalars(select(Blob.blob_id).where(Blob.blob_id.in_(list(todo)))).all()
+            self._known_blobs.update(found)
+        for e in todo.values():
+            if e.blob_id in self._known_blobs or e.blob_id in self._pending_blobs:
+                continue
+            if e.blob_id in downloaded:
+                size, sha256 = downloaded[e.blob_id]
+            elif self.store.has(e.blob_id):
+                data = self.store.read(e.blob_id)
+                size, sha256 = len(data), hashlib.sha256(data).hexdigest()
+            else:
+                raise TransientError(f"blob {e.blob_id} of {e.filename} is missing locally")
+            session.add(Blob(blob_id=e.blob_id, sha256=sha256, size=size, first_seen_at=now))
+            self._pending_blobs.add(e.blob_id)
+
+    def _file_set(self, session, tok_files: dict[str, str], now):
+        key = file_set_key(tok_files)
+        hit = self._file_sets.get(key) or self._pending_sets.get(key)
+        if hit is None:
+            fs = session.execute(select(FileSet).where(FileSet.key == key)).scalar_one_or_none()
+            if fs is not None:
+                hit = self._file_sets[key] = (fs.id, fs.status, fs.reason, fs.tokenizer_id)
+        if hit is not None:
+            return hit
+        memo = self._fp_memo.get(key)
+        if memo is None:
+            memo = self._fingerprint(tok_files)
+            self._fp_memo[key] = memo
+        if memo[0] == "error":  # not persisted: retried on the next run
+            return None, "error", memo[1], None
+        tokenizer_id = None
+        if memo[0] == "ok":
+            fp = memo[1]
+            self.tokens.put_fingerprint(fp)
+            tokenizer_id = self._tokenizer(session, fp, now)
+            fs_status, fs_reason = "ok", None
+        else:
+            fs_status, fs_reason = memo
+        fs = FileSet(key=key, files=dict(sorted(tok_files.items())), status=fs_status, reason=fs_reason,
+                     tokenizer_id=tokenizer_id, created_at=now)
+        session.add(fs)
+        session.flush()
+        hit = self._pending_sets[key] = (fs.id, fs_status, fs_reason, tokenizer_id)
+        return hit
+
+    def _fingerprint(self, tok_files: dict[str, str]) -> tuple:
+        from .fingerprint import fingerprint_dir
+
+        tmp = self._scratch_dir("fs")
+        self.store.export(tok_files, tmp)
+        try:
+            fp = fingerprint_dir(tmp, max_file_bytes=self.max_file_bytes)
+        except InputError as e:
+            return e.status, e.message.replace(str(tmp), "<file set>")
+        except Exception as e:
+            return "error", f"fingerprint failed: {describe(e)}"
+        self.fingerprinted += 1
+        return "ok", fp
+
+    def _tokenizer(self, session, fp, now) -> int:
+        q = select(Tokenizer).where(Tokenizer.vocab_sha256 == fp.vocab_sha256)
+        tok = session.execute(q).scalar_one_or_none()
+        if tok is not None:
+            return tok.id
+        from .fingerprint import transformers_version
+
+        facts = fp.to_dict()
+        cols = {c.key for c in Tokenizer.__table__.columns}
+        tok = Tokenizer(**{k: v for k, v in facts.items() if k in cols and k != "repo_count"})
+        tok.transformers_version = transformers_version()
+        tok.created_at = now
+        session.add(tok)
+        session.flush()
+        return tok.id
+
+    def _config(self, blob_id: str):
+        if blob_id in self._config_memo:
+            return self._config_memo[blob_id]
+        from .modelconfig import read_config
+
+        tmp = self._scratch_dir("cfg")
+        self.store.export({CONFIG_FILE: blob_id}, tmp)
+        try:
+            facts = read_config(tmp, self.max_file_bytes)
+        except InputError as e:
+            facts = InputError(e.status, e.message.replace(str(tmp), "<config>"))
+        self._config_memo[blob_id] = facts
+        return facts
+
+    def _scratch_dir(self, name: str) -> Path:
+        """A reusable empty directory (mkdtemp + rmtree per use is slow on some filesystems)."""
+        path = self._scratch / name
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir()
+        return path
+
+    def _has_chat_template(self, blob_id: str) -> bool:
+        try:
+            if self.store.size(blob_id) > self.max_file_bytes:
+                return False
+            data = json.loads(self.store.read(blob_id))
+        except (OSError, ValueError, KeyError):
+            return False
+        return isinstance(data, dict) and bool(data.get("chat_template"))
