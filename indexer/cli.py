@@ -119,15 +119,12 @@ def check(target, draft, as_json, db, max_file_bytes):
 
     Exit status: 0 when SGLang STANDALONE accepts the pair, 1 when not, 2 on bad input.
     """
-    from .rules import check_pair
-    from .sides import resolve_side
+    from .sides import check as check_sides
 
     try:
-        t = resolve_side(target, db=db, max_file_bytes=max_file_bytes)
-        d = resolve_side(draft, db=db, max_file_bytes=max_file_bytes)
+        result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)
     except InputError as e:
         fail(e.message)
-    result = check_pair(t, d)
     if as_json:
         print_json(result)
     else:

@@ -67,8 +67,13 @@ def write_metadata(path: Path, db_name: str = METADATA_DB_KEY) -> Path:
     return path
 
 
-def datasette_args(db_file: str, metadata: str, host: str = DEFAULT_HOST, port=DEFAULT_PORT) -> list:
-    args = ["serve", "-i", str(db_file), "--metadata", str(metadata), "--host", host, "--port", str(port)]
+def datasette_args(db_file: str, metadata: str, host: str = DEFAULT_HOST, port=DEFAULT_PORT,
+                   plugins_dir: str | None = None) -> list:
+    """``datasette serve`` arguments: immutable catalog, our metadata and the site plugin (indexer/site)."""
+    from .site import PLUGINS_DIR
+
+    args = ["serve", "-i", str(db_file), "--metadata", str(metadata), "--host", host, "--port", str(port),
+            "--plugins-dir", str(plugins_dir or PLUGINS_DIR)]
     for name, value in DATASETTE_SETTINGS:
         args += ["--setting", name, value]
     return args
