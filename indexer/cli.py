@@ -288,14 +288,19 @@ def query(target, engine, limit, near_misses, all_, as_json, db):
               help="Port to listen on.")
 @db_option
 def serve(host, port, db):
-    """Browse the catalog with datasette (read-only, immutable) until Ctrl-C."""
+    """Browse the catalog with datasette (read-only, immutable) until Ctrl-C or SIGTERM.
+
+    Exit status: 0 stopped, 2 bad catalog or busy port.
+    """
     from .db import CatalogError
     from .publish import PublishError
     from .publish import serve as run_serve
 
-    click.echo(f"serving {db or 'the catalog'} at http://{host}:{port}/ (Ctrl-C to stop)", err=True)
+    def ready(url):
+        click.echo(f"serving {db or 'the catalog'} at {url} (Ctrl-C to stop)", err=True)
+
     try:
-        sys.exit(run_serve(db, host, port))
+        sys.exit(run_serve(db, host, port, on_ready=ready))
     except (CatalogError, PublishError) as e:
         fail(str(e))
 
@@ -358,12 +363,26 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file):
               help="Port datasette listens on.")
 @click.option("--no-serve", is_flag=True, help="Build the demo catalog and stop (do not start datasette).")
 def demo(db, host, port, no_serve):
-    """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette."""
+    """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette.
+
+    Exit status: 0 done or stopped, 1 the demo failed, 2 busy port.
+    """
+    from .db import CatalogError
     from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
+    from .publish import PublishError, check_port, free_port, stop_on_signals
     from .publish import serve as run_serve
 
+    if not no_serve:
+        port = port or free_port(host)
+        try:
+            check_port(host, port)  # before minutes of work, and before any URL is printed
+        except PublishError as e:
+            fail(str(e))
     try:
-        build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
+        with stop_on_signals():  # SIGTERM mid-crawl: the hub imitation stops, its temp dir goes
+            build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
+    except KeyboardInterrupt:
+        fail("demo interrupted", 130)
     except Exception as e:
         fail(f"demo failed: {type(e).__name__}: {e}", 1)
     click.echo(f"demo catalog: {db}")
@@ -373,10 +392,16 @@ def demo(db, host, port, no_serve):
     if no_serve:
         click.echo(f"  indexer serve --db {db}")
         return
-    for name, url in urls(host, port, Path(db).stem).items():
-        click.echo(f"  {name:18} {url}")
-    click.echo("Ctrl-C to stop.", err=True)
-    sys.exit(run_serve(db, host, port))
+
+    def ready(url):
+        for name, link in urls(host, port, Path(db).stem).items():
+            click.echo(f"  {name:18} {link}")
+        click.echo("Ctrl-C to stop.", err=True)
+
+    try:
+        sys.exit(run_serve(db, host, port, on_ready=ready))
+    except (CatalogError, PublishError) as e:
+        fail(str(e))
 
 
 def main():  # pragma: no cover

@@ -1,4 +1,4 @@
-"""indexer serve / publish: datasette metadata, canned queries, atomic compacted bundle."""
+"""indexer serve / publish: datasette metadata, the site plugin, atomic compacted bundle, PostgreSQL export."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def catalog(tmp_path) -> Path:
 
 
 def test_metadata_has_tables_facets_and_canned_queries():
+    """The questions are the plugin's pages; the canned queries left are the ones no CLI answers."""
     meta = yaml.safe_load(METADATA_PATH.read_text())
     assert meta["title"] and meta["source"] and meta.get("description_html")
     db = meta["databases"]["catalog"]
@@ -36,9 +37,8 @@ def test_metadata_has_tables_facets_and_canned_queries():
     assert "params" in repos["columns"]
     assert db["tables"]["blobs"]["units"]["size"] == "byte"
     queries = db["queries"]
-    assert {"drafts_for_target", "explain_pair", "largest_tokenizer_families", "crawl_history"} <= set(queries)
-    assert ":target" in queries["drafts_for_target"]["sql"] and ":engine" in queries["drafts_for_target"]["sql"]
-    assert ":target" in queries["explain_pair"]["sql"] and ":draft" in queries["explain_pair"]["sql"]
+    assert {"largest_tokenizer_families", "crawl_history"} == set(queries)  # no second copy of a rule in SQL
+    assert meta["about_url"] == "/about"
     assert "datasette-pretty-json" in meta["plugins"]
     assert "demo" in load_metadata("demo")["databases"]
 
@@ -49,7 +49,9 @@ def test_publish_bundle_is_compact_atomic_and_complete(catalog, tmp_path):
     assert res.exit_code == 0, res.output
     manifest = json.loads(res.output)
     assert sorted(p.name for p in out.iterdir()) == [
-        "Dockerfile", "catalog.db", "manifest.json", "metadata.yml", "requirements.txt", "serve.sh"]
+        "Dockerfile", "catalog.db", "indexer", "manifest.json", "metadata.yml", "plugins", "requirements.txt",
+        "serve.sh"]
+    assert (out / "plugins" / "indexer_site.py").is_file() and (out / "indexer" / "site" / "templates").is_dir()
     assert manifest["tables"]["repos"] == 6 and manifest["sha256"]
     con = sqlite3.connect(out / "catalog.db")
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
@@ -59,6 +61,7 @@ def test_publish_bundle_is_compact_atomic_and_complete(catalog, tmp_path):
     serve_sh = (out / "serve.sh").read_text()
     assert bundle_command() in serve_sh
     assert "-m datasette serve -i catalog.db --metadata metadata.yml" in serve_sh
+    assert "--plugins-dir plugins" in serve_sh
     assert os.access(out / "serve.sh", os.X_OK)
     assert "COPY catalog.db metadata.yml serve.sh" in (out / "Dockerfile").read_text()
     assert "datasette==" in (out / "requirements.txt").read_text()
@@ -90,32 +93,31 @@ def test_publish_refuses_bad_input(tmp_path):
     runner = CliRunner()
     res = runner.invoke(cli, ["publish", str(tmp_path / "o"), "--db", str(tmp_path / "missing.db")])
     assert res.exit_code == 2 and "does not exist" in res.output
-    res = runner.invoke(cli, ["publish", str(tmp_path / "o"), "--db", "postgresql://u@127.0.0.1:1/x"])
-    assert res.exit_code == 2 and "SQLite" in res.output
+    res = runner.invoke(cli, ["publish", str(tmp_path / "o"), "--db", "postgresql://u:secret@127.0.0.1:1/x"])
+    assert res.exit_code == 2 and res.output.startswith("error: ") and res.output.count("\n") == 1
+    assert "secret" not in res.output and ("psycopg" in res.output or "127.0.0.1" in res.output)
     res = runner.invoke(cli, ["serve", "--db", str(tmp_path / "missing.db")])
     assert res.exit_code == 2 and "does not exist" in res.output
 
 
-def test_serve_answers_canned_queries(catalog):
+def test_serve_answers_the_questions_and_redirects_old_links(catalog):
     with ServedCatalog(catalog) as site:
-        rows = site.json(f"/catalog/drafts_for_target.json?_shape=array&target={quote(TARGET)}&engine=sglang")
-        drafts = [r["Draft model"] for r in rows]
-        assert sorted(drafts) == sorted(SGLANG_DRAFTS)
-        rows = site.json(f"/catalog/drafts_for_target.json?_shape=array&target={quote(TARGET)}&engine=mlx")
-        assert set(SGLANG_DRAFTS) | {NOT_SGLANG[0]} == {r["Draft model"] for r in rows}
-        rows = site.json(f"/catalog/explain_pair.json?_shape=array&target={quote(TARGET)}"
-                         f"&draft={quote(NOT_SGLANG[0])}")
-        verdicts = {r["Engine"]: r["Verdict"] for r in rows}
-        assert verdicts == {"sglang": "rejected", "vllm": "rejected", "transformers": "rejected",
-                            "llama.cpp": "accepted", "mlx": "accepted"}
-        assert next(r for r in rows if r["Engine"] == "sglang")["Why"] == "config vocab_size differs"
+        got = site.json(f"/drafts.json?target={quote(TARGET)}&engine=sglang")
+        assert sorted(d["repo_id"] for d in got["drafts"]) == sorted(SGLANG_DRAFTS)
+        got = site.json(f"/drafts.json?target={quote(TARGET)}&engine=mlx&all=1")
+        assert set(SGLANG_DRAFTS) | set(NOT_SGLANG) == {d["repo_id"] for d in got["drafts"]}
+        # An old canned-query link: urllib follows the 301 to the new JSON.
+        got = site.json(f"/catalog/explain_pair.json?target={quote(TARGET)}&draft={quote(NOT_SGLANG[0])}")
+        verdicts = {e: v["compatible"] for e, v in got["verdicts"].items()}
+        assert verdicts == {"sglang": False, "vllm": False, "transformers": False, "llama.cpp": True, "mlx": True}
+        assert got["verdicts"]["sglang"]["reasons"] == ["vocab_size differs: target 125, draft 189"]
         rows = site.json("/catalog/largest_tokenizer_families.json?_shape=array")
         assert rows[0]["Repos"] == 4
         assert site.json("/catalog/crawl_history.json?_shape=array")[0]["Status"] == "ok"
         facets = site.json("/catalog/repos.json?_facet=status")["facet_results"]
         assert "status" in facets
         plugins = {p["name"] for p in site.json("/-/plugins.json")}
-        assert "datasette-pretty-json" in plugins
+        assert {"datasette-pretty-json", "indexer_site.py"} <= plugins
         # immutable: datasette refuses writes and the file is untouched
         assert site.json("/-/databases.json")[0]["is_mutable"] is False
 
@@ -132,6 +134,9 @@ def test_bundle_serve_sh_runs(catalog, tmp_path):
     try:
         body = wait_http(f"http://127.0.0.1:{port}/catalog/repos.json?_shape=array&status=ok")
         assert TARGET in {r["repo_id"] for r in json.loads(body)}
+        # The bundled plugin answers from the bundled library.
+        body = wait_http(f"http://127.0.0.1:{port}/drafts.json?target={quote(TARGET)}")
+        assert sorted(d["repo_id"] for d in json.loads(body)["drafts"]) == sorted(SGLANG_DRAFTS)
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=10)
