@@ -11,7 +11,9 @@ vocab_size (llama.cpp/MLX only); ``other/Mimic-0.3B`` has the same size but a di
 
 from __future__ import annotations
 
+import queue
 import tempfile
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -154,3 +156,83 @@ class ServedCatalog:
         import json
 
         return json.loads(wait_http(self.base + path, timeout=10))
+
+
+class CliProcess:
+    """``indexer ARGS`` as a real process (own session, so a leak can be cleaned up), output merged.
+
+    Tests send signals to the indexer process alone, as a service manager or a shell does.
+    """
+
+    def __init__(self, args: list[str], tmpdir):
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        self.tmpdir = Path(tmpdir)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
+        env = {**__import__("os").environ, "TMPDIR": str(self.tmpdir), "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-c", "from indexer.cli import cli; cli()", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                     start_new_session=True)
+        self.lines: list[str] = []
+        self._queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> str:
+        """Read output until a line contains ``text``; returns that line."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._queue.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.lines.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"{text!r} not printed; output so far:\n{''.join(self.lines)}")
+
+    def session_processes(self) -> list[int]:
+        """Live processes of this process's session (the datasette child included)."""
+        import os
+
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == self.proc.pid and fields[0] != "Z":  # session id, not a zombie
+                pids.append(int(entry))
+        return pids
+
+    def close(self) -> None:
+        import os
+        import signal
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+
+
+def port_closed(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) != 0

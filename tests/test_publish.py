@@ -140,3 +140,46 @@ def test_bundle_serve_sh_runs(catalog, tmp_path):
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=10)
+
+
+def test_serve_reports_a_busy_port_before_claiming_to_serve(catalog):
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        res = CliRunner().invoke(cli, ["serve", "--db", str(catalog), "--port", str(port)])
+    assert res.exit_code == 2
+    assert res.output.startswith(f"error: cannot listen on 127.0.0.1:{port}") and res.output.count("\n") == 1
+    assert "serving" not in res.output and "--port" in res.output
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_serve_datasette_and_its_temp_dir(catalog, tmp_path, signame):
+    import signal
+
+    from sample_catalog import CliProcess, free_port, port_closed
+
+    port = free_port()
+    run = CliProcess(["serve", "--db", str(catalog), "--port", str(port)], tmp_path / "tmp")
+    try:
+        line = run.wait_for("serving")
+        assert f"http://127.0.0.1:{port}/" in line
+        assert json.loads(wait_json(f"http://127.0.0.1:{port}/-/versions.json"))  # it said so once it answered
+        assert len(run.session_processes()) == 2  # indexer serve and its datasette
+        assert [p.name for p in (tmp_path / "tmp").iterdir()][0].startswith("indexer-serve-")
+        os.kill(run.proc.pid, getattr(signal, signame))
+        assert run.proc.wait(timeout=30) == 0
+        assert port_closed(port)
+        assert run.session_processes() == []  # datasette is not left behind, re-parented to PID 1
+        assert list((tmp_path / "tmp").iterdir()) == []
+    finally:
+        run.close()
+
+
+def wait_json(url: str) -> bytes:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.read()
