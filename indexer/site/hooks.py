@@ -19,6 +19,10 @@ HASH_COLUMNS = {"sha", "sha256", "vocab_sha256", "base_vocab_sha256", "blob_id",
 PARAM_COLUMNS = {"params"}
 COUNT_COLUMNS = {"downloads", "likes", "members", "repo_count", "vocab_len", "tli_intersection"}
 REPO_ID_TABLES = {"repos"}
+LIST_COLUMNS = {"tags", "architectures"}
+# The repos table page leads with what a person looks for; every other column follows, in schema order.
+FIRST_COLUMNS = {"repos": ("id", "repo_id", "status", "params", "downloads", "family", "author", "vocab_size",
+                           "vocab_size_transformers", "tokenizer_id", "is_chat", "gated", "reason")}
 COMPLETION_LIMIT = 20
 KEPT_QUERY_ARGS = {"drafts": ("target", "engine", "method", "all", "near_misses", "limit"),
                    "explain": ("target", "draft")}
@@ -200,6 +204,11 @@ def render_cell(row, value, column, table, database, datasette):
         return f"{value:,}"
     if column in HASH_COLUMNS and isinstance(value, str) and len(value) > SHORT_HASH + 4:
         return Markup(f'<code title="{escape(value)}">{escape(value[:SHORT_HASH])}…</code>')
+    if column in LIST_COLUMNS and isinstance(value, str) and value.startswith("["):
+        try:
+            return ", ".join(str(v) for v in json.loads(value))
+        except ValueError:
+            return None
     if column == "base_models" and isinstance(value, str) and value.startswith("["):
         try:
             ids = [v for v in json.loads(value) if isinstance(v, str)]
@@ -226,14 +235,36 @@ def extra_css_urls(datasette):
     return [{"url": datasette.urls.path("/-/indexer/site.css")}]
 
 
+COLLAPSE_JS = """
+[['dl.column-descriptions', 'Column descriptions'], ['pre.wrapped-sql', 'Schema (SQL)']].forEach(function (p) {
+  document.querySelectorAll(p[0]).forEach(function (el) {
+    var d = document.createElement('details'), s = document.createElement('summary');
+    s.textContent = p[1]; d.appendChild(s); el.parentNode.insertBefore(d, el); d.appendChild(el);
+  });
+});
+"""
+REORDER_COLUMNS_JS = """
+(function (first) {
+  function rank(cell) {
+    var cls = [...cell.classList].find(function (k) { return k.indexOf('col-') === 0; });
+    var i = cls ? first.indexOf(cls.slice(4)) : -1;
+    return i < 0 ? first.length : i;
+  }
+  document.querySelectorAll('table.rows-and-columns tr').forEach(function (tr) {
+    [...tr.children].map(function (c, i) { return [rank(c), i, c]; })
+      .sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; })
+      .forEach(function (x) { tr.appendChild(x[2]); });
+  });
+})(FIRST);
+"""
+
+
 @hookimpl
 def extra_body_script(template, database, table, datasette):
-    """Collapse the column descriptions of table pages behind a <details> (the data comes first)."""
+    """Table pages: column descriptions and schema collapsed behind <details>, repos' key columns first."""
     if template != "table.html":
         return None
-    return (
-        "document.querySelectorAll('dl.column-descriptions').forEach(function (dl) {"
-        " var d = document.createElement('details'); var s = document.createElement('summary');"
-        " s.textContent = 'Column descriptions'; d.appendChild(s); dl.parentNode.insertBefore(d, dl);"
-        " d.appendChild(dl); });"
-    )
+    script = COLLAPSE_JS
+    if table in FIRST_COLUMNS:  # display order only: sorting, facets, filters and JSON are untouched
+        script += REORDER_COLUMNS_JS.replace("FIRST", json.dumps(list(FIRST_COLUMNS[table])))
+    return script
