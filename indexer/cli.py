@@ -293,11 +293,12 @@ def serve(host, port, db):
     Exit status: 0 stopped, 2 bad catalog or busy port.
     """
     from .db import CatalogError
-    from .publish import PublishError
+    from .publish import PublishError, safe_url
     from .publish import serve as run_serve
 
     def ready(url):
-        click.echo(f"serving {db or 'the catalog'} at {url} (Ctrl-C to stop)", err=True)
+        shown = safe_url(db) if db and "://" in db else db or "the catalog"
+        click.echo(f"serving {shown} at {url} (Ctrl-C to stop)", err=True)
 
     try:
         sys.exit(run_serve(db, host, port, on_ready=ready))

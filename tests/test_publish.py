@@ -183,3 +183,62 @@ def wait_json(url: str) -> bytes:
 
     with urllib.request.urlopen(url, timeout=5) as r:
         return r.read()
+
+
+@pytest.fixture
+def pg_catalog(tmp_path, monkeypatch):
+    """A throw-away database on the server INDEXER_TEST_PG points at (CI starts one); filled like the sample."""
+    import uuid
+
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    server = os.environ.get("INDEXER_TEST_PG")
+    if not server:
+        pytest.skip("INDEXER_TEST_PG is not set (CI sets it to a throw-away PostgreSQL server)")
+    name = f"indexer_publish_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))  # a PostgreSQL catalog has no file beside it
+    url = make_url(server).set(database=name).render_as_string(hide_password=False)
+    try:
+        build_sample_catalog(url)
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_publish_and_serve_a_postgresql_catalog(pg_catalog, tmp_path):
+    import sqlalchemy as sa
+
+    from indexer.models import Base
+    from indexer.query import run_query
+
+    out = tmp_path / "site"
+    res = CliRunner().invoke(cli, ["publish", str(out), "--db", pg_catalog, "--json"])
+    assert res.exit_code == 0, res.output
+    manifest = json.loads(res.stdout)
+    src = sa.create_engine(pg_catalog)
+    with src.connect() as conn:
+        expected = {t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar()
+                    for t in Base.metadata.sorted_tables}
+    src.dispose()
+    assert expected["repos"] == 6 and expected["repo_classes"] > 0
+    assert {t: manifest["tables"][t] for t in expected} == expected  # every row of every table exported
+    assert manifest["source"].startswith("postgresql") and str(out) not in manifest["source"]
+    con = sqlite3.connect(out / "catalog.db")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert con.execute("SELECT count(*) FROM alembic_version").fetchone()[0] == 1
+    con.close()
+    # The snapshot answers like the PostgreSQL catalog itself, through the site.
+    for engine in ("sglang", "mlx", "llama.cpp"):
+        assert run_query(TARGET, engine=engine, all_members=True, db=str(out / "catalog.db")) == \
+            run_query(TARGET, engine=engine, all_members=True, db=pg_catalog)
+    with ServedCatalog(pg_catalog) as site:  # serve exports a snapshot into its temp dir first
+        got = site.json(f"/drafts.json?target={quote(TARGET)}&engine=mlx&all=1")
+        assert got == run_query(TARGET, engine="mlx", all_members=True, db=pg_catalog)
+        got = site.json(f"/explain.json?target={quote(TARGET)}&draft={quote(NOT_SGLANG[0])}")
+        assert got["verdicts"]["llama.cpp"]["compatible"] is True  # token lists found via INDEXER_TOKENS
