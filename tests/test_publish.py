@@ -137,6 +137,12 @@ def test_bundle_serve_sh_runs(catalog, tmp_path):
         # The bundled plugin answers from the bundled library.
         body = wait_http(f"http://127.0.0.1:{port}/drafts.json?target={quote(TARGET)}")
         assert sorted(d["repo_id"] for d in json.loads(body)["drafts"]) == sorted(SGLANG_DRAFTS)
+        before = (out / "catalog.db").read_bytes()
+        body = wait_http(f"http://127.0.0.1:{port}/explain.json?target={quote(TARGET)}&draft={quote(NOT_SGLANG[1])}")
+        assert json.loads(body)["verdicts"]["vllm"]["compatible"] is True
+        # The snapshot stays byte-identical (no switch to WAL, no -wal/-shm beside it): datasette -i trusts it.
+        assert (out / "catalog.db").read_bytes() == before
+        assert not [p.name for p in out.iterdir() if p.name.startswith("catalog.db-")]
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=10)

@@ -110,12 +110,14 @@ def engine_summary(db: str, target: str, args: dict) -> list[dict]:
 
 def explain(db: str, args: dict) -> dict:
     """``GET /explain.json``: the JSON of ``indexer check T D --json``."""
+    from ..db import readonly_url
     from ..files import InputError
     from ..sides import check
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
     try:
-        return check(target, draft, db=db, local_dirs=False)
+        # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.
+        return check(target, draft, db=readonly_url(db), local_dirs=False)
     except InputError as e:
         status = 404 if "not in the catalog" in e.message else 400
         raise SiteError(e.message, status, 2) from None
