@@ -12,6 +12,7 @@ do this); the plugin adds its own templates to datasette's Jinja loader.
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 SITE_DIR = Path(__file__).resolve().parent
@@ -21,6 +22,7 @@ STATIC_DIR = SITE_DIR / "static"
 HUB_URL = "https://huggingface.co"
 DEFAULT_LIMIT = 10  # the CLI's --limit default
 MAX_LIMIT = 500
+NOT_FOUND = re.compile(r"\bnot in (the|this) catalog\b")  # the lookup's words for a repo id it cannot find
 
 
 class SiteError(Exception):
@@ -119,7 +121,7 @@ def explain(db: str, args: dict) -> dict:
         # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.
         return check(target, draft, db=readonly_url(db), local_dirs=False)
     except InputError as e:
-        status = 404 if "not in the catalog" in e.message else 400
+        status = 404 if NOT_FOUND.search(e.message) else 400
         raise SiteError(e.message, status, 2) from None
 
 
