@@ -310,14 +310,20 @@ def serve(host, port, db):
 @click.argument("outdir")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
-def publish(outdir, db, as_json):
-    """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), metadata, serve.sh, Dockerfile."""
+@click.option("--with-tokens", is_flag=True,
+              help="Also copy the token lists (tokens/), so the site's explain view can run llama.cpp's check.")
+def publish(outdir, db, as_json, with_tokens):
+    """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), the site plugin, metadata, serve.sh,
+    Dockerfile. A PostgreSQL catalog is exported to a SQLite snapshot first.
+
+    Exit status: 0 published, 2 bad catalog or OUTDIR.
+    """
     from .db import CatalogError
     from .publish import PublishError
     from .publish import publish as run_publish
 
     try:
-        manifest = run_publish(db, outdir)
+        manifest = run_publish(db, outdir, with_tokens=with_tokens)
     except (CatalogError, PublishError) as e:
         fail(str(e))
     if as_json:

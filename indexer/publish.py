@@ -345,12 +345,14 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY catalog.db metadata.yml serve.sh manifest.json ./
 COPY plugins ./plugins
 COPY indexer ./indexer
+# With `indexer publish --with-tokens`, also: COPY tokens ./tokens
 ENV HOST=0.0.0.0 PORT=8001
 EXPOSE 8001
 CMD ["sh", "serve.sh"]
 """
 BUNDLED_PACKAGE = "indexer"
 BUNDLED_PLUGINS = "plugins"
+BUNDLED_TOKENS = "tokens"
 SITE_REQUIREMENTS = ("datasette", "datasette-pretty-json", "sqlalchemy", "orjson", "pyyaml", "tokenizers",
                      "huggingface_hub")
 
@@ -391,11 +393,13 @@ def _replace_dir(src: Path, dest: Path, ignore=None) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def publish(db: str | None, outdir) -> dict:
+def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     """Write the datasette bundle into ``outdir``; returns a manifest dict.
 
     A SQLite catalog is compacted straight into the bundle; any other catalog (PostgreSQL) is first
-    exported into a SQLite snapshot (:func:`export_sqlite`) and that is compacted.
+    exported into a SQLite snapshot (:func:`export_sqlite`) and that is compacted. ``with_tokens``
+    copies the token store too (``tokens/`` beside ``catalog.db``), so the site's explain view can
+    run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
     """
     from .site import PLUGINS_DIR
 
@@ -419,6 +423,11 @@ def publish(db: str | None, outdir) -> dict:
     package = Path(__file__).resolve().parent
     _replace_dir(package, out / BUNDLED_PACKAGE, shutil.ignore_patterns("__pycache__", "*.pyc", "hubsim"))
     _replace_dir(PLUGINS_DIR, out / BUNDLED_PLUGINS, shutil.ignore_patterns("__pycache__", "*.pyc"))
+    tokens = default_root(db)
+    if with_tokens and tokens.is_dir() and tokens.resolve() != (out / BUNDLED_TOKENS).resolve():
+        _replace_dir(tokens, out / BUNDLED_TOKENS, shutil.ignore_patterns("*.tmp"))
+    elif not with_tokens and (out / BUNDLED_TOKENS).is_dir():
+        shutil.rmtree(out / BUNDLED_TOKENS)
     _atomic_write(out / "serve.sh", SERVE_SH.format(command=bundle_command()), 0o755)
     _atomic_write(out / "requirements.txt", _requirements())
     _atomic_write(out / "Dockerfile", DOCKERFILE)
@@ -430,6 +439,7 @@ def publish(db: str | None, outdir) -> dict:
         "bytes": db_info["bytes"],
         "sha256": db_info["sha256"],
         "tables": db_info["tables"],
+        "token_lists": with_tokens,
         "serve": "sh serve.sh",
         "command": bundle_command(),
     }

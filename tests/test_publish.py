@@ -17,6 +17,7 @@ from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, ServedCatalog, bui
 
 from indexer.cli import cli
 from indexer.publish import METADATA_PATH, bundle_command, load_metadata
+from indexer.query import run_query
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_publish_bundle_is_compact_atomic_and_complete(catalog, tmp_path):
         "Dockerfile", "catalog.db", "indexer", "manifest.json", "metadata.yml", "plugins", "requirements.txt",
         "serve.sh"]
     assert (out / "plugins" / "indexer_site.py").is_file() and (out / "indexer" / "site" / "templates").is_dir()
-    assert manifest["tables"]["repos"] == 6 and manifest["sha256"]
+    assert manifest["tables"]["repos"] == 6 and manifest["sha256"] and manifest["token_lists"] is False
     con = sqlite3.connect(out / "catalog.db")
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -105,12 +106,13 @@ def test_serve_answers_the_questions_and_redirects_old_links(catalog):
         got = site.json(f"/drafts.json?target={quote(TARGET)}&engine=sglang")
         assert sorted(d["repo_id"] for d in got["drafts"]) == sorted(SGLANG_DRAFTS)
         got = site.json(f"/drafts.json?target={quote(TARGET)}&engine=mlx&all=1")
-        assert set(SGLANG_DRAFTS) | set(NOT_SGLANG) == {d["repo_id"] for d in got["drafts"]}
-        # An old canned-query link: urllib follows the 301 to the new JSON.
+        assert got == run_query(TARGET, engine="mlx", all_members=True, db=str(catalog))
+        # An old canned-query link: urllib follows the 301 to the new JSON, which is `indexer check --json`.
         got = site.json(f"/catalog/explain_pair.json?target={quote(TARGET)}&draft={quote(NOT_SGLANG[0])}")
-        verdicts = {e: v["compatible"] for e, v in got["verdicts"].items()}
-        assert verdicts == {"sglang": False, "vllm": False, "transformers": False, "llama.cpp": True, "mlx": True}
-        assert got["verdicts"]["sglang"]["reasons"] == ["vocab_size differs: target 125, draft 189"]
+        res = CliRunner().invoke(cli, ["check", "--db", str(catalog), TARGET, NOT_SGLANG[0], "--json"])
+        assert got == json.loads(res.stdout)
+        sglang = got["verdicts"]["sglang"]
+        assert sglang["compatible"] is False and "vocab_size" in sglang["reasons"][0]
         rows = site.json("/catalog/largest_tokenizer_families.json?_shape=array")
         assert rows[0]["Repos"] == 4
         assert site.json("/catalog/crawl_history.json?_shape=array")[0]["Status"] == "ok"
@@ -126,7 +128,8 @@ def test_bundle_serve_sh_runs(catalog, tmp_path):
     from sample_catalog import free_port, wait_http
 
     out = tmp_path / "site"
-    assert CliRunner().invoke(cli, ["publish", str(out), "--db", str(catalog)]).exit_code == 0
+    assert CliRunner().invoke(cli, ["publish", str(out), "--db", str(catalog), "--with-tokens"]).exit_code == 0
+    assert (out / "tokens").is_dir()
     port = free_port()
     env = {**os.environ, "PORT": str(port), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.Popen(["sh", str(out / "serve.sh")], env=env, start_new_session=True,
@@ -139,10 +142,11 @@ def test_bundle_serve_sh_runs(catalog, tmp_path):
         assert sorted(d["repo_id"] for d in json.loads(body)["drafts"]) == sorted(SGLANG_DRAFTS)
         before = (out / "catalog.db").read_bytes()
         body = wait_http(f"http://127.0.0.1:{port}/explain.json?target={quote(TARGET)}&draft={quote(NOT_SGLANG[1])}")
-        assert json.loads(body)["verdicts"]["vllm"]["compatible"] is True
         # The snapshot stays byte-identical (no switch to WAL, no -wal/-shm beside it): datasette -i trusts it.
         assert (out / "catalog.db").read_bytes() == before
         assert not [p.name for p in out.iterdir() if p.name.startswith("catalog.db-")]
+        res = CliRunner().invoke(cli, ["check", "--db", str(catalog), TARGET, NOT_SGLANG[1], "--json"])
+        assert json.loads(body) == json.loads(res.stdout)  # --with-tokens: the same answer as the live catalog
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=10)
@@ -221,7 +225,6 @@ def test_publish_and_serve_a_postgresql_catalog(pg_catalog, tmp_path):
     import sqlalchemy as sa
 
     from indexer.models import Base
-    from indexer.query import run_query
 
     out = tmp_path / "site"
     res = CliRunner().invoke(cli, ["publish", str(out), "--db", pg_catalog, "--json"])
@@ -247,4 +250,6 @@ def test_publish_and_serve_a_postgresql_catalog(pg_catalog, tmp_path):
         got = site.json(f"/drafts.json?target={quote(TARGET)}&engine=mlx&all=1")
         assert got == run_query(TARGET, engine="mlx", all_members=True, db=pg_catalog)
         got = site.json(f"/explain.json?target={quote(TARGET)}&draft={quote(NOT_SGLANG[0])}")
-        assert got["verdicts"]["llama.cpp"]["compatible"] is True  # token lists found via INDEXER_TOKENS
+        res = CliRunner().invoke(cli, ["check", "--db", pg_catalog, TARGET, NOT_SGLANG[0], "--json"])
+        assert got == json.loads(res.stdout)  # token lists found via INDEXER_TOKENS, as the CLI finds them
+        assert got["tli"] is not None

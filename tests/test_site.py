@@ -19,7 +19,7 @@ from markupsafe import escape
 from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, build_sample_catalog
 
 from indexer.cli import cli
-from indexer.query import ENGINES
+from indexer.query import ENGINE_NAMES, ENGINES, run_query
 
 PAIRS_PER_CATALOG = 12
 
@@ -117,21 +117,36 @@ def test_demo_catalog_agrees_with_the_cli(demo_db):
     assert assert_site_matches_cli(demo_db) > 0
 
 
+def outcome(verdict: dict) -> str:
+    """The word the pages show for a verdict: the library's outcome when it gives one."""
+    return (verdict.get("outcome") or ("works" if verdict["compatible"] else "rejected")).replace("_", " ")
+
+
 def test_demo_printed_pair_is_what_check_says(demo_db):
-    """The issue's first contradiction: the URL `indexer demo` prints must show llama.cpp accepting."""
+    """The issue's first contradiction: the URL `indexer demo` prints must say what `indexer check` says."""
     from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
 
     site = Site(demo_db)
+    _, expected, _ = cli_json("check", "--db", demo_db, DEMO_TARGET, DEMO_DRAFT_MISMATCH, "--json")
     status, got = site.json("/explain.json", target=DEMO_TARGET, draft=DEMO_DRAFT_MISMATCH)
-    assert status == 200 and got["verdicts"]["llama.cpp"]["compatible"] is True
+    assert status == 200 and got == expected
     page = site.get("/explain", target=DEMO_TARGET, draft=DEMO_DRAFT_MISMATCH).text
-    row = page.split('data-engine="llama.cpp"', 1)[1].split("</tr>", 1)[0]
-    assert "verdict-works" in row and str(escape(got["verdicts"]["llama.cpp"]["reasons"][0])) in row
-    # ... and the llama.cpp drafts the page lists are the CLI's, ±128 window and checked pairs included.
-    _, expected, _ = cli_json("query", "--db", demo_db, "--target", DEMO_TARGET, "--engine", "llama.cpp", "--json")
-    page = site.get("/drafts", target=DEMO_TARGET, engine="llama.cpp").text
-    listed = [chunk.split('"', 1)[0] for chunk in page.split('<tr class="draft" data-repo="')[1:]]
-    assert listed == [d["repo_id"] for d in expected["drafts"]] and len(listed) >= 3
+    for engine, verdict in expected["verdicts"].items():
+        row = page.split(f'data-engine="{engine}"', 1)[1].split("</tr>", 1)[0]
+        assert f">{outcome(verdict)}</span>" in row and str(escape(verdict["reasons"][0])) in row, engine
+    # ... and the drafts each engine's page lists are the CLI's, in the CLI's order (llama.cpp's ±128 window
+    # and checked tokenizer pairs included), with the same count in the cross-engine summary.
+    counts = {}
+    for engine in ENGINES:
+        _, expected, _ = cli_json("query", "--db", demo_db, "--target", DEMO_TARGET, "--engine", engine, "--json")
+        page = site.get("/drafts", target=DEMO_TARGET, engine=engine).text
+        listed = [chunk.split('"', 1)[0] for chunk in page.split('<tr class="draft" data-repo="')[1:]]
+        assert listed == [d["repo_id"] for d in expected["drafts"]], engine
+        counts[engine] = len(listed)
+    assert counts["sglang"] == 2  # the README's headline answer
+    summary = page.split('id="summary"', 1)[1].split("</p>", 1)[0]
+    for engine, n in counts.items():
+        assert f"{ENGINE_NAMES[engine]}</a>: {n} draft" in summary
 
 
 @needs_corpus
@@ -162,7 +177,7 @@ def test_old_canned_query_urls_redirect(sample_db):
     assert r.status_code == 301 and r.headers["location"].startswith("/explain?target=")
     # Following them gives the new answers.
     status, got = site.json(r.headers["location"].replace("/explain?", "/explain.json?"))
-    assert status == 200 and got["verdicts"]["mlx"]["compatible"] is True
+    assert status == 200 and got == cli_json("check", "--db", sample_db, TARGET, NOT_SGLANG[0], "--json")[1]
 
 
 def test_bad_requests_get_one_line(sample_db):
@@ -200,7 +215,8 @@ def test_drafts_page_shows_words_ratio_reasons_launch_and_near_misses(sample_db)
     assert "7B" in page and "500M" in page and "1/14" in page and 'class="copy"' in page
     assert f"/explain?target={quote(TARGET, safe='')}&amp;draft=" in page
     assert 'id="near-misses"' in page and NOT_SGLANG[0] in page and "fix" in page.lower()
-    assert 'id="summary"' in page and "MLX-LM</a>: 4 drafts" in page
+    mlx = len(run_query(TARGET, engine="mlx", db=sample_db)["drafts"])
+    assert 'id="summary"' in page and f"{ENGINE_NAMES['mlx']}</a>: {mlx} draft" in page
     for d in SGLANG_DRAFTS:
         assert d in page
 
