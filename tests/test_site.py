@@ -198,7 +198,7 @@ def test_bad_requests_get_one_line(sample_db):
     assert status == 400 and "target" in got["error"]
     status, got = site.json("/drafts.json", target=TARGET, limit="many")
     assert status == 400 and "limit" in got["error"]
-    for path in ("/etc", "./data", "~/models"):  # the server never reads its own filesystem
+    for path in ("/etc", "./data", "~/models", "tests/test_site.py", "a/../../etc"):  # never the server's disk
         status, got = site.json("/drafts.json", target=path)
         assert status == 400 and "not a path" in got["error"]
         status, got = site.json("/explain.json", target=TARGET, draft=path)
@@ -252,3 +252,21 @@ def test_home_asks_the_questions_first_and_tables_keep_human_labels(sample_db):
     assert raw[0]["params"] == 7 * 10**9  # JSON keeps the raw value
     search = site.get("/catalog/repos", repo_id__contains="small").text
     assert SGLANG_DRAFTS[0] in search and TARGET not in search.split("<tbody>", 1)[1]
+
+
+def test_method_drop_down_appears_once_the_library_lists_methods(sample_db, monkeypatch):
+    import inspect
+
+    from indexer import query
+
+    site = Site(sample_db)
+    page = site.get("/drafts", target=TARGET).text
+    assert ('id="method"' in page) == bool(getattr(query, "METHODS", None))
+    monkeypatch.setattr(query, "METHODS", ("draft_model", "eagle3"), raising=False)
+    page = site.get("/drafts", target=TARGET).text
+    assert 'id="method"' in page and '<option value="eagle3">eagle3</option>' in page
+    status, got = site.json("/drafts.json", target=TARGET, method="medusa")
+    assert status == 400 and "\n" not in got["error"]
+    if "method" not in inspect.signature(query.run_query).parameters:  # heads not merged yet: said, not ignored
+        status, got = site.json("/drafts.json", target=TARGET, method="eagle3")
+        assert status == 400 and "method" in got["error"]

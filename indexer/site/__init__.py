@@ -40,14 +40,29 @@ def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _repo_id(args: dict, name: str) -> str:
-    """A repo id from the URL; never a path (the server must not read its own filesystem)."""
+def _looks_local(value: str) -> bool:
+    """Would the library read this from the server's disk? (Every rule it uses, and any existing path.)"""
     from ..sides import looks_like_dir
 
+    if value.startswith(("http://", "https://")):
+        return False
+    checks = [looks_like_dir]
+    try:
+        from ..lookup import looks_like_dir as lookup_looks_like_dir  # the query's own rule, when present
+
+        checks.append(lookup_looks_like_dir)
+    except ImportError:
+        pass
+    return (any(check(value) for check in checks) or value.startswith("\\") or ".." in value.split("/")
+            or Path(value).expanduser().exists())
+
+
+def _repo_id(args: dict, name: str) -> str:
+    """A repo id from the URL; never a path (the server must not read its own filesystem)."""
     value = (args.get(name) or "").strip()
     if not value:
         raise SiteError(f"give ?{name}=owner/name")
-    if looks_like_dir(value) and not value.startswith(("http://", "https://")):
+    if _looks_local(value):
         raise SiteError(f"{name} {value!r}: give a Hub repo id (owner/name), not a path")
     return value
 
