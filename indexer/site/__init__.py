@@ -88,13 +88,31 @@ def query_kwargs(args: dict) -> dict:
         raise SiteError(f"unknown engine {kwargs['engine']!r}; choose one of {', '.join(query.ENGINES)}")
     method = (args.get("method") or "").strip()
     if method:
-        methods = getattr(query, "METHODS", None)
-        if not methods or "method" not in inspect.signature(query.run_query).parameters:
-            raise SiteError("this catalog has no speculation methods to choose from; drop ?method=")
+        methods = available_methods()
+        if not methods:
+            raise SiteError("this version of indexer answers for draft models only; drop ?method=")
         if method not in methods:
             raise SiteError(f"unknown method {method!r}; choose one of {', '.join(methods)}")
         kwargs["method"] = method
     return kwargs
+
+
+def available_methods() -> tuple:
+    """Speculation methods the query can be asked for: ``indexer.query.METHODS`` (else ``indexer.heads``'),
+    and only once ``run_query`` takes ``method`` (otherwise the drop-down would promise what it cannot do)."""
+    from .. import query
+
+    if "method" not in inspect.signature(query.run_query).parameters:
+        return ()
+    methods = getattr(query, "METHODS", None)
+    if methods is None:
+        try:
+            from .. import heads
+
+            methods = getattr(heads, "METHODS", None)
+        except ImportError:
+            methods = None
+    return tuple(methods or ())
 
 
 def drafts(db: str, args: dict) -> dict:

@@ -57,9 +57,9 @@ def _engines():
 
 
 def _methods():
-    from .. import query
+    from . import available_methods
 
-    return list(getattr(query, "METHODS", None) or [])
+    return list(available_methods())
 
 
 async def drafts_json(request, datasette):
