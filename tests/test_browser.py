@@ -253,6 +253,16 @@ def test_a_person_finds_a_draft_and_its_explanation(demo_site, browser, tmp_path
     assert verdicts[engine] == "works"  # the page listed it as a draft for this engine
     browser.screenshot(tmp_path / "explain.png")
 
+    # "other drafts for this target" leads back, on the default engine: its near misses, each with its fix.
+    browser.click("#explanation a[href^='/drafts?target=']", navigates=True)
+    assert browser.js("document.querySelector('#engine').value") == "sglang"
+    misses = cli_json("query", "--db", demo_site.db, "--target", DEMO_TARGET, "--near-misses", "--json")
+    rows = browser.js("[...document.querySelectorAll('#near-misses tbody tr')].map(tr => tr.innerText)")
+    assert len(rows) == len(misses["near_misses"]) > 0
+    for row, miss in zip(rows, misses["near_misses"]):
+        assert miss["repo_id"] in row and (miss["fix"] or "no known fix") in row
+    browser.screenshot(tmp_path / "drafts-sglang.png")
+
 
 def test_a_pair_that_fails_is_explained(demo_site, browser, tmp_path):
     from urllib.parse import urlencode
