@@ -156,7 +156,8 @@ class PortBusy(PublishError):
 
 
 def check_port(host: str, port: int) -> None:
-    """Bind the port as uvicorn will (SO_REUSEADDR, so a TIME_WAIT socket is no obstacle) and let it go."""
+    """Bind the port as uvicorn will (SO_REUSEADDR, uvicorn 0.54 config.py:601, so a TIME_WAIT socket is no
+    obstacle) and let it go."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

@@ -155,6 +155,8 @@ def _redirect(page: str):
 
 @hookimpl
 def register_routes(datasette):
+    """Plugin routes are matched before datasette's own (datasette 0.65 app.py:1219-1229), so the old
+    canned-query URLs reach the redirects instead of the database's query view."""
     return [
         (r"^/drafts\.json$", drafts_json),
         (r"^/drafts$", drafts_page),
