@@ -149,21 +149,16 @@ def check(target, draft, as_json, db, max_file_bytes):
 
     Exit status: 0 when SGLang STANDALONE accepts the pair, 1 when not, 2 on bad input.
     """
-    from .rules import check_pair
-    from .sides import resolve_side
+    from .sides import check as check_sides
 
-    sides = {}
-    for role, arg in (("target", target), ("draft", draft)):
-        try:
-            sides[role] = resolve_side(arg, db=db, max_file_bytes=max_file_bytes)
-        except InputError as e:
-            fail(f"{role} {arg}: {e.message}")
-    t, d = sides["target"], sides["draft"]
-    result = check_pair(t, d)
+    try:
+        result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)
+    except InputError as e:
+        fail(e.message)
     if as_json:
         print_json(result)
     else:
-        click.echo(f"target: {t.name}\ndraft:  {d.name}")  # as found: case, URL, GGUF base
+        click.echo(f"target: {result['target']}\ndraft:  {result['draft']}")  # as found: case, URL, GGUF base
         for engine, verdict in result["verdicts"].items():
             mark = "OK  " if verdict["compatible"] else "FAIL"
             click.echo(f"  {mark} {engine:13} {'; '.join(verdict['reasons'])}")
@@ -337,14 +332,20 @@ def query(target, engine, limit, near_misses, all_, as_json, db):
               help="Port to listen on.")
 @db_option
 def serve(host, port, db):
-    """Browse the catalog with datasette (read-only, immutable) until Ctrl-C."""
+    """Browse the catalog with datasette (read-only, immutable) until Ctrl-C or SIGTERM.
+
+    Exit status: 0 stopped, 2 bad catalog or busy port.
+    """
     from .db import CatalogError
-    from .publish import PublishError
+    from .publish import PublishError, safe_url
     from .publish import serve as run_serve
 
-    click.echo(f"serving {db or 'the catalog'} at http://{host}:{port}/ (Ctrl-C to stop)", err=True)
+    def ready(url):
+        shown = safe_url(db) if db and "://" in db else db or "the catalog"
+        click.echo(f"serving {shown} at {url} (Ctrl-C to stop)", err=True)
+
     try:
-        sys.exit(run_serve(db, host, port))
+        sys.exit(run_serve(db, host, port, on_ready=ready))
     except (CatalogError, PublishError) as e:
         fail(str(e))
 
@@ -353,14 +354,20 @@ def serve(host, port, db):
 @click.argument("outdir")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
-def publish(outdir, db, as_json):
-    """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), metadata, serve.sh, Dockerfile."""
+@click.option("--with-tokens", is_flag=True,
+              help="Also copy the token lists (tokens/), so the site's explain view can run llama.cpp's check.")
+def publish(outdir, db, as_json, with_tokens):
+    """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), the site plugin, metadata, serve.sh,
+    Dockerfile. A PostgreSQL catalog is exported to a SQLite snapshot first.
+
+    Exit status: 0 published, 2 bad catalog or OUTDIR.
+    """
     from .db import CatalogError
     from .publish import PublishError
     from .publish import publish as run_publish
 
     try:
-        manifest = run_publish(db, outdir)
+        manifest = run_publish(db, outdir, with_tokens=with_tokens)
     except (CatalogError, PublishError) as e:
         fail(str(e))
     if as_json:
@@ -413,12 +420,26 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes,
               help="Port datasette listens on.")
 @click.option("--no-serve", is_flag=True, help="Build the demo catalog and stop (do not start datasette).")
 def demo(db, host, port, no_serve):
-    """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette."""
+    """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette.
+
+    Exit status: 0 done or stopped, 1 the demo failed, 2 busy port.
+    """
+    from .db import CatalogError
     from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
+    from .publish import PublishError, check_port, free_port, stop_on_signals
     from .publish import serve as run_serve
 
+    if not no_serve:
+        port = port or free_port(host)
+        try:
+            check_port(host, port)  # before minutes of work, and before any URL is printed
+        except PublishError as e:
+            fail(str(e))
     try:
-        build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
+        with stop_on_signals():  # SIGTERM mid-crawl: the hub imitation stops, its temp dir goes
+            build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
+    except KeyboardInterrupt:
+        fail("demo interrupted", 130)
     except Exception as e:
         fail(f"demo failed: {type(e).__name__}: {e}", 1)
     click.echo(f"demo catalog: {db}")
@@ -428,10 +449,16 @@ def demo(db, host, port, no_serve):
     if no_serve:
         click.echo(f"  indexer serve --db {db}")
         return
-    for name, url in urls(host, port, Path(db).stem).items():
-        click.echo(f"  {name:18} {url}")
-    click.echo("Ctrl-C to stop.", err=True)
-    sys.exit(run_serve(db, host, port))
+
+    def ready(url):
+        for name, link in urls(host, port, Path(db).stem).items():
+            click.echo(f"  {name:18} {link}")
+        click.echo("Ctrl-C to stop.", err=True)
+
+    try:
+        sys.exit(run_serve(db, host, port, on_ready=ready))
+    except (CatalogError, PublishError) as e:
+        fail(str(e))
 
 
 def main():  # pragma: no cover

@@ -91,10 +91,15 @@ def safe_url(url: str) -> str:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file behind a sqlite URL, or None for other databases / in-memory."""
+    """The file behind a sqlite URL, or None for other databases / in-memory.
+
+    ``sqlite:///file:PATH?mode=ro&uri=true`` (a read-only URI, as the site uses) names PATH.
+    """
     if not url.startswith("sqlite:///"):
         return None
     path = url[len("sqlite:///") :]
+    if path.startswith("file:"):
+        path = path[len("file:") :].split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
 
 
@@ -158,6 +163,11 @@ def check_sqlite_file(path: Path) -> None:
         raise CatalogError(f"catalog {path} is not a SQLite database; point --db at a catalog file or a new path")
 
 
+def readonly_url(path: str | Path) -> str:
+    """A SQLAlchemy URL that opens a SQLite file read-only: no journal-mode switch, no -wal beside it."""
+    return f"sqlite:///file:{Path(path).resolve()}?mode=ro&uri=true"
+
+
 def _sqlite_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
@@ -197,7 +207,7 @@ def make_engine(db: str | None = None, *, read_only: bool = False):
         except OSError as e:
             raise CatalogError(f"catalog {path}: cannot create its directory ({e.strerror})") from None
     engine = create_engine(url, future=True)
-    if url.startswith("sqlite"):
+    if url.startswith("sqlite") and "mode=ro" not in url:  # read-only: never switch the file to WAL
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 

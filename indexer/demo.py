@@ -195,13 +195,13 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
 
 
 def urls(host: str, port: int, db_name: str) -> dict:
+    """The pages the demo points at (printed once datasette answers)."""
     from urllib.parse import quote
 
     base = f"http://{host}:{port}"
     return {
         "home": f"{base}/",
+        "drafts": f"{base}/drafts?target={quote(DEMO_TARGET)}&engine=sglang",
+        "explain": f"{base}/explain?target={quote(DEMO_TARGET)}&draft={quote(DEMO_DRAFT_MISMATCH)}",
         "repos": f"{base}/{db_name}/repos",
-        "drafts_for_target": f"{base}/{db_name}/drafts_for_target?target={quote(DEMO_TARGET)}&engine=sglang",
-        "explain_pair": (f"{base}/{db_name}/explain_pair?target={quote(DEMO_TARGET)}"
-                         f"&draft={quote(DEMO_DRAFT_MISMATCH)}"),
     }

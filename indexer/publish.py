@@ -12,15 +12,22 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .db import PROJECT_ROOT, CatalogError, read_only_uri, resolve_url, sqlite_path
 from .files import sha256_file
+from .tokenstore import default_root
 
 METADATA_PATH = PROJECT_ROOT / "data" / "metadata.yml"
 METADATA_DB_KEY = "catalog"
@@ -35,17 +42,67 @@ class PublishError(Exception):
 
 
 def catalog_file(db: str | None) -> Path:
-    """The SQLite file behind ``--db``; datasette publishing needs a file."""
+    """The SQLite file behind ``--db`` (other databases go through :func:`export_sqlite`)."""
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is None:
-        raise PublishError(
-            f"datasette publishes SQLite files; {url.split('://', 1)[0]} catalogs cannot be served "
-            "(copy it to SQLite first, or point --db at a .db file)"
-        )
+        raise PublishError(f"{safe_url(url)} is not a SQLite file; export it with `indexer publish`")
     if not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first")
     return path
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password: manifests and messages never carry a credential."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - unparsable: show only the scheme
+        return url.split("://", 1)[0] + "://..."
+
+
+EXPORT_BATCH = 5000
+
+
+def export_sqlite(db: str, dest: Path) -> dict:
+    """Snapshot any SQLAlchemy catalog (PostgreSQL, ...) into a fresh SQLite file for datasette.
+
+    The file is created by the real migrations (same schema, indexes and alembic revision), then
+    every table of the models' metadata is copied with SQLAlchemy Core in batches, parents first.
+    """
+    from sqlalchemy import create_engine, select
+
+    from .db import upgrade
+    from .models import Base
+
+    url = resolve_url(db)
+    try:
+        src = create_engine(url)
+    except ModuleNotFoundError as e:
+        raise PublishError(f"cannot open {safe_url(url)}: driver {e.name} is missing; "
+                           "pip install 'indexer[postgres]'") from None
+    except Exception as e:  # noqa: BLE001 - unknown scheme, bad URL
+        raise PublishError(f"cannot open {safe_url(url)}: {type(e).__name__}: {e}") from None
+    upgrade(str(dest))
+    dst = create_engine(f"sqlite:///{dest}")
+    counts = {}
+    try:
+        with src.connect() as s, dst.begin() as d:
+            for table in Base.metadata.sorted_tables:
+                n = 0
+                for chunk in s.execution_options(yield_per=EXPORT_BATCH).execute(select(table)).partitions():
+                    d.execute(table.insert(), [dict(row._mapping) for row in chunk])
+                    n += len(chunk)
+                counts[table.name] = n
+    except PublishError:
+        raise
+    except Exception as e:  # noqa: BLE001 - refused connection, not migrated, ...
+        raise PublishError(f"cannot export {safe_url(url)}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+    finally:
+        src.dispose()
+        dst.dispose()
+    return counts
 
 
 def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
@@ -67,35 +124,137 @@ def write_metadata(path: Path, db_name: str = METADATA_DB_KEY) -> Path:
     return path
 
 
-def datasette_args(db_file: str, metadata: str, host: str = DEFAULT_HOST, port=DEFAULT_PORT) -> list:
-    args = ["serve", "-i", str(db_file), "--metadata", str(metadata), "--host", host, "--port", str(port)]
+def datasette_args(db_file: str, metadata: str, host: str = DEFAULT_HOST, port=DEFAULT_PORT,
+                   plugins_dir: str | None = None) -> list:
+    """``datasette serve`` arguments: immutable catalog, our metadata and the site plugin (indexer/site)."""
+    from .site import PLUGINS_DIR
+
+    args = ["serve", "-i", str(db_file), "--metadata", str(metadata), "--host", host, "--port", str(port),
+            "--plugins-dir", str(plugins_dir or PLUGINS_DIR)]
     for name, value in DATASETTE_SETTINGS:
         args += ["--setting", name, value]
     return args
 
 
 def serve_command(db: str | None, host: str, port: int, metadata_dir: Path) -> list[str]:
-    """The datasette command line for ``indexer serve`` (metadata rendered into ``metadata_dir``)."""
-    path = catalog_file(db)
+    """The datasette command line for ``indexer serve`` (metadata rendered into ``metadata_dir``).
+
+    A non-SQLite catalog is first exported into ``metadata_dir`` (datasette serves SQLite files).
+    """
+    if sqlite_path(resolve_url(db)) is None:
+        path = metadata_dir / PUBLISHED_DB
+        export_sqlite(db, path)
+    else:
+        path = catalog_file(db)
     _checkpoint(path)
     meta = write_metadata(metadata_dir / "metadata.yml", path.stem)
     return [sys.executable, "-m", "datasette", *datasette_args(str(path), str(meta), host, port)]
 
 
-def serve(db: str | None = None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
-    """Run datasette in the foreground until interrupted; returns its exit status."""
-    with tempfile.TemporaryDirectory(prefix="indexer-serve-") as tmp:
-        cmd = serve_command(db, host, port, Path(tmp))
-        proc = subprocess.Popen(cmd)
+class PortBusy(PublishError):
+    """Another process listens on the port: reported before anything claims to be serving."""
+
+
+def check_port(host: str, port: int) -> None:
+    """Bind the port as uvicorn will (SO_REUSEADDR, uvicorn 0.54 config.py:601, so a TIME_WAIT socket is no
+    obstacle) and let it go."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
+            s.bind((host, port))
+        except OSError as e:
+            raise PortBusy(f"cannot listen on {host}:{port} ({e.strerror or e}); another server holds it, "
+                           "choose another with --port") from None
+
+
+def free_port(host: str = DEFAULT_HOST) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """Linux: datasette gets SIGTERM if `indexer serve` itself is killed (prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def _answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def stop_on_signals():
+    """SIGTERM (and SIGHUP) raise KeyboardInterrupt like Ctrl-C does, so every ``with`` block unwinds:
+    datasette is stopped, the hub imitation shut down and temp dirs removed."""
+    def _raise(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    old = {sig: signal.signal(sig, _raise) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            return proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait()
+
+
+def serve(db: str | None = None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, on_ready=None,
+          ready_timeout: float = 60.0) -> int:
+    """Run datasette until interrupted (Ctrl-C, SIGTERM, SIGHUP); returns its exit status.
+
+    The port is checked first (:class:`PortBusy`); ``on_ready(url)`` is called once the server
+    answers, so nothing claims to be serving before it does. Port 0 picks a free port.
+    """
+    if sqlite_path(resolve_url(db)) is not None:
+        catalog_file(db)  # a missing file is reported before the port
+    port = port or free_port(host)
+    check_port(host, port)
+    probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+    url = f"http://{host}:{port}/"
+    with stop_on_signals(), tempfile.TemporaryDirectory(prefix="indexer-serve-") as tmp:
+        cmd = serve_command(db, host, port, Path(tmp))
+        # The site's explain view reads token lists from the catalog's token store, not the snapshot's.
+        env = {**os.environ, "INDEXER_TOKENS": str(default_root(db))}
+        proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        try:
+            deadline = time.monotonic() + ready_timeout
+            while not _answers(f"http://{probe_host}:{port}/-/versions.json"):
+                if proc.poll() is not None:
+                    raise PublishError(f"datasette exited with status {proc.returncode} before serving {url}")
+                if time.monotonic() > deadline:
+                    raise PublishError(f"datasette did not answer at {url} within {ready_timeout:.0f} s")
+                time.sleep(0.1)
+            if on_ready is not None:
+                on_ready(url)
             return proc.wait()
         except KeyboardInterrupt:
-            proc.terminate()
-            try:
-                return proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                return proc.wait()
+            _stop(proc)
+            return 0
+        finally:
+            _stop(proc)
 
 
 def _checkpoint(path: Path) -> None:
@@ -172,9 +331,10 @@ def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
 
 SERVE_SH = """#!/bin/sh
 # Serve this bundle with datasette (read-only, immutable). Generated by `indexer publish`.
-# Needs: pip install -r requirements.txt
+# Needs: pip install -r requirements.txt (the site plugin runs the bundled copy of indexer/).
 set -e
 cd "$(dirname "$0")"
+export PYTHONPATH="$PWD${{PYTHONPATH:+:$PYTHONPATH}}"
 exec {command}
 """
 
@@ -185,17 +345,26 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY catalog.db metadata.yml serve.sh manifest.json ./
+COPY plugins ./plugins
+COPY indexer ./indexer
+# With `indexer publish --with-tokens`, also: COPY tokens ./tokens
 ENV HOST=0.0.0.0 PORT=8001
 EXPOSE 8001
 CMD ["sh", "serve.sh"]
 """
+BUNDLED_PACKAGE = "indexer"
+BUNDLED_PLUGINS = "plugins"
+BUNDLED_TOKENS = "tokens"
+SITE_REQUIREMENTS = ("datasette", "datasette-pretty-json", "sqlalchemy", "orjson", "pyyaml", "tokenizers",
+                     "huggingface_hub")
 
 
 def _requirements() -> str:
+    """What the bundled site imports: datasette and the modules behind /drafts and /explain."""
     from importlib.metadata import PackageNotFoundError, version
 
     lines = []
-    for dist in ("datasette", "datasette-pretty-json"):
+    for dist in SITE_REQUIREMENTS:
         try:
             lines.append(f"{dist}=={version(dist)}")
         except PackageNotFoundError:
@@ -205,35 +374,74 @@ def _requirements() -> str:
 
 def bundle_command() -> str:
     """The exact command line serve.sh runs (host/port from $HOST/$PORT, defaults 127.0.0.1:8001)."""
-    args = datasette_args(PUBLISHED_DB, "metadata.yml", "HOST_PLACEHOLDER", "PORT_PLACEHOLDER")
+    args = datasette_args(PUBLISHED_DB, "metadata.yml", "HOST_PLACEHOLDER", "PORT_PLACEHOLDER",
+                          plugins_dir=BUNDLED_PLUGINS)
     line = " ".join(["python3", "-m", "datasette", *(shlex.quote(a) for a in args)])
     return line.replace("HOST_PLACEHOLDER", f'"${{HOST:-{DEFAULT_HOST}}}"').replace(
         "PORT_PLACEHOLDER", f'"${{PORT:-{DEFAULT_PORT}}}"'
     )
 
 
-def publish(db: str | None, outdir) -> dict:
-    """Write the datasette bundle into ``outdir``; returns a manifest dict."""
-    src = catalog_file(db)
+def _replace_dir(src: Path, dest: Path, ignore=None) -> None:
+    """Copy ``src`` beside ``dest`` under a temp name, then swap it in (no half-copied package)."""
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    old = dest.with_name(f".{dest.name}.old")
+    for p in (tmp, old):
+        shutil.rmtree(p, ignore_errors=True)
+    shutil.copytree(src, tmp, ignore=ignore)
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(tmp, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
+    """Write the datasette bundle into ``outdir``; returns a manifest dict.
+
+    A SQLite catalog is compacted straight into the bundle; any other catalog (PostgreSQL) is first
+    exported into a SQLite snapshot (:func:`export_sqlite`) and that is compacted. ``with_tokens``
+    copies the token store too (``tokens/`` beside ``catalog.db``), so the site's explain view can
+    run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
+    """
+    from .site import PLUGINS_DIR
+
+    url = resolve_url(db)
     out = Path(outdir).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
-    if out / PUBLISHED_DB == src.resolve():
-        raise PublishError(f"OUTDIR {out} holds the catalog itself; publish into another directory")
-    db_info = compact_into(src, out / PUBLISHED_DB)
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=out) as tmp:
+        if sqlite_path(url) is None:
+            src = Path(tmp) / PUBLISHED_DB
+            export_sqlite(db, src)
+            source = safe_url(url)
+        else:
+            src = catalog_file(db)
+            source = str(src)
+            if out / PUBLISHED_DB == src.resolve():
+                raise PublishError(f"OUTDIR {out} holds the catalog itself; publish into another directory")
+        db_info = compact_into(src, out / PUBLISHED_DB)
     import yaml
 
     _atomic_write(out / "metadata.yml", yaml.safe_dump(load_metadata(), sort_keys=False, allow_unicode=True))
+    package = Path(__file__).resolve().parent
+    _replace_dir(package, out / BUNDLED_PACKAGE, shutil.ignore_patterns("__pycache__", "*.pyc", "hubsim"))
+    _replace_dir(PLUGINS_DIR, out / BUNDLED_PLUGINS, shutil.ignore_patterns("__pycache__", "*.pyc"))
+    tokens = default_root(db)
+    if with_tokens and tokens.is_dir() and tokens.resolve() != (out / BUNDLED_TOKENS).resolve():
+        _replace_dir(tokens, out / BUNDLED_TOKENS, shutil.ignore_patterns("*.tmp"))
+    elif not with_tokens and (out / BUNDLED_TOKENS).is_dir():
+        shutil.rmtree(out / BUNDLED_TOKENS)
     _atomic_write(out / "serve.sh", SERVE_SH.format(command=bundle_command()), 0o755)
     _atomic_write(out / "requirements.txt", _requirements())
     _atomic_write(out / "Dockerfile", DOCKERFILE)
     manifest = {
         "published_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "source": str(src),
+        "source": source,
         "outdir": str(out),
         "database": PUBLISHED_DB,
         "bytes": db_info["bytes"],
         "sha256": db_info["sha256"],
         "tables": db_info["tables"],
+        "token_lists": with_tokens,
         "serve": "sh serve.sh",
         "command": bundle_command(),
     }

@@ -35,3 +35,24 @@ def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAU
     from .catalog import side_from_catalog
 
     return side_from_catalog(arg, db=db)
+
+
+def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+          local_dirs: bool = True) -> dict:
+    """``indexer check TARGET DRAFT --json``: the one function the CLI and the site both call.
+
+    ``local_dirs=False`` (the site) refuses directory arguments: a web visitor must never make the
+    server read its own filesystem. Raises :class:`InputError` naming the side that failed.
+    """
+    from .rules import check_pair
+
+    sides = []
+    for role, arg in (("target", target), ("draft", draft)):
+        if not local_dirs and looks_like_dir(arg):
+            raise InputError("error", f"{role} {arg!r}: give a Hub repo id (owner/name), not a path")
+        try:
+            sides.append(resolve_side(arg, db=db, max_file_bytes=max_file_bytes))
+        except InputError as e:
+            msg = e.message if e.message.startswith(f"{role} ") else f"{role} {arg}: {e.message}"
+            raise InputError(e.status, msg) from None
+    return check_pair(*sides)

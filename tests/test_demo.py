@@ -55,3 +55,62 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     res = CliRunner().invoke(cli, ["demo", "--no-serve", "--db", str(db)])
     assert res.exit_code == 0, res.output
     assert "unchanged 13" in res.output
+
+
+def test_demo_reports_a_busy_port_before_building_anything(tmp_path):
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        res = CliRunner().invoke(cli, ["demo", "--db", str(tmp_path / "demo.db"), "--port", str(port)])
+    assert res.exit_code == 2 and res.output.startswith("error: cannot listen on")
+    assert "demo hub" not in res.output and "http://" not in res.output
+    assert not (tmp_path / "demo.db").exists()
+
+
+def test_demo_prints_urls_that_answer_and_sigint_cleans_up(tmp_path):
+    import os
+    import signal
+    import urllib.request
+
+    from sample_catalog import CliProcess, free_port, port_closed
+
+    port = free_port()
+    run = CliProcess(["demo", "--db", str(tmp_path / "demo.db"), "--port", str(port)], tmp_path / "tmp")
+    try:
+        run.wait_for("home ")
+        before = run.lines[:-1]
+        assert not any(line.startswith("  ") and "http://" in line for line in before)  # no URL of ours before
+        assert any("GET /-/versions.json" in line for line in before)  # ... datasette answered the probe
+        for _ in range(3):
+            line = run.wait_for("http://")
+            url = line.split()[-1]
+            with urllib.request.urlopen(url, timeout=10) as r:  # every printed URL answers at once
+                assert r.status == 200, url
+        os.kill(run.proc.pid, signal.SIGINT)
+        assert run.proc.wait(timeout=30) == 0
+        assert port_closed(port) and run.session_processes() == []
+        assert list((tmp_path / "tmp").iterdir()) == []
+    finally:
+        run.close()
+
+
+def test_sigterm_during_the_demo_crawl_stops_the_hub_imitation(tmp_path):
+    import os
+    import signal
+
+    from sample_catalog import CliProcess, free_port, port_closed
+
+    run = CliProcess(["demo", "--db", str(tmp_path / "demo.db"), "--port", str(free_port())], tmp_path / "tmp")
+    try:
+        line = run.wait_for("Hub imitation serving at")
+        hub_port = int(line.rsplit(":", 1)[1])
+        os.kill(run.proc.pid, signal.SIGTERM)
+        code = run.proc.wait(timeout=30)
+        assert code in (0, 130)  # 130 when it landed before datasette started, 0 after
+        assert port_closed(hub_port) and run.session_processes() == []
+        assert list((tmp_path / "tmp").iterdir()) == []  # the demo hub's temp dir is gone
+    finally:
+        run.close()

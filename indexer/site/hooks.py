@@ -1,0 +1,272 @@
+"""datasette hooks: the question pages, the redirects from the old canned queries, human cell labels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from functools import partial
+from urllib.parse import urlencode
+
+from datasette import hookimpl
+from datasette.utils.asgi import Response
+from markupsafe import Markup, escape
+
+from . import STATIC_DIR, TEMPLATES_DIR, SiteError, drafts, engine_summary, explain, hub_url
+
+SHORT_HASH = 12
+HASH_COLUMNS = {"sha", "sha256", "vocab_sha256", "base_vocab_sha256", "blob_id", "config_blob", "key",
+                "class_key", "draft_vocab_sha256", "target_vocab_sha256"}
+PARAM_COLUMNS = {"params"}
+COUNT_COLUMNS = {"downloads", "likes", "members", "repo_count", "vocab_len", "tli_intersection"}
+REPO_ID_TABLES = {"repos"}
+LIST_COLUMNS = {"tags", "architectures"}
+# The repos table page leads with what a person looks for; every other column follows, in schema order.
+FIRST_COLUMNS = {"repos": ("id", "repo_id", "status", "params", "downloads", "family", "author", "vocab_size",
+                           "vocab_size_transformers", "tokenizer_id", "is_chat", "gated", "reason")}
+COMPLETION_LIMIT = 20
+KEPT_QUERY_ARGS = {"drafts": ("target", "engine", "method", "all", "near_misses", "limit"),
+                   "explain": ("target", "draft")}
+
+
+def catalog_database(datasette):
+    """The served catalog: the first database backed by a file (``indexer serve`` serves one)."""
+    for name, db in datasette.databases.items():
+        if db.path and not name.startswith("_"):
+            return name, db
+    raise SiteError("no catalog is being served", 500)
+
+
+def _args(request) -> dict:
+    return {k: request.args.get(k) for k in request.args.keys()}
+
+
+async def _call(fn, *args):
+    return await asyncio.get_running_loop().run_in_executor(None, partial(fn, *args))
+
+
+def _json(payload, status: int = 200) -> Response:
+    # Same serialisation as the CLI's print_json (indent 2, non-ASCII kept, str() for the rest).
+    body = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+    return Response(body, status=status, content_type="application/json; charset=utf-8")
+
+
+def _engines():
+    from .. import query
+
+    return [(e, query.ENGINE_NAMES.get(e, e)) for e in query.ENGINES]
+
+
+def _methods():
+    from . import available_methods
+
+    return list(available_methods())
+
+
+async def drafts_json(request, datasette):
+    try:
+        _, db = catalog_database(datasette)
+        return _json(await _call(drafts, str(db.path), _args(request)))
+    except SiteError as e:
+        return _json(e.to_dict(), e.status)
+
+
+async def explain_json(request, datasette):
+    try:
+        _, db = catalog_database(datasette)
+        return _json(await _call(explain, str(db.path), _args(request)))
+    except SiteError as e:
+        return _json(e.to_dict(), e.status)
+
+
+async def drafts_page(request, datasette):
+    args = _args(request)
+    ctx = {"args": args, "engines": _engines(), "methods": _methods(), "result": None, "error": None,
+           "summary": None, "engine": args.get("engine") or "sglang"}
+    status = 200
+    if (args.get("target") or "").strip():
+        page_args = {**args, "near_misses": "1"}  # the page always shows near misses with their fix
+        try:
+            _, db = catalog_database(datasette)
+            ctx["result"] = await _call(drafts, str(db.path), page_args)
+            ctx["summary"] = await _call(engine_summary, str(db.path), ctx["result"]["target"]["repo_id"], args)
+        except SiteError as e:
+            ctx["error"], status = e.message, e.status
+    return Response.html(await datasette.render_template("indexer_drafts.html", ctx, request=request),
+                         status=status)
+
+
+async def explain_page(request, datasette):
+    from .. import query
+
+    args = _args(request)
+    ctx = {"args": args, "result": None, "error": None, "engine_names": query.ENGINE_NAMES}
+    status = 200
+    if args.get("target") or args.get("draft"):
+        try:
+            _, db = catalog_database(datasette)
+            ctx["result"] = await _call(explain, str(db.path), args)
+        except SiteError as e:
+            ctx["error"], status = e.message, e.status
+    return Response.html(await datasette.render_template("indexer_explain.html", ctx, request=request),
+                         status=status)
+
+
+async def about_page(request, datasette):
+    from .. import __version__
+
+    return Response.html(await datasette.render_template(
+        "indexer_about.html", {"version": __version__, "engines": _engines()}, request=request))
+
+
+async def repo_completion(request, datasette):
+    """``/-/indexer/repos.json?q=TEXT``: repo ids containing TEXT (case-insensitive), for the target box."""
+    text = (request.args.get("q") or "").strip()
+    if not text:
+        return _json({"repos": []})
+    try:
+        name, _ = catalog_database(datasette)
+    except SiteError as e:
+        return _json(e.to_dict(), e.status)
+    like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    prefix = like[1:]
+    rows = await datasette.get_database(name).execute(
+        "SELECT repo_id, status, params, downloads FROM repos WHERE repo_id LIKE :like ESCAPE '\\' "
+        "ORDER BY (status = 'ok') DESC, (repo_id LIKE :prefix ESCAPE '\\' "
+        "OR substr(repo_id, instr(repo_id, '/') + 1) LIKE :prefix ESCAPE '\\') DESC, "
+        "COALESCE(downloads, 0) DESC, repo_id LIMIT :n",
+        {"like": like, "prefix": prefix, "n": COMPLETION_LIMIT})
+    return _json({"repos": [dict(r) for r in rows]})
+
+
+async def site_css(request, datasette):
+    return Response((STATIC_DIR / "site.css").read_text("utf-8"), content_type="text/css; charset=utf-8",
+                    headers={"Cache-Control": "max-age=3600"})
+
+
+def _redirect(page: str):
+    async def view(request, datasette):
+        fmt = request.url_vars.get("fmt") or ""
+        keep = {k: v for k, v in _args(request).items() if k in KEPT_QUERY_ARGS[page] and v is not None}
+        target = datasette.urls.path(f"/{page}{fmt}") + (f"?{urlencode(keep)}" if keep else "")
+        return Response.redirect(target, status=301)
+
+    return view
+
+
+@hookimpl
+def register_routes(datasette):
+    """Plugin routes are matched before datasette's own (datasette 0.65 app.py:1219-1229), so the old
+    canned-query URLs reach the redirects instead of the database's query view."""
+    return [
+        (r"^/drafts\.json$", drafts_json),
+        (r"^/drafts$", drafts_page),
+        (r"^/explain\.json$", explain_json),
+        (r"^/explain$", explain_page),
+        (r"^/about$", about_page),
+        (r"^/-/indexer/repos\.json$", repo_completion),
+        (r"^/-/indexer/site\.css$", site_css),
+        # Links already shared to the old canned queries keep working.
+        (r"^/(?P<db>[^/]+)/drafts_for_target(?P<fmt>\.json)?$", _redirect("drafts")),
+        (r"^/(?P<db>[^/]+)/explain_pair(?P<fmt>\.json)?$", _redirect("explain")),
+    ]
+
+
+@hookimpl
+def prepare_jinja2_environment(env, datasette):
+    """Put the plugin's templates first (index.html override, the question pages) and add filters."""
+    from jinja2 import ChoiceLoader, FileSystemLoader
+
+    from ..query import fmt_params, fmt_ratio
+
+    env.loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES_DIR)), env.loader])
+    env.filters["params"] = fmt_params
+    env.filters["ratio"] = fmt_ratio
+    env.filters["hub_url"] = hub_url
+    env.filters["short_hash"] = lambda v: (v or "")[:SHORT_HASH]
+
+
+def _hub_link(repo_id: str, datasette) -> Markup:
+    drafts_url = datasette.urls.path("/drafts") + "?" + urlencode({"target": repo_id})
+    return Markup(f'<a href="{escape(hub_url(repo_id))}" title="Hub page">{escape(repo_id)}</a> '
+                  f'<a class="indexer-drafts-link" href="{escape(drafts_url)}">drafts</a>')
+
+
+@hookimpl
+def render_cell(row, value, column, table, database, datasette):
+    """Human labels on the raw tables: params in words, Hub links, short hashes; the raw value stays in JSON."""
+    from ..query import fmt_params
+
+    if value is None or isinstance(value, bytes):
+        return None
+    if column == "repo_id" and table in REPO_ID_TABLES and isinstance(value, str):
+        return _hub_link(value, datasette)
+    if column in PARAM_COLUMNS and isinstance(value, int):
+        return Markup(f'<span title="{value:,} parameters">{escape(fmt_params(value))}</span>')
+    if column in COUNT_COLUMNS and isinstance(value, int):
+        return f"{value:,}"
+    if column in HASH_COLUMNS and isinstance(value, str) and len(value) > SHORT_HASH + 4:
+        return Markup(f'<code title="{escape(value)}">{escape(value[:SHORT_HASH])}…</code>')
+    if column in LIST_COLUMNS and isinstance(value, str) and value.startswith("["):
+        try:
+            return ", ".join(str(v) for v in json.loads(value))
+        except ValueError:
+            return None
+    if column == "base_models" and isinstance(value, str) and value.startswith("["):
+        try:
+            ids = [v for v in json.loads(value) if isinstance(v, str)]
+        except ValueError:
+            return None
+        return Markup(", ".join(f'<a href="{escape(hub_url(i))}">{escape(i)}</a>' for i in ids))
+    return None
+
+
+@hookimpl
+def extra_template_vars(datasette):
+    return {"indexer_engines": _engines(), "indexer_methods": _methods()}
+
+
+@hookimpl
+def menu_links(datasette):
+    return [{"href": datasette.urls.path("/drafts"), "label": "Drafts for a target"},
+            {"href": datasette.urls.path("/explain"), "label": "Explain a pair"},
+            {"href": datasette.urls.path("/about"), "label": "About"}]
+
+
+@hookimpl
+def extra_css_urls(datasette):
+    return [{"url": datasette.urls.path("/-/indexer/site.css")}]
+
+
+COLLAPSE_JS = """
+[['dl.column-descriptions', 'Column descriptions'], ['pre.wrapped-sql', 'Schema (SQL)']].forEach(function (p) {
+  document.querySelectorAll(p[0]).forEach(function (el) {
+    var d = document.createElement('details'), s = document.createElement('summary');
+    s.textContent = p[1]; d.appendChild(s); el.parentNode.insertBefore(d, el); d.appendChild(el);
+  });
+});
+"""
+REORDER_COLUMNS_JS = """
+(function (first) {
+  function rank(cell) {
+    var cls = [...cell.classList].find(function (k) { return k.indexOf('col-') === 0; });
+    var i = cls ? first.indexOf(cls.slice(4)) : -1;
+    return i < 0 ? first.length : i;
+  }
+  document.querySelectorAll('table.rows-and-columns tr').forEach(function (tr) {
+    [...tr.children].map(function (c, i) { return [rank(c), i, c]; })
+      .sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; })
+      .forEach(function (x) { tr.appendChild(x[2]); });
+  });
+})(FIRST);
+"""
+
+
+@hookimpl
+def extra_body_script(template, database, table, datasette):
+    """Table pages: column descriptions and schema collapsed behind <details>, repos' key columns first."""
+    if template != "table.html":
+        return None
+    script = COLLAPSE_JS
+    if table in FIRST_COLUMNS:  # display order only: sorting, facets, filters and JSON are untouched
+        script += REORDER_COLUMNS_JS.replace("FIRST", json.dumps(list(FIRST_COLUMNS[table])))
+    return script

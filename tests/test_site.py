@@ -1,0 +1,275 @@
+"""The site answers from the library: /drafts.json == `indexer query --json`, /explain.json == `indexer check --json`.
+
+Datasette runs in-process with the plugin loaded from indexer/site/plugins (as `indexer serve` loads
+it), over the demo catalog, the sample catalog and a catalog crawled from ../shared/corpus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+from urllib.parse import quote, urlencode
+
+import pytest
+from click.testing import CliRunner
+from conftest import MODELS, needs_corpus
+from markupsafe import escape
+from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, build_sample_catalog
+
+from indexer.cli import cli
+from indexer.query import ENGINE_NAMES, ENGINES, run_query
+
+PAIRS_PER_CATALOG = 12
+
+
+class Site:
+    """An in-process datasette serving ``db`` immutably, with our metadata and plugin."""
+
+    def __init__(self, db: str):
+        from datasette.app import Datasette
+
+        from indexer.publish import load_metadata
+        from indexer.site import PLUGINS_DIR
+
+        self.db = db
+        self.ds = Datasette([], immutables=[db], metadata=load_metadata(db.rsplit("/", 1)[-1][:-3]),
+                            plugins_dir=str(PLUGINS_DIR))
+
+    def get(self, path: str, **params):
+        if params:
+            path += "?" + urlencode(params)
+        return asyncio.run(self.ds.client.get(path))
+
+    def json(self, path: str, **params):
+        r = self.get(path, **params)
+        assert r.headers["content-type"].startswith("application/json"), r.text[:500]
+        return r.status_code, r.json()
+
+
+def cli_json(*args) -> tuple[int, dict | None, str]:
+    res = CliRunner().invoke(cli, list(args))
+    try:
+        return res.exit_code, json.loads(res.stdout), res.stderr
+    except ValueError:
+        return res.exit_code, None, res.stderr
+
+
+def ok_targets(db: str) -> list[str]:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        return [r for (r,) in con.execute("SELECT repo_id FROM repos WHERE status = 'ok' ORDER BY repo_id")]
+    finally:
+        con.close()
+
+
+def assert_site_matches_cli(db: str, *, pairs: int = PAIRS_PER_CATALOG) -> int:
+    """Every target x every engine (ranked with near misses, and --all), and a sample of explained pairs."""
+    site = Site(db)
+    targets = ok_targets(db)
+    assert targets
+    compared = 0
+    for target, engine in itertools.product(targets, ENGINES):
+        for flags, params in ((["--all"], {"all": "1"}), (["--near-misses"], {"near_misses": "1"})):
+            code, expected, err = cli_json("query", "--db", db, "--target", target, "--engine", engine,
+                                           *flags, "--json")
+            status, got = site.json("/drafts.json", target=target, engine=engine, **params)
+            if code == 0:
+                assert status == 200 and got == expected, (target, engine, flags)
+            else:  # the same one line, as JSON
+                assert status >= 400 and got["error"] == err.strip().removeprefix("error: "), (target, engine)
+                assert got["exit_code"] == code
+            compared += 1
+    sample = list(itertools.permutations(targets, 2))
+    random.Random(10).shuffle(sample)
+    for target, draft in sample[:pairs]:
+        code, expected, _ = cli_json("check", "--db", db, target, draft, "--json")
+        status, got = site.json("/explain.json", target=target, draft=draft)
+        assert code in (0, 1) and status == 200 and got == expected, (target, draft)
+        compared += 1
+    return compared
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("site-sample") / "catalog.db"
+    build_sample_catalog(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory) -> str:
+    from indexer.demo import build_demo_catalog
+
+    path = str(tmp_path_factory.mktemp("site-demo") / "demo.db")
+    build_demo_catalog(path, log=lambda m: None)
+    return path
+
+
+def test_sample_catalog_agrees_with_the_cli(sample_db):
+    assert assert_site_matches_cli(sample_db, pairs=20) >= len(ENGINES) * 2 * 5
+
+
+def test_demo_catalog_agrees_with_the_cli(demo_db):
+    assert assert_site_matches_cli(demo_db) > 0
+
+
+def outcome(verdict: dict) -> str:
+    """The word the pages show for a verdict: the library's outcome when it gives one."""
+    return (verdict.get("outcome") or ("works" if verdict["compatible"] else "rejected")).replace("_", " ")
+
+
+def test_demo_printed_pair_is_what_check_says(demo_db):
+    """The issue's first contradiction: the URL `indexer demo` prints must say what `indexer check` says."""
+    from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
+
+    site = Site(demo_db)
+    _, expected, _ = cli_json("check", "--db", demo_db, DEMO_TARGET, DEMO_DRAFT_MISMATCH, "--json")
+    status, got = site.json("/explain.json", target=DEMO_TARGET, draft=DEMO_DRAFT_MISMATCH)
+    assert status == 200 and got == expected
+    page = site.get("/explain", target=DEMO_TARGET, draft=DEMO_DRAFT_MISMATCH).text
+    for engine, verdict in expected["verdicts"].items():
+        row = page.split(f'data-engine="{engine}"', 1)[1].split("</tr>", 1)[0]
+        assert f">{outcome(verdict)}</span>" in row and str(escape(verdict["reasons"][0])) in row, engine
+    # ... and the drafts each engine's page lists are the CLI's, in the CLI's order (llama.cpp's ±128 window
+    # and checked tokenizer pairs included), with the same count in the cross-engine summary.
+    counts = {}
+    for engine in ENGINES:
+        code, expected, err = cli_json("query", "--db", demo_db, "--target", DEMO_TARGET, "--engine", engine,
+                                       "--json")
+        r = site.get("/drafts", target=DEMO_TARGET, engine=engine)
+        if code:  # the engine cannot answer for this target: the page says why, in the CLI's words
+            assert r.status_code >= 400 and str(escape(err.strip().removeprefix("error: "))) in r.text
+            counts[engine] = None
+            continue
+        listed = [chunk.split('"', 1)[0] for chunk in r.text.split('<tr class="draft" data-repo="')[1:]]
+        assert listed == [d["repo_id"] for d in expected["drafts"]], engine
+        counts[engine] = len(listed)
+        page = r.text
+    assert counts["sglang"] == 2  # the README's headline answer
+    summary = page.split('id="summary"', 1)[1].split("</p>", 1)[0]
+    for engine, n in counts.items():
+        name = ENGINE_NAMES[engine]
+        assert (f"{name}: not possible" if n is None else f"{name}</a>: {n} draft") in summary, engine
+
+
+@needs_corpus
+def test_corpus_catalog_agrees_with_the_cli(tmp_path_factory):
+    from crawlkit import crawl
+
+    from indexer.compute import compute
+    from indexer.db import upgrade
+    from indexer.hubsim import HubServer
+
+    db = str(tmp_path_factory.mktemp("site-corpus") / "catalog.db")
+    upgrade(db)
+    with HubServer(str(MODELS)) as hub:
+        crawl(db, hub)
+    compute(db)
+    assert assert_site_matches_cli(db, pairs=24) >= len(ENGINES) * 2 * 20
+
+
+def test_old_canned_query_urls_redirect(sample_db):
+    site = Site(sample_db)
+    r = site.get("/catalog/drafts_for_target", target=TARGET, engine="mlx", _shape="array")
+    assert r.status_code == 301 and r.headers["location"] == f"/drafts?target={quote(TARGET, safe='')}&engine=mlx"
+    r = site.get("/catalog/drafts_for_target.json", target=TARGET, engine="mlx")
+    assert r.status_code == 301 and r.headers["location"].startswith("/drafts.json?")
+    r = site.get("/catalog/explain_pair.json", target=TARGET, draft=NOT_SGLANG[0])
+    assert r.status_code == 301 and r.headers["location"].startswith("/explain.json?target=")
+    r = site.get("/catalog/explain_pair", target=TARGET, draft=NOT_SGLANG[0])
+    assert r.status_code == 301 and r.headers["location"].startswith("/explain?target=")
+    # Following them gives the new answers.
+    status, got = site.json(r.headers["location"].replace("/explain?", "/explain.json?"))
+    assert status == 200 and got == cli_json("check", "--db", sample_db, TARGET, NOT_SGLANG[0], "--json")[1]
+
+
+def test_bad_requests_get_one_line(sample_db):
+    site = Site(sample_db)
+    status, got = site.json("/drafts.json", target="nobody/nothing")
+    code, _, err = cli_json("query", "--db", sample_db, "--target", "nobody/nothing", "--json")
+    assert status == 404 and got["error"] == err.strip().removeprefix("error: ") and got["exit_code"] == code == 3
+    status, got = site.json("/drafts.json", target=TARGET, engine="tensorrt")
+    assert status == 400 and "unknown engine" in got["error"] and "\n" not in got["error"]
+    status, got = site.json("/drafts.json")
+    assert status == 400 and "target" in got["error"]
+    status, got = site.json("/drafts.json", target=TARGET, limit="many")
+    assert status == 400 and "limit" in got["error"]
+    for path in ("/etc", "./data", "~/models", "tests/test_site.py", "a/../../etc"):  # never the server's disk
+        status, got = site.json("/drafts.json", target=path)
+        assert status == 400 and "not a path" in got["error"]
+        status, got = site.json("/explain.json", target=TARGET, draft=path)
+        assert status == 400 and "not a path" in got["error"]
+    status, got = site.json("/explain.json", target=TARGET, draft="nobody/nothing")
+    assert status == 404 and "draft" in got["error"] and "nobody/nothing" in got["error"]
+    r = site.get("/drafts", target="nobody/nothing")
+    assert r.status_code == 404 and str(escape(err.strip().removeprefix("error: "))) in r.text
+    assert "Traceback" not in r.text
+
+
+def test_drafts_page_shows_words_ratio_reasons_launch_and_near_misses(sample_db):
+    site = Site(sample_db)
+    _, expected, _ = cli_json("query", "--db", sample_db, "--target", TARGET, "--near-misses", "--json")
+    page = site.get("/drafts", target=TARGET, engine="sglang").text
+    for d in expected["drafts"]:
+        assert f'href="https://huggingface.co/{d["repo_id"]}"' in page
+        assert str(escape(d["launch"])) in page
+        for reason in d["reasons"]:
+            assert str(escape(reason)) in page
+    assert "7B" in page and "500M" in page and "1/14" in page and 'class="copy"' in page
+    assert f"/explain?target={quote(TARGET, safe='')}&amp;draft=" in page
+    assert 'id="near-misses"' in page and NOT_SGLANG[0] in page and "fix" in page.lower()
+    mlx = len(run_query(TARGET, engine="mlx", db=sample_db)["drafts"])
+    assert 'id="summary"' in page and f"{ENGINE_NAMES['mlx']}</a>: {mlx} draft" in page
+    for d in SGLANG_DRAFTS:
+        assert d in page
+
+
+def test_completion_is_case_insensitive_and_ranks_ok_repos(sample_db):
+    site = Site(sample_db)
+    status, got = site.json("/-/indexer/repos.json", q="BIG-7b")
+    ids = [r["repo_id"] for r in got["repos"]]
+    assert status == 200 and ids == [TARGET, "acme/Big-7B-gguf"]
+    assert got["repos"][1]["status"] == "no_tokenizer"
+    assert site.json("/-/indexer/repos.json", q="100%_")[1] == {"repos": []}
+
+
+def test_home_asks_the_questions_first_and_tables_keep_human_labels(sample_db):
+    site = Site(sample_db)
+    home = site.get("/").text
+    assert home.index('id="questions"') < home.index("Browse the raw tables") < home.index("repo_classes")
+    assert 'action="/drafts"' in home and 'action="/explain"' in home and 'name="repo_id__contains"' in home
+    assert 'href="/about"' in home and "https://github.com/" not in home
+    assert site.get("/about").status_code == 200
+    table = site.get("/catalog/repos", status="ok").text
+    assert f'<a href="https://huggingface.co/{TARGET}"' in table and ">7B</span>" in table
+    assert f">{'0' * 40}<" not in table and f'title="{"0" * 40}">000000000000…' in table  # full sha in the title
+    assert "Column descriptions" in table  # collapsed behind <details> by the plugin's script
+    raw = site.json("/catalog/repos.json", _shape="array", repo_id=TARGET)[1]
+    assert raw[0]["params"] == 7 * 10**9  # JSON keeps the raw value
+    search = site.get("/catalog/repos", repo_id__contains="small").text
+    assert SGLANG_DRAFTS[0] in search and TARGET not in search.split("<tbody>", 1)[1]
+
+
+def test_method_drop_down_appears_once_the_query_takes_a_method(sample_db, monkeypatch):
+    import inspect
+
+    from indexer import query
+    from indexer.site import available_methods
+
+    site = Site(sample_db)
+    takes_method = "method" in inspect.signature(query.run_query).parameters
+    page = site.get("/drafts", target=TARGET).text
+    assert ('id="method"' in page) == bool(available_methods()) and (bool(available_methods()) <= takes_method)
+    if not takes_method:  # heads not wired into run_query yet: ?method= is refused in one line, not ignored
+        status, got = site.json("/drafts.json", target=TARGET, method="eagle3")
+        assert status == 400 and "method" in got["error"] and "\n" not in got["error"]
+        monkeypatch.setattr(query, "run_query", lambda target, *, method=None, **kw: {"method": method})
+    monkeypatch.setattr(query, "METHODS", ("draft", "eagle3"), raising=False)
+    page = site.get("/drafts").text
+    assert 'id="method"' in page and '<option value="eagle3">eagle3</option>' in page
+    status, got = site.json("/drafts.json", target=TARGET, method="medusa")
+    assert status == 400 and "medusa" in got["error"]
