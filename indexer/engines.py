@@ -18,6 +18,7 @@ not only whether the engine starts:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,6 +78,8 @@ class Engine:
     class_key: tuple[str, ...]
     launch: Callable[[str, str], str]
     words: dict[str, str] = field(default_factory=dict)  # outcome -> how this engine says it
+    # a Side fact that, true on the target, makes the engine refuse every draft (query reads it)
+    refuses_target_with: str | None = None
 
     def verdict(self, t: Side, d: Side) -> Verdict:
         return self.rule(t, d)
@@ -246,6 +249,33 @@ def llamacpp_rule(t: Side, d: Side) -> Verdict:
                                     "context' and serves without a draft " + follows])
 
 
+LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
+LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
+
+
+def gguf_signature(g, tokens_sha256: str) -> str:
+    """llama.cpp's class key: what common_speculative_are_compatible compares, BOS/EOS ids only where
+    added. Equal signatures pass (same type, same flags, same token list, so same n_vocab)."""
+    parts = [g.vocab_type, bool(g.add_bos), g.bos if g.add_bos else None, bool(g.add_eos),
+             g.eos if g.add_eos else None, tokens_sha256]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def gguf_buckets(tokens) -> tuple[str, str]:
+    """Two token-prefix keys (hi, lo) such that every pair passing llama.cpp's size and text checks
+    shares one: with k = n // 128, hi hashes tokens[5 : k*128] and lo tokens[5 : (k-1)*128]. Two lists
+    within 128 of each other have k equal or one apart, and agree on [5, min(n)) ⊇ [5, k_min*128)."""
+    k = len(tokens) // LLAMACPP_MAX_VOCAB_DIFF
+
+    def key(m: int) -> str:
+        h = hashlib.sha256(f"{m}:".encode())
+        for tok in tokens[LLAMACPP_CHECK_START_ID:max(LLAMACPP_CHECK_START_ID, m * LLAMACPP_MAX_VOCAB_DIFF)]:
+            h.update(tok.encode("utf-8", "surrogatepass") + b"\0")
+        return h.hexdigest()
+
+    return key(k), key(k - 1) if k > 0 else key(-1)
+
+
 # ---------------------------------------------------------------- launch commands
 
 
@@ -353,7 +383,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
                                               "mlx_engine/model_kit/batched_vision/model_kit.py:388-394",
         },
         facts=("has_vision_config", "tok.hf_vocab_size", "tok.vocab_sha256"),
-        rule=lmstudio_rule, class_key=("hf", "tok"), launch=launch_lmstudio, words=dict(_SIZE_WORDS)),
+        rule=lmstudio_rule, class_key=("hf", "tok"), launch=launch_lmstudio, words=dict(_SIZE_WORDS),
+        refuses_target_with="has_vision_config"),
 )}
 
 ENGINE_NAMES: dict[str, str] = {name: e.display for name, e in ENGINES.items()}
