@@ -242,11 +242,10 @@ def llamacpp_rule(t: Side, d: Side) -> Verdict:
 
     ok, reasons = speculative_compatible(t.gguf, d.gguf)
     if ok:
-        return Verdict(WORKS, [*reasons, follows] if reasons else [
-            f"same vocab type, BOS/EOS, n_vocab {t.gguf.n_vocab}/{d.gguf.n_vocab} and token text from id 5 "
-            + follows])
+        return Verdict(WORKS, [f"GGUF vocabularies: {t.gguf.vocab_type}, n_vocab {t.gguf.n_vocab}/{d.gguf.n_vocab}",
+                               *reasons])
     return Verdict(NO_SPECULATION, [*reasons, "llama-server logs 'failed to initialize speculative decoding "
-                                    "context' and serves without a draft " + follows])
+                                    "context' and serves without a draft"])
 
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
@@ -270,7 +269,8 @@ def gguf_buckets(tokens) -> tuple[str, str]:
     def key(m: int) -> str:
         h = hashlib.sha256(f"{m}:".encode())
         for tok in tokens[LLAMACPP_CHECK_START_ID:max(LLAMACPP_CHECK_START_ID, m * LLAMACPP_MAX_VOCAB_DIFF)]:
-            h.update(tok.encode("utf-8", "surrogatepass") + b"\0")
+            # the rule compares with strcmp: text after a NUL does not count
+            h.update(tok.split("\0", 1)[0].encode("utf-8", "surrogatepass") + b"\0")
         return h.hexdigest()
 
     return key(k), key(k - 1) if k > 0 else key(-1)

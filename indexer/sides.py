@@ -37,7 +37,10 @@ def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_B
         from .gguf import predict_gguf
     except ImportError as e:
         return None, f"the GGUF prediction (indexer.gguf) is not available: {e}"
-    return predict_gguf(directory, max_file_bytes=max_file_bytes), None
+    try:
+        return predict_gguf(directory, max_file_bytes=max_file_bytes), None
+    except InputError as e:
+        return None, f"the GGUF prediction cannot read the files: {e.message}"
 
 
 def looks_like_dir(arg: str) -> bool:
