@@ -63,6 +63,7 @@ def build_sample_catalog(path) -> str:
                     "transformers": f"{r.vocab_size}",
                     "llama.cpp": f"{tok}",
                     "mlx": f"{tok}",
+                    "lmstudio": f"{tok}",
                 }[eng]
                 c = classes.get((eng, key))
                 if c is None:
