@@ -18,6 +18,7 @@ from indexer.db import upgrade
 from indexer.engines import ENGINES, verdicts
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
+from indexer.query import QueryError, run_query
 from indexer.sides import side_from_dir
 
 pytestmark = needs_corpus
@@ -117,30 +118,41 @@ def test_compute_derives_the_engine_facts_once(crawled):
     assert again["engine_facts"]["derived"] == 0 and again["llamacpp_pairs"]["computed"] == 0
 
 
-def test_every_pair_and_engine_equals_the_oracle_through_catalog_repo_ids(crawled, engines_oracle):
+@pytest.fixture(scope="module")
+def catalog_sides(crawled, engines_oracle):
     db, _, ids = crawled
-    sides = {name: side_from_catalog(ids[name], db=db) for name in engines_oracle["models"]}
+    return {name: side_from_catalog(ids[name], db=db) for name in engines_oracle["models"]}
+
+
+def test_every_pair_and_engine_equals_the_oracle_through_catalog_repo_ids(catalog_sides, engines_oracle):
+    sides = catalog_sides
     bad = agreement(sides, engines_oracle)
     assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
     assert_gguf_facts(sides, engines_oracle)
 
 
-def test_query_all_equals_check_for_every_target_and_engine(crawled, engines_oracle):
+def test_query_all_equals_check_for_every_target_and_engine(crawled, catalog_sides, engines_oracle):
     """One answer everywhere: the drafts `query --all` lists are exactly those `check` says work."""
     db, _, ids = crawled
     names = sorted(engines_oracle["models"])
-    sides = {name: side_from_catalog(ids[name], db=db) for name in names}
-    runner = CliRunner()
+    sides = catalog_sides
+    got = {(t, d): verdicts(sides[t], sides[d]) for t, d in itertools.permutations(names, 2)}
     for engine in ENGINES:
         for t in names:
-            works = {ids[d] for d in names if d != t and verdicts(sides[t], sides[d])[engine].compatible}
-            res = runner.invoke(cli, ["query", "--db", db, "--target", ids[t], "--engine", engine, "--all", "--json"])
-            if res.exit_code != 0:  # no class for this engine: check must agree that nothing works
-                assert works == set(), (engine, t, res.output)
-                assert "no " in res.output and "class" in res.output
+            works = {ids[d] for d in names if d != t and got[(t, d)][engine].compatible}
+            try:
+                listed = {d["repo_id"] for d in run_query(ids[t], engine=engine, all_members=True, db=db)["drafts"]}
+            except QueryError as e:  # no class for this engine: check must agree that nothing works
+                assert works == set() and "class" in e.message, (engine, t, e.message)
                 continue
-            listed = {d["repo_id"] for d in json.loads(res.stdout)["drafts"]}
             assert listed == works, (engine, t)
+    # The CLI is the same function: one target per engine through `indexer query --all --json`.
+    t = "gmars__CodeFuse-CodeLlama-34B"
+    for engine in ENGINES:
+        res = CliRunner().invoke(cli, ["query", "--db", db, "--target", ids[t], "--engine", engine, "--all", "--json"])
+        assert res.exit_code == 0, res.output
+        works = {ids[d] for d in names if d != t and got[(t, d)][engine].compatible}
+        assert {d["repo_id"] for d in json.loads(res.stdout)["drafts"]} == works, engine
 
 
 def test_check_by_repo_id_exits_on_the_chosen_engine(crawled, engines_oracle):
