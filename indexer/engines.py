@@ -109,12 +109,11 @@ def _sizes(what: str, ts, ds) -> str:
     return f"{what} differs: target {ts}, draft {ds}"
 
 
-def _mapping_differs(t: Side, d: Side, size: int | None, engine: str) -> list[str]:
-    reasons = [f"{engine} starts (sizes equal), but the get_vocab() mappings differ: {SLOWER}"]
-    if differs_only_above(t, d, size):
-        reasons.append(f"the mappings differ only at ids >= vocab_size {size}, which neither model can emit "
-                       "(e.g. a <pad> appended after the embedding rows): drafting is not harmed by them")
-    return reasons
+def _above_only(t: Side, d: Side, size: int | None) -> list[str]:
+    if not differs_only_above(t, d, size):
+        return []
+    return [f"the mappings differ only at ids >= vocab_size {size}, which neither model can emit "
+            "(e.g. a <pad> appended after the embedding rows): drafting is not harmed by them"]
 
 
 def _tokenizer_missing(t: Side, d: Side) -> str | None:
@@ -137,8 +136,7 @@ def sglang_rule(t: Side, d: Side) -> Verdict:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
         return Verdict(USELESS, [f"vocab_size {ts} on both, but get_vocab() mappings differ: the draft worker "
-                                 f"loads no tokenizer, so SGLang starts and {SLOWER}",
-                                 *_mapping_differs(t, d, ts, "SGLang")[1:]])
+                                 f"loads no tokenizer, so SGLang starts and {SLOWER}", *_above_only(t, d, ts)])
     return Verdict(WORKS, [f"vocab_size {ts} and get_vocab() mapping identical"])
 
 
@@ -168,7 +166,8 @@ def vllm_rule(t: Side, d: Side) -> Verdict:
     if missing:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, _mapping_differs(t, d, ts, "vLLM (it never compares tokenizers)"))
+        return Verdict(USELESS, [f"vocab_size {ts} on both, so vLLM starts; it never compares tokenizers, and the "
+                                 f"get_vocab() mappings differ: {SLOWER}", *_above_only(t, d, ts)])
     return Verdict(WORKS, [f"vocab_size {ts} on both and the same get_vocab() mapping"])
 
 
@@ -188,8 +187,7 @@ def transformers_rule(t: Side, d: Side) -> Verdict:
     if not same_mapping(t, d):
         return Verdict(USELESS, [f"vocab_size {ts} on both, so transformers treats them as one tokenizer and "
                                  f"passing assistant_tokenizer raises; the mappings differ: output stays correct "
-                                 f"(the target verifies every token), but {SLOWER}",
-                                 *_mapping_differs(t, d, ts, "transformers")[1:]])
+                                 f"(the target verifies every token), but {SLOWER}", *_above_only(t, d, ts)])
     return Verdict(WORKS, [f"vocab_size {ts} on both and the same mapping"])
 
 
