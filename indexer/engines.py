@@ -321,7 +321,8 @@ def launch_lmstudio(target: str, draft: str) -> str:
 
 # ---------------------------------------------------------------- the registry
 
-_SIZE_WORDS = {WORKS: "works", USELESS: "starts, drafts are rejected", REFUSED: "refuses to start"}
+_SIZE_WORDS = {WORKS: "works", USELESS: "starts, but rejects nearly every drafted token: slower than no draft",
+               REFUSED: "refuses to start"}
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(
@@ -364,7 +365,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         },
         facts=("gguf",),
         rule=llamacpp_rule, class_key=("gguf_sig",), launch=launch_llamacpp,
-        words={WORKS: "works", NO_SPECULATION: "serves without speculation", REFUSED: "no GGUF"}),
+        words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
+               REFUSED: "has no GGUF to load (the converter refuses the repo)"}),
     Engine(
         name="mlx", display="MLX-LM (mlx_lm.generate)", version="mlx-lm d78bf58e",
         sources={

@@ -285,7 +285,7 @@ class Query:
                 else:
                     reason = f"same size {self.size}, but the get_vocab() mappings differ"
                     fix = self._tli_fix(r)
-                out.append(self._miss(r, "useless", "mapping", f"{reason}: {registry.SLOWER}", fix))
+                out.append(self._miss(r, "useless", "mapping", reason, fix))
             # refused: the same mapping at another size (the engine raises at launch).
             sizes = dict(self.cat.all(
                 "SELECT id, vocab_size FROM compat_classes WHERE engine = :e AND tokenizer_id = :tid "
@@ -440,7 +440,8 @@ def render(result: dict, *, all_members: bool = False) -> str:
         lines.append("near misses (one check fails):")
         for m in result["near_misses"]:
             size = f"{fmt_params(m['params'])}, {fmt_ratio(m['ratio'])}"
-            lines.append(f"  {m['repo_id']} ({size}) {m['outcome']}: {m['reason']}")
+            said = registry.ENGINES[engine].words.get(m["outcome"], m["outcome"])
+            lines.append(f"  {m['repo_id']} ({size}) {m['outcome']} ({said}): {m['reason']}")
             if m["fix"]:
                 lines.append(f"    fix: {m['fix']}")
     return "\n".join(lines)

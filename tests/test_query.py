@@ -165,7 +165,7 @@ def test_all_returns_exactly_the_class(catalog):
     vllm = run_query(TARGET, db=catalog, all_members=True, engine="vllm", near_misses=True)
     assert set(ids(vllm["drafts"])) == expected
     added = next(m for m in vllm["near_misses"] if m["repo_id"] == "variant/added")
-    assert added["outcome"] == "useless" and "slower than none" in added["reason"]
+    assert added["outcome"] == "useless" and "added tokens differ" in added["reason"]
     # MLX compares tokenizer.vocab_size (the base vocabulary): every repo of the same mapping works.
     mlx = run_query(TARGET, db=catalog, all_members=True, engine="mlx")
     assert set(ids(mlx["drafts"])) == {r[0] for r in REPOS if r[1] == 1} - {TARGET}
@@ -189,6 +189,8 @@ def test_near_misses(catalog):
     assert "meta-llama/Llama-3.2-1B" not in misses
     text = CliRunner().invoke(cli, ["query", "--target", TARGET, "--db", catalog, "--near-misses"]).output
     assert "near misses" in text and "fix:" in text
+    assert "useless (starts, but rejects nearly every drafted token: slower than no draft)" in text
+    assert "refused (refuses to start)" in text
 
 
 def test_target_with_unknown_params_ranks_nothing(catalog):
