@@ -315,8 +315,9 @@ def launch_mlx(target: str, draft: str) -> str:
 
 
 def launch_lmstudio(target: str, draft: str) -> str:
-    body = {"model": target, "draft_model": draft, "messages": [{"role": "user", "content": "..."}]}
-    return f"curl http://localhost:1234/v1/chat/completions -H 'Content-Type: application/json' -d '{json.dumps(body)}'"
+    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding)."""
+    return (f"python -c \"import lmstudio as lms; print(lms.llm('{target}').respond('...', "
+            f"config={{'draftModel': '{draft}'}}))\"")
 
 
 # ---------------------------------------------------------------- the registry

@@ -289,7 +289,8 @@ def test_launch_commands_use_current_syntax():
     cfg = json.loads(vllm.split("--speculative-config ", 1)[1].strip("'"))
     assert vllm.startswith("vllm serve org/T") and cfg["method"] == "draft_model" and cfg["model"] == "org/D"
     assert "--draft-model org/D" in e["mlx"].launch("org/T", "org/D")
-    assert '"draft_model": "org/D"' in e["lmstudio"].launch("org/T", "org/D")
+    assert "lms.llm('org/T')" in e["lmstudio"].launch("org/T", "org/D")
+    assert "config={'draftModel': 'org/D'}" in e["lmstudio"].launch("org/T", "org/D")
     assert "assistant_model=assistant" in e["transformers"].launch("org/T", "org/D")
 
 

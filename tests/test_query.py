@@ -133,7 +133,7 @@ def test_json_shape(catalog):
     ("transformers", 'assistant = AutoModelForCausalLM.from_pretrained("Qwen/small-chat")'),
     # MLX also accepts the 0.5B with its smaller config vocab_size, and it has more downloads.
     ("mlx", "--draft-model Qwen/Qwen2.5-0.5B-Instruct"),
-    ("lmstudio", '"draft_model": "Qwen/Qwen2.5-0.5B-Instruct"'),
+    ("lmstudio", "'draftModel': 'Qwen/Qwen2.5-0.5B-Instruct'"),
 ])
 def test_launch_flags_per_engine(catalog, engine, flag):
     res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--engine", engine, "--db", catalog])
