@@ -172,8 +172,8 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql(
                     "INSERT INTO tmp_ok SELECT r.id, t.id, r.vocab_size, "
                     "CASE WHEN e.text_config_error IS NULL THEN r.vocab_size_transformers END, "
-                    "CASE WHEN e.id IS NULL THEN r.vocab_size_transformers "
-                    "WHEN e.text_config_error IS NULL THEN e.vllm_vocab_size END, "
+                    "CASE WHEN e.text_config_error IS NULL THEN COALESCE(e.vllm_vocab_size, "
+                    "r.vocab_size_transformers) END, "
                     "t.hf_vocab_size, e.gguf_signature, e.gguf_n_vocab, r.params, r.downloads, "
                     "x.lineage_id, x.author_id, x.family_id, r.is_chat, "
                     f"CASE WHEN r.gated IS NULL OR r.gated IN {NOT_GATED} THEN FALSE ELSE TRUE END, "
