@@ -41,6 +41,8 @@ def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_B
         return predict_gguf(directory, max_file_bytes=max_file_bytes), None
     except InputError as e:
         return None, f"the GGUF prediction cannot read the files: {e.message}"
+    except Exception as e:  # noqa: BLE001 - one engine's prediction must not abort the other verdicts
+        return None, f"the GGUF prediction failed: {type(e).__name__}: {e}"
 
 
 def looks_like_dir(arg: str) -> bool:
