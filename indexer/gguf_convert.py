@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size, read_json, read_optional_json
-from .gguf_archs import SUPPORTED, VOCAB_PATH
+from .gguf_archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
 from .gguf_hf import ConverterError, NotModelled, load_hf_tokenizer
 from .gguf_prehash import CHKTXT, PRE_BY_HASH
 
@@ -449,9 +449,8 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
     if isinstance(hparams.get("text_config"), dict):  # TextModel.__init__, base.py:1352-1354
         hparams = {**hparams, **hparams["text_config"]}
     _find_hparam(hparams, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])  # base.py:1356
-    if arch == "Qwen3ForCausalLM" or arch.startswith("Qwen3Moe") or arch == "Qwen3Model":
-        if hparams.get("architectures", [None])[0] == "InternS1ForConditionalGeneration":
-            raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
+    if arch in INTERNS1_GUARDED and (hparams.get("architectures") or [None])[0] == "InternS1ForConditionalGeneration":
+        raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
     try:
         written = PATHS[VOCAB_PATH[arch][0]](directory, hparams, max_bytes)
     except (ConverterError, InputError):
