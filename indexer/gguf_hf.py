@@ -4,8 +4,8 @@ The converter (``get_vocab_base``, ``LlamaHfVocab``) runs under transformers 4.5
 (llama.cpp requirements/requirements-convert_legacy_llama.txt:5). We do not run it: this module builds the
 same backend with the ``tokenizers`` library, following transformers 4.57.6 (``src/transformers/...``):
 
-* the class: ``tokenizer_config.json`` ``tokenizer_class`` (its ``Fast`` variant), else the config's
-  ``model_type`` (models/auto/tokenization_auto.py:242-588, the entries listed in FAST_CLASS_BY_MODEL_TYPE);
+* the class: ``tokenizer_class`` of tokenizer_config.json or config.json (its ``Fast`` variant), else the
+  config's ``model_type`` (models/auto/tokenization_auto.py, copied in indexer/gguf_tfmap.py);
 * the backend: ``tokenizer.json`` (tokenization_utils_fast.py:115-117) unless ``from_slow`` applies, else the
   slow files converted (convert_slow_tokenizer.py:331-368 GPT2Converter, :402-445 Qwen2Converter);
   ``LlamaTokenizerFast`` forces ``from_slow`` when ``add_prefix_space`` is set
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size, read_json, read_optional_json
+from .gguf_tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
 
 
 class ConverterError(Exception):
@@ -37,29 +38,6 @@ class ConverterError(Exception):
 class NotModelled(ConverterError):
     """A converter path this module does not reproduce; the prediction says so instead of guessing."""
 
-
-# models/auto/tokenization_auto.py (transformers 4.57.6): model_type -> fast class, for the common types.
-FAST_CLASS_BY_MODEL_TYPE = {
-    "llama": "LlamaTokenizerFast",  # :357
-    "mistral": "LlamaTokenizerFast",  # :436
-    "mixtral": "LlamaTokenizerFast",
-    "phi3": "LlamaTokenizerFast",  # :553
-    "gpt2": "GPT2TokenizerFast",  # :302
-    "gpt_neox": "GPTNeoXTokenizerFast",  # :305
-    "falcon": "PreTrainedTokenizerFast",  # :242
-    "qwen2": "Qwen2TokenizerFast",  # :570
-    "qwen2_moe": "Qwen2TokenizerFast",
-    "qwen2_vl": "Qwen2TokenizerFast",
-    "qwen2_5_vl": "Qwen2TokenizerFast",  # :577
-    "qwen3": "Qwen2TokenizerFast",  # :588
-    "qwen3_moe": "Qwen2TokenizerFast",
-    "gemma": "GemmaTokenizerFast",
-    "gemma2": "GemmaTokenizerFast",
-    "starcoder2": "GPT2TokenizerFast",
-    "gpt_bigcode": "GPT2TokenizerFast",
-    "olmo": "GPTNeoXTokenizerFast",
-    "stablelm": "GPTNeoXTokenizerFast",
-}
 
 # Each fast class's __init__ defaults for the named special tokens (models/*/tokenization_*_fast.py).
 CLASS_DEFAULTS: dict[str, dict[str, str | None]] = {
@@ -105,6 +83,14 @@ class HFTokenizer:
         return self.backend.decode(self.backend.encode(token, add_special_tokens=False).ids, skip_special_tokens=False)
 
 
+def _token_fields(t: dict) -> dict:
+    """AddedToken(**serialized): special defaults to False, normalized to ``not special`` (tokenizers)."""
+    special = bool(t.get("special", False))
+    return {"content": t["content"], "special": special, "normalized": bool(t.get("normalized", not special)),
+            "lstrip": bool(t.get("lstrip", False)), "rstrip": bool(t.get("rstrip", False)),
+            "single_word": bool(t.get("single_word", False))}
+
+
 def _content(value) -> str | None:
     if isinstance(value, str):
         return value
@@ -114,10 +100,22 @@ def _content(value) -> str | None:
 
 
 def resolve_class(tc: dict, config: dict) -> str:
-    name = tc.get("tokenizer_class")
+    """AutoTokenizer's class choice (models/auto/tokenization_auto.py:1120-1190 in 4.57.6, use_fast=True)."""
+    name = tc.get("tokenizer_class") or config.get("tokenizer_class")
     if isinstance(name, str) and name:
-        return name if name.endswith("Fast") else name + "Fast"
-    return FAST_CLASS_BY_MODEL_TYPE.get(config.get("model_type"), "PreTrainedTokenizerFast")
+        if not name.endswith("Fast") and name + "Fast" in KNOWN_CLASSES:
+            return name + "Fast"
+        if name in KNOWN_CLASSES:
+            if not name.endswith("Fast") and name != "PreTrainedTokenizerFast":
+                raise NotModelled(f"indexer does not model the slow tokenizer class {name}")
+            return name
+        raise ConverterError(f"ValueError: Tokenizer class {name} does not exist or is not currently imported.")
+    model_type = config.get("model_type")
+    if model_type in FAST_BY_MODEL_TYPE:
+        return FAST_BY_MODEL_TYPE[model_type]
+    if model_type in SLOW_ONLY_MODEL_TYPES:
+        raise NotModelled(f"indexer does not model the slow tokenizer of model type {model_type}")
+    return "PreTrainedTokenizerFast"  # tokenizer.json alone (tokenization_auto.py: the config-less fallback)
 
 
 def _read_merges_gpt2(path: Path) -> list[tuple[str, ...]]:
@@ -207,13 +205,12 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         if key in tc:
             named[key] = _content(tc[key])
     extra += [c for c in map(_content, tc.get("additional_special_tokens") or []) if c]
-    declared: dict[int, tuple[str, bool, bool]] = {}  # id -> (content, special, normalized)
+    declared: dict[int, dict] = {}  # id -> AddedToken fields
     decoder = tc.get("added_tokens_decoder")
     if isinstance(decoder, dict):
         for key, t in decoder.items():
             if isinstance(t, dict) and isinstance(t.get("content"), str):
-                special = bool(t.get("special", False))
-                declared[int(key)] = (t["content"], special, bool(t.get("normalized", not special)))
+                declared[int(key)] = _token_fields(t)
     else:
         stm = read_optional_json(directory, "special_tokens_map.json", max_bytes) or {}
         for key, value in stm.items():
@@ -223,15 +220,17 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
                 named[key] = _content(value)
         specials = {v for v in named.values() if v} | set(extra)
         atj = read_optional_json(directory, "added_tokens.json", max_bytes) or {}
-        for content, i in atj.items():
+        for content, i in atj.items():  # tokenization_utils_base.py:2316-2331
             if isinstance(i, int):
-                declared[i] = (content, content in specials, content not in specials)
-        if tj_path.is_file():
+                special = content in specials
+                declared[i] = {"content": content, "special": special, "normalized": not special}
+        if tj_path.is_file():  # tokenization_utils_base.py:2335-2345
             for t in json.loads(tj_path.read_text(encoding="utf-8")).get("added_tokens") or []:
-                declared[t["id"]] = (t["content"], bool(t.get("special")), bool(t.get("normalized", True)))
+                declared[t["id"]] = _token_fields(t)
 
     specials = {v for v in named.values() if v} | set(extra)
-    to_add = [AddedToken(c, special=s or c in specials, normalized=n) for _, (c, s, n) in sorted(declared.items())]
+    to_add = [AddedToken(**{**f, "special": f["special"] or f["content"] in specials})
+              for _, f in sorted(declared.items())]
     to_add += [AddedToken(c, special=True, normalized=False) for c in [*named.values(), *extra]
                if c and c not in {t.content for t in to_add}]
     if to_add:
@@ -242,6 +241,9 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         add_bos = tc.get("add_bos_token", add_bos_default)
         add_eos = tc.get("add_eos_token", add_eos_default)
         bos, eos = named.get("bos_token"), named.get("eos_token")
+        for on, what, token in ((add_bos, "bos", bos), (add_eos, "eos", eos)):
+            if on and token is None:  # e.g. models/gpt_neox/tokenization_gpt_neox_fast.py:149-155
+                raise ConverterError(f"ValueError: add_{what}_token = True but {what}_token = None")
         vocab_now = backend.get_vocab(with_added_tokens=True)
         single = ([f"{bos}:0"] if add_bos and bos else []) + ["$A:0"] + ([f"{eos}:0"] if add_eos and eos else [])
         pair = single + [s.replace("$A:0", "$B:1").replace(":0", ":1") for s in single]

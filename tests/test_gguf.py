@@ -301,3 +301,20 @@ def test_to_dict_carries_tokens_sha256_not_tokens():
     import hashlib
 
     assert d["tokens_sha256"] == hashlib.sha256(b"".join(t.encode() + b"\0" for t in v.tokens)).hexdigest()
+
+
+def test_a_tokenizer_class_transformers_4_57_lacks_is_the_converters_error(tmp_path):
+    d = bpe_dir(tmp_path, tokenizer_config={"tokenizer_class": "TokenizersBackend"})  # a transformers 5 name
+    v = predict_gguf(d)
+    assert v.error == "ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported."
+
+
+def test_model_type_picks_the_fast_class_and_its_post_processor(tmp_path, monkeypatch):
+    """GPTNeoXTokenizerFast rebuilds the post-processor from add_bos_token (default off)."""
+    post = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", 1)])
+    d = bpe_dir(tmp_path, post_processor=post, config={"model_type": "gpt_neox"},
+                tokenizer_config={"tokenizer_class": None})
+    tok = load_hf_tokenizer(d, json.loads((d / "config.json").read_text()))
+    assert tok.cls == "GPTNeoXTokenizerFast" and tok.encode("ab") == [68]
+    d2 = bpe_dir(tmp_path / "llama", post_processor=post, tokenizer_config={"tokenizer_class": "LlamaTokenizer"})
+    assert load_hf_tokenizer(d2, {"model_type": "llama"}).encode("ab") == [1, 68]
