@@ -434,3 +434,12 @@ INTERNS1_GUARDED = frozenset({
     "Qwen3VLMoeForConditionalGeneration",
     "StepVLForConditionalGeneration",
 })
+
+# Read by hand: set_vocab bodies that add only keys the draft check does not read (FIM ids, add_space_prefix).
+VOCAB_PATH.update({
+    "GemmaForCausalLM": ("sentencepiece", "conversion/gemma.py:23-37 (GemmaModel)"),
+    "Gemma2ForCausalLM": ("sentencepiece", "conversion/gemma.py:79-82 (Gemma2Model)"),
+    # tokenizer.model present -> SentencePiece, else GPT-2 BPE (an is_file test, same outcome as the try/except)
+    "Gemma3ForCausalLM": ("sentencepiece_or_gpt2", "conversion/gemma.py:134-139 (Gemma3Model)"),
+    "Gemma3ForConditionalGeneration": ("sentencepiece_or_gpt2", "conversion/gemma.py:134-139 (Gemma3Model)"),
+})
