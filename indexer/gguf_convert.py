@@ -8,6 +8,7 @@ Nothing here runs the converter, torch or transformers' tokenizers: the paths ar
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,14 +109,19 @@ class SpecialVocab:
             self._try_load_merges_txt(directory)
 
     def _try_load_merges_txt(self, directory: Path) -> None:  # vocab.py:124-147
+        """Only whether a well-formed merge line exists matters here (libllama needs the key, :2000-2004)."""
         path = directory / "merges.txt"
         if not path.is_file():
             return
         check_size(path, self.max_bytes)
-        lines = path.read_text(encoding="utf-8").splitlines()
-        if lines and lines[0].strip().startswith("#"):
-            lines = lines[1:]
-        self.merges = [f"{p[0]} {p[1]}" for p in (line.strip().split(None, 3) for line in lines) if len(p) == 2]
+        with open(path, encoding="utf-8") as f:
+            first = next(f, "").strip()
+            lines = f if first.startswith("#") else itertools.chain([first], f)
+            for line in lines:
+                parts = line.strip().split(None, 3)
+                if len(parts) == 2:
+                    self.merges = [f"{parts[0]} {parts[1]}"]  # the first one stands for all
+                    return
 
     def _set_special_token(self, typ: str, tid) -> None:  # vocab.py:149-159
         if not isinstance(tid, int):
