@@ -19,6 +19,8 @@ from .gguf_hf import ConverterError, NotModelled
 
 LLAMACPP_COMMIT = "0c1e57098"
 LLAMA_TOKEN_NULL = -1
+# The error prefix of a converter path this indexer does not reproduce: unknown, not a refusal.
+NOT_MODELLED = "not modelled: "
 
 # include/llama.h:73-80, enum llama_vocab_type; names as oracle-engines.json's vocab_type_name.
 VOCAB_TYPE_NAMES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2"}
@@ -77,6 +79,11 @@ class GGUFVocab:
         return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None)
 
 
+def is_not_modelled(v: GGUFVocab) -> bool:
+    """True when ``converted=False`` only means the indexer does not model that converter path."""
+    return not v.converted and (v.error or "").startswith(NOT_MODELLED)
+
+
 def refused(error: str) -> GGUFVocab:
     return GGUFVocab(False, error, None, None, None, None, None, None, None, None)
 
@@ -98,7 +105,7 @@ def load_vocab(written: Written) -> GGUFVocab:
         if pre in PRE_NO_BOS:
             bos = LLAMA_TOKEN_NULL
     else:
-        return refused(f"indexer does not model libllama loading tokenizer model '{written.model}'")
+        return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{written.model}'")
 
     # :2509-2515: an empty text becomes "[EMPTY_i]"; token_to_id must then be a bijection (GGML_ASSERT :2540).
     tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(written.tokens))
@@ -133,7 +140,7 @@ def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
     try:
         _, written = convert(d, max_file_bytes)
     except NotModelled as e:
-        return refused(f"not modelled: {e}")
+        return refused(f"{NOT_MODELLED}{e}")
     except ConverterError as e:
         return refused(str(e))
     except InputError:
@@ -182,4 +189,5 @@ def speculative_compatible(target: GGUFVocab, draft: GGUFVocab) -> tuple[bool, l
     return True, reasons
 
 
-__all__ = ["LLAMACPP_COMMIT", "GGUFVocab", "predict_gguf", "speculative_compatible", "DEFAULT_MAX_FILE_BYTES"]
+__all__ = ["LLAMACPP_COMMIT", "NOT_MODELLED", "GGUFVocab", "is_not_modelled", "predict_gguf", "speculative_compatible",
+           "DEFAULT_MAX_FILE_BYTES"]

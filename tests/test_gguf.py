@@ -12,7 +12,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, 
 
 from indexer import gguf_prehash
 from indexer.files import InputError
-from indexer.gguf import GGUFVocab, load_vocab, predict_gguf, speculative_compatible
+from indexer.gguf import GGUFVocab, is_not_modelled, load_vocab, predict_gguf, speculative_compatible
 from indexer.gguf_convert import Written, pre_tokenizer_hash
 from indexer.gguf_hf import load_hf_tokenizer
 
@@ -196,7 +196,8 @@ def test_unsupported_architecture(tmp_path):
 def test_supported_but_unmodelled_architecture_says_so(tmp_path):
     d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["T5ForConditionalGeneration"]})
     v = predict_gguf(d)
-    assert not v.converted and v.error.startswith("not modelled:")
+    assert not v.converted and v.error.startswith("not modelled:") and is_not_modelled(v)
+    assert not is_not_modelled(predict_gguf(bpe_dir(tmp_path / "bpe")))  # a real refusal
 
 
 def test_missing_layer_count_is_the_converters_key_error(tmp_path):
