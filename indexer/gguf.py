@@ -104,6 +104,12 @@ def load_vocab(written: Written) -> GGUFVocab:
         add_bos = pre in PRE_ADD_BOS
         if pre in PRE_NO_BOS:
             bos = LLAMA_TOKEN_NULL
+    elif written.model == "bert":  # :1981-1990, :2437-2442
+        vocab_type, bos, eos = 3, 101, LLAMA_TOKEN_NULL
+        add_bos, add_eos = True, False
+    elif written.model == "t5":  # :2036-2046, :2443-2446
+        vocab_type, bos, eos = 4, LLAMA_TOKEN_NULL, 1
+        add_bos, add_eos = False, True
     else:
         return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{written.model}'")
 

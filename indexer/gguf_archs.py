@@ -443,3 +443,13 @@ VOCAB_PATH.update({
     "Gemma3ForCausalLM": ("sentencepiece_or_gpt2", "conversion/gemma.py:134-139 (Gemma3Model)"),
     "Gemma3ForConditionalGeneration": ("sentencepiece_or_gpt2", "conversion/gemma.py:134-139 (Gemma3Model)"),
 })
+VOCAB_PATH.update({
+    **{a: ("bert", "conversion/bert.py:40-67 (BertModel)") for a in (
+        "BertModel", "BertForMaskedLM", "CamembertModel", "BertForSequenceClassification",  # bert.py:17
+        "DistilBertModel", "DistilBertForMaskedLM", "DistilBertForSequenceClassification",  # bert.py:243
+    )},
+    **{a: ("t5", "conversion/t5.py:27-119 (T5Model, T5EncoderModel: same body at t5.py:165)") for a in (
+        "T5WithLMHeadModel", "T5ForConditionalGeneration", "MT5ForConditionalGeneration",
+        "UMT5ForConditionalGeneration", "UMT5Model", "T5EncoderModel",
+    )},
+})

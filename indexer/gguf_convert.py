@@ -368,8 +368,8 @@ def pre_tokenizer_hash(tok) -> str:
     return hashlib.sha256(str(tok.encode(CHKTXT)).encode()).hexdigest()
 
 
-def _gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
-    """get_vocab_base + _set_vocab_gpt2 (base.py:1581-1626, 1964-1972)."""
+def _vocab_base(directory: Path, hparams: dict, max_bytes: int) -> tuple[list[str], list[str], str]:
+    """get_vocab_base (base.py:1581-1626): texts, types ("normal", "control", "user", "unused") and pre."""
     tok = load_hf_tokenizer(directory, read_json(directory / "config.json", max_bytes), max_bytes)
     vocab_size = hparams.get("vocab_size", len(tok.vocab))
     if max(tok.vocab.values()) >= vocab_size:  # base.py:1587
@@ -378,20 +378,120 @@ def _gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
     if pre is None:  # base.py:1943-1956
         raise ConverterError("NotImplementedError: BPE pre-tokenizer was not recognized - update get_vocab_base_pre()")
     reverse = {i: t for t, i in tok.vocab.items()}
-    tokens = []
+    tokens, types = [], []
     for i in range(vocab_size):
         if i not in reverse:
             tokens.append(f"[PAD{i}]")
+            types.append("unused")
             continue
         token = reverse[i]
+        kind = "normal"
         if token in tok.added:
             if not tok.added_normalized.get(i, True):
                 token = tok.decode_roundtrip(token)
-            if not (tok.added_special.get(i) or does_token_look_special(token)):
+            if tok.added_special.get(i) or does_token_look_special(token):
+                kind = "control"
+            else:
                 token = token.replace(SPIECE_UNDERLINE, " ")
+                kind = "user"
         tokens.append(token)
+        types.append(kind)
+    return tokens, types, pre
+
+
+def _gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """_set_vocab_gpt2 (base.py:1964-1972)."""
+    tokens, _, pre = _vocab_base(directory, hparams, max_bytes)
     written = Written(model="gpt2", pre=pre, tokens=tokens)
     SpecialVocab(directory, max_bytes, load_merges=True).add_to(written)
+    return written
+
+
+def _bert(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """BertModel.set_vocab (conversion/bert.py:40-67): WordPiece in "phantom space" form, model "bert"."""
+    tokens, types, pre = _vocab_base(directory, hparams, max_bytes)
+
+    def phantom(tok: str, kind: str) -> str:
+        if kind == "control":
+            return tok
+        return tok[2:] if tok.startswith("##") else SPIECE_UNDERLINE + tok
+
+    written = Written(model="bert", pre=pre, tokens=list(map(phantom, tokens, types)))
+    SpecialVocab(directory, max_bytes, n_vocab=len(tokens)).add_to(written)
+    return written
+
+
+def _sp_model_type(raw: bytes) -> int:
+    """ModelProto.trainer_spec.model_type (sentencepiece_model.proto: field 2, then field 3; UNIGRAM = 1 default)."""
+
+    def fields(buf: bytes):
+        i = 0
+        while i < len(buf):
+            key, i = _varint(buf, i)
+            num, wire = key >> 3, key & 7
+            if wire == 0:
+                val, i = _varint(buf, i)
+            elif wire == 2:
+                n, i = _varint(buf, i)
+                val, i = buf[i:i + n], i + n
+            elif wire == 5:
+                val, i = buf[i:i + 4], i + 4
+            elif wire == 1:
+                val, i = buf[i:i + 8], i + 8
+            else:
+                raise ValueError("not a SentencePiece model")
+            yield num, val
+
+    model_type = 1
+    for num, val in fields(raw):
+        if num == 2:
+            for n2, v2 in fields(val):
+                if n2 == 3:
+                    model_type = v2
+    return model_type
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        if i >= len(buf):
+            raise ValueError("truncated varint")
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, i
+        shift += 7
+
+
+def _t5(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """T5Model.set_vocab (conversion/t5.py:27-119): Unigram -> model "t5"; a BPE model -> SentencePiece path."""
+    path = directory / "tokenizer.model"
+    if not path.is_file():
+        path = directory / "spiece.model"
+    if not path.is_file():
+        raise ConverterError(f"FileNotFoundError: File not found: {path}")
+    check_size(path, max_bytes)
+    kind = _sp_model_type(path.read_bytes())
+    if kind == 2:  # t5.py:47-51
+        if path.name != "tokenizer.model":
+            raise ConverterError("AssertionError (assert tokenizer_path.name == 'tokenizer.model')")
+        return _sentencepiece(directory, hparams, max_bytes)
+    if kind != 1:
+        raise ConverterError("AssertionError (assert sentencepiece_model.trainer_spec.model_type == 1)")
+    sp = _load_sentencepiece(path, max_bytes)
+    vocab_size = hparams.get("vocab_size", sp.vocab_size())
+    tokens = [f"[PAD{i}]" for i in range(vocab_size)]
+    try:
+        for i in range(sp.vocab_size()):  # no range check (t5.py:66-83)
+            tokens[i] = sp.IdToPiece(i)
+    except IndexError as e:
+        raise _fail(e) from None
+    for key, tid in (read_optional_json(directory, "added_tokens.json", max_bytes) or {}).items():
+        if tid < vocab_size:  # t5.py:85-96
+            tokens[tid] = key
+    written = Written(model="t5", pre="default", tokens=tokens)
+    SpecialVocab(directory, max_bytes, n_vocab=len(tokens)).add_to(written)
     return written
 
 
@@ -434,6 +534,8 @@ PATHS = {
     "sentencepiece": lambda d, h, m: _sentencepiece_strict(d, h, m),
     "sentencepiece_or_gpt2": _sentencepiece_or_gpt2,
     "phi3": _phi3,
+    "bert": _bert,
+    "t5": _t5,
 }
 
 

@@ -49,6 +49,8 @@ CLASS_DEFAULTS: dict[str, dict[str, str | None]] = {
                              "eos_token": "<|endoftext|>"},
     "Qwen2TokenizerFast": {"unk_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
     "PreTrainedTokenizerFast": {},
+    "BertTokenizerFast": {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                          "mask_token": "[MASK]"},
 }
 # update_post_processor() and its add_bos_token/add_eos_token defaults, per class.
 POST_PROCESSOR_DEFAULTS = {
@@ -174,6 +176,21 @@ def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
     raise NotModelled(f"indexer does not model converting {cls}'s slow files to a fast tokenizer")
 
 
+def _bert_normalizer(backend, tc: dict) -> None:
+    """BertTokenizerFast.__init__ rebuilds the normalizer from do_lower_case/strip_accents/tokenize_chinese_chars
+    when they differ from tokenizer.json's (models/bert/tokenization_bert_fast.py:86-101 in 4.57.6)."""
+    from tokenizers import normalizers
+
+    if backend.normalizer is None:
+        return
+    state = json.loads(backend.normalizer.__getstate__())
+    wanted = {"lowercase": tc.get("do_lower_case", True), "strip_accents": tc.get("strip_accents"),
+              "handle_chinese_chars": tc.get("tokenize_chinese_chars", True)}
+    if any(state.get(k, v) != v for k, v in wanted.items()):
+        kind = state.pop("type")
+        backend.normalizer = getattr(normalizers, kind)(**{**state, **wanted})
+
+
 def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> HFTokenizer:
     """AutoTokenizer.from_pretrained(directory) as transformers 4.57.6 builds it (see the module docstring)."""
     from tokenizers import AddedToken, Tokenizer, processors
@@ -197,6 +214,8 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         backend = _from_slow_files(directory, cls, tc, max_bytes)
     backend.no_truncation()
     backend.no_padding()
+    if cls == "BertTokenizerFast":
+        _bert_normalizer(backend, tc)
 
     # Named special tokens: class defaults < tokenizer_config.json < special_tokens_map.json (legacy mode only).
     named: dict[str, str | None] = dict(CLASS_DEFAULTS.get(cls, {}))

@@ -194,7 +194,7 @@ def test_unsupported_architecture(tmp_path):
 
 
 def test_supported_but_unmodelled_architecture_says_so(tmp_path):
-    d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["T5ForConditionalGeneration"]})
+    d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["MambaForCausalLM"]})
     v = predict_gguf(d)
     assert not v.converted and v.error.startswith("not modelled:") and is_not_modelled(v)
     assert not is_not_modelled(predict_gguf(bpe_dir(tmp_path / "bpe")))  # a real refusal
@@ -319,3 +319,47 @@ def test_model_type_picks_the_fast_class_and_its_post_processor(tmp_path, monkey
     assert tok.cls == "GPTNeoXTokenizerFast" and tok.encode("ab") == [68]
     d2 = bpe_dir(tmp_path / "llama", post_processor=post, tokenizer_config={"tokenizer_class": "LlamaTokenizer"})
     assert load_hf_tokenizer(d2, {"model_type": "llama"}).encode("ab") == [1, 68]
+
+
+# ---------------------------------------------------------------- WordPiece (bert.py:40-67) and Unigram (t5.py:27-119)
+
+def wordpiece_dir(path: Path) -> Path:
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "##es", "a"]
+    tok = Tokenizer(models.WordPiece(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+                                                       special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tok.add_special_tokens([AddedToken(t, special=True) for t in words[:5]])
+    path.mkdir(parents=True, exist_ok=True)
+    tok.save(str(path / "tokenizer.json"))
+    write(path, "tokenizer_config.json", {"tokenizer_class": "BertTokenizer"})
+    write(path, "config.json", {"architectures": ["BertModel"], "model_type": "bert", "num_hidden_layers": 2,
+                                "vocab_size": 12})
+    return path
+
+
+def test_wordpiece_is_wpm_in_phantom_space_form(tmp_path, monkeypatch):
+    d = wordpiece_dir(tmp_path)
+    assert predict_gguf(d).error.startswith("NotImplementedError: BPE pre-tokenizer")  # the hash is checked too
+    known_hash(monkeypatch, d, pre="jina-v1-en")
+    v = predict_gguf(d)
+    assert (v.converted, v.vocab_type, v.n_vocab) == (True, "wpm", 12)
+    assert v.tokens[:9] == ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "▁the", "▁fox", "es", "▁a")
+    assert v.tokens[9:] == ("▁[PAD9]", "▁[PAD10]", "▁[PAD11]")
+    # TemplateProcessing [CLS] $A [SEP]: BOS := [CLS] and EOS := [SEP], both added (vocab.py:245-280)
+    assert (v.add_bos, v.bos, v.add_eos, v.eos) == (True, 2, True, 3)
+
+
+def test_unigram_sentencepiece_is_ugm_with_t5_defaults(tmp_path):
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(LINES), model_writer=model, vocab_size=40,
+                                   model_type="unigram", minloglevel=2)
+    (tmp_path / "spiece.model").write_bytes(model.getvalue())
+    write(tmp_path, "config.json", {"architectures": ["T5ForConditionalGeneration"], "model_type": "t5",
+                                    "num_layers": 2, "vocab_size": 42})
+    v = predict_gguf(tmp_path)
+    assert (v.converted, v.vocab_type, v.n_vocab, v.tokens[-1]) == (True, "ugm", 42, "[PAD41]")
+    assert (v.add_bos, v.add_eos, v.bos, v.eos) == (False, True, -1, 1)  # llama-vocab.cpp:2036-2046, 2443-2446
+    write(tmp_path, "config.json", {"architectures": ["T5ForConditionalGeneration"], "num_layers": 2,
+                                    "vocab_size": 30})
+    assert predict_gguf(tmp_path).error == "IndexError: list assignment index out of range"  # t5.py has no range check
