@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from .gguf_convert import Written, convert
-from .gguf_hf import ConverterError, NotModelled
+from .gguf_hf import ConverterError, NotModelled, file_cache
 
 LLAMACPP_COMMIT = "0c1e57098"
 LLAMA_TOKEN_NULL = -1
@@ -144,7 +144,8 @@ def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     d = check_dir(directory)
     try:
-        _, written = convert(d, max_file_bytes)
+        with file_cache():
+            _, written = convert(d, max_file_bytes)
     except NotModelled as e:
         return refused(f"{NOT_MODELLED}{e}")
     except ConverterError as e:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size, read_json, read_optional_json
+from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
 from .gguf_archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
-from .gguf_hf import ConverterError, NotModelled, load_hf_tokenizer
+from .gguf_hf import ConverterError, NotModelled, load_hf_tokenizer, read_json, read_optional_json
 from .gguf_prehash import CHKTXT, PRE_BY_HASH
 
 SPIECE_UNDERLINE = "\u2581"
@@ -45,7 +44,7 @@ def load_hparams(directory: Path, max_bytes: int) -> dict:
     if not path.is_file():
         # AutoConfig fails, no synthetic loader matches, then open() raises (base.py:1282-1291).
         raise ConverterError(f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'")
-    config = read_json(path, max_bytes)
+    config = dict(read_json(path, max_bytes))
     if "vocab_size" not in config and "text_config" not in config:
         # AutoConfig(...).to_dict() fills the class default (base.py:1280); transformers' default is used.
         default = _class_default_vocab_size(directory)
@@ -149,6 +148,7 @@ class SpecialVocab:
         else:
             added_tokens = {}
         tc = read_optional_json(directory, "tokenizer_config.json", self.max_bytes)
+        tc = dict(tc) if tc is not None else None  # SpecialVocab edits its copy (vocab.py:222-318)
         if tokenizer:
             self._read_post_processor(tokenizer, tc)
         if not tc:
@@ -563,7 +563,7 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
         written = PATHS[VOCAB_PATH[arch][0]](directory, hparams, max_bytes)
     except (ConverterError, InputError):
         raise
-    except (KeyError, TypeError, ValueError, IndexError, json.JSONDecodeError) as e:
+    except Exception as e:  # the converter dies on the same exception; say which, in one line
         raise _fail(e) from None
     if arch == "PhiForCausalLM" and "bos" not in written.add_special:  # phi.py:36, set before set_vocab
         written.add_special["bos"] = False

@@ -24,11 +24,42 @@ same backend with the ``tokenizers`` library, following transformers 4.57.6 (``s
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size, read_json, read_optional_json
+from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
+from .files import read_json as _read_json
 from .gguf_tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
+
+_CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
+
+
+@contextmanager
+def file_cache():
+    """Within one prediction, parse each JSON file once (the converter reads some of them three times)."""
+    token = _CACHE.set({})
+    try:
+        yield
+    finally:
+        _CACHE.reset(token)
+
+
+def read_json(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    """indexer.files.read_json, memoised inside file_cache(); callers must not mutate the result."""
+    cache = _CACHE.get()
+    if cache is None:
+        return _read_json(path, max_bytes)
+    key = (str(path), max_bytes)
+    if key not in cache:
+        cache[key] = _read_json(path, max_bytes)
+    return cache[key]
+
+
+def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    path = directory / name
+    return read_json(path, max_bytes) if path.is_file() else None
 
 
 class ConverterError(Exception):
@@ -244,7 +275,7 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
                 special = content in specials
                 declared[i] = {"content": content, "special": special, "normalized": not special}
         if tj_path.is_file():  # tokenization_utils_base.py:2335-2345
-            for t in json.loads(tj_path.read_text(encoding="utf-8")).get("added_tokens") or []:
+            for t in read_json(tj_path, max_bytes).get("added_tokens") or []:
                 declared[t["id"]] = _token_fields(t)
 
     specials = {v for v in named.values() if v} | set(extra)
@@ -273,7 +304,7 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
 
     vocab = backend.get_vocab(with_added_tokens=True)
     decoder_now = backend.get_added_tokens_decoder()
-    added = {t.content: i for i, t in decoder_now.items()}
+    added = {t.content: i for i, t in sorted(decoder_now.items())}  # get_added_vocab(), id order
     special_ids = {vocab[c] for c in specials if c in vocab}
     return HFTokenizer(
         backend=backend,
