@@ -372,7 +372,7 @@ def _vocab_base(directory: Path, hparams: dict, max_bytes: int) -> tuple[list[st
     """get_vocab_base (base.py:1581-1626): texts, types ("normal", "control", "user", "unused") and pre."""
     tok = load_hf_tokenizer(directory, read_json(directory / "config.json", max_bytes), max_bytes)
     vocab_size = hparams.get("vocab_size", len(tok.vocab))
-    if max(tok.vocab.values()) >= vocab_size:  # base.py:1587
+    if not max(tok.vocab.values()) < vocab_size:  # base.py:1587
         raise ConverterError("AssertionError (assert max(tokenizer.vocab.values()) < vocab_size)")
     pre = PRE_BY_HASH.get(pre_tokenizer_hash(tok))
     if pre is None:  # base.py:1943-1956

@@ -278,10 +278,17 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
             for t in read_json(tj_path, max_bytes).get("added_tokens") or []:
                 declared[t["id"]] = _token_fields(t)
 
+    if cls == "CodeLlamaTokenizerFast":  # models/code_llama/tokenization_code_llama_fast.py:118-121
+        for key, default in (("prefix_token", "▁<PRE>"), ("middle_token", "▁<MID>"), ("suffix_token", "▁<SUF>"),
+                             ("eot_token", "▁<EOT>")):
+            value = _content(tc[key]) if key in tc else default
+            if value:
+                extra.append(value)
     specials = {v for v in named.values() if v} | set(extra)
     to_add = [AddedToken(**{**f, "special": f["special"] or f["content"] in specials})
               for _, f in sorted(declared.items())]
-    to_add += [AddedToken(c, special=True, normalized=False) for c in [*named.values(), *extra]
+    # all_special_tokens_extended order: bos, eos, unk, sep, pad, cls, mask, then the additional ones
+    to_add += [AddedToken(c, special=True, normalized=False) for c in [*(named.get(k) for k in NAMED), *extra]
                if c and c not in {t.content for t in to_add}]
     if to_add:
         backend.add_tokens(to_add)
