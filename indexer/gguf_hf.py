@@ -107,13 +107,19 @@ class HFTokenizer:
     added_special: dict[int, bool]  # added_tokens_decoder[i].special
     added_normalized: dict[int, bool]
     all_special_ids: set[int]
+    clean_up_tokenization_spaces: bool = False  # tokenization_utils_base.py:1454 (default False in 4.57.6)
 
     def encode(self, text: str) -> list[int]:
         return self.backend.encode(text).ids
 
     def decode_roundtrip(self, token: str) -> str:
         """tokenizer.decode(tokenizer.encode(token, add_special_tokens=False)), base.py:1604."""
-        return self.backend.decode(self.backend.encode(token, add_special_tokens=False).ids, skip_special_tokens=False)
+        text = self.backend.decode(self.backend.encode(token, add_special_tokens=False).ids, skip_special_tokens=False)
+        if self.clean_up_tokenization_spaces:  # tokenization_utils_base.py:4112-4135
+            for a, b in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                         (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+                text = text.replace(a, b)
+        return text
 
 
 def _token_fields(t: dict) -> dict:
@@ -322,4 +328,5 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         added_special={i: bool(t.special) for i, t in decoder_now.items()},
         added_normalized={i: bool(t.normalized) for i, t in decoder_now.items()},
         all_special_ids=special_ids,
+        clean_up_tokenization_spaces=bool(tc.get("clean_up_tokenization_spaces", False)),
     )

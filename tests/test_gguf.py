@@ -363,3 +363,14 @@ def test_unigram_sentencepiece_is_ugm_with_t5_defaults(tmp_path):
     write(tmp_path, "config.json", {"architectures": ["T5ForConditionalGeneration"], "num_layers": 2,
                                     "vocab_size": 30})
     assert predict_gguf(tmp_path).error == "IndexError: list assignment index out of range"  # t5.py has no range check
+
+
+def test_unnormalized_added_token_is_decoded_back_with_transformers_clean_up(tmp_path, monkeypatch):
+    d = bpe_dir(tmp_path, vocab_size=80, tokenizer_config={"clean_up_tokenization_spaces": True})
+    tj = json.loads((d / "tokenizer.json").read_text())
+    tj["added_tokens"].append({"id": 69, "content": "x ,y", "single_word": False, "lstrip": False, "rstrip": False,
+                               "normalized": False, "special": False})
+    write(d, "tokenizer.json", tj)
+    known_hash(monkeypatch, d)
+    v = predict_gguf(d)
+    assert v.tokens[69] == "x,y"  # decode(encode(t)) then clean_up_tokenization (base.py:1600-1606)
