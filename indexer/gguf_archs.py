@@ -453,3 +453,19 @@ VOCAB_PATH.update({
         "UMT5ForConditionalGeneration", "UMT5Model", "T5EncoderModel",
     )},
 })
+VOCAB_PATH.update({
+    **{a: ("deepseek", "conversion/deepseek.py:265-316 (DeepseekV2Model)") for a in (
+        "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekOCRForCausalLM", "UnlimitedOCRForCausalLM",
+        "KimiVLForConditionalGeneration", "KimiK25ForConditionalGeneration", "YoutuForCausalLM",
+        "YoutuVLForConditionalGeneration", "HYV4ForCausalLM",
+    )},
+    # exaone.py:68-76 is _set_vocab_gpt2 written out
+    **{a: ("gpt2", "conversion/exaone.py:68-76 (Exaone4Model)") for a in (
+        "Exaone4ForCausalLM", "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM", "Exaone4_5_ForConditionalGeneration",
+    )},
+    "NemotronForCausalLM": ("sentencepiece", "conversion/nemotron.py:160-163 (NemotronModel; pad/unk ids only)"),
+    **{a: ("stablelm", "conversion/stablelm.py:18-23 (StableLMModel)") for a in (
+        "StableLmForCausalLM", "StableLMEpochForCausalLM", "LlavaStableLMEpochForCausalLM",
+    )},
+    "MPTForCausalLM": ("mpt", "conversion/mpt.py:16-25 (MPTModel)"),
+})

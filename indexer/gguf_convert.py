@@ -495,6 +495,46 @@ def _t5(directory: Path, hparams: dict, max_bytes: int) -> Written:
     return written
 
 
+def _deepseek(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """DeepseekV2Model.set_vocab (conversion/deepseek.py:265-316): GPT-2 BPE; on any failure it reloads the
+    tokenizer and accepts only the kimi-k2 tiktoken vocabulary, else NotImplementedError."""
+    try:
+        return _gpt2(directory, hparams, max_bytes)
+    except NotModelled:
+        raise
+    except ConverterError:
+        pass
+    tok = load_hf_tokenizer(directory, read_json(directory / "config.json", max_bytes), max_bytes)
+    pre = PRE_BY_HASH.get(pre_tokenizer_hash(tok))
+    if pre is None:
+        raise ConverterError("NotImplementedError: BPE pre-tokenizer was not recognized - update get_vocab_base_pre()")
+    if pre == "kimi-k2":
+        raise NotModelled("indexer does not model the kimi-k2 tiktoken vocabulary (deepseek.py:275-314)")
+    raise ConverterError(f"NotImplementedError: Deepseek pre-tokenizer {pre!r} is not supported yet!")
+
+
+def _stablelm(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """StableLMModel.set_vocab (conversion/stablelm.py:18-23): GPT-2 BPE with tokenizer.json, else Qwen's."""
+    if (directory / "tokenizer.json").is_file():
+        return _gpt2(directory, hparams, max_bytes)
+    raise NotModelled("indexer does not model _set_vocab_qwen (tiktoken, remote code)")
+
+
+def _mpt(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """MPTModel.set_vocab (conversion/mpt.py:16-25): GPT-2 BPE, on any failure SentencePiece with add_bos off
+    and EOS id 1 written after SpecialVocab."""
+    try:
+        return _gpt2(directory, hparams, max_bytes)
+    except NotModelled:
+        raise
+    except ConverterError:
+        pass
+    written = _sentencepiece_strict(directory, hparams, max_bytes)
+    written.add_special["bos"] = False
+    written.special_ids["eos"] = 1
+    return written
+
+
 def _sentencepiece_or_gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
     """try _set_vocab_sentencepiece except FileNotFoundError: _set_vocab_gpt2 (e.g. qwen.py:60-64)."""
     try:
@@ -536,6 +576,9 @@ PATHS = {
     "phi3": _phi3,
     "bert": _bert,
     "t5": _t5,
+    "deepseek": _deepseek,
+    "stablelm": _stablelm,
+    "mpt": _mpt,
 }
 
 

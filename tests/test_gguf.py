@@ -374,3 +374,19 @@ def test_unnormalized_added_token_is_decoded_back_with_transformers_clean_up(tmp
     known_hash(monkeypatch, d)
     v = predict_gguf(d)
     assert v.tokens[69] == "x,y"  # decode(encode(t)) then clean_up_tokenization (base.py:1600-1606)
+
+
+def test_deepseek_v2_retries_and_names_an_unsupported_pre_tokenizer(tmp_path, monkeypatch):
+    cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"}
+    d = bpe_dir(tmp_path, config=cfg)
+    assert predict_gguf(d).error.startswith("NotImplementedError: BPE pre-tokenizer was not recognized")
+    d = bpe_dir(tmp_path / "big", vocab_size=69, added=("<extra>",), config=cfg)  # the gpt2 attempt asserts
+    known_hash(monkeypatch, d)
+    assert predict_gguf(d).error == "NotImplementedError: Deepseek pre-tokenizer 'gpt-2' is not supported yet!"
+
+
+def test_mpt_falls_back_to_sentencepiece_with_its_own_special_ids(tmp_path):
+    d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["MPTForCausalLM"], "model_type": "mpt",
+                                                           "n_layers": 2})
+    v = predict_gguf(d)
+    assert (v.converted, v.vocab_type, v.add_bos, v.eos) == (True, "spm", False, 1)  # mpt.py:19-24
