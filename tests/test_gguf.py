@@ -390,3 +390,12 @@ def test_mpt_falls_back_to_sentencepiece_with_its_own_special_ids(tmp_path):
                                                            "n_layers": 2})
     v = predict_gguf(d)
     assert (v.converted, v.vocab_type, v.add_bos, v.eos) == (True, "spm", False, 1)  # mpt.py:19-24
+
+
+def test_architecture_table_is_consistent():
+    from indexer.gguf_archs import SUPPORTED, VOCAB_PATH
+    from indexer.gguf_convert import PATHS
+
+    assert set(VOCAB_PATH) <= SUPPORTED and len(SUPPORTED) == 269  # conversion/__init__.py TEXT_MODEL_MAP
+    assert {kind for kind, _ in VOCAB_PATH.values()} <= set(PATHS)
+    assert all(ref.startswith("conversion/") for _, ref in VOCAB_PATH.values())
