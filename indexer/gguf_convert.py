@@ -263,7 +263,8 @@ def _sentencepiece(directory: Path, hparams: dict, max_bytes: int) -> Written:
         raise FileNotFoundError(f"File not found: {path}")
     sp = _load_sentencepiece(path, max_bytes)
     n_sp = sp.vocab_size()
-    vocab_size = hparams.get("vocab_size_per_layer_input") or hparams.get("vocab_size") or n_sp
+    key = next((k for k in ("vocab_size_per_layer_input", "vocab_size") if k in hparams), None)  # find_hparam
+    vocab_size = (hparams[key] if key else None) or n_sp
     tokens = [f"[PAD{i}]" for i in range(vocab_size)]
     toktypes = ["unused"] * vocab_size
     for i in range(min(n_sp, vocab_size)):  # ids >= vocab_size are dropped (base.py:2109-2111)
