@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
 from .files import read_json as _read_json
-from .gguf_tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
+from .gguf_tfmap import CONFIG_MODEL_TYPES, FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
 
 _CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
 
@@ -138,23 +138,39 @@ def _content(value) -> str | None:
     return None
 
 
-def resolve_class(tc: dict, config: dict) -> str:
-    """AutoTokenizer's class choice (models/auto/tokenization_auto.py:1120-1190 in 4.57.6, use_fast=True)."""
-    name = tc.get("tokenizer_class") or config.get("tokenizer_class")
-    if isinstance(name, str) and name:
-        if not name.endswith("Fast") and name + "Fast" in KNOWN_CLASSES:
-            return name + "Fast"
-        if name in KNOWN_CLASSES:
-            if not name.endswith("Fast") and name != "PreTrainedTokenizerFast":
-                raise NotModelled(f"indexer does not model the slow tokenizer class {name}")
-            return name
-        raise ConverterError(f"ValueError: Tokenizer class {name} does not exist or is not currently imported.")
-    model_type = config.get("model_type")
-    if model_type in FAST_BY_MODEL_TYPE:
-        return FAST_BY_MODEL_TYPE[model_type]
-    if model_type in SLOW_ONLY_MODEL_TYPES:
-        raise NotModelled(f"indexer does not model the slow tokenizer of model type {model_type}")
-    return "PreTrainedTokenizerFast"  # tokenizer.json alone (tokenization_auto.py: the config-less fallback)
+def resolve_class(tc: dict, config: dict, directory: Path | None = None) -> str:
+    """AutoTokenizer's class choice with use_fast=True (models/auto/tokenization_auto.py:1096-1189 in 4.57.6):
+    tokenizer_config's ``tokenizer_class``, else AutoConfig (which refuses unknown model types,
+    configuration_auto.py:1351-1384) and its ``tokenizer_class``, else the model type's fast class."""
+    name = tc.get("tokenizer_class")
+    if not (isinstance(name, str) and name):
+        model_type = config.get("model_type")
+        if model_type is None:  # configuration_auto.py:1373-1384: the longest type found in the path name
+            where = str(directory or "")
+            model_type = next((t for t in sorted(CONFIG_MODEL_TYPES, key=len, reverse=True) if t in where), None)
+            if model_type is None:
+                raise ConverterError(f"ValueError: Unrecognized model in {where}. Should have a `model_type` key "
+                                     "in its config.json")
+        elif model_type == "mistral" and "layer_types" in config:  # configuration_auto.py:1353-1357
+            model_type = "ministral"
+        if model_type not in CONFIG_MODEL_TYPES:
+            raise ConverterError(f"ValueError: The checkpoint you are trying to load has model type `{model_type}` "
+                                 "but Transformers does not recognize this architecture.")
+        name = config.get("tokenizer_class")
+        if not (isinstance(name, str) and name):
+            if model_type in FAST_BY_MODEL_TYPE:
+                return FAST_BY_MODEL_TYPE[model_type]
+            if model_type in SLOW_ONLY_MODEL_TYPES:
+                raise NotModelled(f"indexer does not model the slow tokenizer of model type {model_type}")
+            raise ConverterError(f"ValueError: Unrecognized configuration class for model type {model_type!r} to "
+                                 "build an AutoTokenizer.")
+    if not name.endswith("Fast") and name + "Fast" in KNOWN_CLASSES:
+        return name + "Fast"
+    if name in KNOWN_CLASSES:
+        if not name.endswith("Fast") and name != "PreTrainedTokenizerFast":
+            raise NotModelled(f"indexer does not model the slow tokenizer class {name}")
+        return name
+    raise ConverterError(f"ValueError: Tokenizer class {name} does not exist or is not currently imported.")
 
 
 def _read_merges_gpt2(path: Path) -> list[tuple[str, ...]]:
@@ -235,7 +251,7 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     if tc.get("auto_map"):
         raise NotModelled("indexer never runs remote tokenizer code (tokenizer_config.json has auto_map)")
-    cls = resolve_class(tc, config)
+    cls = resolve_class(tc, config, directory)
     tj_path = directory / "tokenizer.json"
     from_slow = bool(tc.get("from_slow")) or (cls in ("LlamaTokenizerFast", "CodeLlamaTokenizerFast")
                                               and tc.get("add_prefix_space") is not None)

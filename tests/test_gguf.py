@@ -399,3 +399,9 @@ def test_architecture_table_is_consistent():
     assert set(VOCAB_PATH) <= SUPPORTED and len(SUPPORTED) == 269  # conversion/__init__.py TEXT_MODEL_MAP
     assert {kind for kind, _ in VOCAB_PATH.values()} <= set(PATHS)
     assert all(ref.startswith("conversion/") for _, ref in VOCAB_PATH.values())
+
+
+def test_without_tokenizer_class_an_unknown_model_type_stops_autotokenizer(tmp_path):
+    d = bpe_dir(tmp_path, config={"model_type": "brand_new_lm"}, tokenizer_config={"tokenizer_class": None})
+    v = predict_gguf(d)  # transformers 4.57.6's AutoConfig does not know the type (configuration_auto.py:1359-1370)
+    assert v.error.startswith("ValueError: The checkpoint you are trying to load has model type `brand_new_lm`")
