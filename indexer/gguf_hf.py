@@ -249,9 +249,16 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
     from tokenizers import AddedToken, Tokenizer, processors
 
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
-    if tc.get("auto_map"):
-        raise NotModelled("indexer never runs remote tokenizer code (tokenizer_config.json has auto_map)")
-    cls = resolve_class(tc, config, directory)
+    try:
+        cls = resolve_class(tc, config, directory)
+    except ConverterError:
+        if not (tc.get("auto_map") or config.get("auto_map")):
+            raise
+        # Only the repo's own code could load it; without trust_remote_code AutoTokenizer refuses
+        # (dynamic_module_utils.py:735-771). The indexer never runs such code either.
+        raise ConverterError(f"ValueError: The repository {directory} contains custom code which must be executed to "
+                             "correctly load the model. Please pass the argument `trust_remote_code=True` to allow "
+                             "custom code to be run.") from None
     tj_path = directory / "tokenizer.json"
     from_slow = bool(tc.get("from_slow")) or (cls in ("LlamaTokenizerFast", "CodeLlamaTokenizerFast")
                                               and tc.get("add_prefix_space") is not None)

@@ -405,3 +405,11 @@ def test_without_tokenizer_class_an_unknown_model_type_stops_autotokenizer(tmp_p
     d = bpe_dir(tmp_path, config={"model_type": "brand_new_lm"}, tokenizer_config={"tokenizer_class": None})
     v = predict_gguf(d)  # transformers 4.57.6's AutoConfig does not know the type (configuration_auto.py:1359-1370)
     assert v.error.startswith("ValueError: The checkpoint you are trying to load has model type `brand_new_lm`")
+
+
+def test_remote_tokenizer_code_is_never_run(tmp_path):
+    d = bpe_dir(tmp_path, tokenizer_config={"tokenizer_class": "MyTokenizer",
+                                            "auto_map": {"AutoTokenizer": ["tok.MyTokenizer", None]}})
+    assert "trust_remote_code=True" in predict_gguf(d).error
+    d = bpe_dir(tmp_path / "local", tokenizer_config={"auto_map": {"AutoTokenizer": ["tok.X", None]}})
+    assert predict_gguf(d).error.startswith("NotImplementedError: BPE pre-tokenizer")  # the local class is used
