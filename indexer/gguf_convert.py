@@ -228,7 +228,7 @@ class SpecialVocab:
         for typ in self.special_token_types:
             tid = config.get(f"{typ}_token_id")
             if tid is None and "text_config" in config:
-                tid = (config["text_config"] or {}).get(f"{typ}_token_id")
+                tid = config["text_config"].get(f"{typ}_token_id")  # a null text_config crashes it too
             self._set_special_token(typ, tid)
 
     def add_to(self, written: Written) -> None:  # vocab.py:82-116 (later writes overwrite: gguf_writer.py:277-281)
