@@ -15,10 +15,12 @@ from dataclasses import dataclass, fields
 
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from .gguf_convert import Written, convert
-from .gguf_hf import ConverterError, NotModelled
+from .gguf_hf import ConverterError, NotModelled, file_cache
 
 LLAMACPP_COMMIT = "0c1e57098"
 LLAMA_TOKEN_NULL = -1
+# The error prefix of a converter path this indexer does not reproduce: unknown, not a refusal.
+NOT_MODELLED = "not modelled: "
 
 # include/llama.h:73-80, enum llama_vocab_type; names as oracle-engines.json's vocab_type_name.
 VOCAB_TYPE_NAMES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2"}
@@ -77,6 +79,11 @@ class GGUFVocab:
         return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None)
 
 
+def is_not_modelled(v: GGUFVocab) -> bool:
+    """True when ``converted=False`` only means the indexer does not model that converter path."""
+    return not v.converted and (v.error or "").startswith(NOT_MODELLED)
+
+
 def refused(error: str) -> GGUFVocab:
     return GGUFVocab(False, error, None, None, None, None, None, None, None, None)
 
@@ -97,8 +104,14 @@ def load_vocab(written: Written) -> GGUFVocab:
         add_bos = pre in PRE_ADD_BOS
         if pre in PRE_NO_BOS:
             bos = LLAMA_TOKEN_NULL
+    elif written.model == "bert":  # :1981-1990, :2437-2442
+        vocab_type, bos, eos = 3, 101, LLAMA_TOKEN_NULL
+        add_bos, add_eos = True, False
+    elif written.model == "t5":  # :2036-2046, :2443-2446
+        vocab_type, bos, eos = 4, LLAMA_TOKEN_NULL, 1
+        add_bos, add_eos = False, True
     else:
-        return refused(f"indexer does not model libllama loading tokenizer model '{written.model}'")
+        return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{written.model}'")
 
     # :2509-2515: an empty text becomes "[EMPTY_i]"; token_to_id must then be a bijection (GGML_ASSERT :2540).
     tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(written.tokens))
@@ -131,9 +144,10 @@ def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     d = check_dir(directory)
     try:
-        _, written = convert(d, max_file_bytes)
+        with file_cache():
+            _, written = convert(d, max_file_bytes)
     except NotModelled as e:
-        return refused(f"not modelled: {e}")
+        return refused(f"{NOT_MODELLED}{e}")
     except ConverterError as e:
         return refused(str(e))
     except InputError:
@@ -182,4 +196,5 @@ def speculative_compatible(target: GGUFVocab, draft: GGUFVocab) -> tuple[bool, l
     return True, reasons
 
 
-__all__ = ["LLAMACPP_COMMIT", "GGUFVocab", "predict_gguf", "speculative_compatible", "DEFAULT_MAX_FILE_BYTES"]
+__all__ = ["LLAMACPP_COMMIT", "NOT_MODELLED", "GGUFVocab", "is_not_modelled", "predict_gguf", "speculative_compatible",
+           "DEFAULT_MAX_FILE_BYTES"]

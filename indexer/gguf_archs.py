@@ -3,11 +3,13 @@
 ``SUPPORTED`` is the key set of conversion/__init__.py TEXT_MODEL_MAP (lines 19-289): any other
 architecture makes convert_hf_to_gguf.py:251-255 print "Model X is not supported" and exit 1.
 ``VOCAB_PATH`` maps the architectures whose ``set_vocab`` this indexer reproduces to that path, with the
-file:line of the ``set_vocab`` that decides it (inherited ones name the base class's). It was read off the
-sources: a class whose set_vocab body is exactly ``self._set_vocab_gpt2()`` (or inherits
-TextModel.set_vocab, base.py:1403), ``self._set_vocab_sentencepiece()``, or
-``try: sentencepiece / except FileNotFoundError: gpt2``; LlamaModel (llama.py:106) and Phi3MiniModel
-(phi.py:44) have their own paths. Architectures in SUPPORTED but not here are reported as not modelled.
+file:line of each ``set_vocab`` on the class's MRO that decides it. It was read off the sources (the class
+registered for the architecture in the module TEXT_MODEL_MAP names; the last registration wins): a
+set_vocab whose body is exactly ``self._set_vocab_gpt2()`` (or none: TextModel.set_vocab, base.py:1403),
+``self._set_vocab_sentencepiece()``, or ``try: sentencepiece / except FileNotFoundError: gpt2``;
+LlamaModel (llama.py:106) and Phi3MiniModel (phi.py:44) have their own paths; the Qwen3 classes' InternS1
+guard (qwen.py:203, :268) passes to the parent's. Architectures in SUPPORTED but not here are reported as
+not modelled rather than guessed.
 """
 
 SUPPORTED = frozenset({
@@ -356,6 +358,7 @@ VOCAB_PATH: dict[str, tuple[str, str]] = {
     "MiMoV2ForCausalLM": ("gpt2", "conversion/base.py:1403 (MimoV2Model)"),
     "MiniCPM3ForCausalLM": ("sentencepiece", "conversion/minicpm.py:102 (MiniCPM3Model)"),
     "MiniCPMForCausalLM": ("sentencepiece", "conversion/minicpm.py:48 (MiniCPMModel)"),
+    "MiniCPMV4_6ForConditionalGeneration": ("gpt2", "conversion/base.py:1403 (MiniCPMV4_6TextModel)"),
     "MiniMaxM2ForCausalLM": ("gpt2", "conversion/base.py:1403 (MiniMaxM2Model)"),
     "MiniMaxM3SparseForCausalLM": ("gpt2", "conversion/base.py:1403 (MiniMaxM3Model)"),
     "MiniMaxM3SparseForConditionalGeneration": ("gpt2", "conversion/base.py:1403 (MiniMaxM3Model)"),
@@ -384,7 +387,20 @@ VOCAB_PATH: dict[str, tuple[str, str]] = {
     "Qwen2_5_VLForConditionalGeneration": ("sentencepiece_or_gpt2", "conversion/qwenvl.py:27 (Qwen2VLModel)"),
     "Qwen3ForCausalLM": ("sentencepiece_or_gpt2", "conversion/qwen.py:203 -> conversion/qwen.py:60 (Qwen3Model)"),
     "Qwen3Model": ("sentencepiece_or_gpt2", "conversion/qwen.py:203 -> conversion/qwen.py:60 (Qwen3Model)"),
-    "Qwen3MoeForCausalLM": ("sentencepiece_or_gpt2", "conversion/qwen.py:268 -> conversion/qwen.py:60 (Qwen3MoeModel)"),
+    "Qwen3MoeForCausalLM": ("gpt2", "conversion/qwen.py:268 -> conversion/base.py:1403 (Qwen3MoeModel)"),
+    "Qwen3NextForCausalLM": ("gpt2", "conversion/base.py:1403 (Qwen3NextModel)"),
+    "Qwen3VLForConditionalGeneration": (
+        "sentencepiece_or_gpt2", "conversion/qwen.py:203 -> conversion/qwen.py:60 (Qwen3VLTextModel)"
+    ),
+    "Qwen3VLMoeForConditionalGeneration": (
+        "gpt2", "conversion/qwen.py:268 -> conversion/base.py:1403 (Qwen3VLMoeTextModel)"
+    ),
+    "Qwen3_5ForCausalLM": ("gpt2", "conversion/base.py:1403 (Qwen3_5TextModel)"),
+    "Qwen3_5ForConditionalGeneration": ("gpt2", "conversion/base.py:1403 (Qwen3_5TextModel)"),
+    "Qwen3_5MoeForCausalLM": ("gpt2", "conversion/base.py:1403 (Qwen3_5MoeTextModel)"),
+    "Qwen3_5MoeForConditionalGeneration": ("gpt2", "conversion/base.py:1403 (Qwen3_5MoeTextModel)"),
+    "Qwen4ExpForCausalLM": ("gpt2", "conversion/base.py:1403 (Qwen4ExpTextModel)"),
+    "Qwen4ExpForConditionalGeneration": ("gpt2", "conversion/base.py:1403 (Qwen4ExpTextModel)"),
     "RND1": ("gpt2", "conversion/base.py:1403 (RND1Model)"),
     "RWForCausalLM": ("gpt2", "conversion/base.py:1403 (FalconModel)"),
     "RWKV6Qwen2ForCausalLM": ("sentencepiece_or_gpt2", "conversion/rwkv.py:91 (RWKV6Qwen2Model)"),
@@ -399,6 +415,9 @@ VOCAB_PATH: dict[str, tuple[str, str]] = {
     "Starcoder2ForCausalLM": ("gpt2", "conversion/base.py:1403 (StarCoder2Model)"),
     "Step3p5ForCausalLM": ("gpt2", "conversion/base.py:1403 (Step35Model)"),
     "Step3p7ForConditionalGeneration": ("gpt2", "conversion/base.py:1403 (Step35Model)"),
+    "StepVLForConditionalGeneration": (
+        "sentencepiece_or_gpt2", "conversion/qwen.py:203 -> conversion/qwen.py:60 (Step3VLTextModel)"
+    ),
     "TalkieForCausalLM": ("gpt2", "conversion/base.py:1403 (TalkieModel)"),
     "UltravoxModel": ("gpt2", "conversion/base.py:1403 (UltravoxModel)"),
     "VLlama3ForCausalLM": ("llama", "conversion/llama.py:106 (LlamaModel)"),
@@ -406,3 +425,47 @@ VOCAB_PATH: dict[str, tuple[str, str]] = {
     "modeling_grove_moe.GroveMoeForCausalLM": ("gpt2", "conversion/base.py:1403 (GroveMoeModel)"),
     "modeling_sarvam_moe.SarvamMoEForCausalLM": ("gpt2", "conversion/bailingmoe.py:122 (SarvamMoEModel)"),
 }
+# set_vocab first hands InternS1 checkpoints to _set_vocab_interns1 (qwen.py:203-209, 268-274)
+INTERNS1_GUARDED = frozenset({
+    "Qwen3ForCausalLM",
+    "Qwen3Model",
+    "Qwen3MoeForCausalLM",
+    "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "StepVLForConditionalGeneration",
+})
+
+# Read by hand: set_vocab bodies that add only keys the draft check does not read (FIM ids, add_space_prefix).
+VOCAB_PATH.update({
+    "GemmaForCausalLM": ("sentencepiece", "conversion/gemma.py:23-37 (GemmaModel)"),
+    "Gemma2ForCausalLM": ("sentencepiece", "conversion/gemma.py:79-82 (Gemma2Model)"),
+    # tokenizer.model present -> SentencePiece, else GPT-2 BPE (an is_file test, same outcome as the try/except)
+    "Gemma3ForCausalLM": ("sentencepiece_or_gpt2", "conversion/gemma.py:134-139 (Gemma3Model)"),
+    "Gemma3ForConditionalGeneration": ("sentencepiece_or_gpt2", "conversion/gemma.py:134-139 (Gemma3Model)"),
+})
+VOCAB_PATH.update({
+    **{a: ("bert", "conversion/bert.py:40-67 (BertModel)") for a in (
+        "BertModel", "BertForMaskedLM", "CamembertModel", "BertForSequenceClassification",  # bert.py:17
+        "DistilBertModel", "DistilBertForMaskedLM", "DistilBertForSequenceClassification",  # bert.py:243
+    )},
+    **{a: ("t5", "conversion/t5.py:27-119 (T5Model, T5EncoderModel: same body at t5.py:165)") for a in (
+        "T5WithLMHeadModel", "T5ForConditionalGeneration", "MT5ForConditionalGeneration",
+        "UMT5ForConditionalGeneration", "UMT5Model", "T5EncoderModel",
+    )},
+})
+VOCAB_PATH.update({
+    **{a: ("deepseek", "conversion/deepseek.py:265-316 (DeepseekV2Model)") for a in (
+        "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekOCRForCausalLM", "UnlimitedOCRForCausalLM",
+        "KimiVLForConditionalGeneration", "KimiK25ForConditionalGeneration", "YoutuForCausalLM",
+        "YoutuVLForConditionalGeneration", "HYV4ForCausalLM",
+    )},
+    # exaone.py:68-76 is _set_vocab_gpt2 written out
+    **{a: ("gpt2", "conversion/exaone.py:68-76 (Exaone4Model)") for a in (
+        "Exaone4ForCausalLM", "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM", "Exaone4_5_ForConditionalGeneration",
+    )},
+    "NemotronForCausalLM": ("sentencepiece", "conversion/nemotron.py:160-163 (NemotronModel; pad/unk ids only)"),
+    **{a: ("stablelm", "conversion/stablelm.py:18-23 (StableLMModel)") for a in (
+        "StableLmForCausalLM", "StableLMEpochForCausalLM", "LlavaStableLMEpochForCausalLM",
+    )},
+    "MPTForCausalLM": ("mpt", "conversion/mpt.py:16-25 (MPTModel)"),
+})

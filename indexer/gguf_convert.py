@@ -8,13 +8,13 @@ Nothing here runs the converter, torch or transformers' tokenizers: the paths ar
 from __future__ import annotations
 
 import hashlib
-import json
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size, read_json, read_optional_json
-from .gguf_archs import SUPPORTED, VOCAB_PATH
-from .gguf_hf import ConverterError, NotModelled, load_hf_tokenizer
+from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
+from .gguf_archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
+from .gguf_hf import ConverterError, NotModelled, load_hf_tokenizer, read_json, read_optional_json
 from .gguf_prehash import CHKTXT, PRE_BY_HASH
 
 SPIECE_UNDERLINE = "\u2581"
@@ -44,7 +44,7 @@ def load_hparams(directory: Path, max_bytes: int) -> dict:
     if not path.is_file():
         # AutoConfig fails, no synthetic loader matches, then open() raises (base.py:1282-1291).
         raise ConverterError(f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'")
-    config = read_json(path, max_bytes)
+    config = dict(read_json(path, max_bytes))
     if "vocab_size" not in config and "text_config" not in config:
         # AutoConfig(...).to_dict() fills the class default (base.py:1280); transformers' default is used.
         default = _class_default_vocab_size(directory)
@@ -108,14 +108,19 @@ class SpecialVocab:
             self._try_load_merges_txt(directory)
 
     def _try_load_merges_txt(self, directory: Path) -> None:  # vocab.py:124-147
+        """Only whether a well-formed merge line exists matters here (libllama needs the key, :2000-2004)."""
         path = directory / "merges.txt"
         if not path.is_file():
             return
         check_size(path, self.max_bytes)
-        lines = path.read_text(encoding="utf-8").splitlines()
-        if lines and lines[0].strip().startswith("#"):
-            lines = lines[1:]
-        self.merges = [f"{p[0]} {p[1]}" for p in (line.strip().split(None, 3) for line in lines) if len(p) == 2]
+        with open(path, encoding="utf-8") as f:
+            first = next(f, "").strip()
+            lines = f if first.startswith("#") else itertools.chain([first], f)
+            for line in lines:
+                parts = line.strip().split(None, 3)
+                if len(parts) == 2:
+                    self.merges = [f"{parts[0]} {parts[1]}"]  # the first one stands for all
+                    return
 
     def _set_special_token(self, typ: str, tid) -> None:  # vocab.py:149-159
         if not isinstance(tid, int):
@@ -143,6 +148,7 @@ class SpecialVocab:
         else:
             added_tokens = {}
         tc = read_optional_json(directory, "tokenizer_config.json", self.max_bytes)
+        tc = dict(tc) if tc is not None else None  # SpecialVocab edits its copy (vocab.py:222-318)
         if tokenizer:
             self._read_post_processor(tokenizer, tc)
         if not tc:
@@ -222,7 +228,7 @@ class SpecialVocab:
         for typ in self.special_token_types:
             tid = config.get(f"{typ}_token_id")
             if tid is None and "text_config" in config:
-                tid = (config["text_config"] or {}).get(f"{typ}_token_id")
+                tid = config["text_config"].get(f"{typ}_token_id")  # a null text_config crashes it too
             self._set_special_token(typ, tid)
 
     def add_to(self, written: Written) -> None:  # vocab.py:82-116 (later writes overwrite: gguf_writer.py:277-281)
@@ -257,7 +263,8 @@ def _sentencepiece(directory: Path, hparams: dict, max_bytes: int) -> Written:
         raise FileNotFoundError(f"File not found: {path}")
     sp = _load_sentencepiece(path, max_bytes)
     n_sp = sp.vocab_size()
-    vocab_size = hparams.get("vocab_size_per_layer_input") or hparams.get("vocab_size") or n_sp
+    key = next((k for k in ("vocab_size_per_layer_input", "vocab_size") if k in hparams), None)  # find_hparam
+    vocab_size = (hparams[key] if key else None) or n_sp
     tokens = [f"[PAD{i}]" for i in range(vocab_size)]
     toktypes = ["unused"] * vocab_size
     for i in range(min(n_sp, vocab_size)):  # ids >= vocab_size are dropped (base.py:2109-2111)
@@ -362,30 +369,170 @@ def pre_tokenizer_hash(tok) -> str:
     return hashlib.sha256(str(tok.encode(CHKTXT)).encode()).hexdigest()
 
 
-def _gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
-    """get_vocab_base + _set_vocab_gpt2 (base.py:1581-1626, 1964-1972)."""
+def _vocab_base(directory: Path, hparams: dict, max_bytes: int) -> tuple[list[str], list[str], str]:
+    """get_vocab_base (base.py:1581-1626): texts, types ("normal", "control", "user", "unused") and pre."""
     tok = load_hf_tokenizer(directory, read_json(directory / "config.json", max_bytes), max_bytes)
     vocab_size = hparams.get("vocab_size", len(tok.vocab))
-    if max(tok.vocab.values()) >= vocab_size:  # base.py:1587
+    if not max(tok.vocab.values()) < vocab_size:  # base.py:1587
         raise ConverterError("AssertionError (assert max(tokenizer.vocab.values()) < vocab_size)")
     pre = PRE_BY_HASH.get(pre_tokenizer_hash(tok))
     if pre is None:  # base.py:1943-1956
         raise ConverterError("NotImplementedError: BPE pre-tokenizer was not recognized - update get_vocab_base_pre()")
     reverse = {i: t for t, i in tok.vocab.items()}
-    tokens = []
+    tokens, types = [], []
     for i in range(vocab_size):
         if i not in reverse:
             tokens.append(f"[PAD{i}]")
+            types.append("unused")
             continue
         token = reverse[i]
+        kind = "normal"
         if token in tok.added:
             if not tok.added_normalized.get(i, True):
                 token = tok.decode_roundtrip(token)
-            if not (tok.added_special.get(i) or does_token_look_special(token)):
+            if tok.added_special.get(i) or does_token_look_special(token):
+                kind = "control"
+            else:
                 token = token.replace(SPIECE_UNDERLINE, " ")
+                kind = "user"
         tokens.append(token)
+        types.append(kind)
+    return tokens, types, pre
+
+
+def _gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """_set_vocab_gpt2 (base.py:1964-1972)."""
+    tokens, _, pre = _vocab_base(directory, hparams, max_bytes)
     written = Written(model="gpt2", pre=pre, tokens=tokens)
     SpecialVocab(directory, max_bytes, load_merges=True).add_to(written)
+    return written
+
+
+def _bert(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """BertModel.set_vocab (conversion/bert.py:40-67): WordPiece in "phantom space" form, model "bert"."""
+    tokens, types, pre = _vocab_base(directory, hparams, max_bytes)
+
+    def phantom(tok: str, kind: str) -> str:
+        if kind == "control":
+            return tok
+        return tok[2:] if tok.startswith("##") else SPIECE_UNDERLINE + tok
+
+    written = Written(model="bert", pre=pre, tokens=list(map(phantom, tokens, types)))
+    SpecialVocab(directory, max_bytes, n_vocab=len(tokens)).add_to(written)
+    return written
+
+
+def _sp_model_type(raw: bytes) -> int:
+    """ModelProto.trainer_spec.model_type (sentencepiece_model.proto: field 2, then field 3; UNIGRAM = 1 default)."""
+
+    def fields(buf: bytes):
+        i = 0
+        while i < len(buf):
+            key, i = _varint(buf, i)
+            num, wire = key >> 3, key & 7
+            if wire == 0:
+                val, i = _varint(buf, i)
+            elif wire == 2:
+                n, i = _varint(buf, i)
+                val, i = buf[i:i + n], i + n
+            elif wire == 5:
+                val, i = buf[i:i + 4], i + 4
+            elif wire == 1:
+                val, i = buf[i:i + 8], i + 8
+            else:
+                raise ValueError("not a SentencePiece model")
+            yield num, val
+
+    model_type = 1
+    for num, val in fields(raw):
+        if num == 2:
+            for n2, v2 in fields(val):
+                if n2 == 3:
+                    model_type = v2
+    return model_type
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        if i >= len(buf):
+            raise ValueError("truncated varint")
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, i
+        shift += 7
+
+
+def _t5(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """T5Model.set_vocab (conversion/t5.py:27-119): Unigram -> model "t5"; a BPE model -> SentencePiece path."""
+    path = directory / "tokenizer.model"
+    if not path.is_file():
+        path = directory / "spiece.model"
+    if not path.is_file():
+        raise ConverterError(f"FileNotFoundError: File not found: {path}")
+    check_size(path, max_bytes)
+    kind = _sp_model_type(path.read_bytes())
+    if kind == 2:  # t5.py:47-51
+        if path.name != "tokenizer.model":
+            raise ConverterError("AssertionError (assert tokenizer_path.name == 'tokenizer.model')")
+        return _sentencepiece(directory, hparams, max_bytes)
+    if kind != 1:
+        raise ConverterError("AssertionError (assert sentencepiece_model.trainer_spec.model_type == 1)")
+    sp = _load_sentencepiece(path, max_bytes)
+    vocab_size = hparams.get("vocab_size", sp.vocab_size())
+    tokens = [f"[PAD{i}]" for i in range(vocab_size)]
+    try:
+        for i in range(sp.vocab_size()):  # no range check (t5.py:66-83)
+            tokens[i] = sp.IdToPiece(i)
+    except IndexError as e:
+        raise _fail(e) from None
+    for key, tid in (read_optional_json(directory, "added_tokens.json", max_bytes) or {}).items():
+        if tid < vocab_size:  # t5.py:85-96
+            tokens[tid] = key
+    written = Written(model="t5", pre="default", tokens=tokens)
+    SpecialVocab(directory, max_bytes, n_vocab=len(tokens)).add_to(written)
+    return written
+
+
+def _deepseek(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """DeepseekV2Model.set_vocab (conversion/deepseek.py:265-316): GPT-2 BPE; on any failure it reloads the
+    tokenizer and accepts only the kimi-k2 tiktoken vocabulary, else NotImplementedError."""
+    try:
+        return _gpt2(directory, hparams, max_bytes)
+    except NotModelled:
+        raise
+    except ConverterError:
+        pass
+    tok = load_hf_tokenizer(directory, read_json(directory / "config.json", max_bytes), max_bytes)
+    pre = PRE_BY_HASH.get(pre_tokenizer_hash(tok))
+    if pre is None:
+        raise ConverterError("NotImplementedError: BPE pre-tokenizer was not recognized - update get_vocab_base_pre()")
+    if pre == "kimi-k2":
+        raise NotModelled("indexer does not model the kimi-k2 tiktoken vocabulary (deepseek.py:275-314)")
+    raise ConverterError(f"NotImplementedError: Deepseek pre-tokenizer {pre!r} is not supported yet!")
+
+
+def _stablelm(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """StableLMModel.set_vocab (conversion/stablelm.py:18-23): GPT-2 BPE with tokenizer.json, else Qwen's."""
+    if (directory / "tokenizer.json").is_file():
+        return _gpt2(directory, hparams, max_bytes)
+    raise NotModelled("indexer does not model _set_vocab_qwen (tiktoken, remote code)")
+
+
+def _mpt(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """MPTModel.set_vocab (conversion/mpt.py:16-25): GPT-2 BPE, on any failure SentencePiece with add_bos off
+    and EOS id 1 written after SpecialVocab."""
+    try:
+        return _gpt2(directory, hparams, max_bytes)
+    except NotModelled:
+        raise
+    except ConverterError:
+        pass
+    written = _sentencepiece_strict(directory, hparams, max_bytes)
+    written.add_special["bos"] = False
+    written.special_ids["eos"] = 1
     return written
 
 
@@ -428,6 +575,11 @@ PATHS = {
     "sentencepiece": lambda d, h, m: _sentencepiece_strict(d, h, m),
     "sentencepiece_or_gpt2": _sentencepiece_or_gpt2,
     "phi3": _phi3,
+    "bert": _bert,
+    "t5": _t5,
+    "deepseek": _deepseek,
+    "stablelm": _stablelm,
+    "mpt": _mpt,
 }
 
 
@@ -449,14 +601,13 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
     if isinstance(hparams.get("text_config"), dict):  # TextModel.__init__, base.py:1352-1354
         hparams = {**hparams, **hparams["text_config"]}
     _find_hparam(hparams, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])  # base.py:1356
-    if arch == "Qwen3ForCausalLM" or arch.startswith("Qwen3Moe") or arch == "Qwen3Model":
-        if hparams.get("architectures", [None])[0] == "InternS1ForConditionalGeneration":
-            raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
+    if arch in INTERNS1_GUARDED and (hparams.get("architectures") or [None])[0] == "InternS1ForConditionalGeneration":
+        raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
     try:
         written = PATHS[VOCAB_PATH[arch][0]](directory, hparams, max_bytes)
     except (ConverterError, InputError):
         raise
-    except (KeyError, TypeError, ValueError, IndexError, json.JSONDecodeError) as e:
+    except Exception as e:  # the converter dies on the same exception; say which, in one line
         raise _fail(e) from None
     if arch == "PhiForCausalLM" and "bos" not in written.add_special:  # phi.py:36, set before set_vocab
         written.add_special["bos"] = False

@@ -4,8 +4,8 @@ The converter (``get_vocab_base``, ``LlamaHfVocab``) runs under transformers 4.5
 (llama.cpp requirements/requirements-convert_legacy_llama.txt:5). We do not run it: this module builds the
 same backend with the ``tokenizers`` library, following transformers 4.57.6 (``src/transformers/...``):
 
-* the class: ``tokenizer_config.json`` ``tokenizer_class`` (its ``Fast`` variant), else the config's
-  ``model_type`` (models/auto/tokenization_auto.py:242-588, the entries listed in FAST_CLASS_BY_MODEL_TYPE);
+* the class: ``tokenizer_class`` of tokenizer_config.json or config.json (its ``Fast`` variant), else the
+  config's ``model_type`` (models/auto/tokenization_auto.py, copied in indexer/gguf_tfmap.py);
 * the backend: ``tokenizer.json`` (tokenization_utils_fast.py:115-117) unless ``from_slow`` applies, else the
   slow files converted (convert_slow_tokenizer.py:331-368 GPT2Converter, :402-445 Qwen2Converter);
   ``LlamaTokenizerFast`` forces ``from_slow`` when ``add_prefix_space`` is set
@@ -24,10 +24,42 @@ same backend with the ``tokenizers`` library, following transformers 4.57.6 (``s
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size, read_json, read_optional_json
+from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
+from .files import read_json as _read_json
+from .gguf_tfmap import CONFIG_MODEL_TYPES, FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
+
+_CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
+
+
+@contextmanager
+def file_cache():
+    """Within one prediction, parse each JSON file once (the converter reads some of them three times)."""
+    token = _CACHE.set({})
+    try:
+        yield
+    finally:
+        _CACHE.reset(token)
+
+
+def read_json(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    """indexer.files.read_json, memoised inside file_cache(); callers must not mutate the result."""
+    cache = _CACHE.get()
+    if cache is None:
+        return _read_json(path, max_bytes)
+    key = (str(path), max_bytes)
+    if key not in cache:
+        cache[key] = _read_json(path, max_bytes)
+    return cache[key]
+
+
+def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    path = directory / name
+    return read_json(path, max_bytes) if path.is_file() else None
 
 
 class ConverterError(Exception):
@@ -37,29 +69,6 @@ class ConverterError(Exception):
 class NotModelled(ConverterError):
     """A converter path this module does not reproduce; the prediction says so instead of guessing."""
 
-
-# models/auto/tokenization_auto.py (transformers 4.57.6): model_type -> fast class, for the common types.
-FAST_CLASS_BY_MODEL_TYPE = {
-    "llama": "LlamaTokenizerFast",  # :357
-    "mistral": "LlamaTokenizerFast",  # :436
-    "mixtral": "LlamaTokenizerFast",
-    "phi3": "LlamaTokenizerFast",  # :553
-    "gpt2": "GPT2TokenizerFast",  # :302
-    "gpt_neox": "GPTNeoXTokenizerFast",  # :305
-    "falcon": "PreTrainedTokenizerFast",  # :242
-    "qwen2": "Qwen2TokenizerFast",  # :570
-    "qwen2_moe": "Qwen2TokenizerFast",
-    "qwen2_vl": "Qwen2TokenizerFast",
-    "qwen2_5_vl": "Qwen2TokenizerFast",  # :577
-    "qwen3": "Qwen2TokenizerFast",  # :588
-    "qwen3_moe": "Qwen2TokenizerFast",
-    "gemma": "GemmaTokenizerFast",
-    "gemma2": "GemmaTokenizerFast",
-    "starcoder2": "GPT2TokenizerFast",
-    "gpt_bigcode": "GPT2TokenizerFast",
-    "olmo": "GPTNeoXTokenizerFast",
-    "stablelm": "GPTNeoXTokenizerFast",
-}
 
 # Each fast class's __init__ defaults for the named special tokens (models/*/tokenization_*_fast.py).
 CLASS_DEFAULTS: dict[str, dict[str, str | None]] = {
@@ -71,6 +80,8 @@ CLASS_DEFAULTS: dict[str, dict[str, str | None]] = {
                              "eos_token": "<|endoftext|>"},
     "Qwen2TokenizerFast": {"unk_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
     "PreTrainedTokenizerFast": {},
+    "BertTokenizerFast": {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                          "mask_token": "[MASK]"},
 }
 # update_post_processor() and its add_bos_token/add_eos_token defaults, per class.
 POST_PROCESSOR_DEFAULTS = {
@@ -96,13 +107,27 @@ class HFTokenizer:
     added_special: dict[int, bool]  # added_tokens_decoder[i].special
     added_normalized: dict[int, bool]
     all_special_ids: set[int]
+    clean_up_tokenization_spaces: bool = False  # tokenization_utils_base.py:1454 (default False in 4.57.6)
 
     def encode(self, text: str) -> list[int]:
         return self.backend.encode(text).ids
 
     def decode_roundtrip(self, token: str) -> str:
         """tokenizer.decode(tokenizer.encode(token, add_special_tokens=False)), base.py:1604."""
-        return self.backend.decode(self.backend.encode(token, add_special_tokens=False).ids, skip_special_tokens=False)
+        text = self.backend.decode(self.backend.encode(token, add_special_tokens=False).ids, skip_special_tokens=False)
+        if self.clean_up_tokenization_spaces:  # tokenization_utils_base.py:4112-4135
+            for a, b in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                         (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+                text = text.replace(a, b)
+        return text
+
+
+def _token_fields(t: dict) -> dict:
+    """AddedToken(**serialized): special defaults to False, normalized to ``not special`` (tokenizers)."""
+    special = bool(t.get("special", False))
+    return {"content": t["content"], "special": special, "normalized": bool(t.get("normalized", not special)),
+            "lstrip": bool(t.get("lstrip", False)), "rstrip": bool(t.get("rstrip", False)),
+            "single_word": bool(t.get("single_word", False))}
 
 
 def _content(value) -> str | None:
@@ -113,11 +138,39 @@ def _content(value) -> str | None:
     return None
 
 
-def resolve_class(tc: dict, config: dict) -> str:
+def resolve_class(tc: dict, config: dict, directory: Path | None = None) -> str:
+    """AutoTokenizer's class choice with use_fast=True (models/auto/tokenization_auto.py:1096-1189 in 4.57.6):
+    tokenizer_config's ``tokenizer_class``, else AutoConfig (which refuses unknown model types,
+    configuration_auto.py:1351-1384) and its ``tokenizer_class``, else the model type's fast class."""
     name = tc.get("tokenizer_class")
-    if isinstance(name, str) and name:
-        return name if name.endswith("Fast") else name + "Fast"
-    return FAST_CLASS_BY_MODEL_TYPE.get(config.get("model_type"), "PreTrainedTokenizerFast")
+    if not (isinstance(name, str) and name):
+        model_type = config.get("model_type")
+        if model_type is None:  # configuration_auto.py:1373-1384: the longest type found in the path name
+            where = str(directory or "")
+            model_type = next((t for t in sorted(CONFIG_MODEL_TYPES, key=len, reverse=True) if t in where), None)
+            if model_type is None:
+                raise ConverterError(f"ValueError: Unrecognized model in {where}. Should have a `model_type` key "
+                                     "in its config.json")
+        elif model_type == "mistral" and "layer_types" in config:  # configuration_auto.py:1353-1357
+            model_type = "ministral"
+        if model_type not in CONFIG_MODEL_TYPES:
+            raise ConverterError(f"ValueError: The checkpoint you are trying to load has model type `{model_type}` "
+                                 "but Transformers does not recognize this architecture.")
+        name = config.get("tokenizer_class")
+        if not (isinstance(name, str) and name):
+            if model_type in FAST_BY_MODEL_TYPE:
+                return FAST_BY_MODEL_TYPE[model_type]
+            if model_type in SLOW_ONLY_MODEL_TYPES:
+                raise NotModelled(f"indexer does not model the slow tokenizer of model type {model_type}")
+            raise ConverterError(f"ValueError: Unrecognized configuration class for model type {model_type!r} to "
+                                 "build an AutoTokenizer.")
+    if not name.endswith("Fast") and name + "Fast" in KNOWN_CLASSES:
+        return name + "Fast"
+    if name in KNOWN_CLASSES:
+        if not name.endswith("Fast") and name != "PreTrainedTokenizerFast":
+            raise NotModelled(f"indexer does not model the slow tokenizer class {name}")
+        return name
+    raise ConverterError(f"ValueError: Tokenizer class {name} does not exist or is not currently imported.")
 
 
 def _read_merges_gpt2(path: Path) -> list[tuple[str, ...]]:
@@ -176,14 +229,36 @@ def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
     raise NotModelled(f"indexer does not model converting {cls}'s slow files to a fast tokenizer")
 
 
+def _bert_normalizer(backend, tc: dict) -> None:
+    """BertTokenizerFast.__init__ rebuilds the normalizer from do_lower_case/strip_accents/tokenize_chinese_chars
+    when they differ from tokenizer.json's (models/bert/tokenization_bert_fast.py:86-101 in 4.57.6)."""
+    from tokenizers import normalizers
+
+    if backend.normalizer is None:
+        return
+    state = json.loads(backend.normalizer.__getstate__())
+    wanted = {"lowercase": tc.get("do_lower_case", True), "strip_accents": tc.get("strip_accents"),
+              "handle_chinese_chars": tc.get("tokenize_chinese_chars", True)}
+    if any(state.get(k, v) != v for k, v in wanted.items()):
+        kind = state.pop("type")
+        backend.normalizer = getattr(normalizers, kind)(**{**state, **wanted})
+
+
 def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> HFTokenizer:
     """AutoTokenizer.from_pretrained(directory) as transformers 4.57.6 builds it (see the module docstring)."""
     from tokenizers import AddedToken, Tokenizer, processors
 
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
-    if tc.get("auto_map"):
-        raise NotModelled("indexer never runs remote tokenizer code (tokenizer_config.json has auto_map)")
-    cls = resolve_class(tc, config)
+    try:
+        cls = resolve_class(tc, config, directory)
+    except ConverterError:
+        if not (tc.get("auto_map") or config.get("auto_map")):
+            raise
+        # Only the repo's own code could load it; without trust_remote_code AutoTokenizer refuses
+        # (dynamic_module_utils.py:735-771). The indexer never runs such code either.
+        raise ConverterError(f"ValueError: The repository {directory} contains custom code which must be executed to "
+                             "correctly load the model. Please pass the argument `trust_remote_code=True` to allow "
+                             "custom code to be run.") from None
     tj_path = directory / "tokenizer.json"
     from_slow = bool(tc.get("from_slow")) or (cls in ("LlamaTokenizerFast", "CodeLlamaTokenizerFast")
                                               and tc.get("add_prefix_space") is not None)
@@ -199,6 +274,8 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         backend = _from_slow_files(directory, cls, tc, max_bytes)
     backend.no_truncation()
     backend.no_padding()
+    if cls == "BertTokenizerFast":
+        _bert_normalizer(backend, tc)
 
     # Named special tokens: class defaults < tokenizer_config.json < special_tokens_map.json (legacy mode only).
     named: dict[str, str | None] = dict(CLASS_DEFAULTS.get(cls, {}))
@@ -207,13 +284,12 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         if key in tc:
             named[key] = _content(tc[key])
     extra += [c for c in map(_content, tc.get("additional_special_tokens") or []) if c]
-    declared: dict[int, tuple[str, bool, bool]] = {}  # id -> (content, special, normalized)
+    declared: dict[int, dict] = {}  # id -> AddedToken fields
     decoder = tc.get("added_tokens_decoder")
     if isinstance(decoder, dict):
         for key, t in decoder.items():
             if isinstance(t, dict) and isinstance(t.get("content"), str):
-                special = bool(t.get("special", False))
-                declared[int(key)] = (t["content"], special, bool(t.get("normalized", not special)))
+                declared[int(key)] = _token_fields(t)
     else:
         stm = read_optional_json(directory, "special_tokens_map.json", max_bytes) or {}
         for key, value in stm.items():
@@ -223,16 +299,25 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
                 named[key] = _content(value)
         specials = {v for v in named.values() if v} | set(extra)
         atj = read_optional_json(directory, "added_tokens.json", max_bytes) or {}
-        for content, i in atj.items():
+        for content, i in atj.items():  # tokenization_utils_base.py:2316-2331
             if isinstance(i, int):
-                declared[i] = (content, content in specials, content not in specials)
-        if tj_path.is_file():
-            for t in json.loads(tj_path.read_text(encoding="utf-8")).get("added_tokens") or []:
-                declared[t["id"]] = (t["content"], bool(t.get("special")), bool(t.get("normalized", True)))
+                special = content in specials
+                declared[i] = {"content": content, "special": special, "normalized": not special}
+        if tj_path.is_file():  # tokenization_utils_base.py:2335-2345
+            for t in read_json(tj_path, max_bytes).get("added_tokens") or []:
+                declared[t["id"]] = _token_fields(t)
 
+    if cls == "CodeLlamaTokenizerFast":  # models/code_llama/tokenization_code_llama_fast.py:118-121
+        for key, default in (("prefix_token", "▁<PRE>"), ("middle_token", "▁<MID>"), ("suffix_token", "▁<SUF>"),
+                             ("eot_token", "▁<EOT>")):
+            value = _content(tc[key]) if key in tc else default
+            if value:
+                extra.append(value)
     specials = {v for v in named.values() if v} | set(extra)
-    to_add = [AddedToken(c, special=s or c in specials, normalized=n) for _, (c, s, n) in sorted(declared.items())]
-    to_add += [AddedToken(c, special=True, normalized=False) for c in [*named.values(), *extra]
+    to_add = [AddedToken(**{**f, "special": f["special"] or f["content"] in specials})
+              for _, f in sorted(declared.items())]
+    # all_special_tokens_extended order: bos, eos, unk, sep, pad, cls, mask, then the additional ones
+    to_add += [AddedToken(c, special=True, normalized=False) for c in [*(named.get(k) for k in NAMED), *extra]
                if c and c not in {t.content for t in to_add}]
     if to_add:
         backend.add_tokens(to_add)
@@ -242,6 +327,9 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         add_bos = tc.get("add_bos_token", add_bos_default)
         add_eos = tc.get("add_eos_token", add_eos_default)
         bos, eos = named.get("bos_token"), named.get("eos_token")
+        for on, what, token in ((add_bos, "bos", bos), (add_eos, "eos", eos)):
+            if on and token is None:  # e.g. models/gpt_neox/tokenization_gpt_neox_fast.py:149-155
+                raise ConverterError(f"ValueError: add_{what}_token = True but {what}_token = None")
         vocab_now = backend.get_vocab(with_added_tokens=True)
         single = ([f"{bos}:0"] if add_bos and bos else []) + ["$A:0"] + ([f"{eos}:0"] if add_eos and eos else [])
         pair = single + [s.replace("$A:0", "$B:1").replace(":0", ":1") for s in single]
@@ -252,7 +340,7 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
 
     vocab = backend.get_vocab(with_added_tokens=True)
     decoder_now = backend.get_added_tokens_decoder()
-    added = {t.content: i for i, t in decoder_now.items()}
+    added = {t.content: i for i, t in sorted(decoder_now.items())}  # get_added_vocab(), id order
     special_ids = {vocab[c] for c in specials if c in vocab}
     return HFTokenizer(
         backend=backend,
@@ -263,4 +351,5 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         added_special={i: bool(t.special) for i, t in decoder_now.items()},
         added_normalized={i: bool(t.normalized) for i, t in decoder_now.items()},
         all_special_ids=special_ids,
+        clean_up_tokenization_spaces=bool(tc.get("clean_up_tokenization_spaces", False)),
     )
