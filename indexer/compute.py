@@ -344,15 +344,15 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
     from .tokenstore import TokenStore, default_root
 
     loads = _loads()
+    # One row per signature (its buckets follow from its tokens), so popular signatures do not multiply.
+    sigs = ("(SELECT DISTINCT gguf_signature AS s, gguf_bucket_hi AS hi, gguf_bucket_lo AS lo FROM engine_facts "
+            "WHERE gguf_signature IS NOT NULL)")
     bucket_pairs = " UNION ".join(
-        "SELECT a.gguf_signature AS t, b.gguf_signature AS d FROM engine_facts a JOIN engine_facts b "
-        f"ON a.{x} = b.{y} AND a.gguf_signature <> b.gguf_signature "
-        "WHERE a.gguf_signature IS NOT NULL AND b.gguf_signature IS NOT NULL"
-        for x, y in (("gguf_bucket_hi", "gguf_bucket_hi"), ("gguf_bucket_hi", "gguf_bucket_lo"),
-                     ("gguf_bucket_lo", "gguf_bucket_hi")))
+        f"SELECT a.s AS t, b.s AS d FROM {sigs} a JOIN {sigs} b ON a.{x} = b.{y} AND a.s <> b.s"
+        for x, y in (("hi", "hi"), ("hi", "lo"), ("lo", "hi")))
     todo = conn.exec_driver_sql(
         f"SELECT c.t, c.d FROM ({bucket_pairs}) c LEFT JOIN llamacpp_pairs p ON p.target_signature = c.t "
-        "AND p.draft_signature = c.d WHERE p.target_signature IS NULL ORDER BY c.t, c.d").all()
+        f"AND p.draft_signature = c.d WHERE p.target_signature IS NULL ORDER BY c.t, c.d LIMIT {int(limit) + 1}").all()
     if not todo:
         return {"candidates": 0, "computed": 0, "compatible": 0}
     from .gguf import GGUFVocab, speculative_compatible
@@ -386,7 +386,7 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
         conn.execute(text("INSERT INTO llamacpp_pairs (target_signature, draft_signature, compatible, reason, "
                           "failed_checks) VALUES (:t, :d, :ok, :why, :n)"), rows)
     return {"candidates": len(todo), "computed": len(rows), "compatible": sum(r["ok"] for r in rows),
-            "no_tokens": missing}
+            "no_tokens": missing, "more_left": len(todo) > limit}
 
 
 def candidate_pairs(tokenizers: list[tuple], families: dict[int, set[str]]) -> list[tuple[int, int]]:

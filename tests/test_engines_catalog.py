@@ -117,3 +117,21 @@ def test_query_all_equals_check_for_every_pair_and_engine(catalog):
     for t, d in itertools.permutations(["spm/Big-7B", "spm/Chat-0.4B"], 2):
         res = CliRunner().invoke(cli, ["check", "--db", db, t, d, "--engine", "llama.cpp"])
         assert res.exit_code == 0, res.output
+
+
+def test_llamacpp_pair_evaluations_are_bounded_per_run(catalog):
+    from indexer.compute import compute_llamacpp_pairs
+    from indexer.db import open_catalog
+
+    db, _ = catalog
+    with sqlite3.connect(db) as conn:
+        before = conn.execute("SELECT count(*) FROM llamacpp_pairs").fetchone()[0]
+        conn.execute("DELETE FROM llamacpp_pairs")
+    engine = open_catalog(db)
+    try:
+        with engine.begin() as conn:
+            first = compute_llamacpp_pairs(conn, db, limit=1)
+    finally:
+        engine.dispose()
+    assert first["computed"] == 1 and first["more_left"]
+    assert compute(db)["llamacpp_pairs"]["computed"] == before - 1  # the next run does the rest
