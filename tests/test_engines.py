@@ -310,3 +310,11 @@ def test_check_json_and_engine_exit_status(tmp_path):
     assert bad.exit_code == 2 and "ollama" in bad.output
     text = runner.invoke(cli, ["check", str(t), str(d)]).stdout
     assert "REFUSED" in text and "WORKS" in text
+
+
+def test_the_registry_and_the_gguf_prediction_follow_the_same_llama_cpp():
+    from indexer import gguf
+
+    assert registry.LLAMACPP_COMMIT == gguf.LLAMACPP_COMMIT
+    assert registry.LLAMACPP_MAX_VOCAB_DIFF == gguf.SPEC_VOCAB_MAX_SIZE_DIFFERENCE
+    assert registry.LLAMACPP_CHECK_START_ID == gguf.SPEC_VOCAB_CHECK_START_TOKEN_ID
