@@ -109,11 +109,14 @@ def _sizes(what: str, ts, ds) -> str:
     return f"{what} differs: target {ts}, draft {ds}"
 
 
-def _above_only(t: Side, d: Side, size: int | None) -> list[str]:
-    if not differs_only_above(t, d, size):
-        return []
-    return [f"the mappings differ only at ids >= vocab_size {size}, which neither model can emit "
-            "(e.g. a <pad> appended after the embedding rows): drafting is not harmed by them"]
+def _mapping_differs(t: Side, d: Side, size: int | None, starts: str) -> list[str]:
+    """Why a started pair is useless; or, when the mappings differ only at ids no model emits, that it
+    is not (it still is not 'the same get_vocab()', which is what works means)."""
+    if differs_only_above(t, d, size):
+        return [f"{starts}; the get_vocab() mappings differ only at ids >= vocab_size {size}, which neither "
+                "model can emit (e.g. a <pad> appended after the embedding rows): drafting is not harmed, but "
+                "the mappings are not equal"]
+    return [f"{starts}; the get_vocab() mappings differ: {SLOWER}"]
 
 
 def _tokenizer_missing(t: Side, d: Side) -> str | None:
@@ -135,8 +138,8 @@ def sglang_rule(t: Side, d: Side) -> Verdict:
     if missing:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, [f"vocab_size {ts} on both, but get_vocab() mappings differ: the draft worker "
-                                 f"loads no tokenizer, so SGLang starts and {SLOWER}", *_above_only(t, d, ts)])
+        return Verdict(USELESS, _mapping_differs(t, d, ts, f"vocab_size {ts} on both, and the draft worker loads "
+                                                           "no tokenizer, so SGLang starts"))
     return Verdict(WORKS, [f"vocab_size {ts} and get_vocab() mapping identical"])
 
 
@@ -166,8 +169,8 @@ def vllm_rule(t: Side, d: Side) -> Verdict:
     if missing:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, [f"vocab_size {ts} on both, so vLLM starts; it never compares tokenizers, and the "
-                                 f"get_vocab() mappings differ: {SLOWER}", *_above_only(t, d, ts)])
+        return Verdict(USELESS, _mapping_differs(t, d, ts, f"vocab_size {ts} on both, so vLLM starts (it never "
+                                                           "compares tokenizers)"))
     return Verdict(WORKS, [f"vocab_size {ts} on both and the same get_vocab() mapping"])
 
 
@@ -185,9 +188,9 @@ def transformers_rule(t: Side, d: Side) -> Verdict:
     if missing:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, [f"vocab_size {ts} on both, so transformers treats them as one tokenizer and "
-                                 f"passing assistant_tokenizer raises; the mappings differ: output stays correct "
-                                 f"(the target verifies every token), but {SLOWER}", *_above_only(t, d, ts)])
+        return Verdict(USELESS, _mapping_differs(t, d, ts, f"vocab_size {ts} on both, so transformers treats them "
+                                                           "as one tokenizer (passing assistant_tokenizer raises) and "
+                                                           "output stays correct, the target verifying every token"))
     return Verdict(WORKS, [f"vocab_size {ts} on both and the same mapping"])
 
 
