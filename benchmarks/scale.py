@@ -130,6 +130,14 @@ def generate(path: Path, n: int, seed: int = 0) -> list[str]:
             "params, downloads, disabled, is_chat, family) VALUES (?, ?, 'ok', ?, ?, ?, ?, 1000000, 0, 1, ?)",
             (name, name.split("/")[0], tok_id, vs, vs, 8_000_000_000, toks[tok_id - 1][1]))
         targets.append(name)
+    # Engine facts as compute derives them from stored blobs: one file set and one GGUF vocabulary per
+    # tokenizer here (llama.cpp's class key is the GGUF signature).
+    conn.executemany("INSERT INTO file_sets (id, key, files, status, tokenizer_id) VALUES (?, ?, '{}', 'ok', ?)",
+                     [(t[0], _sha(t[0], "files"), t[0]) for t in toks])
+    conn.executemany(
+        "INSERT INTO engine_facts (file_set_id, config_blob, has_vision_config, gguf_converted, gguf_n_vocab, "
+        "gguf_signature) VALUES (?, '', 0, 1, ?, ?)", [(t[0], t[3], _sha(t[0], "gguf")) for t in toks])
+    conn.execute("UPDATE repos SET file_set_id = tokenizer_id, config_blob = '' WHERE tokenizer_id IS NOT NULL")
     conn.commit()
     conn.close()
     return targets

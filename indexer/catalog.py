@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import select, text
 
 from .db import CatalogError, open_catalog, session_factory
+from .engines import Side
 from .files import InputError
-from .models import Repo, Tokenizer
-from .rules import Side
+from .models import EngineFacts, Repo, Tokenizer
 from .tokenstore import TokenStore, default_root
 
 TOKENIZER_FACTS = (
@@ -65,18 +65,49 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
                 why = f": {repo.reason}" if repo.reason else ""
                 raise InputError(repo.status, f"{name} is in the catalog with status {repo.status}{why}")
             facts = tokenizer_facts(tok) if tok is not None else None
+            ef = None
+            if repo.file_set_id is not None:
+                ef = session.scalar(select(EngineFacts).where(EngineFacts.file_set_id == repo.file_set_id,
+                                                              EngineFacts.config_blob == (repo.config_blob or "")))
     finally:
         engine.dispose()
+    store = TokenStore(default_root(db))
     vocab = None
     if with_vocab and facts is not None:
         try:
-            vocab = TokenStore(default_root(db)).get(facts["vocab_sha256"])
+            vocab = store.get(facts["vocab_sha256"])
         except (KeyError, OSError, ValueError):
             vocab = None
-    return Side(
+    side = Side(
         name=name,
         vocab_size=repo.vocab_size,
         vocab_size_transformers=repo.vocab_size_transformers,
         tok=facts,
         vocab=vocab,
+        # Without derived engine facts, vLLM's size is transformers' (they differ only by remaps).
+        vllm_vocab_size=repo.vocab_size_transformers,
+        gguf_missing="engine facts not derived yet: run `indexer compute`",
     )
+    if ef is not None:
+        side.vllm_vocab_size = ef.vllm_vocab_size
+        side.text_config_error = ef.text_config_error
+        side.has_vision_config = bool(ef.has_vision_config)
+        side.gguf, side.gguf_missing = gguf_from_facts(ef, store)
+    return side
+
+
+def gguf_from_facts(ef: EngineFacts, store: TokenStore):
+    """The stored GGUF vocabulary (token list from the token store) as the rule reads it."""
+    if ef.gguf is None:
+        return None, ef.gguf_error or "no GGUF prediction"
+    try:
+        from .gguf import GGUFVocab
+    except ImportError as e:
+        return None, f"the GGUF prediction (indexer.gguf) is not available: {e}"
+    tokens = None
+    if ef.gguf_converted and ef.gguf_tokens_sha256:
+        try:
+            tokens = tuple(store.get_tokens(ef.gguf_tokens_sha256))
+        except (KeyError, OSError, ValueError):
+            return None, "the GGUF token list is not in the token store: run `indexer compute`"
+    return GGUFVocab.from_dict(ef.gguf, tokens), None

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .engines import DEFAULT_ENGINE, ENGINE_NAMES
 from .files import DEFAULT_MAX_FILE_BYTES, InputError
 
 EXIT_BAD_INPUT = 2
@@ -138,16 +139,24 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
         click.echo(f"  ... {len(added) - 50} more (use --json)")
 
 
+def engine_option(help_text: str):
+    return click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), default=DEFAULT_ENGINE,
+                        show_default=True, help=help_text)
+
+
 @cli.command()
 @click.argument("target")
 @click.argument("draft")
+@engine_option("Engine whose verdict decides the exit status.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @db_option
 @max_bytes_option
-def check(target, draft, as_json, db, max_file_bytes):
+def check(target, draft, engine, as_json, db, max_file_bytes):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
-    Exit status: 0 when SGLang STANDALONE accepts the pair, 1 when not, 2 on bad input.
+    Each verdict is works, useless (starts, drafts rejected), refused (raises at launch) or
+    no_speculation (llama-server serves without a draft). Exit status: 0 when the pair works on
+    --engine (default SGLang: equal vocab_size and equal get_vocab()), 1 when not, 2 on bad input.
     """
     from .sides import check as check_sides
 
@@ -159,9 +168,8 @@ def check(target, draft, as_json, db, max_file_bytes):
         print_json(result)
     else:
         click.echo(f"target: {result['target']}\ndraft:  {result['draft']}")  # as found: case, URL, GGUF base
-        for engine, verdict in result["verdicts"].items():
-            mark = "OK  " if verdict["compatible"] else "FAIL"
-            click.echo(f"  {mark} {engine:13} {'; '.join(verdict['reasons'])}")
+        for name, verdict in result["verdicts"].items():
+            click.echo(f"  {verdict['outcome'].upper():14} {name:13} {'; '.join(verdict['reasons'])}")
         det = result["details"]
         if det["added_only_in_target"]:
             click.echo(f"  added tokens only in target: {_short(det['added_only_in_target'])}")
@@ -169,12 +177,14 @@ def check(target, draft, as_json, db, max_file_bytes):
             click.echo(f"  added tokens only in draft:  {_short(det['added_only_in_draft'])}")
         for diff in det["first_differing_ids"]:
             click.echo(f"  id {diff['id']}: target {diff['target']!r}, draft {diff['draft']!r}")
-        if result["tli"] is not None:
-            click.echo(f"  TLI intersection: {result['tli']['intersection']} tokens "
-                       f"({result['tli']['ratio']:.1%} of the draft)")
+        tli = result["tli"]
+        if tli is not None:
+            both = "" if tli["same_count"] else f"; transformers counts {tli['intersection_transformers']}"
+            click.echo(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
+                       f"({tli['ratio']:.1%} of the draft){both}")
         if result["fix"]:
             click.echo(f"  fix: {result['fix']}")
-    sys.exit(0 if result["verdicts"]["sglang"]["compatible"] else 1)
+    sys.exit(0 if result["verdicts"][engine]["compatible"] else 1)
 
 
 def _short(tokens: list[str], n: int = 8) -> str:
@@ -293,23 +303,27 @@ def compute(as_json, quiet, db):
     click.echo(f"classified {stats['repos']} repos in {stats['seconds']} s")
     for engine, n in stats["classes"].items():
         click.echo(f"  {engine:13} {n} classes, {stats['memberships'][engine]} members")
+    f = stats["engine_facts"]
+    click.echo(f"  engine facts: {f['derived']} derived, {f['blobs_missing']} without stored blobs, "
+               f"{f['left']} left for the next run")
+    lp = stats["llamacpp_pairs"]
+    click.echo(f"  llama.cpp pairs: {lp['computed']} computed of {lp['candidates']} new candidates")
     p = stats["pairs"]
-    click.echo(f"  pair verdicts: {p['computed']} computed, {p['cached']} cached, "
+    click.echo(f"  TLI pair verdicts: {p['computed']} computed, {p['cached']} cached, "
                f"{p['no_tokens']} skipped (token lists not stored), {p['candidates']} candidates")
 
 
 @cli.command()
 @click.option("--target", required=True,
               help="Target: a repo id (any case), a Hub URL, a bare name, or a local model directory.")
-@click.option("--engine", type=click.Choice(["sglang", "vllm", "transformers", "llama.cpp", "mlx"]),
-              default="sglang", show_default=True, help="Serving engine whose rule decides.")
+@engine_option("Serving engine whose rule decides.")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many drafts.")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
 @click.option("--all", "all_", is_flag=True, help="Every repo the engine accepts with the target, unranked.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @db_option
 def query(target, engine, limit, near_misses, all_, as_json, db):
-    """Ranked draft models for --target that the engine accepts, with reasons and launch flags.
+    """Ranked draft models for --target that work on the engine, with reasons and launch flags.
 
     Exit status: 0 answered, 2 bad input or catalog, 3 target not in the catalog.
     """

@@ -1,49 +1,51 @@
 """Compatibility classes per engine, by grouping (never all pairs).
 
-Two repos are in the same class of an engine exactly when that engine's rule (DESIGN §2)
-accepts the pair on the facts the catalog stores:
+Two repos are in the same class of an engine exactly when that engine's verdict is *works*
+for the pair on the facts the catalog stores. The class key of each engine comes from the
+registry (``indexer.engines``, ``Engine.class_key``), as columns of the narrow per-repo table:
 
-| engine        | class key                                   |
-|---------------|---------------------------------------------|
-| sglang        | (config vocab_size, vocab_sha256)           |
-| vllm          | vocab_size_transformers                     |
-| transformers  | (vocab_size_transformers, vocab_sha256)     |
-| mlx           | tokenizer hf_vocab_size                     |
-| llama.cpp     | (GGUF n_vocab, vocab_sha256) + pair verdicts|
+| column   | meaning                                                            |
+|----------|--------------------------------------------------------------------|
+| vs       | SGLang's config vocab_size                                         |
+| vst      | transformers' get_text_config().vocab_size                         |
+| vllm_vs  | vLLM's text-config vocab_size (NULL when get_text_config() raises) |
+| hf       | tokenizer.vocab_size (base vocabulary; MLX, LM Studio)             |
+| tok      | the get_vocab() mapping (tokenizer id)                             |
+| gguf_sig | the GGUF vocabulary signature (llama.cpp)                          |
 
 Everything is set-based SQL inside one transaction (one pass over ``repos`` into a narrow
 temporary table, then INSERT ... SELECT ... GROUP BY per engine), so a million repos take
 seconds, not ORM objects per row. ``repo_classes`` carries the ranking facts so that
 ``indexer query`` ranks a class from one covering index.
-llama.cpp and TLI need token lists: they are evaluated only for candidate tokenizer pairs
-(same base vocabulary, or vocab_len within 128 inside one family), bounded, and cached in
-``pair_verdicts``.
+
+Before that, the engine facts (vLLM's text config, vision_config, the GGUF vocabulary that
+``convert_hf_to_gguf.py`` would write) are derived once per distinct (tokenizer file set,
+config blob) from the blob store, into ``engine_facts``, the token lists into the token store.
+llama.cpp accepts some pairs of different GGUF vocabularies (sizes within 128, ids below 5);
+those are evaluated for candidate signature pairs only (a shared token-prefix bucket, which
+every passing pair has) and cached in ``llamacpp_pairs``. TLI intersections are cached per
+tokenizer pair in ``pair_verdicts``.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 from sqlalchemy import text
 
 from .db import open_catalog
+from .engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from .fingerprint import transformers_version
 from .params import estimate_from_name
 
-# Per engine: the size column of tmp_ok it compares, whether it also requires the same mapping,
-# the label, and whether a repo lacking the size is left out (it always is).
-ENGINE_RULES = {
-    "sglang": ("vs", True, "'config vocab_size ' || CAST(g.size AS TEXT) || ' and get_vocab() mapping ' "
-                           "|| substr(t.vocab_sha256, 1, 12)"),
-    "vllm": ("vst", False, "'text-config vocab_size ' || CAST(g.size AS TEXT) || ' (mappings not compared)'"),
-    "transformers": ("vst", True, "'text-config vocab_size ' || CAST(g.size AS TEXT) || ' and mapping ' "
-                                  "|| substr(t.vocab_sha256, 1, 12)"),
-    "mlx": ("hf", False, "'tokenizer.vocab_size ' || CAST(g.size AS TEXT) || ' (base vocabulary)'"),
-    "llama.cpp": ("nv", True, "'identical tokenizer ' || substr(t.vocab_sha256, 1, 12) || ', GGUF n_vocab ' "
-                              "|| CAST(g.size AS TEXT) || ' (paired tokenizers: see pair_verdicts)'"),
-}
+# What each size column of tmp_ok means, for class labels.
+SIZE_WORDS = {"vs": "config vocab_size", "vst": "text-config vocab_size", "vllm_vs": "text-config vocab_size",
+              "hf": "tokenizer.vocab_size"}
+MAX_NEW_FACTS = 2000  # engine-fact derivations (one converter prediction each) per compute run
 NOT_GATED = "('', 'false', 'False', '0', 'no')"
 CLASS_INDEX = "ix_repo_classes_class_params"
 CLASS_INDEX_COLUMNS = ("class_id, params, downloads, lineage_id, author_id, family_id, is_chat, gated, "
@@ -126,7 +128,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
 
 
 def compute(db: str | None = None, *, progress: bool = False) -> dict:
-    """Rebuild compat_classes / repo_classes / repo counts and extend the pair cache."""
+    """Derive missing engine facts, rebuild compat_classes / repo_classes / repo counts, extend the pair caches."""
     started = time.perf_counter()
     engine = open_catalog(db)
     sqlite = engine.dialect.name == "sqlite"
@@ -146,6 +148,9 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql("PRAGMA cache_size=-262144")
                 conn.exec_driver_sql("PRAGMA threads=2")
                 conn.commit()
+            with conn.begin():
+                stats["engine_facts"] = derive_engine_facts(conn, db)
+            say(f"engine facts: {stats['engine_facts']}")
             dbapi = conn.connection.dbapi_connection
             facts, families = scan_repos(dbapi)
             conn.commit()
@@ -161,47 +166,41 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 cur.close()
                 del facts
                 # One narrow row per ok repo: every later step reads this, not the wide repos table.
+                # Without derived engine facts, vLLM's size is transformers' (they differ only by remaps).
                 conn.exec_driver_sql(
                     "CREATE TEMPORARY TABLE tmp_ok (pk INTEGER PRIMARY KEY, tok INTEGER, vs INTEGER, "
-                    "vst INTEGER, hf INTEGER, nv INTEGER, params BIGINT, downloads BIGINT, lineage_id INTEGER, "
+                    "vst INTEGER, vllm_vs INTEGER, hf INTEGER, gguf_sig VARCHAR(64), gguf_nv INTEGER, "
+                    "params BIGINT, downloads BIGINT, lineage_id INTEGER, "
                     "author_id INTEGER, family_id INTEGER, is_chat BOOLEAN, gated BOOLEAN, disabled BOOLEAN)")
                 conn.exec_driver_sql(
-                    "INSERT INTO tmp_ok SELECT r.id, t.id, r.vocab_size, r.vocab_size_transformers, "
-                    "t.hf_vocab_size, CASE WHEN COALESCE(r.vocab_size, 0) > COALESCE(t.max_id, -1) + 1 "
-                    "THEN r.vocab_size ELSE COALESCE(t.max_id, -1) + 1 END, "
+                    "INSERT INTO tmp_ok SELECT r.id, t.id, r.vocab_size, "
+                    "CASE WHEN e.text_config_error IS NULL THEN r.vocab_size_transformers END, "
+                    "CASE WHEN e.text_config_error IS NULL THEN COALESCE(e.vllm_vocab_size, "
+                    "r.vocab_size_transformers) END, "
+                    "t.hf_vocab_size, e.gguf_signature, e.gguf_n_vocab, "
                     "COALESCE(r.params, r.params_estimate, x.name_params), r.downloads, "  # estimates rank too
                     "x.lineage_id, x.author_id, x.family_id, r.is_chat, "
                     f"CASE WHEN r.gated IS NULL OR r.gated IN {NOT_GATED} THEN FALSE ELSE TRUE END, "
                     "COALESCE(r.disabled, FALSE) FROM repos r JOIN tokenizers t ON t.id = r.tokenizer_id "
-                    "JOIN tmp_repo x ON x.repo_pk = r.id WHERE r.status = 'ok' ORDER BY r.id")
+                    "JOIN tmp_repo x ON x.repo_pk = r.id LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                    "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.status = 'ok' ORDER BY r.id")
                 say("narrow copy built")
                 conn.exec_driver_sql(f"DROP INDEX IF EXISTS {CLASS_INDEX}")
                 conn.exec_driver_sql("DELETE FROM repo_classes")
                 conn.exec_driver_sql("DELETE FROM compat_classes")
-                for eng, (size, by_tok, label) in ENGINE_RULES.items():
-                    if by_tok:
-                        ex("INSERT INTO compat_classes (engine, class_key, vocab_size, tokenizer_id, members, label) "
-                           f"SELECT :e, CAST(g.size AS TEXT) || ':' || t.vocab_sha256, g.size, g.tok, g.n, {label} "
-                           f"FROM (SELECT {size} AS size, tok, count(*) AS n FROM tmp_ok WHERE {size} IS NOT NULL "
-                           f"GROUP BY {size}, tok) g JOIN tokenizers t ON t.id = g.tok ORDER BY g.size, g.tok",
-                           {"e": eng})
-                        on = f"c.vocab_size = o.{size} AND c.tokenizer_id = o.tok"
-                    else:
-                        ex("INSERT INTO compat_classes (engine, class_key, vocab_size, tokenizer_id, members, label) "
-                           f"SELECT :e, CAST(g.size AS TEXT), g.size, NULL, g.n, "
-                           f"{label.replace('t.vocab_sha256', 'NULL')} FROM (SELECT {size} AS size, count(*) AS n "
-                           f"FROM tmp_ok WHERE {size} IS NOT NULL GROUP BY {size}) g ORDER BY g.size", {"e": eng})
-                        on = f"c.vocab_size = o.{size}"
+                for eng in ENGINES.values():
+                    insert_classes(ex, eng.name, eng.class_key)
+                    on = " AND ".join(CLASS_JOIN[col] for col in eng.class_key)
                     res = ex(
                         "INSERT INTO repo_classes (engine, repo_pk, class_id, params, downloads, lineage_id, "
                         "author_id, family_id, is_chat, gated, disabled) "
                         "SELECT :e, o.pk, c.id, o.params, o.downloads, o.lineage_id, o.author_id, o.family_id, "
                         "o.is_chat, o.gated, o.disabled FROM tmp_ok o "
-                        f"JOIN compat_classes c ON c.engine = :e AND {on} ORDER BY o.pk", {"e": eng})
-                    stats["memberships"][eng] = res.rowcount
-                    stats["classes"][eng] = ex("SELECT count(*) FROM compat_classes WHERE engine = :e",
-                                               {"e": eng}).scalar()
-                    say(f"{eng}: {stats['classes'][eng]} classes, {res.rowcount} members")
+                        f"JOIN compat_classes c ON c.engine = :e AND {on} ORDER BY o.pk", {"e": eng.name})
+                    stats["memberships"][eng.name] = res.rowcount
+                    stats["classes"][eng.name] = ex("SELECT count(*) FROM compat_classes WHERE engine = :e",
+                                                    {"e": eng.name}).scalar()
+                    say(f"{eng.name}: {stats['classes'][eng.name]} classes, {res.rowcount} members")
                 conn.exec_driver_sql(f"CREATE INDEX {CLASS_INDEX} ON repo_classes ({CLASS_INDEX_COLUMNS})")
                 say("class index built")
                 conn.exec_driver_sql("UPDATE tokenizers SET repo_count = 0")
@@ -217,6 +216,9 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql("DROP TABLE tmp_repo")
             say("classes committed")
             with conn.begin():
+                stats["llamacpp_pairs"] = compute_llamacpp_pairs(conn, db)
+            say(f"llama.cpp pairs: {stats['llamacpp_pairs']}")
+            with conn.begin():
                 stats["pairs"] = compute_pairs(conn, db, families)
             say(f"pairs: {stats['pairs']}")
             stats["seconds"] = round(time.perf_counter() - started, 3)
@@ -226,6 +228,7 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                     "compute_seconds": str(stats["seconds"]),
                     "compute_repos": str(stats["repos"]),
                     "transformers_version": transformers_version() or "not installed",
+                    "llamacpp_commit": LLAMACPP_COMMIT,
                 })
             if sqlite:
                 conn.exec_driver_sql("PRAGMA foreign_keys=ON")
@@ -235,10 +238,159 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
     return stats
 
 
+# How a class-key column of tmp_ok (o) matches compat_classes (c).
+CLASS_JOIN = {"tok": "c.tokenizer_id = o.tok", "gguf_sig": "c.class_key = o.gguf_sig",
+              **{col: f"c.vocab_size = o.{col}" for col in SIZE_WORDS}}
+
+
+def insert_classes(ex, engine: str, key: tuple[str, ...]) -> None:
+    """One compat_classes row per distinct value of the engine's class key among ok repos."""
+    if key == ("gguf_sig",):
+        ex("INSERT INTO compat_classes (engine, class_key, vocab_size, tokenizer_id, members, label) "
+           "SELECT :e, g.sig, g.nv, NULL, g.n, 'GGUF vocabulary ' || substr(g.sig, 1, 12) || ', n_vocab ' "
+           "|| CAST(g.nv AS TEXT) FROM (SELECT gguf_sig AS sig, max(gguf_nv) AS nv, count(*) AS n FROM tmp_ok "
+           "WHERE gguf_sig IS NOT NULL GROUP BY gguf_sig) g ORDER BY g.sig", {"e": engine})
+        return
+    size, by = key
+    if by != "tok" or size not in SIZE_WORDS:
+        raise ValueError(f"{engine}: unsupported class key {key!r}")
+    ex("INSERT INTO compat_classes (engine, class_key, vocab_size, tokenizer_id, members, label) "
+       f"SELECT :e, CAST(g.size AS TEXT) || ':' || t.vocab_sha256, g.size, g.tok, g.n, "
+       f"'{SIZE_WORDS[size]} ' || CAST(g.size AS TEXT) || ' and get_vocab() mapping ' "
+       "|| substr(t.vocab_sha256, 1, 12) "
+       f"FROM (SELECT {size} AS size, tok, count(*) AS n FROM tmp_ok WHERE {size} IS NOT NULL "
+       f"GROUP BY {size}, tok) g JOIN tokenizers t ON t.id = g.tok ORDER BY g.size, g.tok", {"e": engine})
+
+
 def write_meta(conn, values: dict[str, str]) -> None:
     for key, value in values.items():
         conn.execute(text("DELETE FROM meta WHERE key = :k"), {"k": key})
         conn.execute(text("INSERT INTO meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})
+
+
+# ---------------------------------------------------------------- engine facts
+
+
+def facts_of_dir(directory: Path, tokens) -> dict:
+    """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
+    from .files import InputError
+    from .modelconfig import read_config
+    from .sides import predict_gguf_facts
+
+    row: dict = {"vllm": None, "tce": None, "vis": False}
+    if (directory / "config.json").is_file():
+        try:
+            cfg = read_config(directory)
+            row.update(vllm=cfg.vllm_vocab_size, tce=cfg.text_config_error, vis=cfg.has_vision_config)
+        except InputError as e:
+            row["tce"] = e.message
+    g, missing = predict_gguf_facts(directory)
+    row.update(conv=False, gerr=missing, nv=None, tsha=None, gguf=None, sig=None, hi=None, lo=None)
+    if g is not None:
+        row.update(conv=bool(g.converted), gerr=g.error, gguf=g.to_dict())
+        if g.converted and g.tokens is not None:
+            tsha = g.tokens_sha256()
+            tokens.put_tokens(tsha, g.tokens)
+            hi, lo = gguf_buckets(g.tokens)
+            row.update(nv=g.n_vocab, tsha=tsha, sig=gguf_signature(g, tsha), hi=hi, lo=lo)
+    return row
+
+
+def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS) -> dict:
+    """engine_facts for every (file set, config blob) of an ok repo that has none yet, from the blob store."""
+    from .blobstore import BlobStore
+    from .blobstore import default_root as blob_root
+    from .tokenstore import TokenStore, default_root
+
+    loads = _loads()
+    todo = conn.exec_driver_sql(
+        "SELECT DISTINCT r.file_set_id, COALESCE(r.config_blob, ''), f.files FROM repos r "
+        "JOIN file_sets f ON f.id = r.file_set_id LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+        "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.status = 'ok' AND r.tokenizer_id IS NOT NULL "
+        "AND e.id IS NULL ORDER BY r.file_set_id").all()
+    blobs, tokens = BlobStore(blob_root(db)), TokenStore(default_root(db))
+    rows, missing = [], 0
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    for fsid, config_blob, files in todo[:limit]:
+        files = loads(files) if isinstance(files, (str, bytes)) else files
+        with tempfile.TemporaryDirectory(prefix="indexer-facts-") as tmp:
+            try:
+                blobs.export(files, tmp)
+                if config_blob:
+                    blobs.export({"config.json": config_blob}, tmp)
+            except KeyError:
+                missing += 1  # blobs not stored (another machine's crawl): retried next run
+                continue
+            row = facts_of_dir(Path(tmp), tokens)
+        rows.append({**row, "fs": fsid, "cb": config_blob, "commit": LLAMACPP_COMMIT, "at": now})
+    if rows:
+        conn.execute(text(
+            "INSERT INTO engine_facts (file_set_id, config_blob, vllm_vocab_size, text_config_error, "
+            "has_vision_config, gguf_converted, gguf_error, gguf_n_vocab, gguf_tokens_sha256, gguf, gguf_signature, "
+            "gguf_bucket_hi, gguf_bucket_lo, llamacpp_commit, derived_at) VALUES (:fs, :cb, :vllm, :tce, :vis, "
+            ":conv, :gerr, :nv, :tsha, :gguf, :sig, :hi, :lo, :commit, :at)"),
+            [{**r, "gguf": _dumps(r["gguf"])} for r in rows])
+    return {"pending": len(todo), "derived": len(rows), "blobs_missing": missing,
+            "left": max(0, len(todo) - limit)}
+
+
+def _dumps(value) -> str | None:
+    import json
+
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> dict:
+    """common_speculative_are_compatible for candidate pairs of different GGUF signatures.
+
+    Candidates share a token-prefix bucket (``engines.gguf_buckets``): every passing pair does,
+    so the cache holds every passing pair (up to ``limit`` new evaluations per run)."""
+    from .tokenstore import TokenStore, default_root
+
+    loads = _loads()
+    # One row per signature (its buckets follow from its tokens), so popular signatures do not multiply.
+    sigs = ("(SELECT DISTINCT gguf_signature AS s, gguf_bucket_hi AS hi, gguf_bucket_lo AS lo FROM engine_facts "
+            "WHERE gguf_signature IS NOT NULL)")
+    bucket_pairs = " UNION ".join(
+        f"SELECT a.s AS t, b.s AS d FROM {sigs} a JOIN {sigs} b ON a.{x} = b.{y} AND a.s <> b.s"
+        for x, y in (("hi", "hi"), ("hi", "lo"), ("lo", "hi")))
+    todo = conn.exec_driver_sql(
+        f"SELECT c.t, c.d FROM ({bucket_pairs}) c LEFT JOIN llamacpp_pairs p ON p.target_signature = c.t "
+        f"AND p.draft_signature = c.d WHERE p.target_signature IS NULL ORDER BY c.t, c.d LIMIT {int(limit) + 1}").all()
+    if not todo:
+        return {"candidates": 0, "computed": 0, "compatible": 0}
+    from .gguf import GGUFVocab, speculative_compatible
+
+    store = TokenStore(default_root(db))
+    memo: dict[str, object] = {}
+
+    def vocab(sig: str):
+        if sig not in memo:
+            if len(memo) > 64:
+                memo.clear()
+            row = conn.execute(text("SELECT gguf, gguf_tokens_sha256 FROM engine_facts WHERE gguf_signature = :s "
+                                    "LIMIT 1"), {"s": sig}).one()
+            facts = loads(row[0]) if isinstance(row[0], (str, bytes)) else row[0]
+            try:
+                memo[sig] = GGUFVocab.from_dict(facts, tuple(store.get_tokens(row[1])))
+            except (KeyError, OSError, ValueError):
+                memo[sig] = None
+        return memo[sig]
+
+    rows, missing = [], 0
+    for t, d in todo[:limit]:
+        tv, dv = vocab(t), vocab(d)
+        if tv is None or dv is None:
+            missing += 1
+            continue
+        ok, reasons = speculative_compatible(tv, dv)
+        rows.append({"t": t, "d": d, "ok": ok, "why": "; ".join(reasons) or None,
+                     "n": 0 if ok else max(1, len(reasons))})
+    if rows:
+        conn.execute(text("INSERT INTO llamacpp_pairs (target_signature, draft_signature, compatible, reason, "
+                          "failed_checks) VALUES (:t, :d, :ok, :why, :n)"), rows)
+    return {"candidates": len(todo), "computed": len(rows), "compatible": sum(r["ok"] for r in rows),
+            "no_tokens": missing, "more_left": len(todo) > limit}
 
 
 def candidate_pairs(tokenizers: list[tuple], families: dict[int, set[str]]) -> list[tuple[int, int]]:
@@ -275,14 +427,16 @@ def candidate_pairs(tokenizers: list[tuple], families: dict[int, set[str]]) -> l
 
 
 def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
-    """Evaluate llama.cpp and TLI for candidate pairs whose token lists are in the store."""
-    from .rules import Side, llamacpp, tli
+    """TLI intersections (vLLM's and transformers' counts) for candidate tokenizer pairs in the store.
+
+    ``llamacpp_ok`` / ``llamacpp_reason`` stay NULL: llama.cpp is decided on GGUF vocabularies
+    (``llamacpp_pairs``), not on get_vocab() mappings."""
+    from .rules import Side, tli
     from .tokenstore import TokenStore, default_root
 
     store = TokenStore(default_root(db))
     toks = conn.exec_driver_sql(
-        "SELECT id, base_vocab_sha256, vocab_len, vocab_sha256, add_bos_token, add_eos_token, bos_token_id, "
-        "eos_token_id FROM tokenizers WHERE repo_count > 0").all()
+        "SELECT id, base_vocab_sha256, vocab_len, vocab_sha256 FROM tokenizers WHERE repo_count > 0").all()
     stored = [t for t in toks if store.has(t[3])]
     no_tokens = len(toks) - len(stored)
     toks = stored
@@ -305,11 +459,9 @@ def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
                 vocabs[tid] = None
         if vocabs[tid] is None:
             return None
-        f = facts[tid]
-        tok = {"vocab_sha256": f[3], "add_bos_token": f[4], "add_eos_token": f[5], "bos_token_id": f[6],
-               "eos_token_id": f[7]}
-        # Unpadded token lists: the n_vocab difference is checked at query time per repo.
-        return Side(name=str(tid), vocab_size=None, vocab_size_transformers=None, tok=tok, vocab=vocabs[tid])
+        # Per tokenizer, not per repo: no vocab_size limit on the counted ids.
+        return Side(name=str(tid), vocab_size=None, vocab_size_transformers=None,
+                    tok={"vocab_sha256": facts[tid][3]}, vocab=vocabs[tid])
 
     rows, missing = [], no_tokens
     for a, b in todo:
@@ -317,13 +469,11 @@ def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
         if ta is None or tb is None:
             missing += 1
             continue
-        verdict = llamacpp(ta, tb)
         info = tli(ta, tb) or {}
-        rows.append({"t": a, "d": b, "ok": verdict.compatible, "why": "; ".join(verdict.reasons),
-                     "n": info.get("intersection"), "r": info.get("ratio")})
+        rows.append({"t": a, "d": b, "n": info.get("intersection"), "r": info.get("ratio")})
     if rows:
         conn.execute(text(
             "INSERT INTO pair_verdicts (target_tokenizer_id, draft_tokenizer_id, llamacpp_ok, "
-            "llamacpp_reason, tli_intersection, tli_ratio) VALUES (:t, :d, :ok, :why, :n, :r)"), rows)
+            "llamacpp_reason, tli_intersection, tli_ratio) VALUES (:t, :d, NULL, NULL, :n, :r)"), rows)
     return {"candidates": len(pairs), "cached": len(cached), "computed": len(rows),
             "no_tokens": missing}

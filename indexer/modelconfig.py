@@ -1,9 +1,9 @@
 """Facts from ``config.json``: the text-config ``vocab_size`` by each engine's rule.
 
-SGLang picks the text config like its ``get_hf_text_config``; vLLM and transformers use
-``PretrainedConfig.get_text_config()``. Both are reproduced on the raw JSON; a config that
-does not state ``vocab_size`` falls back to transformers' class default (AutoConfig, no
-remote code), which is what the engines would see.
+SGLang picks the text config like its ``get_hf_text_config``; transformers uses
+``PretrainedConfig.get_text_config()``, and vLLM the same after remapping a few model types.
+All are reproduced on the raw JSON; a config that does not state ``vocab_size`` falls back to
+transformers' class default (AutoConfig, no remote code), which is what the engines would see.
 """
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ from pathlib import Path
 
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
 
-SGLANG_TEXT_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
+# SGLang 0.5.23 srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config): a Llava...ForCausalLM
+# keeps the top level, otherwise the first of these that exists (thinker_config: its text_config).
+SGLANG_TEXT_KEYS = ("thinker_config", "llm_config", "language_config", "text_config")
+# transformers 5.24.0 configuration_utils.py:1539-1562 (get_text_config): every one of these that is
+# set is a candidate; more than one raises ValueError ("would be ambiguous").
 TRANSFORMERS_TEXT_KEYS = ("text_encoder", "decoder", "generator", "text_config")
+# vLLM 0.33.0 registers its own config classes for these model types, whose text_config is another
+# key of config.json (DeepSeek-VL2: language_config; Ovis: llm_config), then calls get_text_config().
+VLLM_TEXT_KEY_REMAPS = {"deepseek_vl_v2": "language_config", "ovis": "llm_config"}
 
 
 @dataclass
@@ -28,6 +35,9 @@ class ConfigFacts:
     params_estimate: int | None = None  # params.estimate_from_config: used when the Hub has no count
     params_active_estimate: int | None = None  # per token, mixture-of-experts only
     params_estimate_source: str | None = None  # "config" when estimated
+    vllm_vocab_size: int | None = None  # vLLM's get_text_config() after its model-type remaps
+    text_config_error: str | None = None  # get_text_config() raises (transformers and vLLM refuse)
+    has_vision_config: bool = False  # LM Studio never drafts for such a target
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -56,11 +66,25 @@ def sglang_text_config(config: dict) -> tuple[str | None, dict]:
 
 
 def transformers_text_config(config: dict) -> tuple[str | None, dict]:
-    """The sub-config ``get_text_config()`` returns (ambiguity -> top level, as a safe reading)."""
+    """The sub-config ``get_text_config()`` returns; :class:`AmbiguousTextConfig` where it raises."""
     found = [k for k in TRANSFORMERS_TEXT_KEYS if isinstance(config.get(k), dict)]
+    if len(found) > 1:
+        raise AmbiguousTextConfig(f"get_text_config() is ambiguous: config.json has {', '.join(found)}")
     if len(found) == 1:
         return found[0], config[found[0]]
     return None, config
+
+
+def vllm_text_config(config: dict) -> tuple[str | None, dict]:
+    """vLLM's ``hf_text_config``: its remapped sub-config for a few model types, else ``get_text_config()``."""
+    key = VLLM_TEXT_KEY_REMAPS.get(config.get("model_type"))
+    if key and isinstance(config.get(key), dict):
+        return key, config[key]
+    return transformers_text_config(config)
+
+
+class AmbiguousTextConfig(ValueError):
+    """transformers' get_text_config() raises: several sub-configs qualify."""
 
 
 def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> tuple[int | None, int | None]:
@@ -70,12 +94,12 @@ def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> t
         from transformers import AutoConfig
 
         cfg = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+        sub = cfg
+        for part in (sglang_key or "").split(".") if sglang_key else ():
+            sub = getattr(sub, part, None)
+        return getattr(sub, "vocab_size", None), getattr(cfg.get_text_config(), "vocab_size", None)
     except Exception:
         return None, None
-    sub = cfg
-    for part in (sglang_key or "").split(".") if sglang_key else ():
-        sub = getattr(sub, part, None)
-    return getattr(sub, "vocab_size", None), getattr(cfg.get_text_config(), "vocab_size", None)
 
 
 def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
@@ -93,12 +117,23 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
 
     key, sub = sglang_text_config(config)
     sglang = _vocab_size(sub.get("vocab_size"), f"{key}." if key else "")
-    tkey, tsub = transformers_text_config(config)
-    hf = _vocab_size(tsub.get("vocab_size"), f"{tkey}." if tkey else "")
-    if sglang is None or hf is None:
+    error, hf, vllm = None, None, None
+    try:
+        tkey, tsub = transformers_text_config(config)
+        hf = _vocab_size(tsub.get("vocab_size"), f"{tkey}." if tkey else "")
+    except AmbiguousTextConfig as e:
+        error = str(e)
+    try:
+        vkey, vsub = vllm_text_config(config)
+        vllm = _vocab_size(vsub.get("vocab_size"), f"{vkey}." if vkey else "")
+    except AmbiguousTextConfig:
+        pass
+    if sglang is None or (hf is None and error is None):
         from_classes = _vocab_sizes_from_transformers(directory, key)
         sglang = sglang if sglang is not None else from_classes[0]
-        hf = hf if hf is not None else from_classes[1]
+        hf = hf if hf is not None or error is not None else from_classes[1]
+        if vllm is None and error is None and model_type not in VLLM_TEXT_KEY_REMAPS:
+            vllm = hf
     from .params import estimate_from_config
 
     estimate = estimate_from_config(config)
@@ -112,4 +147,7 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         params_estimate=estimate.total if estimate else None,
         params_active_estimate=estimate.active if estimate else None,
         params_estimate_source=estimate.source if estimate else None,
+        vllm_vocab_size=vllm,
+        text_config_error=error,
+        has_vision_config="vision_config" in config,
     )

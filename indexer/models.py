@@ -26,10 +26,12 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.functions import FunctionElement
 
+from .engines import ENGINES as ENGINE_REGISTRY
+
 # "gone": a complete listing of the row's scope no longer returned it (deleted, renamed, made private);
 # kept for history, never suggested or published as a draft (only "ok" rows are), revived when listed again.
 REPO_STATUSES = ("ok", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error", "gone")
-ENGINES = ("sglang", "vllm", "transformers", "llama.cpp", "mlx")
+ENGINES = tuple(ENGINE_REGISTRY)  # engine names, from the registry (indexer/engines.py)
 
 
 class Base(DeclarativeBase):
@@ -174,11 +176,13 @@ class CrawlQueue(Base):
 
 
 class CompatClass(Base):
-    """Repos that one engine rule treats as interchangeable (same class => pair accepted).
+    """Repos for which one engine's verdict is *works* between any two of them (same class).
 
-    ``vocab_size`` is the size the engine compares (config vocab_size for SGLang, the text
-    config's for vLLM/transformers, tokenizer.vocab_size for MLX, the padded GGUF n_vocab for
-    llama.cpp); ``tokenizer_id`` is set when the engine also requires the same mapping.
+    The class key comes from the registry (``Engine.class_key``): ``vocab_size`` is the size the
+    engine compares (config vocab_size for SGLang, vLLM's and transformers' text-config size,
+    tokenizer.vocab_size for MLX and LM Studio, the GGUF n_vocab for llama.cpp) and
+    ``tokenizer_id`` the get_vocab() mapping; llama.cpp's ``class_key`` is the GGUF signature
+    (``engine_facts.gguf_signature``), and its pairs across classes are in ``llamacpp_pairs``.
     """
 
     __tablename__ = "compat_classes"
@@ -235,6 +239,46 @@ class PairVerdict(Base):
     llamacpp_reason: Mapped[str | None] = mapped_column(Text)
     tli_intersection: Mapped[int | None] = mapped_column(Integer)
     tli_ratio: Mapped[float | None] = mapped_column(Float)
+
+
+class EngineFacts(Base):
+    """What the engines read beyond ``repos`` and ``tokenizers``, derived by ``compute`` once per
+    distinct (tokenizer file set, config blob): vLLM's text config, LM Studio's vision_config and
+    the GGUF vocabulary ``convert_hf_to_gguf.py`` would write (token list in the token store)."""
+
+    __tablename__ = "engine_facts"
+    __table_args__ = (UniqueConstraint("file_set_id", "config_blob"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    file_set_id: Mapped[int] = mapped_column(ForeignKey("file_sets.id"))
+    config_blob: Mapped[str] = mapped_column(String(64))  # '' when the repo has no config blob
+    vllm_vocab_size: Mapped[int | None] = mapped_column(Integer)
+    text_config_error: Mapped[str | None] = mapped_column(Text)  # get_text_config() raises
+    has_vision_config: Mapped[bool] = mapped_column(Boolean, default=False)
+    gguf_converted: Mapped[bool] = mapped_column(Boolean, default=False)
+    gguf_error: Mapped[str | None] = mapped_column(Text)  # why the converter refuses
+    gguf_n_vocab: Mapped[int | None] = mapped_column(Integer)
+    gguf_tokens_sha256: Mapped[str | None] = mapped_column(String(64))
+    gguf: Mapped[dict | None] = mapped_column(JSON)  # GGUFVocab.to_dict()
+    # llama.cpp's class key: equal signatures pass common_speculative_are_compatible
+    gguf_signature: Mapped[str | None] = mapped_column(String(64), index=True)
+    # token-prefix buckets: a passing pair of different signatures shares one (see compute.py)
+    gguf_bucket_hi: Mapped[str | None] = mapped_column(String(64), index=True)
+    gguf_bucket_lo: Mapped[str | None] = mapped_column(String(64), index=True)
+    llamacpp_commit: Mapped[str | None] = mapped_column(String(20))
+    derived_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class LlamacppPair(Base):
+    """common_speculative_are_compatible for GGUF signatures that differ but may pass (candidates only)."""
+
+    __tablename__ = "llamacpp_pairs"
+
+    target_signature: Mapped[str] = mapped_column(String(64), primary_key=True)
+    draft_signature: Mapped[str] = mapped_column(String(64), primary_key=True)
+    compatible: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(Text)
+    failed_checks: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Meta(Base):

@@ -13,21 +13,16 @@ family), same kind (chat or base), not gated, then downloads.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-ENGINES = ("sglang", "vllm", "transformers", "llama.cpp", "mlx")
-ENGINE_NAMES = {
-    "sglang": "SGLang STANDALONE",
-    "vllm": "vLLM draft_model",
-    "transformers": "transformers assisted generation",
-    "llama.cpp": "llama.cpp speculative",
-    "mlx": "MLX-LM",
-}
+from . import engines as registry
+
+ENGINES = tuple(registry.ENGINES)  # the names, re-exported from the registry (the site imports them)
+ENGINE_NAMES = registry.ENGINE_NAMES
 RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
-LLAMACPP_MAX_VOCAB_DIFF = 128
 NOT_GATED = ("", "false", "False", "0", "no")
 EXIT_NOT_FOUND = 3
+__all__ = ["ENGINES", "ENGINE_NAMES", "Catalog", "Query", "QueryError", "launch", "render", "run_query"]
 
 
 class QueryError(Exception):
@@ -38,18 +33,8 @@ class QueryError(Exception):
 
 
 def launch(engine: str, target: str, draft: str) -> str:
-    if engine == "sglang":
-        return (f"python -m sglang.launch_server --model-path {target} "
-                f"--speculative-algorithm STANDALONE --speculative-draft-model-path {draft}")
-    if engine == "vllm":
-        cfg = json.dumps({"method": "draft_model", "model": draft, "num_speculative_tokens": 5})
-        return f"vllm serve {target} --speculative-config '{cfg}'"
-    if engine == "transformers":
-        return (f'model.generate(**inputs, assistant_model=AutoModelForCausalLM.from_pretrained("{draft}"))'
-                f"  # model = {target}")
-    if engine == "llama.cpp":
-        return f"llama-server -m {target} -md {draft}  # GGUF conversions of both"
-    return f"mlx_lm.generate --model {target} --draft-model {draft}"
+    """The engine's launch command, from the registry."""
+    return registry.ENGINES[engine].launch(target, draft)
 
 
 # ---------------------------------------------------------------- database access
@@ -189,8 +174,6 @@ DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size
               "FROM repos r WHERE r.id IN ")
 DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
                "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active")
-SIZE_COL = {"sglang": "vocab_size", "vllm": "vocab_size_transformers", "transformers": "vocab_size_transformers",
-            "mlx": "hf_vocab_size"}
 
 
 @dataclass
@@ -286,7 +269,7 @@ class Query:
     def __init__(self, cat: Catalog, target: str, engine: str, resolved: Target | None = None):
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-        self.cat, self.engine = cat, engine
+        self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
         cls = cat.one(
@@ -294,8 +277,8 @@ class Query:
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
             "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
         if cls is None:
-            raise QueryError(f"{self.t['repo_id']} has no {engine} class (facts missing, or the catalog was "
-                             "changed since the last `indexer compute`; run it)")
+            why = self._no_class_reason()
+            raise QueryError(f"{self.t['repo_id']} has no {engine} class ({why})")
         (self.class_id, self.lineage_id, self.author_id, self.family_id, self.label, self.members,
          self.size) = cls
         if self.target.class_pk != self.t["pk"]:
@@ -306,18 +289,18 @@ class Query:
                 self.lineage_id = None
         self.class_ids = [self.class_id]
         self.paired: dict[int, str] = {}
-        if engine == "llama.cpp":
-            # The same tokenizer at any GGUF n_vocab within 128, and tokenizers whose lists passed.
-            win = {"t": self.t["tokenizer_id"], "lo": self.size - LLAMACPP_MAX_VOCAB_DIFF,
-                   "hi": self.size + LLAMACPP_MAX_VOCAB_DIFF}
-            self.class_ids = [c for (c,) in cat.all(
-                "SELECT id FROM compat_classes WHERE engine = 'llama.cpp' AND tokenizer_id = :t "
-                "AND vocab_size BETWEEN :lo AND :hi", win)]
+        self.refused_target: str | None = None
+        refusing = self.entry.refuses_target_with
+        if refusing and self._engine_fact(refusing):
+            # The rule refuses every draft for this target (LM Studio: a vision_config target).
+            self.refused_target = self.entry.rule(self._fact_side(refusing), self._fact_side(None)).reasons[0]
+            self.class_ids = []
+        elif self.entry.class_key == ("gguf_sig",):
+            # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
             for cid, reason in cat.all(
-                    "SELECT c.id, p.llamacpp_reason FROM pair_verdicts p JOIN compat_classes c "
-                    "ON c.engine = 'llama.cpp' AND c.tokenizer_id = p.draft_tokenizer_id "
-                    "WHERE p.target_tokenizer_id = :t AND p.llamacpp_ok AND c.vocab_size BETWEEN :lo AND :hi",
-                    win):
+                    "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
+                    "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
+                    "WHERE p.target_signature = tc.class_key AND p.compatible", {"e": engine, "cid": self.class_id}):
                 self.class_ids.append(cid)
                 self.paired[cid] = reason
         self._roots: dict[int, str] = {}
@@ -329,6 +312,29 @@ class Query:
         row = self.cat.one(f"SELECT rc.{column}_id FROM repos r JOIN repo_classes rc ON rc.repo_pk = r.id "
                            f"WHERE r.{column} = :v LIMIT 1", {"v": value})
         return row[0] if row else None
+
+    def _engine_fact(self, column: str):
+        row = self.cat.one(f"SELECT e.{column} FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                           "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk",
+                           {"pk": self.target.class_pk})
+        return row[0] if row else None
+
+    @staticmethod
+    def _fact_side(fact: str | None):
+        side = registry.Side("", None, None, None)
+        if fact:
+            setattr(side, fact, True)
+        return side
+
+    def _no_class_reason(self) -> str:
+        error = self._engine_fact("text_config_error")
+        if error and "text_config_error" in self.entry.facts:
+            return f"{error}: {ENGINE_NAMES[self.engine]} refuses it"
+        if self.entry.class_key == ("gguf_sig",):
+            gguf_error = self._engine_fact("gguf_error")
+            if gguf_error:
+                return f"it cannot be converted to GGUF: {gguf_error}"
+        return "facts missing, or the catalog was changed since the last `indexer compute`; run it"
 
     # ------------------------------------------------------------ candidate SQL
 
@@ -394,58 +400,61 @@ class Query:
         return [self._entry(r, ranked=False) for r in rows]
 
     def near_misses(self, limit: int) -> list[dict]:
-        """Drafts that fail exactly one check of this engine, with the fix when one exists."""
+        """Drafts for which this engine's verdict is useless or refused because exactly one fact
+        differs (the mapping, or the size), or whose llama.cpp check fails once; each with its fix."""
         t, out = self.t, []
+        if self.refused_target:
+            return out
         base = "AND rc.params < :tp AND NOT rc.disabled" if t["params"] is not None else "AND NOT rc.disabled"
-        if self.engine in ("sglang", "vllm", "transformers") and self.size is not None:
-            # Same get_vocab() mapping, another vocab_size: the same tokenizer in another size class.
-            by = "sglang" if self.engine == "sglang" else "transformers"
+        key = self.entry.class_key
+        if key == ("gguf_sig",):
+            fails = self.cat.all(
+                "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
+                "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
+                "WHERE p.target_signature = tc.class_key AND NOT p.compatible AND p.failed_checks = 1",
+                {"e": self.engine, "cid": self.class_id})
+            for cid, reason in fails:
+                for r in self._ranked([cid], base, {}, limit):
+                    out.append(self._miss(r, "no_speculation", "token list",
+                                          f"{reason}: llama-server serves without a draft", self._tli_fix(r)))
+        elif self.size is not None:
+            # useless: same size, another get_vocab() mapping (the engine starts, drafts are rejected).
+            params = {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]}
+            others = dict(self.cat.all(
+                "SELECT c.id, k.base_vocab_sha256 FROM compat_classes c JOIN tokenizers k ON k.id = c.tokenizer_id "
+                "WHERE c.engine = :e AND c.vocab_size = :vs AND c.tokenizer_id <> :tid", params))
+            for r in self._ranked(list(others), base, {}, limit):
+                if others[r["class_id"]] == t["base_vocab_sha256"]:
+                    reason = f"same size {self.size} and base vocabulary, but the added tokens differ"
+                    fix = ("copy the target's tokenizer files into the draft directory (every target id < the "
+                           "draft's vocab_size)" if t["max_id"] is not None and t["max_id"] < self.size else
+                           "some target ids exceed the draft's vocab_size: resize the draft's embeddings or use TLI")
+                else:
+                    reason = f"same size {self.size}, but the get_vocab() mappings differ"
+                    fix = self._tli_fix(r)
+                out.append(self._miss(r, "useless", "mapping", reason, fix))
+            # refused: the same mapping at another size (the engine raises at launch).
             sizes = dict(self.cat.all(
-                "SELECT id, vocab_size FROM compat_classes WHERE engine = :e AND tokenizer_id = :t "
-                "AND vocab_size <> :vs", {"e": by, "t": t["tokenizer_id"], "vs": self.size}))
+                "SELECT id, vocab_size FROM compat_classes WHERE engine = :e AND tokenizer_id = :tid "
+                "AND vocab_size <> :vs", params))
             for r in self._ranked(list(sizes), base, {}, limit):
                 ds = sizes[r["class_id"]]
-                fix = "use TLI (vLLM `use_heterogeneous_vocab`, transformers assistant_tokenizer)"
+                fix = "use TLI (vLLM `use_heterogeneous_vocab`, transformers tokenizer= and assistant_tokenizer=)"
                 if ds < self.size:
                     fix += f", or pad the draft's embedding/lm_head to {self.size} rows"
-                fix += "; llama.cpp and MLX accept this pair as is"
-                out.append(self._miss(r, "vocab_size", "same get_vocab() mapping, but vocab_size differs: "
+                out.append(self._miss(r, "refused", "vocab_size", "same get_vocab() mapping, but the size differs: "
                                       f"target {self.size}, draft {ds}", fix))
-        if self.engine in ("sglang", "transformers") and self.size is not None:
-            # Same vocab_size and base vocabulary, different added tokens.
-            params: dict = {"e": self.engine, "vs": self.size, "b": t["base_vocab_sha256"],
-                            "tid": t["tokenizer_id"]}
-            cids = [c for (c,) in self.cat.all(
-                "SELECT c.id FROM compat_classes c JOIN tokenizers k ON k.id = c.tokenizer_id "
-                "WHERE c.engine = :e AND c.vocab_size = :vs AND k.base_vocab_sha256 = :b AND k.id <> :tid",
-                params)]
-            if t["max_id"] is not None and t["max_id"] < self.size:
-                fix = ("copy the target's tokenizer files into the draft directory "
-                       "(every target id < the draft's vocab_size)")
-            else:
-                fix = ("some target ids exceed the draft's vocab_size: "
-                       "resize the draft's embeddings or use TLI")
-            for r in self._ranked(cids, base, {}, limit):
-                out.append(self._miss(r, "mapping", f"same vocab_size {self.size} and base vocabulary, "
-                                      "but the added tokens differ", fix))
-        if self.engine == "llama.cpp":
-            fails = self.cat.all(
-                "SELECT c.id, p.llamacpp_reason, p.tli_intersection, p.tli_ratio FROM pair_verdicts p "
-                "JOIN compat_classes c ON c.engine = 'llama.cpp' AND c.tokenizer_id = p.draft_tokenizer_id "
-                "WHERE p.target_tokenizer_id = :t AND NOT p.llamacpp_ok AND c.vocab_size BETWEEN :lo AND :hi",
-                {"t": t["tokenizer_id"], "lo": self.size - LLAMACPP_MAX_VOCAB_DIFF,
-                 "hi": self.size + LLAMACPP_MAX_VOCAB_DIFF})
-            for cid, reason, inter, ratio in fails:
-                if reason and "; " in reason:
-                    continue  # more than one check fails
-                fix = (f"use TLI: token intersection {inter} ({ratio:.1%} of the draft)"
-                       if inter is not None and ratio is not None else None)
-                for r in self._ranked([cid], base, {}, limit):
-                    out.append(self._miss(r, "token list", reason or "llama.cpp token check fails", fix))
         out.sort(key=lambda m: m["_rank"])
         for m in out:
             m.pop("_rank")
         return out[:limit]
+
+    def _tli_fix(self, r: dict) -> str | None:
+        row = self.cat.one("SELECT tli_intersection, tli_ratio FROM pair_verdicts WHERE target_tokenizer_id = :t "
+                           "AND draft_tokenizer_id = :d", {"t": self.t["tokenizer_id"], "d": r["tokenizer_id"]})
+        if row is None or row[0] is None:
+            return "different vocabularies: use TLI (vLLM `use_heterogeneous_vocab`, greedy draft)"
+        return f"use TLI (vLLM `use_heterogeneous_vocab`, greedy draft): token intersection {row[0]} ({row[1]:.1%})"
 
     # ------------------------------------------------------------ entries
 
@@ -464,23 +473,10 @@ class Query:
         return self._roots[lineage_id]
 
     def _accept_reason(self, r: dict) -> str:
-        t, e = self.t, self.engine
-        if e == "sglang":
-            return (f"SGLang accepts: config vocab_size {t['vocab_size']} on both "
-                    "and identical get_vocab() mapping")
-        if e == "vllm":
-            why = f"vLLM accepts: text-config vocab_size {t['vocab_size_transformers']} on both"
-            if r["tokenizer_id"] != t["tokenizer_id"]:
-                why += " (mappings differ: vLLM does not compare them, so most drafts will be rejected)"
-            return why
-        if e == "transformers":
-            return (f"transformers accepts: vocab_size {t['vocab_size_transformers']} on both "
-                    "and the same mapping")
-        if e == "mlx":
-            return f"MLX accepts: tokenizer.vocab_size {t['hf_vocab_size']} on both"
-        if r["class_id"] not in self.paired:
-            return "llama.cpp accepts: identical tokenizer, GGUF n_vocab within 128"
-        return f"llama.cpp accepts: {self.paired.get(r['class_id']) or 'token lists agree from id 5'}"
+        name = ENGINE_NAMES[self.engine]
+        if r["class_id"] in self.paired:
+            return f"{name} works: {self.paired[r['class_id']] or 'the GGUF vocabularies pass its check'}"
+        return f"{name} works: {self.label} on both"
 
     def _reasons(self, r: dict, ranked: bool = True) -> list[str]:
         t = self.t
@@ -542,11 +538,11 @@ class Query:
             "launch": launch(self.engine, self.t["repo_id"], r["repo_id"]),
         }
 
-    def _miss(self, r: dict, check: str, reason: str, fix: str | None) -> dict:
+    def _miss(self, r: dict, outcome: str, check: str, reason: str, fix: str | None) -> dict:
         e = self._entry(r)
         e.pop("launch")
         e["reasons"] = e["reasons"][1:]
-        e.update({"failed_check": check, "reason": reason, "fix": fix})
+        e.update({"outcome": outcome, "failed_check": check, "reason": reason, "fix": fix})
         ratio = e["ratio"]
         e["_rank"] = (not (ratio is not None and RATIO_LOW <= ratio <= RATIO_HIGH), -(r["downloads"] or 0))
         return e
@@ -608,6 +604,7 @@ def run_query(target: str, *, engine: str = "sglang", limit: int = 10, near_miss
             "drafts": drafts,
             "near_misses": misses,
             "summary": summarize(q, misses if near_misses else None),
+            "refused": q.refused_target,
         }
     finally:
         cat.close()
@@ -637,7 +634,9 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({t['class_members']} repos)")
     drafts = result["drafts"]
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
-    if not drafts:
+    if result.get("refused"):
+        lines.append(f"no drafts: {result['refused']}")
+    elif not drafts:
         line = f"no drafts found for {ENGINE_NAMES[engine]}"
         if others:
             line += f"; other engines have candidates: {', '.join(others)} (try --engine {others[0]})"
@@ -664,7 +663,8 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
         lines.append("near misses (one check fails):")
         for m in result["near_misses"]:
             size = f"{fmt_size(m['params'], m['params_source'], m['params_active'])}, {fmt_ratio(m['ratio'])}"
-            lines.append(f"  {m['repo_id']} ({size}): {m['reason']}")
+            said = registry.ENGINES[engine].words.get(m["outcome"], m["outcome"])
+            lines.append(f"  {m['repo_id']} ({size}) {m['outcome']} ({said}): {m['reason']}")
             if m["fix"]:
                 lines.append(f"    fix: {m['fix']}")
     elif near_misses:

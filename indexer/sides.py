@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .engines import Side
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from .fingerprint import fingerprint_dir
 from .lookup import looks_like_dir  # noqa: F401  (re-exported: query imports it without this module's weight)
 from .modelconfig import read_config
-from .rules import Side
 
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
@@ -17,15 +17,33 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
     if config.auto_map and not (directory / "tokenizer_config.json").is_file():
         raise InputError("needs_remote_code", f"{directory}: config.json has auto_map and no tokenizer config")
     fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
+    gguf, missing = predict_gguf_facts(directory, max_file_bytes)
     return Side(
         name=str(path),
         vocab_size=config.vocab_size,
         vocab_size_transformers=config.vocab_size_transformers,
         tok=fp.to_dict(),
         vocab=fp.vocab,
+        vllm_vocab_size=config.vllm_vocab_size,
+        text_config_error=config.text_config_error,
+        has_vision_config=config.has_vision_config,
+        gguf=gguf,
+        gguf_missing=missing,
     )
 
 
+def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    """(GGUFVocab, None), or (None, why) when the prediction itself is unavailable."""
+    try:
+        from .gguf import predict_gguf
+    except ImportError as e:
+        return None, f"the GGUF prediction (indexer.gguf) is not available: {e}"
+    try:
+        return predict_gguf(directory, max_file_bytes=max_file_bytes), None
+    except InputError as e:
+        return None, f"the GGUF prediction cannot read the files: {e.message}"
+    except Exception as e:  # noqa: BLE001 - one engine's prediction must not abort the other verdicts
+        return None, f"the GGUF prediction failed: {type(e).__name__}: {e}"
 
 
 def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:

@@ -1,8 +1,13 @@
 """Content-addressed store of full vocabularies, beside the catalog (not published with it).
 
-Each entry is the canonical serialization whose sha256 *is* the fingerprint, zlib-
-compressed, at ``<root>/<sha[:2]>/<sha>.json.z``: writing is idempotent and reading can
-verify the content against its name.
+Two formats, both zlib-compressed and named by the sha256 of their content, so writing is
+idempotent and reading can verify the content against its name:
+
+* ``<root>/<sha[:2]>/<sha>.json.z``: a get_vocab() mapping, the canonical serialization whose
+  sha256 *is* the vocabulary fingerprint;
+* ``<root>/<sha[:2]>/<sha>.tokens.z``: a GGUF token list (the text of every id, in id order),
+  named by ``tokens_sha256`` (sha256 of each token's UTF-8 text followed by a NUL byte, the
+  definition of ../shared/corpus/oracle-engines.json), stored as a JSON list.
 """
 
 from __future__ import annotations
@@ -58,6 +63,35 @@ class TokenStore:
             return False
         return self.put(fp.vocab_sha256, fp.canonical_bytes())
 
+    def tokens_path(self, sha: str) -> Path:
+        return self.path(sha).with_name(f"{sha}.tokens.z")
+
+    def has_tokens(self, sha: str) -> bool:
+        return self.tokens_path(sha).exists()
+
+    def put_tokens(self, sha: str, tokens: list[str] | tuple[str, ...]) -> bool:
+        """Store a GGUF token list under its ``tokens_sha256``; False when it was already there."""
+        dest = self.tokens_path(sha)
+        if dest.exists():
+            return False
+        if tokens_sha256(tokens) != sha:
+            raise ValueError("token list does not match its tokens_sha256")
+        data = json.dumps(list(tokens), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(zlib.compress(data, 6))
+        os.replace(tmp, dest)
+        return True
+
+    def get_tokens(self, sha: str) -> list[str]:
+        """The GGUF token list stored under ``sha`` (KeyError when absent)."""
+        try:
+            raw = zlib.decompress(self.tokens_path(sha).read_bytes())
+        except FileNotFoundError:
+            raise KeyError(sha) from None
+        return json.loads(raw.decode("utf-8", "surrogatepass"))
+
     def get(self, sha: str) -> dict[str, int]:
         """The token->id mapping stored under ``sha``."""
         path = self.path(sha)
@@ -66,3 +100,12 @@ class TokenStore:
         except FileNotFoundError:
             raise KeyError(sha) from None
         return dict(json.loads(raw))
+
+
+def tokens_sha256(tokens) -> str:
+    """sha256 over each token's UTF-8 text + b"\\0", in id order (oracle-engines.json ``rules``)."""
+    h = hashlib.sha256()
+    for tok in tokens:
+        h.update(tok.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()

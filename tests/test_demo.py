@@ -43,13 +43,15 @@ def test_demo_builds_a_catalog_offline(tmp_path):
 
     res = CliRunner().invoke(cli, ["check", "--db", str(db), DEMO_TARGET, DEMO_DRAFT_MISMATCH, "--json"])
     verdicts = {e: v["compatible"] for e, v in json.loads(res.output)["verdicts"].items()}
-    assert verdicts == {"sglang": False, "vllm": False, "transformers": False, "llama.cpp": True, "mlx": True}
+    # The demo's tiny byte-level BPEs have no known pre-tokenizer: convert_hf_to_gguf.py refuses them.
+    assert verdicts == {"sglang": False, "vllm": False, "transformers": False, "llama.cpp": False, "mlx": True,
+                        "lmstudio": True}
     assert res.exit_code == 1
 
     res = CliRunner().invoke(cli, ["check", "--db", str(db), "lumen-ai/Lumen-7B", "corvid-labs/Corvid-1B",
                                    "--json"])
     reasons = json.loads(res.output)["verdicts"]["transformers"]["reasons"]
-    assert any("corrupt" in r for r in reasons)
+    assert any("output stays correct" in r for r in reasons)
 
     # Rerun: incremental, same catalog.
     res = CliRunner().invoke(cli, ["demo", "--no-serve", "--db", str(db)])

@@ -78,9 +78,11 @@ def test_check_exit_codes(tmp_path):
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert set(data) >= {"target", "draft", "verdicts", "tli", "fix"}
-    assert set(data["verdicts"]) == {"sglang", "vllm", "transformers", "llama.cpp", "mlx"}
-    assert set(data["verdicts"]["sglang"]) == {"compatible", "reasons"}
-    assert set(data["tli"]) == {"intersection", "ratio"}
+    from indexer.engines import ENGINES
+
+    assert set(data["verdicts"]) == set(ENGINES)
+    assert set(data["verdicts"]["sglang"]) == {"compatible", "accepted", "outcome", "reasons"}
+    assert set(data["tli"]) >= {"intersection", "ratio"}
 
 
 def test_fingerprint_json_output(good):

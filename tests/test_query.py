@@ -114,7 +114,8 @@ def test_json_shape(catalog):
     res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--json", "--db", catalog, "--near-misses"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert set(data) == {"target", "engine", "drafts", "near_misses", "summary"}
+    assert set(data) == {"target", "engine", "drafts", "near_misses", "summary", "refused"}
+    assert all(m["outcome"] in ("useless", "refused") for m in data["near_misses"])
     assert data["engine"] == "sglang"
     assert data["target"]["repo_id"] == TARGET
     for d in data["drafts"]:
@@ -130,10 +131,10 @@ def test_json_shape(catalog):
 @pytest.mark.parametrize("engine,flag", [
     ("sglang", "--speculative-draft-model-path Qwen/small-chat"),
     ("vllm", '"method": "draft_model", "model": "Qwen/small-chat", "num_speculative_tokens": 5'),
-    ("transformers", 'assistant_model=AutoModelForCausalLM.from_pretrained("Qwen/small-chat")'),
-    # llama.cpp and MLX also accept the 0.5B with its smaller vocab_size, and it has more downloads.
-    ("llama.cpp", "-md Qwen/Qwen2.5-0.5B-Instruct"),
+    ("transformers", 'assistant = AutoModelForCausalLM.from_pretrained("Qwen/small-chat")'),
+    # MLX also accepts the 0.5B with its smaller config vocab_size, and it has more downloads.
     ("mlx", "--draft-model Qwen/Qwen2.5-0.5B-Instruct"),
+    ("lmstudio", "'draftModel': 'Qwen/Qwen2.5-0.5B-Instruct'"),
 ])
 def test_launch_flags_per_engine(catalog, engine, flag):
     res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--engine", engine, "--db", catalog])
@@ -161,17 +162,18 @@ def test_all_returns_exactly_the_class(catalog):
     assert set(ids(result["drafts"])) == expected
     assert len(result["drafts"]) == len(expected)
     assert result["target"]["class_members"] == len(expected) + 1
-    # vLLM only compares vocab_size: the other mapping is in, with a warning.
-    vllm = run_query(TARGET, db=catalog, all_members=True, engine="vllm")
-    assert set(ids(vllm["drafts"])) == expected | {"variant/added"}
-    added = next(d for d in vllm["drafts"] if d["repo_id"] == "variant/added")
-    assert any("mappings differ" in r for r in added["reasons"])
-    # MLX compares tokenizer.vocab_size only: every Qwen tokenizer repo.
+    # vLLM starts with the other mapping too, but it is useless there: only the same mapping works.
+    vllm = run_query(TARGET, db=catalog, all_members=True, engine="vllm", near_misses=True)
+    assert set(ids(vllm["drafts"])) == expected
+    added = next(m for m in vllm["near_misses"] if m["repo_id"] == "variant/added")
+    assert added["outcome"] == "useless" and "added tokens differ" in added["reason"]
+    # MLX compares tokenizer.vocab_size (the base vocabulary): every repo of the same mapping works.
     mlx = run_query(TARGET, db=catalog, all_members=True, engine="mlx")
-    assert set(ids(mlx["drafts"])) == {r[0] for r in REPOS if r[1] in (1, 2)} - {TARGET}
-    # llama.cpp: same tokenizer within 128 of n_vocab (151936 vs 152064 is exactly 128).
-    llama = run_query(TARGET, db=catalog, all_members=True, engine="llama.cpp")
-    assert set(ids(llama["drafts"])) == {r[0] for r in REPOS if r[1] == 1} - {TARGET}
+    assert set(ids(mlx["drafts"])) == {r[0] for r in REPOS if r[1] == 1} - {TARGET}
+    # llama.cpp needs the GGUF facts that compute derives from stored blobs: this catalog has none.
+    with pytest.raises(QueryError) as e:
+        run_query(TARGET, db=catalog, all_members=True, engine="llama.cpp")
+    assert "no llama.cpp class" in e.value.message
 
 
 def test_near_misses(catalog):
@@ -188,6 +190,8 @@ def test_near_misses(catalog):
     assert "meta-llama/Llama-3.2-1B" not in misses
     text = CliRunner().invoke(cli, ["query", "--target", TARGET, "--db", catalog, "--near-misses"]).output
     assert "near misses" in text and "fix:" in text
+    assert "useless (starts, but rejects nearly every drafted token: slower than no draft)" in text
+    assert "refused (refuses to start)" in text
 
 
 def test_target_with_unknown_params_lists_drafts_unfiltered_by_size(catalog):

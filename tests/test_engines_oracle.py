@@ -1,0 +1,166 @@
+"""Every engine's verdict for every ordered pair of ../shared/corpus equals oracle-engines.json, through
+local directories and through catalog repo ids after a crawl of the corpus; query --all agrees with check."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import CORPUS, MODELS, needs_corpus
+from crawlkit import crawl
+
+from indexer.catalog import side_from_catalog
+from indexer.cli import cli
+from indexer.compute import compute
+from indexer.db import upgrade
+from indexer.engines import ENGINES, verdicts
+from indexer.hubsim import HubServer
+from indexer.hubsim.repos import split_flat_name
+from indexer.query import QueryError, run_query
+from indexer.sides import side_from_dir
+
+pytestmark = needs_corpus
+
+# (engine, verdict field) -> the oracle's pair list; for vllm, mlx and lmstudio "works" is accepted
+# with the same vocab_sha256 (oracle-engines.json gives only what starts).
+ACCEPTED = {"sglang": "sglang_launches", "vllm": "vllm", "transformers": "transformers", "llama.cpp": "llama.cpp",
+            "mlx": "mlx", "lmstudio": "lmstudio"}
+COMPATIBLE = {"sglang": "sglang", "transformers": "transformers_same_tokenizer", "llama.cpp": "llama.cpp"}
+GGUF_FACTS = ("converted", "vocab_type_name", "n_vocab", "add_bos", "add_eos", "bos", "eos")
+
+
+@pytest.fixture(scope="module")
+def engines_oracle() -> dict:
+    return json.loads((CORPUS / "oracle-engines.json").read_text())
+
+
+def expected(engines_oracle: dict) -> dict:
+    """(engine, field) -> set of ordered pairs where it is true."""
+    pairs = engines_oracle["pairs"]
+    models = engines_oracle["models"]
+    out = {(e, "accepted"): {tuple(p) for p in pairs[o]["accept"]} for e, o in ACCEPTED.items()}
+    for e in ENGINES:
+        if e in COMPATIBLE:
+            out[(e, "compatible")] = {tuple(p) for p in pairs[COMPATIBLE[e]]["accept"]}
+        else:
+            out[(e, "compatible")] = {(t, d) for t, d in out[(e, "accepted")]
+                                      if models[t]["vocab_sha256"] == models[d]["vocab_sha256"]}
+    return out
+
+
+def agreement(sides: dict, engines_oracle: dict) -> dict:
+    """(engine, field) -> list of disagreeing pairs, over every ordered pair."""
+    want = expected(engines_oracle)
+    bad: dict = {key: [] for key in want}
+    for t, d in itertools.permutations(sorted(sides), 2):
+        got = verdicts(sides[t], sides[d])
+        for (engine, field), pairs in want.items():
+            if getattr(got[engine], field) != ((t, d) in pairs):
+                bad[(engine, field)].append((t, d, got[engine].reasons))
+    return bad
+
+
+def assert_gguf_facts(sides: dict, engines_oracle: dict) -> None:
+    for name, side in sides.items():
+        want = engines_oracle["models"][name]["gguf"]
+        g = side.gguf
+        assert g is not None, (name, side.gguf_missing)
+        got = {"converted": g.converted, "vocab_type_name": g.vocab_type, "n_vocab": g.n_vocab,
+               "add_bos": g.add_bos, "add_eos": g.add_eos, "bos": g.bos, "eos": g.eos}
+        if not want["converted"]:
+            assert not g.converted and g.error, name
+            continue
+        assert got == {k: want[k] for k in GGUF_FACTS}, name
+        assert g.tokens_sha256() == want["tokens_sha256"], name
+
+
+@pytest.fixture(scope="module")
+def local_sides(engines_oracle):
+    return {name: side_from_dir(MODELS / name) for name in engines_oracle["models"]}
+
+
+def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_sides, engines_oracle):
+    n = len(local_sides) * (len(local_sides) - 1)
+    assert n == 552
+    bad = agreement(local_sides, engines_oracle)
+    assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
+    assert_gguf_facts(local_sides, engines_oracle)
+
+
+def test_oracle_totals_are_the_issue_numbers(engines_oracle):
+    counts = {k: len(v) for k, v in expected(engines_oracle).items()}
+    assert counts[("sglang", "compatible")] == 32 and counts[("sglang", "accepted")] == 64
+    assert counts[("vllm", "accepted")] == 64 and counts[("transformers", "compatible")] == 32
+    assert counts[("llama.cpp", "accepted")] == 60 and counts[("mlx", "accepted")] == 146
+
+
+# ---------------------------------------------------------------- through the catalog
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory, engines_oracle):
+    db = str(tmp_path_factory.mktemp("engines-corpus") / "catalog.db")
+    upgrade(db)
+    with HubServer(str(MODELS)) as hub:
+        crawl(db, hub)
+    stats = compute(db)
+    ids = {name: "/".join(split_flat_name(name)) for name in engines_oracle["models"]}
+    return db, stats, ids
+
+
+def test_compute_derives_the_engine_facts_once(crawled):
+    db, stats, _ = crawled
+    assert stats["engine_facts"]["derived"] > 0 and stats["engine_facts"]["blobs_missing"] == 0
+    assert stats["llamacpp_pairs"]["compatible"] > 0
+    again = compute(db)
+    assert again["engine_facts"]["derived"] == 0 and again["llamacpp_pairs"]["computed"] == 0
+
+
+@pytest.fixture(scope="module")
+def catalog_sides(crawled, engines_oracle):
+    db, _, ids = crawled
+    return {name: side_from_catalog(ids[name], db=db) for name in engines_oracle["models"]}
+
+
+def test_every_pair_and_engine_equals_the_oracle_through_catalog_repo_ids(catalog_sides, engines_oracle):
+    sides = catalog_sides
+    bad = agreement(sides, engines_oracle)
+    assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
+    assert_gguf_facts(sides, engines_oracle)
+
+
+def test_query_all_equals_check_for_every_target_and_engine(crawled, catalog_sides, engines_oracle):
+    """One answer everywhere: the drafts `query --all` lists are exactly those `check` says work."""
+    db, _, ids = crawled
+    names = sorted(engines_oracle["models"])
+    sides = catalog_sides
+    got = {(t, d): verdicts(sides[t], sides[d]) for t, d in itertools.permutations(names, 2)}
+    for engine in ENGINES:
+        for t in names:
+            works = {ids[d] for d in names if d != t and got[(t, d)][engine].compatible}
+            try:
+                listed = {d["repo_id"] for d in run_query(ids[t], engine=engine, all_members=True, db=db)["drafts"]}
+            except QueryError as e:  # no class for this engine: check must agree that nothing works
+                assert works == set() and "class" in e.message, (engine, t, e.message)
+                continue
+            assert listed == works, (engine, t)
+    # The CLI is the same function: one target per engine through `indexer query --all --json`.
+    t = "gmars__CodeFuse-CodeLlama-34B"
+    for engine in ENGINES:
+        res = CliRunner().invoke(cli, ["query", "--db", db, "--target", ids[t], "--engine", engine, "--all", "--json"])
+        assert res.exit_code == 0, res.output
+        works = {ids[d] for d in names if d != t and got[(t, d)][engine].compatible}
+        assert {d["repo_id"] for d in json.loads(res.stdout)["drafts"]} == works, engine
+
+
+def test_check_by_repo_id_exits_on_the_chosen_engine(crawled, engines_oracle):
+    db, _, ids = crawled
+    t, d = next(p for p in engines_oracle["llama.cpp_vs_same_tokenizer"]["llama.cpp_accepts_only"])
+    runner = CliRunner()
+    res = runner.invoke(cli, ["check", "--db", db, ids[t], ids[d], "--json"])
+    assert res.exit_code == 1  # SGLang: different size or mapping
+    data = json.loads(res.stdout)
+    assert data["verdicts"]["llama.cpp"] == {**data["verdicts"]["llama.cpp"], "outcome": "works", "accepted": True}
+    assert runner.invoke(cli, ["check", "--db", db, ids[t], ids[d], "--engine", "llama.cpp"]).exit_code == 0
