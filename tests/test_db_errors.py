@@ -254,4 +254,4 @@ def test_check_dir_dir_needs_no_catalog_server(tmp_path):
     a, b = make_model(tmp_path / "a"), make_model(tmp_path / "b")
     result = CliRunner().invoke(cli, ["check", str(a), str(b), "--db", f"postgresql://u@127.0.0.1:{free_port()}/c"])
     assert result.exit_code == 0, result.output
-    assert "OK   sglang" in result.stdout
+    assert "WORKS          sglang" in result.stdout

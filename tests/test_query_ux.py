@@ -127,11 +127,12 @@ def test_near_misses_work_on_estimates_and_say_none(catalog):
 def test_no_drafts_names_the_engines_that_have_some(catalog):
     res = CliRunner().invoke(cli, ["query", "--target", "solo/Only-7B", "--db", catalog])
     assert res.exit_code == 0, res.output
-    assert "no drafts found for SGLang STANDALONE; other engines have candidates: llama.cpp, mlx" in res.output
-    assert "try --engine llama.cpp" in res.output
+    assert "no drafts found for SGLang STANDALONE; other engines have candidates: mlx, lmstudio" in res.output
+    assert "try --engine mlx" in res.output
     summary = run_query("solo/Only-7B", db=catalog)["summary"]
-    assert summary["engines_with_drafts"] == ["llama.cpp", "mlx"]
-    assert summary["engines_without_drafts"] == ["sglang", "vllm", "transformers"]
+    assert summary["engines_with_drafts"] == ["mlx", "lmstudio"]
+    # llama.cpp needs GGUF facts, derived from stored blobs: this fixture inserts repos without any
+    assert summary["engines_without_drafts"] == ["sglang", "vllm", "transformers", "llama.cpp"]
     res = CliRunner().invoke(cli, ["query", "--target", "lonely/Alone-7B", "--db", catalog])
     assert "no other engine has any either" in res.output and "no engine has drafts" in res.output
 
@@ -139,12 +140,12 @@ def test_no_drafts_names_the_engines_that_have_some(catalog):
 def test_summary_line_names_engines_and_the_cheapest_fix(catalog):
     result = run_query(TARGET, db=catalog, near_misses=True)
     s = result["summary"]
-    assert s["engines_with_drafts"] == ["sglang", "vllm", "transformers", "llama.cpp", "mlx"]
+    assert s["engines_with_drafts"] == ["sglang", "vllm", "transformers", "mlx", "lmstudio"]
     # Copying tokenizer files (the mapping near miss) is cheaper than padding or TLI.
     assert s["cheapest_fix"]["repo_id"] == "acme/Variant-0.5B"
     assert "copy the target's tokenizer files" in s["cheapest_fix"]["fix"]
     line = render(result, near_misses=True).splitlines()[-1]
-    assert line.startswith("summary: drafts on sglang, vllm, transformers, llama.cpp, mlx")
+    assert line.startswith("summary: drafts on sglang, vllm, transformers, mlx, lmstudio")
     assert "cheapest near-miss fix (sglang, acme/Variant-0.5B): copy the target's tokenizer files" in line
     # Without drafts the fix is looked for even when --near-misses was not given.
     assert run_query("solo/Only-7B", db=catalog)["summary"]["cheapest_fix"]["repo_id"] == "solo/Pal-1B"
@@ -265,7 +266,8 @@ def test_corpus_without_safetensors_counts_still_ranks_and_finds_near_misses(cor
     assert f"{qwen05} (~494M, 1/30)" in text
     # A 7B target no longer gets 70B and 34B "drafts": every draft is smaller, by its config estimate.
     llama7 = ids["isatyabrata__llama2-7b-chat-hf"]
-    for engine in ("sglang", "llama.cpp", "mlx"):
+    # (llama.cpp reads GGUF facts derived from stored blobs; this fixture stores none: see test_crawl_corpus)
+    for engine in ("sglang", "mlx", "lmstudio"):
         drafts = run_query(llama7, db=db, engine=engine)["drafts"]
         assert all(d["params"] < 6.74e9 and d["params_source"] == "config" for d in drafts), engine
         assert ids["YouZiSoftware__lzlv_70b_fp16_hf"] not in by_id(drafts)
