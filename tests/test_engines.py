@@ -76,6 +76,12 @@ def test_every_part_names_exactly_the_registry_engines(tmp_path):
     assert _choices("check") == names and _choices("query") == names
     result = check_pair(side_from_dir(make_model(tmp_path / "a")), side_from_dir(make_model(tmp_path / "b")))
     assert list(result["verdicts"]) == names
+    from test_query import build_catalog
+
+    from indexer.compute import compute
+
+    stats = compute(build_catalog(tmp_path / "catalog.db"))
+    assert list(stats["classes"]) == names and list(stats["memberships"]) == names
     # The site's metadata may name only registry engines (the site reads indexer.engines).
     metadata = (ROOT / "data" / "metadata.yml").read_text()
     for values in re.findall(r"values\s*((?:\('[^']+'\)\s*,?\s*)+)", metadata):
