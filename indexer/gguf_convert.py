@@ -536,6 +536,14 @@ def _mpt(directory: Path, hparams: dict, max_bytes: int) -> Written:
     return written
 
 
+def _mistral3(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """Mistral3Model (conversion/mistral3.py:14-51): model_type "mistral4" delegates to DeepseekV2Model, any
+    other to LlamaModel (model_type read after the text_config merge)."""
+    if hparams.get("model_type") == "mistral4":
+        return _deepseek(directory, hparams, max_bytes)
+    return _llama(directory, hparams, max_bytes)
+
+
 def _sentencepiece_or_gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
     """try _set_vocab_sentencepiece except FileNotFoundError: _set_vocab_gpt2 (e.g. qwen.py:60-64)."""
     try:
@@ -580,6 +588,7 @@ PATHS = {
     "deepseek": _deepseek,
     "stablelm": _stablelm,
     "mpt": _mpt,
+    "mistral3": _mistral3,
 }
 
 

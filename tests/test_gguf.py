@@ -413,3 +413,10 @@ def test_remote_tokenizer_code_is_never_run(tmp_path):
     assert "trust_remote_code=True" in predict_gguf(d).error
     d = bpe_dir(tmp_path / "local", tokenizer_config={"auto_map": {"AutoTokenizer": ["tok.X", None]}})
     assert predict_gguf(d).error.startswith("NotImplementedError: BPE pre-tokenizer")  # the local class is used
+
+
+def test_mistral3_takes_the_llama_path(tmp_path):
+    cfg = {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+           "text_config": {"model_type": "mistral", "num_hidden_layers": 2, "vocab_size": 43}}
+    v = predict_gguf(sentencepiece_dir(tmp_path, vocab_size=None, config=cfg))
+    assert (v.converted, v.vocab_type, v.n_vocab) == (True, "spm", 43)  # vocab_size from the merged text_config
