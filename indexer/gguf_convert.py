@@ -379,24 +379,21 @@ def _vocab_base(directory: Path, hparams: dict, max_bytes: int) -> tuple[list[st
     if pre is None:  # base.py:1943-1956
         raise ConverterError("NotImplementedError: BPE pre-tokenizer was not recognized - update get_vocab_base_pre()")
     reverse = {i: t for t, i in tok.vocab.items()}
-    tokens, types = [], []
-    for i in range(vocab_size):
-        if i not in reverse:
-            tokens.append(f"[PAD{i}]")
-            types.append("unused")
-            continue
-        token = reverse[i]
-        kind = "normal"
-        if token in tok.added:
-            if not tok.added_normalized.get(i, True):
-                token = tok.decode_roundtrip(token)
-            if tok.added_special.get(i) or does_token_look_special(token):
-                kind = "control"
-            else:
-                token = token.replace(SPIECE_UNDERLINE, " ")
-                kind = "user"
-        tokens.append(token)
-        types.append(kind)
+    tokens = [reverse.get(i) for i in range(vocab_size)]
+    types = ["normal"] * vocab_size
+    for i in (i for i, t in enumerate(tokens) if t is None):  # ids the vocabulary lacks (base.py:1598-1600)
+        tokens[i], types[i] = f"[PAD{i}]", "unused"
+    # added tokens (base.py:1601-1616), visited by id: where reverse[i] is an added token's content
+    for i in sorted(i for c, i in tok.vocab.items() if c in tok.added and i < vocab_size and reverse[i] == c):
+        token = tokens[i]
+        if not tok.added_normalized.get(i, True):
+            token = tok.decode_roundtrip(token)
+        if tok.added_special.get(i) or does_token_look_special(token):
+            types[i] = "control"
+        else:
+            token = token.replace(SPIECE_UNDERLINE, " ")
+            types[i] = "user"
+        tokens[i] = token
     return tokens, types, pre
 
 

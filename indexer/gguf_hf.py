@@ -330,10 +330,10 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         for on, what, token in ((add_bos, "bos", bos), (add_eos, "eos", eos)):
             if on and token is None:  # e.g. models/gpt_neox/tokenization_gpt_neox_fast.py:149-155
                 raise ConverterError(f"ValueError: add_{what}_token = True but {what}_token = None")
-        vocab_now = backend.get_vocab(with_added_tokens=True)
         single = ([f"{bos}:0"] if add_bos and bos else []) + ["$A:0"] + ([f"{eos}:0"] if add_eos and eos else [])
         pair = single + [s.replace("$A:0", "$B:1").replace(":0", ":1") for s in single]
-        special = [(t, vocab_now[t]) for t, on in ((bos, add_bos), (eos, add_eos)) if on and t in vocab_now]
+        special = [(t, backend.token_to_id(t)) for t, on in ((bos, add_bos), (eos, add_eos))
+                   if on and backend.token_to_id(t) is not None]
         backend.post_processor = processors.TemplateProcessing(
             single=" ".join(single), pair=" ".join(pair), special_tokens=special
         )
