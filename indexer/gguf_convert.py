@@ -33,7 +33,7 @@ class Written:
 
 
 def _fail(e: BaseException) -> ConverterError:
-    text = str(e)
+    text = " ".join(str(e).split())[:500]  # one line
     return ConverterError(f"{type(e).__name__}: {text}" if text else type(e).__name__)
 
 
@@ -45,16 +45,15 @@ def load_hparams(directory: Path, max_bytes: int) -> dict:
         # AutoConfig fails, no synthetic loader matches, then open() raises (base.py:1282-1291).
         raise ConverterError(f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'")
     config = dict(read_json(path, max_bytes))
-    if "vocab_size" not in config and "text_config" not in config:
-        # AutoConfig(...).to_dict() fills the class default (base.py:1280); transformers' default is used.
+    for key in ("llm_config", "lm_config", "thinker_config", "language_config", "lfm"):  # base.py:1292-1306
+        if key in config:  # in this order: the last one present wins
+            config["text_config"] = config[key]["text_config"] if key == "thinker_config" else config[key]
+    text = config.get("text_config")
+    if "vocab_size" not in config and not (isinstance(text, dict) and "vocab_size" in text):
+        # AutoConfig(...).to_dict() fills the class default (base.py:1280); the installed transformers' is used.
         default = _class_default_vocab_size(directory)
         if default is not None:
-            config = {**config, "vocab_size": default}
-    for key in ("llm_config", "lm_config", "language_config", "lfm"):  # renames, base.py:1292-1304
-        if key in config:
-            config["text_config"] = config[key]
-    if "thinker_config" in config:
-        config["text_config"] = config["thinker_config"].get("text_config")
+            config["vocab_size"] = default
     return config
 
 
