@@ -265,16 +265,12 @@ def _sentencepiece(directory: Path, hparams: dict, max_bytes: int) -> Written:
     key = next((k for k in ("vocab_size_per_layer_input", "vocab_size") if k in hparams), None)  # find_hparam
     vocab_size = (hparams[key] if key else None) or n_sp
     tokens = [f"[PAD{i}]" for i in range(vocab_size)]
-    toktypes = ["unused"] * vocab_size
     for i in range(min(n_sp, vocab_size)):  # ids >= vocab_size are dropped (base.py:2109-2111)
         tokens[i] = sp.IdToPiece(i)
-        toktypes[i] = "sp"
     atj = read_optional_json(directory, "added_tokens.json", max_bytes) or {}
     for key, tid in atj.items():  # base.py:2130-2142
-        if tid >= vocab_size:
-            continue
-        tokens[tid] = key
-        toktypes[tid] = "user"
+        if tid < vocab_size:
+            tokens[tid] = key
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     for key, data in (tc.get("added_tokens_decoder") or {}).items():  # base.py:2144-2162
         tid = int(key)
@@ -603,12 +599,13 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
         raise ConverterError(f"Model {arch} is not supported")
     if arch not in VOCAB_PATH:
         raise NotModelled(f"indexer does not model the vocabulary path of {arch} (see conversion/__init__.py)")
-    if isinstance(hparams.get("text_config"), dict):  # TextModel.__init__, base.py:1352-1354
-        hparams = {**hparams, **hparams["text_config"]}
-    _find_hparam(hparams, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])  # base.py:1356
-    if arch in INTERNS1_GUARDED and (hparams.get("architectures") or [None])[0] == "InternS1ForConditionalGeneration":
-        raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
+    origin = (hparams.get("architectures") or [None])[0]  # origin_hf_arch: the top level, before the merge
     try:
+        if "text_config" in hparams:  # TextModel.__init__, base.py:1352-1354
+            hparams = {**hparams, **hparams["text_config"]}
+        _find_hparam(hparams, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])  # base.py:1356
+        if arch in INTERNS1_GUARDED and origin == "InternS1ForConditionalGeneration":
+            raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
         written = PATHS[VOCAB_PATH[arch][0]](directory, hparams, max_bytes)
     except (ConverterError, InputError):
         raise
