@@ -7,7 +7,8 @@ same backend with the ``tokenizers`` library, following transformers 4.57.6 (``s
 * the class: ``tokenizer_class`` of tokenizer_config.json or config.json (its ``Fast`` variant), else the
   config's ``model_type`` (models/auto/tokenization_auto.py, copied in indexer/gguf_tfmap.py);
 * the backend: ``tokenizer.json`` (tokenization_utils_fast.py:115-117) unless ``from_slow`` applies, else the
-  slow files converted (convert_slow_tokenizer.py:331-368 GPT2Converter, :402-445 Qwen2Converter);
+  slow files converted (convert_slow_tokenizer.py:331-368 GPT2Converter with its add_bos template, :402-445
+  Qwen2Converter); classes without a slow tokenizer fail there as 4.57.6 does (convert_slow_tokenizer.py:1853-1873);
   ``LlamaTokenizerFast`` forces ``from_slow`` when ``add_prefix_space`` is set
   (models/llama/tokenization_llama_fast.py:153-154), and the slow ``LlamaTokenizer`` then needs
   ``tokenizer.model``: without it sentencepiece raises "Either model_file or model_proto must be specified.";
