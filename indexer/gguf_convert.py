@@ -613,5 +613,19 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
         raise _fail(e) from None
     if arch == "PhiForCausalLM" and "bos" not in written.add_special:  # phi.py:36, set before set_vocab
         written.add_special["bos"] = False
+    _check_encodable(written.tokens)
     return arch, written
+
+
+def _check_encodable(tokens: list[str]) -> None:
+    """GGUFWriter encodes every string as UTF-8 when it writes the file (gguf-py/gguf/gguf_writer.py:1627):
+    a token with a lone surrogate (possible in JSON vocabularies) makes the conversion fail there."""
+    try:
+        "".join(tokens).encode("utf-8")
+    except UnicodeEncodeError:
+        for token in tokens:
+            try:
+                token.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise _fail(e) from None
 

@@ -445,3 +445,9 @@ def test_vocab_json_and_merges_are_converted_as_gpt2converter_does(tmp_path):
 def test_a_class_without_a_slow_tokenizer_cannot_read_vocab_json(tmp_path):
     d = slow_gpt2_dir(tmp_path, "#version: 0.2\na b\n", {"tokenizer_class": "PreTrainedTokenizerFast"})
     assert predict_gguf(d).error == "AttributeError: 'NoneType' object has no attribute 'endswith'"
+
+
+def test_a_token_the_writer_cannot_encode_fails_the_conversion(tmp_path):
+    d = sentencepiece_dir(tmp_path, vocab_size=41, added_tokens__json={"\ud800": 40})
+    v = predict_gguf(d)
+    assert v.error.startswith("UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800'")
