@@ -536,6 +536,39 @@ def _mistral3(directory: Path, hparams: dict, max_bytes: int) -> Written:
     return _llama(directory, hparams, max_bytes)
 
 
+def _internlm2(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """InternLM2Model.set_vocab (conversion/internlm.py:21-144): SentencePiece up to hparams vocab_size (no
+    padding: an id past the model is sentencepiece's IndexError), "\x00" -> "🐉", added_tokens.json appended,
+    added tokens overwrite their ids, and "<|im_end|>" replaces the EOS when it is an added token."""
+    path = directory / "tokenizer.model"
+    if not path.is_file():  # internlm.py:35-37: logger.error + sys.exit(1)
+        raise ConverterError(f"SystemExit: Error: Missing {path}")
+    sp = _load_sentencepiece(path, max_bytes)
+    vocab_size = hparams.get("vocab_size", sp.vocab_size())
+    tokens = []
+    for i in range(vocab_size):
+        piece = sp.IdToPiece(i)  # IndexError past the model, as in the converter
+        tokens.append("🐉" if piece == "\x00" else piece)
+    tokens += list(read_optional_json(directory, "added_tokens.json", max_bytes) or {})
+    chat_eos = None
+    tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
+    tj = read_optional_json(directory, "tokenizer.json", max_bytes) or {}
+    entries = [(int(k), d["content"]) for k, d in (tc.get("added_tokens_decoder") or {}).items()]
+    entries += [(int(d["id"]), d["content"]) for d in tj.get("added_tokens", [])]
+    for tid, content in entries:  # internlm.py:93-126
+        if content == "<|im_end|>":
+            chat_eos = tid
+        tokens[tid] = content
+    written = Written(model="llama", pre="default", tokens=tokens)
+    special = SpecialVocab(directory, max_bytes, n_vocab=len(tokens))
+    if "eos" not in special.special_token_ids:  # internlm.py:135 reads it unconditionally
+        raise ConverterError("KeyError: 'eos'")
+    if chat_eos is not None:
+        special.special_token_ids["eos"] = chat_eos
+    special.add_to(written)
+    return written
+
+
 def _sentencepiece_or_gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
     """try _set_vocab_sentencepiece except FileNotFoundError: _set_vocab_gpt2 (e.g. qwen.py:60-64)."""
     try:
@@ -581,6 +614,7 @@ PATHS = {
     "stablelm": _stablelm,
     "mpt": _mpt,
     "mistral3": _mistral3,
+    "internlm2": _internlm2,
 }
 
 

@@ -451,3 +451,17 @@ def test_a_token_the_writer_cannot_encode_fails_the_conversion(tmp_path):
     d = sentencepiece_dir(tmp_path, vocab_size=41, added_tokens__json={"\ud800": 40})
     v = predict_gguf(d)
     assert v.error.startswith("UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800'")
+
+
+def test_internlm2_appends_added_tokens_and_takes_im_end_as_eos(tmp_path):
+    cfg = {"architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2", "bos_token_id": 1,
+           "eos_token_id": 2}
+    d = sentencepiece_dir(tmp_path, vocab_size=40, config=cfg, added_tokens__json={"<|im_start|>": 40,
+                                                                                    "<|im_end|>": 41},
+                          tokenizer_config__json={"added_tokens_decoder": {
+                              "41": {"content": "<|im_end|>", "special": True}}})
+    v = predict_gguf(d)
+    assert (v.converted, v.n_vocab, v.tokens[40:], v.eos) == (True, 42, ("<|im_start|>", "<|im_end|>"), 41)
+    cfg["vocab_size"] = 45  # past the SentencePiece model: sentencepiece raises
+    write(d, "config.json", {**cfg, "num_hidden_layers": 2})
+    assert predict_gguf(d).error.startswith("IndexError")
