@@ -198,6 +198,13 @@ def test_mlx_generate_refuses_server_only_warns(tmp_path):
     assert "mlx_lm.generate raises" in reasons(r, "mlx") and "mlx_lm.server only warns" in reasons(r, "mlx")
 
 
+def test_mlx_notes_a_model_type_mlx_lm_cannot_load(tmp_path):
+    r = pair(tmp_path, lambda p: make_model(p, config={"model_type": "falcon"}), make_model)
+    assert outcome(r, "mlx") == "works"  # the vocabulary rule decides; the load failure is said
+    assert "mlx_lm.load refuses the target's model_type 'falcon'" in reasons(r, "mlx")
+    assert registry.mlx_model_type_supported("mistral") and registry.mlx_model_type_supported("qwen2_5_vl")
+
+
 def test_lmstudio_never_drafts_for_a_vision_target(tmp_path):
     r = pair(tmp_path, lambda p: make_model(p, config={"vision_config": {"hidden_size": 8}}), make_model)
     assert outcome(r, "mlx") == "works" and outcome(r, "lmstudio") == "refused"
