@@ -86,6 +86,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
         vocab=vocab,
         # Without derived engine facts, vLLM's size is transformers' (they differ only by remaps).
         vllm_vocab_size=repo.vocab_size_transformers,
+        model_type=repo.model_type,
         gguf_missing="engine facts not derived yet: run `indexer compute`",
     )
     if ef is not None:

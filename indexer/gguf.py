@@ -114,7 +114,9 @@ def load_vocab(written: Written) -> GGUFVocab:
         return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{written.model}'")
 
     # :2509-2515: an empty text becomes "[EMPTY_i]"; token_to_id must then be a bijection (GGML_ASSERT :2540).
-    tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(written.tokens))
+    tokens = tuple(written.tokens)
+    if "" in tokens:
+        tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens))
     if len(set(tokens)) != len(tokens):
         seen: set[str] = set()
         dup = next(t for t in tokens if t in seen or seen.add(t))

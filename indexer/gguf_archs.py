@@ -469,3 +469,8 @@ VOCAB_PATH.update({
     )},
     "MPTForCausalLM": ("mpt", "conversion/mpt.py:16-25 (MPTModel)"),
 })
+VOCAB_PATH.update({
+    a: ("mistral3", "conversion/mistral3.py:14-51 (Mistral3Model -> LlamaModel or DeepseekV2Model)")
+    for a in ("Mistral3ForConditionalGeneration", "Ministral3ForCausalLM")
+})
+VOCAB_PATH["InternLM2ForCausalLM"] = ("internlm2", "conversion/internlm.py:21-144 (InternLM2Model)")

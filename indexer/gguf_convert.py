@@ -33,7 +33,7 @@ class Written:
 
 
 def _fail(e: BaseException) -> ConverterError:
-    text = str(e)
+    text = " ".join(str(e).split())[:500]  # one line
     return ConverterError(f"{type(e).__name__}: {text}" if text else type(e).__name__)
 
 
@@ -45,16 +45,15 @@ def load_hparams(directory: Path, max_bytes: int) -> dict:
         # AutoConfig fails, no synthetic loader matches, then open() raises (base.py:1282-1291).
         raise ConverterError(f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'")
     config = dict(read_json(path, max_bytes))
-    if "vocab_size" not in config and "text_config" not in config:
-        # AutoConfig(...).to_dict() fills the class default (base.py:1280); transformers' default is used.
+    for key in ("llm_config", "lm_config", "thinker_config", "language_config", "lfm"):  # base.py:1292-1306
+        if key in config:  # in this order: the last one present wins
+            config["text_config"] = config[key]["text_config"] if key == "thinker_config" else config[key]
+    text = config.get("text_config")
+    if "vocab_size" not in config and not (isinstance(text, dict) and "vocab_size" in text):
+        # AutoConfig(...).to_dict() fills the class default (base.py:1280); the installed transformers' is used.
         default = _class_default_vocab_size(directory)
         if default is not None:
-            config = {**config, "vocab_size": default}
-    for key in ("llm_config", "lm_config", "language_config", "lfm"):  # renames, base.py:1292-1304
-        if key in config:
-            config["text_config"] = config[key]
-    if "thinker_config" in config:
-        config["text_config"] = config["thinker_config"].get("text_config")
+            config["vocab_size"] = default
     return config
 
 
@@ -266,16 +265,12 @@ def _sentencepiece(directory: Path, hparams: dict, max_bytes: int) -> Written:
     key = next((k for k in ("vocab_size_per_layer_input", "vocab_size") if k in hparams), None)  # find_hparam
     vocab_size = (hparams[key] if key else None) or n_sp
     tokens = [f"[PAD{i}]" for i in range(vocab_size)]
-    toktypes = ["unused"] * vocab_size
     for i in range(min(n_sp, vocab_size)):  # ids >= vocab_size are dropped (base.py:2109-2111)
         tokens[i] = sp.IdToPiece(i)
-        toktypes[i] = "sp"
     atj = read_optional_json(directory, "added_tokens.json", max_bytes) or {}
     for key, tid in atj.items():  # base.py:2130-2142
-        if tid >= vocab_size:
-            continue
-        tokens[tid] = key
-        toktypes[tid] = "user"
+        if tid < vocab_size:
+            tokens[tid] = key
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     for key, data in (tc.get("added_tokens_decoder") or {}).items():  # base.py:2144-2162
         tid = int(key)
@@ -379,24 +374,21 @@ def _vocab_base(directory: Path, hparams: dict, max_bytes: int) -> tuple[list[st
     if pre is None:  # base.py:1943-1956
         raise ConverterError("NotImplementedError: BPE pre-tokenizer was not recognized - update get_vocab_base_pre()")
     reverse = {i: t for t, i in tok.vocab.items()}
-    tokens, types = [], []
-    for i in range(vocab_size):
-        if i not in reverse:
-            tokens.append(f"[PAD{i}]")
-            types.append("unused")
-            continue
-        token = reverse[i]
-        kind = "normal"
-        if token in tok.added:
-            if not tok.added_normalized.get(i, True):
-                token = tok.decode_roundtrip(token)
-            if tok.added_special.get(i) or does_token_look_special(token):
-                kind = "control"
-            else:
-                token = token.replace(SPIECE_UNDERLINE, " ")
-                kind = "user"
-        tokens.append(token)
-        types.append(kind)
+    tokens = [reverse.get(i) for i in range(vocab_size)]
+    types = ["normal"] * vocab_size
+    for i in (i for i, t in enumerate(tokens) if t is None):  # ids the vocabulary lacks (base.py:1598-1600)
+        tokens[i], types[i] = f"[PAD{i}]", "unused"
+    # added tokens (base.py:1601-1616), visited by id: where reverse[i] is an added token's content
+    for i in sorted(i for c, i in tok.vocab.items() if c in tok.added and i < vocab_size and reverse[i] == c):
+        token = tokens[i]
+        if not tok.added_normalized.get(i, True):
+            token = tok.decode_roundtrip(token)
+        if tok.added_special.get(i) or does_token_look_special(token):
+            types[i] = "control"
+        else:
+            token = token.replace(SPIECE_UNDERLINE, " ")
+            types[i] = "user"
+        tokens[i] = token
     return tokens, types, pre
 
 
@@ -536,6 +528,47 @@ def _mpt(directory: Path, hparams: dict, max_bytes: int) -> Written:
     return written
 
 
+def _mistral3(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """Mistral3Model (conversion/mistral3.py:14-51): model_type "mistral4" delegates to DeepseekV2Model, any
+    other to LlamaModel (model_type read after the text_config merge)."""
+    if hparams.get("model_type") == "mistral4":
+        return _deepseek(directory, hparams, max_bytes)
+    return _llama(directory, hparams, max_bytes)
+
+
+def _internlm2(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """InternLM2Model.set_vocab (conversion/internlm.py:21-144): SentencePiece up to hparams vocab_size (no
+    padding: an id past the model is sentencepiece's IndexError), "\x00" -> "🐉", added_tokens.json appended,
+    added tokens overwrite their ids, and "<|im_end|>" replaces the EOS when it is an added token."""
+    path = directory / "tokenizer.model"
+    if not path.is_file():  # internlm.py:35-37: logger.error + sys.exit(1)
+        raise ConverterError(f"SystemExit: Error: Missing {path}")
+    sp = _load_sentencepiece(path, max_bytes)
+    vocab_size = hparams.get("vocab_size", sp.vocab_size())
+    tokens = []
+    for i in range(vocab_size):
+        piece = sp.IdToPiece(i)  # IndexError past the model, as in the converter
+        tokens.append("🐉" if piece == "\x00" else piece)
+    tokens += list(read_optional_json(directory, "added_tokens.json", max_bytes) or {})
+    chat_eos = None
+    tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
+    tj = read_optional_json(directory, "tokenizer.json", max_bytes) or {}
+    entries = [(int(k), d["content"]) for k, d in (tc.get("added_tokens_decoder") or {}).items()]
+    entries += [(int(d["id"]), d["content"]) for d in tj.get("added_tokens", [])]
+    for tid, content in entries:  # internlm.py:93-126
+        if content == "<|im_end|>":
+            chat_eos = tid
+        tokens[tid] = content
+    written = Written(model="llama", pre="default", tokens=tokens)
+    special = SpecialVocab(directory, max_bytes, n_vocab=len(tokens))
+    if "eos" not in special.special_token_ids:  # internlm.py:135 reads it unconditionally
+        raise ConverterError("KeyError: 'eos'")
+    if chat_eos is not None:
+        special.special_token_ids["eos"] = chat_eos
+    special.add_to(written)
+    return written
+
+
 def _sentencepiece_or_gpt2(directory: Path, hparams: dict, max_bytes: int) -> Written:
     """try _set_vocab_sentencepiece except FileNotFoundError: _set_vocab_gpt2 (e.g. qwen.py:60-64)."""
     try:
@@ -580,6 +613,8 @@ PATHS = {
     "deepseek": _deepseek,
     "stablelm": _stablelm,
     "mpt": _mpt,
+    "mistral3": _mistral3,
+    "internlm2": _internlm2,
 }
 
 
@@ -598,12 +633,13 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
         raise ConverterError(f"Model {arch} is not supported")
     if arch not in VOCAB_PATH:
         raise NotModelled(f"indexer does not model the vocabulary path of {arch} (see conversion/__init__.py)")
-    if isinstance(hparams.get("text_config"), dict):  # TextModel.__init__, base.py:1352-1354
-        hparams = {**hparams, **hparams["text_config"]}
-    _find_hparam(hparams, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])  # base.py:1356
-    if arch in INTERNS1_GUARDED and (hparams.get("architectures") or [None])[0] == "InternS1ForConditionalGeneration":
-        raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
+    origin = (hparams.get("architectures") or [None])[0]  # origin_hf_arch: the top level, before the merge
     try:
+        if "text_config" in hparams:  # TextModel.__init__, base.py:1352-1354
+            hparams = {**hparams, **hparams["text_config"]}
+        _find_hparam(hparams, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])  # base.py:1356
+        if arch in INTERNS1_GUARDED and origin == "InternS1ForConditionalGeneration":
+            raise NotModelled("indexer does not model _set_vocab_interns1 (qwen.py:203-209)")
         written = PATHS[VOCAB_PATH[arch][0]](directory, hparams, max_bytes)
     except (ConverterError, InputError):
         raise
@@ -611,5 +647,19 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
         raise _fail(e) from None
     if arch == "PhiForCausalLM" and "bos" not in written.add_special:  # phi.py:36, set before set_vocab
         written.add_special["bos"] = False
+    _check_encodable(written.tokens)
     return arch, written
+
+
+def _check_encodable(tokens: list[str]) -> None:
+    """GGUFWriter encodes every string as UTF-8 when it writes the file (gguf-py/gguf/gguf_writer.py:1627):
+    a token with a lone surrogate (possible in JSON vocabularies) makes the conversion fail there."""
+    try:
+        "".join(tokens).encode("utf-8")
+    except UnicodeEncodeError:
+        for token in tokens:
+            try:
+                token.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise _fail(e) from None
 

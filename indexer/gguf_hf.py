@@ -7,7 +7,8 @@ same backend with the ``tokenizers`` library, following transformers 4.57.6 (``s
 * the class: ``tokenizer_class`` of tokenizer_config.json or config.json (its ``Fast`` variant), else the
   config's ``model_type`` (models/auto/tokenization_auto.py, copied in indexer/gguf_tfmap.py);
 * the backend: ``tokenizer.json`` (tokenization_utils_fast.py:115-117) unless ``from_slow`` applies, else the
-  slow files converted (convert_slow_tokenizer.py:331-368 GPT2Converter, :402-445 Qwen2Converter);
+  slow files converted (convert_slow_tokenizer.py:331-368 GPT2Converter with its add_bos template, :402-445
+  Qwen2Converter); classes without a slow tokenizer fail there as 4.57.6 does (convert_slow_tokenizer.py:1853-1873);
   ``LlamaTokenizerFast`` forces ``from_slow`` when ``add_prefix_space`` is set
   (models/llama/tokenization_llama_fast.py:153-154), and the slow ``LlamaTokenizer`` then needs
   ``tokenizer.model``: without it sentencepiece raises "Either model_file or model_proto must be specified.";
@@ -200,8 +201,16 @@ def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
             # The slow class hands sentencepiece no model file.
             raise ConverterError("ValueError: Either model_file or model_proto must be specified.")
         raise NotModelled(f"indexer does not model transformers 4.57.6 converting {cls} from tokenizer.model")
-    if not (vocab_path.is_file() and merges_path.is_file()):
-        raise ConverterError(f"OSError: {cls} finds no tokenizer.json, nor vocab.json and merges.txt")
+    if cls == "PreTrainedTokenizerFast":  # no slow class: the tiktoken attempt reads vocab_file=None
+        raise ConverterError("AttributeError: 'NoneType' object has no attribute 'endswith'")
+    if cls == "GPTNeoXTokenizerFast":  # no slow class; vocab.json is no tiktoken file (convert_slow_tokenizer.py:1861)
+        raise ConverterError("ValueError: Converting from SentencePiece and Tiktoken failed, if a converter for "
+                             "SentencePiece is available, provide a model path with a SentencePiece tokenizer.model "
+                             "file.")
+    if cls not in ("GPT2TokenizerFast", "Qwen2TokenizerFast"):
+        raise NotModelled(f"indexer does not model converting {cls}'s slow files to a fast tokenizer")
+    if not (vocab_path.is_file() and merges_path.is_file()):  # the slow class opens vocab_file=None
+        raise ConverterError("TypeError: expected str, bytes or os.PathLike object, not NoneType")
     check_size(merges_path, max_bytes)
     vocab = read_json(vocab_path, max_bytes)
     if cls == "Qwen2TokenizerFast":
@@ -218,15 +227,18 @@ def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
         tok.decoder = decoders.ByteLevel()
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
         return tok
-    if cls in ("GPT2TokenizerFast", "PreTrainedTokenizerFast", "GPTNeoXTokenizerFast"):
-        merges = _read_merges_gpt2(merges_path)
-        tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, continuing_subword_prefix="",
-                            end_of_word_suffix="", fuse_unk=False))
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=bool(tc.get("add_prefix_space", False)))
-        tok.decoder = decoders.ByteLevel()
+    merges = _read_merges_gpt2(merges_path)
+    tok = Tokenizer(BPE(vocab=vocab, merges=merges, dropout=None, continuing_subword_prefix="",
+                        end_of_word_suffix="", fuse_unk=False))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=bool(tc.get("add_prefix_space", False)))
+    tok.decoder = decoders.ByteLevel()
+    bos = _content(tc.get("bos_token", "<|endoftext|>"))
+    if tc.get("add_bos_token", False) and bos is not None and bos in vocab:  # convert_slow_tokenizer.py:354-363
+        tok.post_processor = processors.TemplateProcessing(single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 $B:1",
+                                                           special_tokens=[(bos, vocab[bos])])
+    else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
-        return tok
-    raise NotModelled(f"indexer does not model converting {cls}'s slow files to a fast tokenizer")
+    return tok
 
 
 def _bert_normalizer(backend, tc: dict) -> None:
@@ -330,10 +342,10 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
         for on, what, token in ((add_bos, "bos", bos), (add_eos, "eos", eos)):
             if on and token is None:  # e.g. models/gpt_neox/tokenization_gpt_neox_fast.py:149-155
                 raise ConverterError(f"ValueError: add_{what}_token = True but {what}_token = None")
-        vocab_now = backend.get_vocab(with_added_tokens=True)
         single = ([f"{bos}:0"] if add_bos and bos else []) + ["$A:0"] + ([f"{eos}:0"] if add_eos and eos else [])
         pair = single + [s.replace("$A:0", "$B:1").replace(":0", ":1") for s in single]
-        special = [(t, vocab_now[t]) for t, on in ((bos, add_bos), (eos, add_eos)) if on and t in vocab_now]
+        special = [(t, backend.token_to_id(t)) for t, on in ((bos, add_bos), (eos, add_eos))
+                   if on and backend.token_to_id(t) is not None]
         backend.post_processor = processors.TemplateProcessing(
             single=" ".join(single), pair=" ".join(pair), special_tokens=special
         )

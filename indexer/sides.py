@@ -27,6 +27,7 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
         vllm_vocab_size=config.vllm_vocab_size,
         text_config_error=config.text_config_error,
         has_vision_config=config.has_vision_config,
+        model_type=config.model_type,
         gguf=gguf,
         gguf_missing=missing,
     )

@@ -76,6 +76,12 @@ def test_every_part_names_exactly_the_registry_engines(tmp_path):
     assert _choices("check") == names and _choices("query") == names
     result = check_pair(side_from_dir(make_model(tmp_path / "a")), side_from_dir(make_model(tmp_path / "b")))
     assert list(result["verdicts"]) == names
+    from test_query import build_catalog
+
+    from indexer.compute import compute
+
+    stats = compute(build_catalog(tmp_path / "catalog.db"))
+    assert list(stats["classes"]) == names and list(stats["memberships"]) == names
     # The site's metadata may name only registry engines (the site reads indexer.engines).
     metadata = (ROOT / "data" / "metadata.yml").read_text()
     for values in re.findall(r"values\s*((?:\('[^']+'\)\s*,?\s*)+)", metadata):
@@ -190,6 +196,13 @@ def test_mlx_generate_refuses_server_only_warns(tmp_path):
     r = pair(tmp_path, lambda p: make_model(p, words=BASE_WORDS + ["extra"]), make_model)
     assert outcome(r, "mlx") == "refused"
     assert "mlx_lm.generate raises" in reasons(r, "mlx") and "mlx_lm.server only warns" in reasons(r, "mlx")
+
+
+def test_mlx_notes_a_model_type_mlx_lm_cannot_load(tmp_path):
+    r = pair(tmp_path, lambda p: make_model(p, config={"model_type": "falcon"}), make_model)
+    assert outcome(r, "mlx") == "works"  # the vocabulary rule decides; the load failure is said
+    assert "mlx_lm.load refuses the target's model_type 'falcon'" in reasons(r, "mlx")
+    assert registry.mlx_model_type_supported("mistral") and registry.mlx_model_type_supported("qwen2_5_vl")
 
 
 def test_lmstudio_never_drafts_for_a_vision_target(tmp_path):

@@ -89,6 +89,16 @@ def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_si
     assert_gguf_facts(local_sides, engines_oracle)
 
 
+def test_mlx_model_type_support_equals_the_oracle(local_sides, engines_oracle):
+    from indexer.engines import mlx_model_type_supported
+
+    for name, side in local_sides.items():
+        assert mlx_model_type_supported(side.model_type) == engines_oracle["models"][name]["mlx_model_type_supported"]
+    t, d = "Alikhan13r__falcon-180B-chat", "Alikhan13r__falcon-180B-chat"
+    v = verdicts(local_sides[t], local_sides[d])["mlx"]
+    assert v.outcome == "works" and "Model type falcon not supported." in " ".join(v.reasons)
+
+
 def test_oracle_totals_are_the_issue_numbers(engines_oracle):
     counts = {k: len(v) for k, v in expected(engines_oracle).items()}
     assert counts[("sglang", "compatible")] == 32 and counts[("sglang", "accepted")] == 64

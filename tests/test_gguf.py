@@ -413,3 +413,55 @@ def test_remote_tokenizer_code_is_never_run(tmp_path):
     assert "trust_remote_code=True" in predict_gguf(d).error
     d = bpe_dir(tmp_path / "local", tokenizer_config={"auto_map": {"AutoTokenizer": ["tok.X", None]}})
     assert predict_gguf(d).error.startswith("NotImplementedError: BPE pre-tokenizer")  # the local class is used
+
+
+def test_mistral3_takes_the_llama_path(tmp_path):
+    cfg = {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+           "text_config": {"model_type": "mistral", "num_hidden_layers": 2, "vocab_size": 43}}
+    v = predict_gguf(sentencepiece_dir(tmp_path, vocab_size=None, config=cfg))
+    assert (v.converted, v.vocab_type, v.n_vocab) == (True, "spm", 43)  # vocab_size from the merged text_config
+
+
+def slow_gpt2_dir(path: Path, merges: str, tokenizer_config: dict | None = None) -> Path:
+    vocab = {c: i for i, c in enumerate(["<|endoftext|>", "a", "b", "c", "ab", "bc"])}
+    write(path, "vocab.json", vocab)
+    (path / "merges.txt").write_text(merges)
+    write(path, "config.json", {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_layer": 2})
+    if tokenizer_config is not None:
+        write(path, "tokenizer_config.json", tokenizer_config)
+    return path
+
+
+def test_vocab_json_and_merges_are_converted_as_gpt2converter_does(tmp_path):
+    load = lambda d: load_hf_tokenizer(d, json.loads((d / "config.json").read_text()))  # noqa: E731
+    with_header = load(slow_gpt2_dir(tmp_path / "h", "#version: 0.2\na b\nb c\n"))
+    assert with_header.cls == "GPT2TokenizerFast" and with_header.encode("ab") == [4]
+    # tokenization_gpt2.py:160 always drops the first line: without a header, the first merge is lost
+    assert load(slow_gpt2_dir(tmp_path / "n", "a b\nb c\n")).encode("ab") == [1, 2]
+    bos = load(slow_gpt2_dir(tmp_path / "b", "#version: 0.2\na b\n", {"add_bos_token": True}))
+    assert bos.encode("ab") == [0, 4]  # convert_slow_tokenizer.py:354-363
+
+
+def test_a_class_without_a_slow_tokenizer_cannot_read_vocab_json(tmp_path):
+    d = slow_gpt2_dir(tmp_path, "#version: 0.2\na b\n", {"tokenizer_class": "PreTrainedTokenizerFast"})
+    assert predict_gguf(d).error == "AttributeError: 'NoneType' object has no attribute 'endswith'"
+
+
+def test_a_token_the_writer_cannot_encode_fails_the_conversion(tmp_path):
+    d = sentencepiece_dir(tmp_path, vocab_size=41, added_tokens__json={"\ud800": 40})
+    v = predict_gguf(d)
+    assert v.error.startswith("UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800'")
+
+
+def test_internlm2_appends_added_tokens_and_takes_im_end_as_eos(tmp_path):
+    cfg = {"architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2", "bos_token_id": 1,
+           "eos_token_id": 2}
+    d = sentencepiece_dir(tmp_path, vocab_size=40, config=cfg, added_tokens__json={"<|im_start|>": 40,
+                                                                                    "<|im_end|>": 41},
+                          tokenizer_config__json={"added_tokens_decoder": {
+                              "41": {"content": "<|im_end|>", "special": True}}})
+    v = predict_gguf(d)
+    assert (v.converted, v.n_vocab, v.tokens[40:], v.eos) == (True, 42, ("<|im_start|>", "<|im_end|>"), 41)
+    cfg["vocab_size"] = 45  # past the SentencePiece model: sentencepiece raises
+    write(d, "config.json", {**cfg, "num_hidden_layers": 2})
+    assert predict_gguf(d).error.startswith("IndexError")
