@@ -304,10 +304,11 @@ def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS) -> dic
 
     loads = _loads()
     todo = conn.exec_driver_sql(
-        "SELECT DISTINCT r.file_set_id, COALESCE(r.config_blob, ''), f.files FROM repos r "
-        "JOIN file_sets f ON f.id = r.file_set_id LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+        # DISTINCT over the ids only: PostgreSQL has no equality operator for json (file_sets.files).
+        "SELECT x.fs, x.cb, f.files FROM (SELECT DISTINCT r.file_set_id AS fs, COALESCE(r.config_blob, '') AS cb "
+        "FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
         "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.status = 'ok' AND r.tokenizer_id IS NOT NULL "
-        "AND e.id IS NULL ORDER BY r.file_set_id").all()
+        "AND r.file_set_id IS NOT NULL AND e.id IS NULL) x JOIN file_sets f ON f.id = x.fs ORDER BY x.fs, x.cb").all()
     blobs, tokens = BlobStore(blob_root(db)), TokenStore(default_root(db))
     rows, missing = [], 0
     now = datetime.now(timezone.utc).replace(tzinfo=None)
