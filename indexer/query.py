@@ -276,9 +276,15 @@ class Query:
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
             "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
+        self.refused_target: str | None = None
         if cls is None:
-            why = self._no_class_reason()
-            raise QueryError(f"{self.t['repo_id']} has no {engine} class ({why})")
+            # No class: the engine refuses the target itself (an answer, with no drafts), or facts are missing.
+            refusal = self._refusal()
+            if refusal is None:
+                raise QueryError(f"{self.t['repo_id']} has no {engine} class (facts missing, or the catalog was "
+                                 "changed since the last `indexer compute`; run it)")
+            cls = (None, None, None, None, f"none: {refusal}", 0, None)
+            self.refused_target = refusal
         (self.class_id, self.lineage_id, self.author_id, self.family_id, self.label, self.members,
          self.size) = cls
         if self.target.class_pk != self.t["pk"]:
@@ -287,15 +293,14 @@ class Query:
             self.family_id = self._dense_id("family", self.t["family"])
             if self.t["pk"] == -1:
                 self.lineage_id = None
-        self.class_ids = [self.class_id]
+        self.class_ids = [self.class_id] if self.class_id is not None else []
         self.paired: dict[int, str] = {}
-        self.refused_target: str | None = None
         refusing = self.entry.refuses_target_with
-        if refusing and self._engine_fact(refusing):
+        if self.refused_target is None and refusing and self._engine_fact(refusing):
             # The rule refuses every draft for this target (LM Studio: a vision_config target).
             self.refused_target = self.entry.rule(self._fact_side(refusing), self._fact_side(None)).reasons[0]
             self.class_ids = []
-        elif self.entry.class_key == ("gguf_sig",):
+        elif self.class_id is not None and self.entry.class_key == ("gguf_sig",):
             # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
             for cid, reason in cat.all(
                     "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
@@ -326,15 +331,16 @@ class Query:
             setattr(side, fact, True)
         return side
 
-    def _no_class_reason(self) -> str:
+    def _refusal(self) -> str | None:
+        """Why the engine refuses this target whatever the draft, when it does (else facts are missing)."""
         error = self._engine_fact("text_config_error")
         if error and "text_config_error" in self.entry.facts:
             return f"{error}: {ENGINE_NAMES[self.engine]} refuses it"
         if self.entry.class_key == ("gguf_sig",):
             gguf_error = self._engine_fact("gguf_error")
             if gguf_error:
-                return f"it cannot be converted to GGUF: {gguf_error}"
-        return "facts missing, or the catalog was changed since the last `indexer compute`; run it"
+                return f"the target cannot be converted to GGUF: {gguf_error}"
+        return None
 
     # ------------------------------------------------------------ candidate SQL
 
