@@ -196,29 +196,11 @@ def wait_json(url: str) -> bytes:
 
 
 @pytest.fixture
-def pg_catalog(tmp_path, monkeypatch):
-    """A throw-away database on the server INDEXER_TEST_PG points at (CI starts one); filled like the sample."""
-    import uuid
-
-    import sqlalchemy as sa
-    from sqlalchemy.engine import make_url
-
-    server = os.environ.get("INDEXER_TEST_PG")
-    if not server:
-        pytest.skip("INDEXER_TEST_PG is not set (CI sets it to a throw-away PostgreSQL server)")
-    name = f"indexer_publish_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+def pg_catalog(pg_url, tmp_path, monkeypatch):
+    """A fresh PostgreSQL database (conftest's pg_url), filled like the sample."""
     monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))  # a PostgreSQL catalog has no file beside it
-    url = make_url(server).set(database=name).render_as_string(hide_password=False)
-    try:
-        build_sample_catalog(url)
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    build_sample_catalog(pg_url)
+    return pg_url
 
 
 def test_publish_and_serve_a_postgresql_catalog(pg_catalog, tmp_path):

@@ -276,25 +276,6 @@ def test_corpus_without_safetensors_counts_still_ranks_and_finds_near_misses(cor
         run_query(llama7, db=db, engine="mlx")["drafts"])
 
 
-@pytest.fixture()
-def pg_url():
-    """A fresh PostgreSQL database on the server INDEXER_TEST_PG points at (.ci/run starts one)."""
-    import os
-    import uuid
-
-    server = os.environ.get("INDEXER_TEST_PG")
-    if not server:
-        pytest.skip("INDEXER_TEST_PG is not set (PostgreSQL not available here)")
-    name = f"ux_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    yield sa.engine.make_url(server).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    admin.dispose()
-
-
 def test_lookup_estimates_and_gguf_on_postgresql(pg_url):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
