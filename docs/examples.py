@@ -19,7 +19,7 @@ sides with run-dependent values masked (durations, timestamps, pids, the publish
 
 Blocks between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` are rendered from the code
 (``engines``: the rule table from ``indexer.engines.ENGINES``; ``demo-urls``: the pages ``indexer demo`` prints
-once datasette answers, from ``indexer.demo.urls``).
+once datasette answers, from ``indexer.demo.urls``; ``crontab``: the line of ``deploy/crontab``).
 """
 
 from __future__ import annotations
@@ -167,7 +167,14 @@ def demo_urls() -> str:
     return "```\n" + "\n".join(lines) + "\n```\n"
 
 
-GENERATORS = {"engines": engine_table, "demo-urls": demo_urls}
+def crontab() -> str:
+    """The schedule line of ``deploy/crontab``, as installed."""
+    lines = [line for line in (ROOT / "deploy" / "crontab").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    return "```\n" + "\n".join(lines) + "\n```\n"
+
+
+GENERATORS = {"engines": engine_table, "demo-urls": demo_urls, "crontab": crontab}
 
 
 def render(text: str, work: Path | None = None) -> str:

@@ -122,12 +122,20 @@ def test_printed_output_lives_only_in_generated_blocks():
         assert stale not in text, stale
 
 
+def test_generated_blocks_are_current():
+    """Blocks rendered from the code (engine table, demo URLs, crontab line) equal what the code renders now."""
+    text = README.read_text()
+    ex = _examples()
+    names = [m.group(2) for m in ex.GENERATED_RE.finditer(text)]
+    assert sorted(names) == sorted(ex.GENERATORS)
+    for name, render in ex.GENERATORS.items():
+        assert f"<!-- generated: {name} -->\n{render()}<!-- /generated -->" in text, name
+
+
 def test_engine_table_is_the_registry():
     from indexer.engines import ENGINES
 
-    text = README.read_text()
     table = _examples().engine_table()
-    assert f"<!-- generated: engines -->\n{table}<!-- /generated -->" in text
     for name, e in ENGINES.items():
         assert f"| `{name}` | {e.display} | {e.version} |" in table
         for source in e.sources.values():
