@@ -40,7 +40,7 @@ README = ROOT / "README.md"
 NOMINAL_PORTS = (8900, 8001)
 COMMAND_TIMEOUT = 180
 FENCE_RE = re.compile(r"^```console\n(.*?)^```\n", re.M | re.S)
-GENERATED_RE = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- /generated -->)", re.S)
+GENERATED_RE = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
 
 # Run-dependent values: masked on both sides before comparing (never written as masks).
 VOLATILE = [
