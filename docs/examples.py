@@ -86,7 +86,8 @@ class Session:
         self.status = 0
         bindir = str(Path(sys.executable).parent)
         env = {k: v for k, v in os.environ.items()
-               if k not in ("INDEXER_DB", "INDEXER_FAMILIES", "HF_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT")}
+               if k not in ("INDEXER_DB", "INDEXER_FAMILIES", "INDEXER_TOKENS", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+                             "HF_HUB_OFFLINE", "HF_ENDPOINT")}
         self.env = {**env, "PATH": bindir + os.pathsep + env.get("PATH", ""), "PYTHONUNBUFFERED": "1",
                     "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "NO_COLOR": "1",
                     "HF_HOME": str(work / ".hf-home"), "TZ": "UTC"}
@@ -99,7 +100,7 @@ class Session:
     def _to_nominal(self, output: str) -> str:
         output = output.replace(str(self.work), "$PWD")
         for nominal, real in self.ports.items():
-            output = re.sub(rf"(?<=[: ]){real}\b", str(nominal), output)
+            output = re.sub(rf"(?<=127\.0\.0\.1:){real}\b|(?<=port ){real}\b", str(nominal), output)
         return output
 
     def run(self, command: str) -> str:
