@@ -14,14 +14,17 @@ Tricky cases in the demo hub (target ``lumen-ai/Lumen-7B-Instruct``):
 * ``corvid-labs/Corvid-1B``: same vocab_size, a different token→id mapping → transformers would
   treat it as the same tokenizer and silently corrupt output.
 * a repo without tokenizer files and a gated repo: they get a row with a status, never dropped.
+
+The hub stays in ``demo-hub/`` beside the catalog (:func:`demo_hub_dir`) for the README examples.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
-import tempfile
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -93,6 +96,18 @@ def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
             "special_tokens_map.json": _dumps(smap)}
 
 
+def _shape_for(params: int) -> dict:
+    """Layer sizes whose config estimate (indexer.params) is the repo's stated size within 5%.
+
+    A local copy of a demo repo has no safetensors count, so ``query --target DIR`` sizes it from its
+    config.json: the shape must say 7B where the Hub says 7B.
+    """
+    layers = 32 if params >= 5e9 else 24 if params >= 1e9 else 16
+    hidden = max(64, round(math.sqrt(params / (12 * layers)) / 64) * 64)  # 4h² attention + 3·h·(8h/3) MLP
+    return {"hidden_size": hidden, "intermediate_size": round(8 * hidden / 3 / 64) * 64,
+            "num_hidden_layers": layers, "num_attention_heads": hidden // 64, "num_key_value_heads": hidden // 64}
+
+
 def build_demo_hub(out_dir) -> dict:
     """Write the demo hub (``owner/name/...`` + ``hub.json``) into ``out_dir``; returns its metadata."""
     from .hubsim.repos import HUB_META_FILE, hub_date
@@ -115,7 +130,7 @@ def build_demo_hub(out_dir) -> dict:
             tok = json.loads(files["tokenizer.json"])
             ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
             config = {"architectures": [arch], "model_type": model_type, "vocab_size": vocab_size,
-                      "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                      **_shape_for(params),
                       "torch_dtype": "bfloat16", "transformers_version": "4.44.0",
                       **({"bos_token_id": ids[bos]} if bos else {}), "eos_token_id": ids[eos]}
             files["config.json"] = _dumps(config)
@@ -166,31 +181,47 @@ def _env(**values):
                 os.environ[k] = v
 
 
+def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
+    """Where the demo leaves its hub: ``demo-hub/`` beside a SQLite catalog, else ``data/demo-hub``.
+
+    It stays after the demo so the README's examples (``fingerprint``, ``crawl --family Lumen`` with
+    ``INDEXER_FAMILIES=data/demo-hub/families.toml``) have real directories and families to work on.
+    """
+    from .db import resolve_url, sqlite_path
+
+    db = db or DEFAULT_DEMO_DB
+    if "://" not in db:
+        return Path(db).parent / "demo-hub"  # as the user gave it: the printed path is the one to type
+    path = sqlite_path(resolve_url(db))
+    return (path.parent if path is not None else Path("data")) / "demo-hub"
+
+
 def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
     from .db import resolve_url, upgrade
 
     db = db or DEFAULT_DEMO_DB
-    with tempfile.TemporaryDirectory(prefix="indexer-demo-hub-") as tmp:
-        hub_dir = Path(tmp) / "hub"
-        meta = build_demo_hub(hub_dir)
-        log(f"demo hub: {len(meta)} repos in 3 families, tokenizers built with the `tokenizers` library")
-        with _env(INDEXER_FAMILIES=str(hub_dir / "families.toml"), HF_HUB_OFFLINE=None,
-                  HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1"):
-            from .crawl import CrawlOptions, crawl
-            from .hubsim import HubServer
+    hub_dir = demo_hub_dir(db)
+    if hub_dir.exists():
+        shutil.rmtree(hub_dir)  # rebuilt from scratch: deterministic, so a rerun crawls it as unchanged
+    meta = build_demo_hub(hub_dir)
+    log(f"demo hub: {len(meta)} repos in 3 families, tokenizers built with the `tokenizers` library, in {hub_dir}")
+    with _env(INDEXER_FAMILIES=str(hub_dir / "families.toml"), HF_HUB_OFFLINE=None,
+              HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1"):
+        from .crawl import CrawlOptions, crawl
+        from .hubsim import HubServer
 
-            upgrade(db)
-            with HubServer(str(hub_dir)) as hub:
-                log(f"Hub imitation serving at {hub.endpoint}")
-                summary = crawl(db, CrawlOptions(all=True, endpoint=hub.endpoint, token=False, quiet=True),
-                                progress=False)
-        log(f"crawled: listed {summary['listed']}, new {summary['new']}, changed {summary['changed']}, "
-            f"unchanged {summary['unchanged']}, failed {summary['failed']}; statuses {summary['statuses']}")
-        from .compute import compute
+        upgrade(db)
+        with HubServer(str(hub_dir)) as hub:
+            log(f"Hub imitation serving at {hub.endpoint}")
+            summary = crawl(db, CrawlOptions(all=True, endpoint=hub.endpoint, token=False, quiet=True),
+                            progress=False)
+    log(f"crawled: listed {summary['listed']}, new {summary['new']}, changed {summary['changed']}, "
+        f"unchanged {summary['unchanged']}, failed {summary['failed']}; statuses {summary['statuses']}")
+    from .compute import compute
 
-        stats = compute(db)
-        log(f"computed compatibility classes for {stats.get('repos')} repos")
+    stats = compute(db)
+    log(f"computed compatibility classes for {stats.get('repos')} repos")
     return {"db": resolve_url(db), "crawl": summary, "compute": stats}
 
 

@@ -244,8 +244,10 @@ def _local_target(cat: Catalog, path: str) -> Target:
     except InputError as e:
         raise QueryError(f"target {path}: {e.message}") from None
     tok = cat.one("SELECT id FROM tokenizers WHERE vocab_sha256 = :s", {"s": fp.vocab_sha256})
+    # ORDER BY repo_id, not the row id: which twin answers must not depend on the order a crawl inserted them.
     twins = cat.all("SELECT repo_id, vocab_size, vocab_size_transformers, model_type FROM repos "
-                    "WHERE tokenizer_id = :t AND status = 'ok' ORDER BY id LIMIT 5000", {"t": tok[0]}) if tok else []
+                    "WHERE tokenizer_id = :t AND status = 'ok' ORDER BY repo_id LIMIT 5000",
+                    {"t": tok[0]}) if tok else []
     same = [tw for tw in twins if tw[1] == config.vocab_size and tw[2] == config.vocab_size_transformers]
     if not same:
         had = sorted({f"{tw[1]}" for tw in twins})
