@@ -1,6 +1,6 @@
 """``indexer demo``: an offline tour on a fresh machine.
 
-Builds a small demo hub at run time (tiny byte-level BPE tokenizers made with the ``tokenizers``
+Builds a small demo hub at run time (tiny BPE tokenizers made with the ``tokenizers``
 library, three families, the tricky cases the rules exist for), serves it with the Hub imitation on
 127.0.0.1, crawls it into a catalog (default ``data/demo.db``), computes the classes, then serves the
 catalog with datasette. Nothing leaves the machine.
@@ -39,10 +39,11 @@ EPOCH = 1704067200  # 2024-01-01
 
 # family -> (org, model_type, architecture, tokenizer seed, merges, (bos, eos, unk))
 FAMILIES = {
-    "Lumen": ("lumen-ai", "llama", "LlamaForCausalLM", 11, 300, ("<s>", "</s>", "<unk>")),
+    "Lumen": ("lumen-ai", "llama", "LlamaForCausalLM", 11, 270, ("<s>", "</s>", "<unk>")),  # 556 tokens
     "Corvid": ("corvid-labs", "mistral", "MistralForCausalLM", 22, 300, ("<s>", "</s>", "<unk>")),
     "Basalt": ("basalt-ai", "qwen2", "Qwen2ForCausalLM", 33, 420, (None, "<|endoftext|>", None)),
 }
+SENTENCEPIECE_STYLE = {"Lumen"}  # families with Llama-2-style byte-fallback tokenizers (the others: byte-level BPE)
 # repo id, family, chat tokens?, config vocab_size, params, downloads, base model, extra meta / kind
 REPOS = [
     ("lumen-ai/Lumen-7B", "Lumen", False, 576, 7_000_000_000, 81_000, None, {}),
@@ -80,7 +81,10 @@ def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
 
     _, _, _, seed, merges, (bos, eos, unk) = FAMILIES[family]
     specials = list(dict.fromkeys(t for t in (bos, eos, unk) if t))
-    tok = Tokenizer.from_str(build_bpe_tokenizer(random.Random(seed), merges, specials).decode())
+    if family in SENTENCEPIECE_STYLE:
+        tok = _byte_fallback_bpe(random.Random(seed), merges, specials, unk)
+    else:
+        tok = Tokenizer.from_str(build_bpe_tokenizer(random.Random(seed), merges, specials).decode())
     if chat:
         tok.add_special_tokens(list(CHAT_TOKENS))
     decoder = {str(tok.token_to_id(t)): _added(t) for t in specials + (list(CHAT_TOKENS) if chat else [])}
@@ -94,6 +98,36 @@ def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
     smap = {k: v for k, v in (("bos_token", bos), ("eos_token", eos), ("unk_token", unk)) if v}
     return {"tokenizer.json": tok.to_str(pretty=True) + "\n", "tokenizer_config.json": _dumps(cfg),
             "special_tokens_map.json": _dumps(smap)}
+
+
+def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], unk: str | None):
+    """A Llama-2-style tokenizer.json: BPE over ``▁``-marked pieces with byte fallback (<0x00>..<0xFF>).
+
+    llama.cpp's converter takes such a Llama repo through its llama-hf path (vocab type SPM, no BPE
+    pre-tokenizer hash to recognise: ``indexer/gguf_convert.py`` ``_llama_hf``), so the demo shows
+    llama.cpp drafts; the byte-level families show what it refuses.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {t: i for i, t in enumerate(specials)}
+    vocab.update({f"<0x{b:02X}>": len(vocab) + b for b in range(256)})
+    letters = list("abcdefghijklmnopqrstuvwxyz\u2581")
+    vocab.update({c: len(vocab) + i for i, c in enumerate(letters)})
+    pieces, merges = list(letters), []
+    while len(merges) < n_merges:
+        a = rng.choice(pieces)
+        b = rng.choice(letters if rng.random() < 0.6 else pieces)
+        if len(a) + len(b) > 8 or a + b in vocab:
+            continue
+        vocab[a + b] = len(vocab)
+        merges.append((a, b))
+        pieces.append(a + b)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, unk_token=unk))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.add_special_tokens(specials)
+    return tok
 
 
 def _shape_for(params: int) -> dict:

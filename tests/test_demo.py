@@ -43,10 +43,15 @@ def test_demo_builds_a_catalog_offline(tmp_path):
 
     res = CliRunner().invoke(cli, ["check", "--db", str(db), DEMO_TARGET, DEMO_DRAFT_MISMATCH, "--json"])
     verdicts = {e: v["compatible"] for e, v in json.loads(res.output)["verdicts"].items()}
-    # The demo's tiny byte-level BPEs have no known pre-tokenizer: convert_hf_to_gguf.py refuses them.
-    assert verdicts == {"sglang": False, "vllm": False, "transformers": False, "llama.cpp": False, "mlx": True,
+    # Same tokenizer, config vocab_size padded (576 vs 640): the size rules refuse; the Lumen family's
+    # byte-fallback tokenizers convert to GGUF (llama-hf path) with equal token lists, so llama.cpp drafts.
+    assert verdicts == {"sglang": False, "vllm": False, "transformers": False, "llama.cpp": True, "mlx": True,
                         "lmstudio": True}
     assert res.exit_code == 1
+    # The byte-level families have no known BPE pre-tokenizer: convert_hf_to_gguf.py refuses them.
+    res = CliRunner().invoke(cli, ["check", "--db", str(db), DEMO_TARGET, "corvid-labs/Corvid-1B", "--json"])
+    llama = json.loads(res.output)["verdicts"]["llama.cpp"]
+    assert llama["outcome"] == "refused" and "pre-tokenizer was not recognized" in llama["reasons"][0]
 
     res = CliRunner().invoke(cli, ["check", "--db", str(db), "lumen-ai/Lumen-7B", "corvid-labs/Corvid-1B",
                                    "--json"])
