@@ -273,6 +273,17 @@ def is_head_config(config: dict | None) -> bool:
     return any(a in HEAD_ARCHS for a in _archs(config))
 
 
+def head_candidate(repo_id: str, digest: dict | None) -> bool:
+    """Whether the crawler must fetch this repo's config.json even without tokenizer files: the listing's
+    config digest says "head" (``is_head_config``), or the repo is named like an EAGLE checkpoint in the
+    original layout (vLLM's name rule, config/speculative.py:1444-1448) and its digest is a plain
+    ``*ForCausalLM`` (``parse_head`` then checks it has one layer)."""
+    if is_head_config(digest):
+        return True
+    archs = _archs(digest) if isinstance(digest, dict) else []
+    return bool(_legacy_eagle_name(repo_id) and archs and archs[0].endswith("ForCausalLM"))
+
+
 def _legacy_eagle_name(repo_id: str) -> str | None:
     """vLLM's own name rule when no method is given: "eagle-" -> eagle, "eagle3" -> eagle3
     (config/speculative.py:1444-1448)."""
