@@ -28,8 +28,8 @@ from .db import is_write_conflict
 from .families import family_of
 from .fetch import Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
-from .hub import Listed, TransientError, base_models_from_tags
 from .heads import parse_head, target_shape
+from .hub import Listed, TransientError, base_models_from_tags
 from .models import Blob, CrawlQueue, FileSet, Head, Repo, Tokenizer
 
 CHAT_WORDS = ("instruct", "chat")
