@@ -230,6 +230,7 @@ def explain_head(db: str | None, target: str, head: str) -> dict | None:
                    "head_lineage": [i for d in facts[0].declared_for for i in hc.chain(d)]}
         out = rules.explain(facts[0], shape, **lineage)
         out["lineage"] = lineage
+        out["declared_for"] = facts[0].declared_for
         out["kind"] = "head"
         return out
     finally:
@@ -295,7 +296,7 @@ def render_overview(result: dict) -> str:
 def render_explain(result: dict) -> str:
     h, t = result["head"], result["target"]
     lines = [f"target: {t['repo_id']}", f"head:   {h['repo_id']} ({h['algorithm']}, {h['format']} format; "
-             f"trained for {', '.join(HeadFacts(**h).declared_for) or 'nothing declared'})"]
+             f"trained for {', '.join(result['declared_for']) or 'nothing declared'})"]
     for engine, v in result["engines"].items():
         verdict = f"FITS ({v['tier']})" if v["fits"] else f"NO FIT ({v['failed_check']})"
         lines.append(f"  {verdict:20} {engine}")
