@@ -301,3 +301,38 @@ def test_corpus_method_all_launches_in_documented_syntax(corpus_catalog):
     assert mtp["sglang"]["mtp"]["fits"] and mtp["vllm"]["mtp"]["fits"]
     nextn = query_json(db, "heads-lab/Qwen2.5-0.5B-Instruct-NextN", "all")[1]["engines"]
     assert not nextn["sglang"]["mtp"]["fits"] and not nextn["vllm"]["mtp"]["fits"]
+
+
+def test_method_draft_is_todays_answer(synthetic):
+    db = synthetic[0]
+    assert run_query(TINY, db=db, method="draft", near_misses=True) == run_query(TINY, db=db, near_misses=True)
+    code, out, _ = invoke("query", "--db", db, "--target", TINY)
+    code2, out2, _ = invoke("query", "--db", db, "--target", TINY, "--method", "draft")
+    assert code == code2 == 0 and out == out2 and out.startswith(f"target: {TINY}")
+
+
+def test_heads_follow_their_config_across_crawls(tmp_path, catalog):
+    """A head whose config becomes a plain model loses its heads row; a repo named like EAGLE that is no head
+    ends as no_tokenizer after its config was read; a speculators head is recognised from the digest alone."""
+    hub_dir = tmp_path / "hub"
+    spec = hubheads.HEADS[1]  # speculators EAGLE-3: nothing in its name says "eagle"
+    hubheads.write_head_repos(hub_dir, (spec,))
+    not_head = hub_dir / "someone" / "eagle-llama-full"
+    not_head.mkdir(parents=True)
+    (not_head / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                                                      "num_hidden_layers": 22, "hidden_size": 2048}))
+    with HubServer(str(hub_dir)) as hub:
+        first = crawl(catalog, hub)
+    con = sqlite3.connect(catalog)
+    status = dict(con.execute("SELECT repo_id, status FROM repos"))
+    assert status == {spec.repo_id: "head", "someone/eagle-llama-full": "no_tokenizer"}, first
+    assert con.execute("SELECT count(*) FROM heads").fetchone()[0] == 1
+    con.close()
+    (hub_dir / spec.repo_id / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"],
+                                                                     "model_type": "llama"}))
+    with HubServer(str(hub_dir)) as hub:
+        crawl(catalog, hub)
+    con = sqlite3.connect(catalog)
+    assert dict(con.execute("SELECT repo_id, status FROM repos"))[spec.repo_id] == "no_tokenizer"
+    assert con.execute("SELECT count(*) FROM heads").fetchone()[0] == 0
+    con.close()
