@@ -264,7 +264,7 @@ def render_method(result: dict) -> str:
 def rules_params(n: int | None) -> str:
     from .query import fmt_size
 
-    return fmt_size(n, "config", long=True)
+    return f"{fmt_size(n, 'config')} parameters, estimated from config"
 
 
 def render_overview(result: dict) -> str:

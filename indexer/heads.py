@@ -612,11 +612,14 @@ def _aux_checks(head, target, engine, checks) -> bool:
                       "models/llama.py:933-936" if engine == "sglang" else "model_executor/models/interfaces.py:1751")
     limit = aux_limit(head, engine, L)
     if limit is None:
-        default = "[2, L//2, L-3]" if head.algorithm in ("eagle3", "peagle") else "none"
         src = ("models/llama.py:933-936" if engine == "sglang"
                else "model_executor/models/interfaces.py:1751-1772")
-        return _check(checks, "aux_layers", True,
-                      f"no aux layer ids this engine reads; it uses its default {default}", src)
+        if head.algorithm == "eagle":
+            return _check(checks, "aux_layers", True, "reads only the target's last hidden state: no aux layer ids",
+                          "models/llama_eagle.py:91" if engine == "sglang"
+                          else "model_executor/models/llama_eagle.py:110-130")
+        default = "; it uses its default [2, L//2, L-3]" if head.algorithm in ("eagle3", "peagle") else ""
+        return _check(checks, "aux_layers", True, f"no aux layer ids this engine reads{default}", src)
     low, high, src = limit
     bad = [i for i in head.aux_layer_ids if i < low or i > high]
     if bad:
@@ -703,13 +706,13 @@ def mtp(target: TargetShape, engine: str) -> HeadVerdict:
     if engine == "sglang":
         line = SGLANG_MTP_ARCHS.get(arch)
         ok = _check(checks, "target_arch", line is not None,
-                    f"SGLang {'has' if line else 'has no'} MTP draft class for {arch}",
+                    f"SGLang {'has an' if line else 'has no'} MTP draft class for {arch}",
                     f"configs/model_config.py:{line or '1010-1200'}")
         method = "NEXTN"
     elif engine == "vllm":
         line = VLLM_MTP_ARCHS.get(arch) or VLLM_MTP_MODEL_TYPES.get(target.model_type or "")
         ok = _check(checks, "target_arch", line is not None,
-                    f"vLLM {'has' if line else 'has no'} MTP model for {target.model_type} ({arch})",
+                    f"vLLM {'has an' if line else 'has no'} MTP model for {target.model_type} ({arch})",
                     f"config/speculative.py:{line or '711-1170'}")
         method = "mtp"
     else:
