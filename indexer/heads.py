@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from .modelconfig import sglang_text_config, transformers_text_config
+from .modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
 
 SGLANG_VERSION = "0.5.23"
 VLLM_VERSION = "0.33.0"
@@ -419,7 +419,10 @@ def target_shape(config: dict, repo_id: str = "") -> TargetShape:
     SGLang's get_hf_text_config, reproduced in modelconfig.sglang_text_config)."""
     config = config if isinstance(config, dict) else {}
     key, text = sglang_text_config(config)
-    _, ttext = transformers_text_config(config)
+    try:
+        _, ttext = transformers_text_config(config)
+    except AmbiguousTextConfig:  # get_text_config() raises: vLLM refuses the target, its vocab size is unknown
+        ttext = {}
     archs = _archs(config)
     n, mtp_key = _mtp_layers(config, text, archs)
     return TargetShape(
