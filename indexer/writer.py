@@ -194,13 +194,14 @@ class CatalogWriter:
         if queued:
             session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
         session.flush()
-        self._head_row(session, row.id, head)
+        self._head_row(session, row.id, head, existed=existing_pk is not None)
         return status, reason
 
     @staticmethod
-    def _head_row(session, repo_pk: int, head) -> None:
+    def _head_row(session, repo_pk: int, head, existed: bool) -> None:
         """The repo's ``heads`` row follows its latest config: replaced, or removed when it is no head."""
-        session.execute(delete(Head).where(Head.repo_pk == repo_pk))
+        if existed:
+            session.execute(delete(Head).where(Head.repo_pk == repo_pk))
         if head is not None:
             facts = head.to_dict()
             session.add(Head(repo_pk=repo_pk, **{k: facts[k] for k in HEAD_COLUMNS}))

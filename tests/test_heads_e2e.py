@@ -336,3 +336,30 @@ def test_heads_follow_their_config_across_crawls(tmp_path, catalog):
     assert dict(con.execute("SELECT repo_id, status FROM repos"))[spec.repo_id] == "no_tokenizer"
     assert con.execute("SELECT count(*) FROM heads").fetchone()[0] == 0
     con.close()
+
+
+def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, monkeypatch):
+    """The same crawl into PostgreSQL: heads rows, the head answers and the head check equal SQLite's."""
+    from indexer.headquery import explain_head
+
+    monkeypatch.chdir(tmp_path)  # the PostgreSQL catalog's blob and token stores go under the working directory
+    monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))
+    upgrade(pg_url)
+    hub_dir = tmp_path / "hub"
+    hubheads.write_head_repos(hub_dir)
+    write_repo(hub_dir, TINY, config=TINY_CFG)
+    write_repo(hub_dir, TINY_FT, config=TINY_CFG)
+    write_repo(hub_dir, MTP, config={**TINY_CFG, "architectures": ["DeepseekV3ForCausalLM"],
+                                     "model_type": "deepseek_v3", "num_nextn_predict_layers": 1})
+    set_meta(hub_dir, TINY_FT, tags=hubheads.base_model_tags(TINY), baseModels=TINY)
+    with HubServer(str(hub_dir)) as hub:
+        summary = crawl(pg_url, hub)
+    assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": 3}
+    compute(pg_url)
+    sqlite_db = synthetic[0]
+    for target, method, engine in ((TINY, "eagle3", "sglang"), (TINY_FT, "eagle3", "vllm"), (TINY, "dflash", "vllm"),
+                                   (MTP, "mtp", "vllm")):
+        kw = dict(method=method, engine=engine, all_members=True, near_misses=True)
+        assert run_query(target, db=pg_url, **kw) == run_query(target, db=sqlite_db, **kw), (target, method)
+    head = "heads-lab/sglang-EAGLE3-TinyLlama-1.1B-Chat-v1.0"
+    assert explain_head(pg_url, TINY_FT, head) == explain_head(sqlite_db, TINY_FT, head)
