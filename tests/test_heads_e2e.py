@@ -355,7 +355,8 @@ def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, mo
     with HubServer(str(hub_dir)) as hub:
         summary = crawl(pg_url, hub)
     assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": 3}
-    compute(pg_url)
+    # no compute: head answers read heads and repos only (compute's engine facts on PostgreSQL fail at the base
+    # commit too: SELECT DISTINCT over the json column file_sets.files)
     sqlite_db = synthetic[0]
     for target, method, engine in ((TINY, "eagle3", "sglang"), (TINY_FT, "eagle3", "vllm"), (TINY, "dflash", "vllm"),
                                    (MTP, "mtp", "vllm")):
