@@ -155,6 +155,9 @@ def engine_option(help_text: str):
 def check(target, draft, engine, as_json, db, max_file_bytes):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
+    When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
+    lineage and the verdict per engine (SGLang, vLLM); exit 0 when it fits on --engine, 1 when not.
+
     Each verdict is works, useless (starts, drafts rejected), refused (raises at launch) or
     no_speculation (llama-server serves without a draft). Exit status: 0 when the pair works on
     --engine (default SGLang: equal vocab_size and equal get_vocab()), 1 when not, 2 on bad input.
