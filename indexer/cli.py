@@ -10,6 +10,7 @@ import click
 
 from . import __version__
 from .engines import DEFAULT_ENGINE, ENGINE_NAMES
+from .engines import HEAD_METHODS as QUERY_METHODS
 from .files import DEFAULT_MAX_FILE_BYTES, InputError
 
 EXIT_BAD_INPUT = 2
@@ -154,12 +155,18 @@ def engine_option(help_text: str):
 def check(target, draft, engine, as_json, db, max_file_bytes):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
+    When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
+    lineage and the verdict per engine (SGLang, vLLM); exit 0 when it fits on --engine, 1 when not.
+
     Each verdict is works, useless (starts, drafts rejected), refused (raises at launch) or
     no_speculation (llama-server serves without a draft). Exit status: 0 when the pair works on
     --engine (default SGLang: equal vocab_size and equal get_vocab()), 1 when not, 2 on bad input.
     """
     from .sides import check as check_sides
 
+    head = _check_head(target, draft, engine, as_json, db)
+    if head is not None:
+        sys.exit(head)
     try:
         result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)
     except InputError as e:
@@ -185,6 +192,28 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
         if result["fix"]:
             click.echo(f"  fix: {result['fix']}")
     sys.exit(0 if result["verdicts"][engine]["compatible"] else 1)
+
+
+def _check_head(target, draft, engine, as_json, db) -> int | None:
+    """DRAFT is a speculator head in the catalog: explain it against TARGET (exit 0 when it fits on --engine,
+    1 when not); None when it is no head (the draft-model check answers)."""
+    from .headquery import explain_head, render_explain
+    from .query import QueryError
+
+    if Path(draft).is_dir():
+        return None
+    try:
+        result = explain_head(db, target, draft)
+    except QueryError as e:
+        fail(e.message, e.code)
+    if result is None:
+        return None
+    if as_json:
+        print_json(result)
+    else:
+        click.echo(render_explain(result))
+    verdict = result["engines"].get(engine)
+    return 0 if verdict is not None and verdict["fits"] else 1
 
 
 def _short(tokens: list[str], n: int = 8) -> str:
@@ -320,9 +349,13 @@ def compute(as_json, quiet, db):
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many drafts.")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
 @click.option("--all", "all_", is_flag=True, help="Every repo the engine accepts with the target, unranked.")
+@click.option("--method", type=click.Choice(list(QUERY_METHODS)), default="draft", show_default=True,
+              help="draft: separate draft models; eagle / eagle3 / dflash: speculator heads that fit the target; "
+                   "mtp: the target's own MTP layers; ngram: prompt lookup (needs nothing); all: every option "
+                   "per engine.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @db_option
-def query(target, engine, limit, near_misses, all_, as_json, db):
+def query(target, engine, limit, near_misses, all_, method, as_json, db):
     """Ranked draft models for --target that work on the engine, with reasons and launch flags.
 
     Exit status: 0 answered, 2 bad input or catalog, 3 target not in the catalog.
@@ -331,7 +364,7 @@ def query(target, engine, limit, near_misses, all_, as_json, db):
 
     try:
         result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_,
-                           db=db)
+                           db=db, method=method)
     except QueryError as e:
         fail(e.message, e.code)
     if as_json:

@@ -23,6 +23,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .heads import HEAD_RULES
+from .heads import METHODS as _METHODS
+
 WORKS, USELESS, REFUSED, NO_SPECULATION = "works", "useless", "refused", "no_speculation"
 OUTCOMES = (WORKS, USELESS, REFUSED, NO_SPECULATION)
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
@@ -81,6 +84,9 @@ class Engine:
     words: dict[str, str] = field(default_factory=dict)  # outcome -> how this engine says it
     # a Side fact that, true on the target, makes the engine refuse every draft (query reads it)
     refuses_target_with: str | None = None
+    # Speculator heads and built-in MTP, per --method (eagle, eagle3, dflash, mtp, ngram): heads.HEAD_RULES' entry
+    # for this engine (engine method name, fit rule, launch builder, source). Empty: it loads no heads.
+    heads: dict = field(default_factory=dict)
 
     def verdict(self, t: Side, d: Side) -> Verdict:
         return self.rule(t, d)
@@ -374,7 +380,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
             "no get_vocab() check (draft worker loads no tokenizer)": "python/sglang/srt/managers/tp_worker.py:326-329",
         },
         facts=("vocab_size", "tok.vocab_sha256", "vocab"),
-        rule=sglang_rule, class_key=("vs", "tok"), launch=launch_sglang, words=dict(_SIZE_WORDS)),
+        rule=sglang_rule, class_key=("vs", "tok"), launch=launch_sglang, words=dict(_SIZE_WORDS),
+        heads=HEAD_RULES["sglang"]),
     Engine(
         name="vllm", display="vLLM draft_model", version="vllm 0.33.0",
         sources={
@@ -384,7 +391,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
             "use_heterogeneous_vocab (TLI)": "vllm/v1/spec_decode/vocab_mapping.py (VocabMapping, _get_unk_token_id)",
         },
         facts=("vllm_vocab_size", "text_config_error", "tok.vocab_sha256", "tok.unk_token_id", "tok.eos_token_id"),
-        rule=vllm_rule, class_key=("vllm_vs", "tok"), launch=launch_vllm, words=dict(_SIZE_WORDS)),
+        rule=vllm_rule, class_key=("vllm_vs", "tok"), launch=launch_vllm, words=dict(_SIZE_WORDS),
+        heads=HEAD_RULES["vllm"]),
     Engine(
         name="transformers", display="transformers assisted generation", version="transformers 5.24.0",
         sources={
@@ -431,6 +439,10 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
 
 ENGINE_NAMES: dict[str, str] = {name: e.display for name, e in ENGINES.items()}
 DEFAULT_ENGINE = "sglang"
+
+
+HEAD_METHODS = _METHODS  # --method choices: draft (the rules above), the head methods, all
+HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if e.heads)  # engines that load speculator heads
 
 
 def engine(name: str) -> Engine:

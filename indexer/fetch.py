@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 
 from .blobstore import BlobStore
-from .files import VOCAB_FILES, WANTED_FILES
+from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
 from .hub import (
     BudgetExhausted,
     HubClient,
@@ -52,9 +52,17 @@ def early_status(item: Listed, has_token: bool) -> Fetched | None:
         return Fetched("error", "repo disabled on the Hub")
     if item.gated and not has_token:
         return Fetched("gated", f"gated ({item.gated}); no token to request access with")
-    if item.siblings is not None and not any(v in item.siblings for v in VOCAB_FILES):
+    if (item.siblings is not None and not any(v in item.siblings for v in VOCAB_FILES)
+            and not _maybe_head(item)):
         return Fetched("no_tokenizer", "no tokenizer vocabulary file at the repo root")
     return None
+
+
+def _maybe_head(item: Listed) -> bool:
+    """A speculator head holds no tokenizer: its config.json decides (indexer/heads.py, head_candidate)."""
+    from .heads import head_candidate
+
+    return head_candidate(item.id, item.config) and (item.siblings is None or CONFIG_FILE in item.siblings)
 
 
 def describe(e: BaseException) -> str:
@@ -114,7 +122,7 @@ class Fetcher:
             entries[it.path] = Entry(it.path, safe_blob_id(it.blob_id), int(it.size or 0),
                                      safe_blob_id(lfs.sha256) if lfs else None)
         out = Fetched(entries=entries)
-        if not any(v in entries for v in VOCAB_FILES):
+        if not any(v in entries for v in VOCAB_FILES) and not (CONFIG_FILE in entries and _maybe_head(item)):
             out.status, out.reason = "no_tokenizer", "no tokenizer vocabulary file at the repo root"
             return out
         big = [e for e in entries.values() if e.size > self.max_file_bytes]

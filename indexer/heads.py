@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from .modelconfig import sglang_text_config, transformers_text_config
+from .modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
 
 SGLANG_VERSION = "0.5.23"
 VLLM_VERSION = "0.33.0"
@@ -273,6 +273,17 @@ def is_head_config(config: dict | None) -> bool:
     return any(a in HEAD_ARCHS for a in _archs(config))
 
 
+def head_candidate(repo_id: str, digest: dict | None) -> bool:
+    """Whether the crawler must fetch this repo's config.json even without tokenizer files: the listing's
+    config digest says "head" (``is_head_config``), or the repo is named like an EAGLE checkpoint in the
+    original layout (vLLM's name rule, config/speculative.py:1444-1448) and its digest is a plain
+    ``*ForCausalLM`` (``parse_head`` then checks it has one layer)."""
+    if is_head_config(digest):
+        return True
+    archs = _archs(digest) if isinstance(digest, dict) else []
+    return bool(_legacy_eagle_name(repo_id) and archs and archs[0].endswith("ForCausalLM"))
+
+
 def _legacy_eagle_name(repo_id: str) -> str | None:
     """vLLM's own name rule when no method is given: "eagle-" -> eagle, "eagle3" -> eagle3
     (config/speculative.py:1444-1448)."""
@@ -408,7 +419,10 @@ def target_shape(config: dict, repo_id: str = "") -> TargetShape:
     SGLang's get_hf_text_config, reproduced in modelconfig.sglang_text_config)."""
     config = config if isinstance(config, dict) else {}
     key, text = sglang_text_config(config)
-    _, ttext = transformers_text_config(config)
+    try:
+        _, ttext = transformers_text_config(config)
+    except AmbiguousTextConfig:  # get_text_config() raises: vLLM refuses the target, its vocab size is unknown
+        ttext = {}
     archs = _archs(config)
     n, mtp_key = _mtp_layers(config, text, archs)
     return TargetShape(
@@ -601,11 +615,14 @@ def _aux_checks(head, target, engine, checks) -> bool:
                       "models/llama.py:933-936" if engine == "sglang" else "model_executor/models/interfaces.py:1751")
     limit = aux_limit(head, engine, L)
     if limit is None:
-        default = "[2, L//2, L-3]" if head.algorithm in ("eagle3", "peagle") else "none"
         src = ("models/llama.py:933-936" if engine == "sglang"
                else "model_executor/models/interfaces.py:1751-1772")
-        return _check(checks, "aux_layers", True,
-                      f"no aux layer ids this engine reads; it uses its default {default}", src)
+        if head.algorithm == "eagle":
+            return _check(checks, "aux_layers", True, "reads only the target's last hidden state: no aux layer ids",
+                          "models/llama_eagle.py:91" if engine == "sglang"
+                          else "model_executor/models/llama_eagle.py:110-130")
+        default = "; it uses its default [2, L//2, L-3]" if head.algorithm in ("eagle3", "peagle") else ""
+        return _check(checks, "aux_layers", True, f"no aux layer ids this engine reads{default}", src)
     low, high, src = limit
     bad = [i for i in head.aux_layer_ids if i < low or i > high]
     if bad:
@@ -692,13 +709,13 @@ def mtp(target: TargetShape, engine: str) -> HeadVerdict:
     if engine == "sglang":
         line = SGLANG_MTP_ARCHS.get(arch)
         ok = _check(checks, "target_arch", line is not None,
-                    f"SGLang {'has' if line else 'has no'} MTP draft class for {arch}",
+                    f"SGLang {'has an' if line else 'has no'} MTP draft class for {arch}",
                     f"configs/model_config.py:{line or '1010-1200'}")
         method = "NEXTN"
     elif engine == "vllm":
         line = VLLM_MTP_ARCHS.get(arch) or VLLM_MTP_MODEL_TYPES.get(target.model_type or "")
         ok = _check(checks, "target_arch", line is not None,
-                    f"vLLM {'has' if line else 'has no'} MTP model for {target.model_type} ({arch})",
+                    f"vLLM {'has an' if line else 'has no'} MTP model for {target.model_type} ({arch})",
                     f"config/speculative.py:{line or '711-1170'}")
         method = "mtp"
     else:

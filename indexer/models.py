@@ -30,7 +30,10 @@ from .engines import ENGINES as ENGINE_REGISTRY
 
 # "gone": a complete listing of the row's scope no longer returned it (deleted, renamed, made private);
 # kept for history, never suggested or published as a draft (only "ok" rows are), revived when listed again.
-REPO_STATUSES = ("ok", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error", "gone")
+# "head": a speculator head (EAGLE / EAGLE-3 / DFlash / DSpark, indexer/heads.py): its facts are in ``heads``; it
+# needs no tokenizer and is never a draft model (a head is not a standalone model).
+REPO_STATUSES = ("ok", "head", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error",
+                 "gone")
 ENGINES = tuple(ENGINE_REGISTRY)  # engine names, from the registry (indexer/engines.py)
 
 
@@ -76,12 +79,40 @@ class Repo(Base):
     vocab_size: Mapped[int | None] = mapped_column(Integer)  # SGLang get_hf_text_config rule
     vocab_size_transformers: Mapped[int | None] = mapped_column(Integer)  # config.get_text_config()
     config_blob: Mapped[str | None] = mapped_column(String(64))
+    # What a speculator head rule needs of a target (heads.TargetShape, from the text sub-config).
+    hidden_size: Mapped[int | None] = mapped_column(Integer)
+    num_hidden_layers: Mapped[int | None] = mapped_column(Integer)
+    mtp_layers: Mapped[int | None] = mapped_column(Integer)  # num_nextn_predict_layers and its aliases
+    mtp_key: Mapped[str | None] = mapped_column(String(60))
+    text_model_type: Mapped[str | None] = mapped_column(String(60))
     file_set_id: Mapped[int | None] = mapped_column(ForeignKey("file_sets.id"), index=True)
     tokenizer_id: Mapped[int | None] = mapped_column(ForeignKey("tokenizers.id"), index=True)
 
     first_seen_at: Mapped[datetime | None] = mapped_column(DateTime)
     updated_at: Mapped[datetime | None] = mapped_column(DateTime)
     crawl_run_id: Mapped[int | None] = mapped_column(ForeignKey("crawl_runs.id"))
+
+
+class Head(Base):
+    """A speculator head repo's facts (heads.HeadFacts), one row per repo with status "head"."""
+
+    __tablename__ = "heads"
+
+    repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id"), primary_key=True)
+    algorithm: Mapped[str] = mapped_column(String(20), index=True)
+    format: Mapped[str] = mapped_column(String(20))
+    layer_model_type: Mapped[str | None] = mapped_column(String(60))
+    verifier: Mapped[str | None] = mapped_column(String(200))
+    hidden_size: Mapped[int | None] = mapped_column(Integer)
+    target_hidden_size: Mapped[int | None] = mapped_column(Integer)
+    vocab_size: Mapped[int | None] = mapped_column(Integer)
+    draft_vocab_size: Mapped[int | None] = mapped_column(Integer)
+    aux_layer_ids: Mapped[list | None] = mapped_column(JSON)
+    aux_key: Mapped[str | None] = mapped_column(String(60))
+    num_target_layers: Mapped[int | None] = mapped_column(Integer)
+    mask_token_id: Mapped[int | None] = mapped_column(Integer)
+    speculative_tokens: Mapped[int | None] = mapped_column(Integer)
+    params: Mapped[int | None] = mapped_column(BigInteger)  # own estimate from the config (no weights read)
 
 
 class Tokenizer(Base):

@@ -22,7 +22,9 @@ ENGINE_NAMES = registry.ENGINE_NAMES
 RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
 NOT_GATED = ("", "false", "False", "0", "no")
 EXIT_NOT_FOUND = 3
-__all__ = ["ENGINES", "ENGINE_NAMES", "Catalog", "Query", "QueryError", "launch", "render", "run_query"]
+# --method: "draft" (separate draft models, the default) or a speculator head method (indexer/headquery.py).
+METHODS = registry.HEAD_METHODS
+__all__ = ["ENGINES", "ENGINE_NAMES", "METHODS", "Catalog", "Query", "QueryError", "launch", "render", "run_query"]
 
 
 class QueryError(Exception):
@@ -599,10 +601,24 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
 
 
 def run_query(target: str, *, engine: str = "sglang", limit: int = 10, near_misses: bool = False,
-              all_members: bool = False, db: str | None = None) -> dict:
-    """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary."""
+              all_members: bool = False, db: str | None = None, method: str = "draft") -> dict:
+    """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary.
+
+    ``method`` other than "draft" answers with speculator heads, MTP or n-gram (indexer/headquery.py) in the
+    same shape; "all" gives one overview per engine instead."""
+    if method not in METHODS:
+        raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if engine not in ENGINES:
+        raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     cat = Catalog(db)
     try:
+        if method != "draft":
+            from . import headquery
+
+            if method == "all":
+                return headquery.overview_all(cat, target, db=db)
+            return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
+                                          all_members=all_members)
         q = Query(cat, target, engine)
         drafts = q.all_members() if all_members else q.drafts(limit)
         misses = q.near_misses(limit) if near_misses else []
@@ -632,6 +648,10 @@ def _summary_line(result: dict) -> str:
 
 def render(result: dict, *, all_members: bool = False, near_misses: bool = False) -> str:
     """The readable table, the launch flags of the best draft, near misses and the cross-engine summary."""
+    if result.get("method", "draft") != "draft":
+        from . import headquery
+
+        return headquery.render_overview(result) if result["method"] == "all" else headquery.render_method(result)
     t, engine = result["target"], result["engine"]
     size = fmt_size(t["params"], t["params_source"], t["params_active"])
     if t["params"] is not None:

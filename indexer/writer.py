@@ -28,11 +28,15 @@ from .db import is_write_conflict
 from .families import family_of
 from .fetch import Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
+from .heads import parse_head, target_shape
 from .hub import Listed, TransientError, base_models_from_tags
-from .models import Blob, CrawlQueue, FileSet, Repo, Tokenizer
+from .models import Blob, CrawlQueue, FileSet, Head, Repo, Tokenizer
 
 CHAT_WORDS = ("instruct", "chat")
 REPO_COLUMNS = frozenset(c.key for c in Repo.__table__.columns)
+HEAD_COLUMNS = tuple(c.key for c in Head.__table__.columns if c.key != "repo_pk")
+# TargetShape fields stored on repos (model_type, architectures, vocab sizes come from ConfigFacts).
+TARGET_SHAPE_COLUMNS = ("hidden_size", "num_hidden_layers", "mtp_layers", "mtp_key", "text_model_type")
 
 
 WRITE_ATTEMPTS = 4  # per repo, when concurrent crawls collide on a unique key or deadlock
@@ -146,11 +150,20 @@ class CatalogWriter:
         tok_files = {n: entries[n].blob_id for n in TOKENIZER_FILES if n in entries}
         facts = None
         chat_template = False
+        head = shape = None
         if status is None and fingerprint:
             self._ensure_blobs(session, entries, fetched.downloaded, now)
-            fs_id, status, reason, tok_id = self._file_set(session, tok_files, now)
-            row.file_set_id, row.tokenizer_id = fs_id, tok_id
-            if CONFIG_FILE in entries:
+            raw = self._config_json(entries[CONFIG_FILE].blob_id) if CONFIG_FILE in entries else None
+            head = parse_head(raw, item.id, item.tags or ()) if raw is not None else None
+            if head is not None:  # a speculator head: its config is the fact, it needs no tokenizer
+                status, reason = "head", f"speculator head: {head.algorithm}, {head.format} format"
+            elif not tok_files:  # fetched only because the listing looked like a head
+                status, reason = "no_tokenizer", "no tokenizer vocabulary file at the repo root"
+            else:
+                fs_id, status, reason, tok_id = self._file_set(session, tok_files, now)
+                row.file_set_id, row.tokenizer_id = fs_id, tok_id
+                shape = target_shape(raw, item.id) if raw is not None else None
+            if CONFIG_FILE in entries and head is None:
                 row.config_blob = entries[CONFIG_FILE].blob_id
                 facts = self._config(entries[CONFIG_FILE].blob_id)
                 if isinstance(facts, InputError):
@@ -163,6 +176,10 @@ class CatalogWriter:
                 chat_template = self._has_chat_template(entries["tokenizer_config.json"].blob_id)
         row.status, row.reason = status, reason
         self._config_facts(row, facts, item.config)
+        if head is not None:
+            row.config_blob = entries[CONFIG_FILE].blob_id
+        for key in TARGET_SHAPE_COLUMNS:
+            setattr(row, key, getattr(shape, key) if shape is not None else None)
         tc = item.config.get("tokenizer_config")
         name = item.id.split("/", 1)[-1].lower()
         row.is_chat = bool(
@@ -177,7 +194,29 @@ class CatalogWriter:
         if queued:
             session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
         session.flush()
+        self._head_row(session, row.id, head, existed=existing_pk is not None)
         return status, reason
+
+    @staticmethod
+    def _head_row(session, repo_pk: int, head, existed: bool) -> None:
+        """The repo's ``heads`` row follows its latest config: replaced, or removed when it is no head."""
+        if existed:
+            session.execute(delete(Head).where(Head.repo_pk == repo_pk))
+        if head is not None:
+            facts = head.to_dict()
+            session.add(Head(repo_pk=repo_pk, **{k: facts[k] for k in HEAD_COLUMNS}))
+            session.flush()
+
+    def _config_json(self, blob_id: str) -> dict | None:
+        """config.json as a dict (None when it is not one), read once per blob; the fetch capped its size."""
+        key = "json:" + blob_id
+        if key not in self._config_memo:
+            try:
+                data = json.loads(self.store.read(blob_id))
+            except (OSError, ValueError, KeyError):
+                data = None
+            self._config_memo[key] = data if isinstance(data, dict) else None
+        return self._config_memo[key]
 
     def _config_facts(self, row: Repo, facts, digest: dict) -> None:
         """Every ConfigFacts field onto its same-named column; the listing's digest when unparsed."""

@@ -622,3 +622,10 @@ def test_each_method_lists_exactly_the_fitting_heads_exact_first(corpus_hub, tmp
                 assert tiers == sorted(tiers, key=heads.TIERS.index), (target_id, engine, method)
                 if any(EXPECTED[(h, target_id)][engine] == "exact" for h in want):
                     assert tiers[0] == "exact"
+
+
+def test_target_shape_of_an_ambiguous_text_config_does_not_raise():
+    """transformers' get_text_config() raises on two sub-configs: the vLLM vocab size is then unknown (no fit)."""
+    cfg = {**LLAMA7B, "decoder": {"vocab_size": 32000}, "text_config": {"vocab_size": 32000, "hidden_size": 4096}}
+    shape = target_shape(cfg, "org/ambiguous")
+    assert shape.vocab_size_transformers is None and shape.hidden_size == 4096

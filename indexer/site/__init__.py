@@ -150,12 +150,26 @@ def explain(db: str, args: dict) -> dict:
     from ..sides import check
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
+    head = _explain_head(readonly_url(db), target, draft)
+    if head is not None:
+        return head
     try:
         # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.
         return check(target, draft, db=readonly_url(db), local_dirs=False)
     except InputError as e:
         status = 404 if NOT_FOUND.search(e.message) else 400
         raise SiteError(e.message, status, 2) from None
+
+
+def _explain_head(db: str, target: str, head: str) -> dict | None:
+    """``indexer check TARGET HEAD`` when the "draft" is a speculator head in the catalog (else None)."""
+    from ..headquery import explain_head
+    from ..query import QueryError
+
+    try:
+        return explain_head(db, target, head)
+    except QueryError as e:
+        raise SiteError(e.message, 404 if e.code == 3 else 400, e.code) from None
 
 
 def hub_url(repo_id: str) -> str:

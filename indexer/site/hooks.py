@@ -88,7 +88,9 @@ async def drafts_page(request, datasette):
         try:
             _, db = catalog_database(datasette)
             ctx["result"] = await _call(drafts, str(db.path), page_args)
-            ctx["summary"] = await _call(engine_summary, str(db.path), ctx["result"]["target"]["repo_id"], args)
+            if ctx["result"].get("method") != "all":  # the overview already covers every engine
+                ctx["summary"] = await _call(engine_summary, str(db.path), ctx["result"]["target"]["repo_id"],
+                                             args)
         except SiteError as e:
             ctx["error"], status = e.message, e.status
     return Response.html(await datasette.render_template("indexer_drafts.html", ctx, request=request),
