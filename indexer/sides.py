@@ -72,6 +72,11 @@ def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int
         try:
             sides.append(resolve_side(arg, db=db, max_file_bytes=max_file_bytes))
         except InputError as e:
-            msg = e.message if e.message.startswith(f"{role} ") else f"{role} {arg}: {e.message}"
+            if e.message.startswith(f"{role} "):
+                msg = e.message
+            elif e.message.startswith(f"{Path(arg)}: "):  # the message already names the directory
+                msg = f"{role} {e.message}"
+            else:
+                msg = f"{role} {arg}: {e.message}"
             raise InputError(e.status, msg) from None
     return check_pair(*sides)
