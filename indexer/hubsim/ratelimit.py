@@ -74,5 +74,5 @@ class RateLimits:
                 state[1] += 1
             else:
                 self.refused[bucket] += 1
-            reset = max(1, math.ceil(state[0] - now))
+            reset = max(1, math.ceil(round(state[0] - now, 6)))  # (now + w) - now can exceed w by one ulp
             return Verdict(bucket, allowed, quota - state[1], reset, quota, self.window)
