@@ -109,19 +109,13 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
+    from .hubsim.synthetic import random_merges
+
     vocab = {t: i for i, t in enumerate(specials)}
     vocab.update({f"<0x{b:02X}>": len(vocab) + b for b in range(256)})
     letters = list("abcdefghijklmnopqrstuvwxyz\u2581")
     vocab.update({c: len(vocab) + i for i, c in enumerate(letters)})
-    pieces, merges = list(letters), []
-    while len(merges) < n_merges:
-        a = rng.choice(pieces)
-        b = rng.choice(letters if rng.random() < 0.6 else pieces)
-        if len(a) + len(b) > 8 or a + b in vocab:
-            continue
-        vocab[a + b] = len(vocab)
-        merges.append((a, b))
-        pieces.append(a + b)
+    merges = random_merges(rng, vocab, letters, n_merges)
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, unk_token=unk))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
     tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),

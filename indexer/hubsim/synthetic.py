@@ -47,12 +47,8 @@ def _dumps(obj) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def build_bpe_tokenizer(rng: random.Random, n_merges: int, specials: list[str]) -> bytes:
-    """A small, valid byte-level BPE tokenizer.json (random merges over letters; deterministic per rng)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    letters = list("abcdefghijklmnopqrstuvwxyzĠ")
+def random_merges(rng: random.Random, vocab: dict[str, int], letters: list[str], n_merges: int) -> list[tuple]:
+    """``n_merges`` random BPE merges over ``letters`` (pieces of at most 8 characters), added to ``vocab``."""
     pieces, merges = list(letters), []
     while len(merges) < n_merges:
         a = rng.choice(pieces)
@@ -62,6 +58,15 @@ def build_bpe_tokenizer(rng: random.Random, n_merges: int, specials: list[str]) 
         vocab[a + b] = len(vocab)
         merges.append((a, b))
         pieces.append(a + b)
+    return merges
+
+
+def build_bpe_tokenizer(rng: random.Random, n_merges: int, specials: list[str]) -> bytes:
+    """A small, valid byte-level BPE tokenizer.json (random merges over letters; deterministic per rng)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    merges = random_merges(rng, vocab, list("abcdefghijklmnopqrstuvwxyzĠ"), n_merges)
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
