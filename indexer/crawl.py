@@ -30,7 +30,7 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from .blobstore import BlobStore
-from .db import open_catalog, resolve_url, session_factory, sqlite_path
+from .db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
 from .families import find_family, load_families
 from .fetch import Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
@@ -133,7 +133,10 @@ class Crawler:
         for name in options.families:
             if find_family(name, self.families) is None:
                 raise ValueError(f"unknown family {name!r} (see data/families.toml)")
-        self.engine = engine or open_catalog(db, create=True)  # a first crawl creates the catalog
+        if engine is None:
+            engine = open_catalog(db, create=True)  # a first crawl creates the catalog
+            immediate_transactions(engine)  # concurrent crawls wait for each other's repo transactions
+        self.engine = engine
         self.Session = session_factory(self.engine)
         base = catalog_dir(db)
         self.store = BlobStore(Path(options.blob_dir) if options.blob_dir else base / "blobs")

@@ -177,6 +177,30 @@ def _sqlite_pragmas(dbapi_conn, _record):
     cur.close()
 
 
+def immediate_transactions(engine) -> None:
+    """Make every transaction of a SQLite ``engine`` take the write lock when it begins (BEGIN IMMEDIATE).
+
+    A deferred transaction that reads and then writes cannot wait for a concurrent writer in WAL mode: its
+    upgrade to a write lock fails at once with SQLITE_BUSY when another connection committed since it
+    began (https://www.sqlite.org/lang_transaction.html, "BEGIN IMMEDIATE"; https://www.sqlite.org/wal.html).
+    Beginning with the write lock makes the busy timeout apply, so concurrent crawls queue instead of
+    failing. The pysqlite recipe of SQLAlchemy's SQLite dialect docs ("Serializable isolation / Savepoints /
+    Transactional DDL"): let the driver stop issuing BEGIN, and emit it from the ``begin`` event.
+    """
+    from sqlalchemy import event
+
+    if engine.dialect.name != "sqlite":
+        return
+
+    @event.listens_for(engine, "connect")
+    def _no_driver_begin(dbapi_conn, _record):
+        dbapi_conn.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(conn):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def _sqlite_read_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
