@@ -51,11 +51,7 @@ class TokenStore:
             return False
         if hashlib.sha256(canonical).hexdigest() != sha:
             raise ValueError("canonical bytes do not match their fingerprint")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(zlib.compress(canonical, 6))
-        os.replace(tmp, dest)
+        _write_compressed(dest, canonical)
         return True
 
     def put_fingerprint(self, fp) -> bool:
@@ -77,11 +73,7 @@ class TokenStore:
         if tokens_sha256(tokens) != sha:
             raise ValueError("token list does not match its tokens_sha256")
         data = json.dumps(list(tokens), ensure_ascii=False).encode("utf-8", "surrogatepass")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(zlib.compress(data, 6))
-        os.replace(tmp, dest)
+        _write_compressed(dest, data)
         return True
 
     def get_tokens(self, sha: str) -> list[str]:
@@ -109,3 +101,12 @@ def tokens_sha256(tokens) -> str:
         h.update(tok.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+def _write_compressed(dest: Path, data: bytes) -> None:
+    """zlib-compress ``data`` into ``dest`` atomically (temp file + rename): readers never see half a file."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(zlib.compress(data, 6))
+    os.replace(tmp, dest)

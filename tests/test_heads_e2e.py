@@ -47,17 +47,22 @@ def query_json(db, target, method, engine="sglang", *extra) -> tuple[int, dict |
     return code, (json.loads(out) if code == 0 else None), err
 
 
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    """Head repos + three small targets (TinyLlama's shapes; a fine-tune of it; a DeepSeek-V3 MTP config)."""
-    root = tmp_path_factory.mktemp("heads-e2e")
-    hub_dir = root / "hub"
+def write_synthetic_hub(hub_dir):
+    """The head repos, TinyLlama-shaped target, a fine-tune of it (base_model tags) and a DeepSeek-V3 MTP config."""
     hubheads.write_head_repos(hub_dir)
     write_repo(hub_dir, TINY, config=TINY_CFG)
     write_repo(hub_dir, TINY_FT, config=TINY_CFG)
     write_repo(hub_dir, MTP, config={**TINY_CFG, "architectures": ["DeepseekV3ForCausalLM"],
                                      "model_type": "deepseek_v3", "num_nextn_predict_layers": 1})
     set_meta(hub_dir, TINY_FT, tags=hubheads.base_model_tags(TINY), baseModels=TINY)
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Head repos + three small targets (TinyLlama's shapes; a fine-tune of it; a DeepSeek-V3 MTP config)."""
+    root = tmp_path_factory.mktemp("heads-e2e")
+    hub_dir = root / "hub"
+    write_synthetic_hub(hub_dir)
     db = str(root / "catalog.db")
     upgrade(db)
     with HubServer(str(hub_dir)) as hub:
@@ -346,12 +351,7 @@ def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, mo
     monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))
     upgrade(pg_url)
     hub_dir = tmp_path / "hub"
-    hubheads.write_head_repos(hub_dir)
-    write_repo(hub_dir, TINY, config=TINY_CFG)
-    write_repo(hub_dir, TINY_FT, config=TINY_CFG)
-    write_repo(hub_dir, MTP, config={**TINY_CFG, "architectures": ["DeepseekV3ForCausalLM"],
-                                     "model_type": "deepseek_v3", "num_nextn_predict_layers": 1})
-    set_meta(hub_dir, TINY_FT, tags=hubheads.base_model_tags(TINY), baseModels=TINY)
+    write_synthetic_hub(hub_dir)
     with HubServer(str(hub_dir)) as hub:
         summary = crawl(pg_url, hub)
     assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": 3}
