@@ -222,7 +222,8 @@ def _short(tokens: list[str], n: int = 8) -> str:
 
 
 @cli.command()
-@click.option("--family", "families", multiple=True, help="A family from data/families.toml (repeatable).")
+@click.option("--family", "families", multiple=True,
+              help="A family of the families file (env INDEXER_FAMILIES; repeatable).")
 @click.option("--author", help="Every repo of this author/organisation.")
 @click.option("--search", help="Repos whose id contains this text.")
 @click.option("--model", "models", multiple=True, help="One repo id (repeatable; model_info, no listing).")
@@ -429,7 +430,7 @@ def publish(outdir, db, as_json, with_tokens):
 @cli.command()
 @db_option
 @click.option("--families", "families", multiple=True,
-              help="Family from data/families.toml (repeatable or comma-separated; default: all of them).")
+              help="Family of the families file (env INDEXER_FAMILIES; repeatable or comma-separated; default: all).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint or mirror (default: $HF_ENDPOINT).")
 @click.option("--publish-dir", default="data/publish", show_default=True,
               help="Publish the bundle here afterwards ('' to skip).")

@@ -132,7 +132,7 @@ class Crawler:
         self.families = load_families()
         for name in options.families:
             if find_family(name, self.families) is None:
-                raise ValueError(f"unknown family {name!r} (see data/families.toml)")
+                raise ValueError(f"unknown family {name!r} (see indexer/data/families.toml or $INDEXER_FAMILIES)")
         if engine is None:
             engine = open_catalog(db, create=True)  # a first crawl creates the catalog
             immediate_transactions(engine)  # concurrent crawls wait for each other's repo transactions

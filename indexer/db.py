@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .resources import MIGRATIONS_DIR
+
 DEFAULT_DB = "data/catalog.db"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 POSTGRES_FIX = "pip install 'indexer[postgres]'"
 # How long a writer waits for another writer's lock before giving up (seconds; env INDEXER_BUSY_TIMEOUT).
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -280,7 +280,7 @@ def alembic_config(url: str):
     from alembic.config import Config
 
     if not (MIGRATIONS_DIR / "env.py").exists():
-        raise CatalogError(f"migrations not found at {MIGRATIONS_DIR} (install with `pip install -e .`)")
+        raise CatalogError(f"migrations not found at {MIGRATIONS_DIR}; reinstall the package (`pip install .`)")
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))

@@ -1,4 +1,4 @@
-"""Model families (``data/families.toml``): which family a repo belongs to, and crawl scopes."""
+"""Model families (``indexer/data/families.toml``, or ``$INDEXER_FAMILIES``): a repo's family, and crawl scopes."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from .resources import FAMILIES_PATH
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "families.toml"
+DEFAULT_PATH = FAMILIES_PATH
 
 
 @dataclass(frozen=True)

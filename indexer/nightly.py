@@ -96,7 +96,7 @@ def nightly(
     """Run every step under the lock; returns the report (``status`` "ok" or "failed").
 
     Raises LockBusy when another run holds the lock. ``families`` None = every family of
-    data/families.toml; ``publish_dir`` None or "" = do not publish.
+    indexer/data/families.toml; ``publish_dir`` None or "" = do not publish.
     """
     lock = Path(lock_file) if lock_file else lock_path_for(db)
     with exclusive_lock(lock):

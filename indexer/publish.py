@@ -1,6 +1,6 @@
 """Publish the catalog with datasette: serve it read-only, or bundle a compacted snapshot.
 
-``serve`` runs ``python -m datasette serve -i CATALOG --metadata data/metadata.yml`` (immutable:
+``serve`` runs ``python -m datasette serve -i CATALOG --metadata indexer/data/metadata.yml`` (immutable:
 datasette never writes and trusts the file not to change under it). ``publish`` writes a bundle:
 ``catalog.db`` (compacted with ``VACUUM INTO`` into a temp file in the bundle, then renamed over the
 old one: a running site never sees a half-written database), ``metadata.yml``, ``serve.sh`` with the
@@ -25,11 +25,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .db import PROJECT_ROOT, CatalogError, read_only_uri, resolve_url, sqlite_path
+from .db import CatalogError, read_only_uri, resolve_url, sqlite_path
 from .files import sha256_file
+from .resources import METADATA_PATH
 from .tokenstore import default_root
 
-METADATA_PATH = PROJECT_ROOT / "data" / "metadata.yml"
 METADATA_DB_KEY = "catalog"
 PUBLISHED_DB = "catalog.db"
 DEFAULT_HOST = "127.0.0.1"
@@ -106,7 +106,7 @@ def export_sqlite(db: str, dest: Path) -> dict:
 
 
 def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
-    """data/metadata.yml with its database section keyed by ``db_name`` (datasette uses the file stem)."""
+    """indexer/data/metadata.yml with its database section keyed by ``db_name`` (datasette uses the file stem)."""
     import yaml
 
     with open(METADATA_PATH, encoding="utf-8") as f:

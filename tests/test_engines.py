@@ -13,10 +13,10 @@ from tokfactory import BASE_WORDS, make_model
 
 from indexer import engines as registry
 from indexer.cli import cli
+from indexer.resources import METADATA_PATH
 from indexer.rules import check_pair
 from indexer.sides import side_from_dir
 
-ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
           "max_position_embeddings": 128}
 SPM_WORDS = (["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)] + ["▁"]
@@ -83,7 +83,7 @@ def test_every_part_names_exactly_the_registry_engines(tmp_path):
     stats = compute(build_catalog(tmp_path / "catalog.db"))
     assert list(stats["classes"]) == names and list(stats["memberships"]) == names
     # The site's metadata may name only registry engines (the site reads indexer.engines).
-    metadata = (ROOT / "data" / "metadata.yml").read_text()
+    metadata = METADATA_PATH.read_text()
     for values in re.findall(r"values\s*((?:\('[^']+'\)\s*,?\s*)+)", metadata):
         assert set(re.findall(r"'([^']+)'", values)) <= set(names)
 
