@@ -25,11 +25,6 @@ def tokenizer_facts(tok: Tokenizer) -> dict:
     return facts
 
 
-def not_in_catalog(repo_id: str) -> InputError:
-    return InputError("error",
-                      f"{repo_id} is not in the catalog; add it with `indexer crawl --model {repo_id}`")
-
-
 def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool = True) -> Side:
     """A catalog repo as a rule input; the token list comes from the token store when present.
 
@@ -38,7 +33,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
     tag names a catalogued base takes the tokenizer and config vocab sizes of that base, and says so
     in its name.
     """
-    from .lookup import RepoNotFound, find_repo_id, gguf_base
+    from .lookup import find_repo_id, gguf_base
 
     try:
         engine = open_catalog(db)
@@ -49,10 +44,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
             def rows(sql: str, params: dict) -> list[tuple]:
                 return [tuple(r) for r in session.execute(text(sql), params)]
 
-            try:
-                match = find_repo_id(rows, repo_id, engine.dialect.name)
-            except RepoNotFound as e:
-                raise InputError("error", e.message) from None
+            match = find_repo_id(rows, repo_id, engine.dialect.name)  # RepoNotFound: exit 3, HTTP 404
             repo = session.scalar(select(Repo).where(Repo.repo_id == match.repo_id))
             name = match.repo_id
             base_id = gguf_base(repo.tags) if repo.tokenizer_id is None else None

@@ -9,11 +9,9 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .engines import DEFAULT_ENGINE, ENGINE_NAMES
-from .engines import HEAD_METHODS as QUERY_METHODS
+from .engines import DEFAULT_ENGINE, ENGINE_NAMES, QUERY_METHODS
+from .errors import EXIT_BAD_INPUT, IndexerError
 from .files import DEFAULT_MAX_FILE_BYTES, InputError
-
-EXIT_BAD_INPUT = 2
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
@@ -60,24 +58,46 @@ def max_bytes_option(f):
     )(f)
 
 
+def valid_target(ctx: click.Context, param: click.Parameter, value):
+    """Callback of every TARGET/DRAFT: checked once (indexer.validate), one line and exit 2 when it cannot be right."""
+    from .validate import target
+
+    return None if value is None else target(value, param.name)
+
+
+def valid_path(_ctx, param: click.Parameter, value):
+    from .validate import local_path
+
+    return local_path(value, param.name)
+
+
+def valid_limit(_ctx, _param: click.Parameter, value):
+    """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
+    from .validate import limit
+
+    return None if value is None else limit(value, name="--limit")
+
+
 def print_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 class IndexerGroup(click.Group):
-    """The one place where catalog problems become one line: whichever command meets a bad,
-    unreachable, read-only or locked --db (CatalogError, or a driver exception that
-    :func:`indexer.db.as_catalog_error` recognises) prints ``error: ...`` and exits 2."""
+    """The one place where errors become one line: any :class:`~indexer.errors.IndexerError` a command lets
+    through prints ``error: ...`` and exits with the error's own exit code; a driver exception that
+    :func:`indexer.db.as_catalog_error` recognises is a CatalogError (exit 2)."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except IndexerError as e:
+            fail(e.message, e.exit_code)
         except Exception as e:
-            from .db import CatalogError, as_catalog_error
+            from .db import as_catalog_error
 
             err = as_catalog_error(e, ctx.meta.get(DB_META))
-            if isinstance(err, CatalogError):
-                fail(str(err))
+            if isinstance(err, IndexerError):
+                fail(err.message, err.exit_code)
             raise
 
 
@@ -102,7 +122,7 @@ def db_upgrade(db):
 
 
 @cli.command()
-@click.argument("directory")
+@click.argument("directory", callback=valid_path)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option("--reference", is_flag=True, help="Use transformers' AutoTokenizer instead of the fast path.")
 @max_bytes_option
@@ -114,8 +134,8 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
     try:
         fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
         config = read_config(directory, max_file_bytes) if (Path(directory) / "config.json").is_file() else None
-    except InputError as e:
-        fail(e.message)
+    except InputError as e:  # every error names the directory (once), as `check` names the side
+        fail(e.message if e.message.startswith(f"{Path(directory)}: ") else f"{directory}: {e.message}")
     facts = fp.to_dict()
     # The engines' text-config vocab sizes at top level too: they decide most verdicts.
     facts["vocab_size"] = config.vocab_size if config else None
@@ -146,8 +166,8 @@ def engine_option(help_text: str):
 
 
 @cli.command()
-@click.argument("target")
-@click.argument("draft")
+@click.argument("target", callback=valid_target)
+@click.argument("draft", callback=valid_target)
 @engine_option("Engine whose verdict decides the exit status.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @db_option
@@ -160,19 +180,19 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
 
     Each verdict is works, useless (starts, drafts rejected), refused (raises at launch) or
     no_speculation (llama-server serves without a draft). Exit status: 0 when the pair works on
-    --engine (default SGLang: equal vocab_size and equal get_vocab()), 1 when not, 2 on bad input.
+    --engine (default SGLang: equal vocab_size and equal get_vocab()), 1 when not, 2 on bad input,
+    3 when a repo is not in the catalog.
     """
     from .sides import check as check_sides
+    from .sides import works_on
 
-    head = _check_head(target, draft, engine, as_json, db)
-    if head is not None:
-        sys.exit(head)
-    try:
-        result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)
-    except InputError as e:
-        fail(e.message)
+    result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
     if as_json:
         print_json(result)
+    elif result.get("kind") == "head":
+        from .headquery import render_explain
+
+        click.echo(render_explain(result))
     else:
         click.echo(f"target: {result['target']}\ndraft:  {result['draft']}")  # as found: case, URL, GGUF base
         for name, verdict in result["verdicts"].items():
@@ -191,29 +211,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
                        f"({tli['ratio']:.1%} of the draft){both}")
         if result["fix"]:
             click.echo(f"  fix: {result['fix']}")
-    sys.exit(0 if result["verdicts"][engine]["compatible"] else 1)
-
-
-def _check_head(target, draft, engine, as_json, db) -> int | None:
-    """DRAFT is a speculator head in the catalog: explain it against TARGET (exit 0 when it fits on --engine,
-    1 when not); None when it is no head (the draft-model check answers)."""
-    from .headquery import explain_head, render_explain
-    from .query import QueryError
-
-    if Path(draft).is_dir():
-        return None
-    try:
-        result = explain_head(db, target, draft)
-    except QueryError as e:
-        fail(e.message, e.code)
-    if result is None:
-        return None
-    if as_json:
-        print_json(result)
-    else:
-        click.echo(render_explain(result))
-    verdict = result["engines"].get(engine)
-    return 0 if verdict is not None and verdict["fits"] else 1
+    sys.exit(0 if works_on(result, engine) else 1)
 
 
 def _short(tokens: list[str], n: int = 8) -> str:
@@ -229,7 +227,7 @@ def _short(tokens: list[str], n: int = 8) -> str:
 @click.option("--model", "models", multiple=True, help="One repo id (repeatable; model_info, no listing).")
 @click.option("--all", "all_", is_flag=True,
               help="Every repo with pipeline_tag text-generation or image-text-to-text.")
-@click.option("--limit", type=click.IntRange(min=1), help="Stop after this many listed repos.")
+@click.option("--limit", type=int, callback=valid_limit, help="Stop after this many listed repos.")
 @click.option("--full", is_flag=True, help="Re-resolve repos whose sha did not change.")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
 @click.option("--api-budget", type=click.IntRange(min=1), default=None,
@@ -344,10 +342,10 @@ def compute(as_json, quiet, db):
 
 
 @cli.command()
-@click.option("--target", required=True,
+@click.option("--target", required=True, callback=valid_target,
               help="Target: a repo id (any case), a Hub URL, a bare name, or a local model directory.")
 @engine_option("Serving engine whose rule decides.")
-@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many drafts.")
+@click.option("--limit", type=int, callback=valid_limit, default=10, show_default=True, help="How many drafts.")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
 @click.option("--all", "all_", is_flag=True, help="Every repo the engine accepts with the target, unranked.")
 @click.option("--method", type=click.Choice(list(QUERY_METHODS)), default="draft", show_default=True,

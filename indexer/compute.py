@@ -37,6 +37,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from . import query
 from .db import open_catalog
 from .engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from .fingerprint import transformers_version
@@ -46,7 +47,7 @@ from .params import estimate_from_name
 SIZE_WORDS = {"vs": "config vocab_size", "vst": "text-config vocab_size", "vllm_vs": "text-config vocab_size",
               "hf": "tokenizer.vocab_size"}
 MAX_NEW_FACTS = 2000  # engine-fact derivations (one converter prediction each) per compute run
-NOT_GATED = "('', 'false', 'False', '0', 'no')"
+NOT_GATED = "(" + ", ".join(f"'{v}'" for v in query.NOT_GATED) + ")"  # SQL list of query.NOT_GATED
 CLASS_INDEX = "ix_repo_classes_class_params"
 CLASS_INDEX_COLUMNS = ("class_id, params, downloads, lineage_id, author_id, family_id, is_chat, gated, "
                        "disabled, repo_pk")

@@ -31,6 +31,7 @@ from sqlalchemy import select, update
 
 from .blobstore import BlobStore
 from .db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
+from .errors import CrawlFailed, CrawlInterrupted
 from .families import find_family, load_families
 from .fetch import Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
@@ -41,20 +42,6 @@ from .writer import CatalogWriter, file_set_key, now_utc
 __all__ = ["CrawlFailed", "CrawlInterrupted", "CrawlOptions", "Crawler", "crawl", "file_set_key"]
 
 MAX_RUN_ERRORS = 200
-
-
-class CrawlInterrupted(Exception):
-    """Ctrl-C / SIGTERM: the run was recorded as ``interrupted``; ``summary`` has the counts."""
-
-    def __init__(self, summary: dict):
-        super().__init__("crawl interrupted")
-        self.summary = summary
-
-
-class CrawlFailed(Exception):
-    def __init__(self, message: str, summary: dict):
-        super().__init__(message)
-        self.summary = summary
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import CatalogError
 from .resources import MIGRATIONS_DIR
 
 DEFAULT_DB = "data/catalog.db"
@@ -28,10 +29,6 @@ DEFAULT_BUSY_TIMEOUT = 30.0
 SCHEME_ALIASES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
 DRIVER_MODULES = ("psycopg", "psycopg2", "psycopg2cffi", "pg8000", "asyncpg", "MySQLdb", "pymysql")
 SUPPORTED = "a file path, sqlite:///PATH or postgresql://USER@HOST/DBNAME"
-
-
-class CatalogError(Exception):
-    """The catalog is missing, not migrated, unreachable, read-only or locked (one line, with the fix)."""
 
 
 # ---------------------------------------------------------------- URLs

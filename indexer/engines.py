@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .heads import HEAD_RULES
-from .heads import METHODS as _METHODS
+from .heads import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --method choices, draft to all)
 
 WORKS, USELESS, REFUSED, NO_SPECULATION = "works", "useless", "refused", "no_speculation"
 OUTCOMES = (WORKS, USELESS, REFUSED, NO_SPECULATION)
@@ -348,12 +348,23 @@ def _stem(repo: str) -> str:
     return repo.rstrip("/").rsplit("/", 1)[-1]
 
 
+def is_gguf_repo(repo: str) -> bool:
+    """A repo of GGUF files, by the Hub's naming convention (``…-GGUF``): it has no HF weights to convert."""
+    return "gguf" in repo.lower()
+
+
 def launch_llamacpp(target: str, draft: str) -> str:
-    t, d = _stem(target), _stem(draft)
-    return (f"python convert_hf_to_gguf.py {t} --outfile {t}.gguf && python convert_hf_to_gguf.py {d} --outfile "
-            f"{d}.gguf && llama-server -m {t}.gguf -md {d}.gguf --spec-type draft-simple"
-            "  # HF directories; GGUF repos: llama-server -hf <user>/<target>-GGUF -hfd <user>/<draft>-GGUF "
-            "--spec-type draft-simple")
+    """One runnable command: a GGUF repo is served from the Hub (``-hf``/``-hfd``, common/arg.cpp), a repo of
+    HF weights is converted first (convert_hf_to_gguf.py DIR --outfile, then ``-m``/``-md``)."""
+    steps, args = [], []
+    for repo, local, hub in ((target, "-m", "-hf"), (draft, "-md", "-hfd")):
+        if is_gguf_repo(repo):
+            args.append(f"{hub} {repo}")
+        else:
+            stem = _stem(repo)
+            steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf")
+            args.append(f"{local} {stem}.gguf")
+    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type draft-simple"])
 
 
 def launch_mlx(target: str, draft: str) -> str:
@@ -441,7 +452,6 @@ ENGINE_NAMES: dict[str, str] = {name: e.display for name, e in ENGINES.items()}
 DEFAULT_ENGINE = "sglang"
 
 
-HEAD_METHODS = _METHODS  # --method choices: draft (the rules above), the head methods, all
 HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if e.heads)  # engines that load speculator heads
 
 

@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from .errors import InputError
+
 try:  # 2-3x faster parsing of multi-megabyte tokenizer files; stdlib json gives the error messages
     import orjson
 except ImportError:  # pragma: no cover
@@ -34,15 +36,6 @@ TOKENIZER_FILES = (
 VOCAB_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "vocab.txt", "tekken.json")
 CONFIG_FILE = "config.json"
 WANTED_FILES = (CONFIG_FILE, *TOKENIZER_FILES)
-
-
-class InputError(Exception):
-    """Bad input that can be explained in one line; ``status`` is a catalog repo status."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def check_dir(path: str | os.PathLike) -> Path:

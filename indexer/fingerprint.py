@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from .errors import NeedsReference
 from .files import (
     DEFAULT_MAX_FILE_BYTES,
     VOCAB_FILES,
@@ -99,10 +100,6 @@ class Fingerprint:
 
     def canonical_bytes(self) -> bytes:
         return canonical_bytes(self.vocab)
-
-
-class NeedsReference(Exception):
-    """The fast path cannot prove it matches transformers; the message says why."""
 
 
 def canonical_bytes(vocab: dict[str, int]) -> bytes:
@@ -543,8 +540,12 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
     except Exception as e:
         text = " ".join(str(e).split())
         if "trust_remote_code" in text or "custom code" in text or tc.get("auto_map"):
-            message = f"tokenizer needs remote code, which is never run: {text[:200]}"
-            raise InputError("needs_remote_code", message) from None
+            # Name the code, not transformers' sentence (it repeats the local path, twice).
+            auto = (tc.get("auto_map") or {}) if isinstance(tc.get("auto_map"), dict) else {}
+            code = auto.get("AutoTokenizer") or tc.get("tokenizer_class")
+            code = ", ".join(c for c in code if c) if isinstance(code, list) else code
+            why = f"tokenizer_config.json auto_map: {code}" if auto else f"tokenizer class {code or '?'}"
+            raise InputError("needs_remote_code", f"tokenizer needs remote code, which is never run ({why})") from None
         message = f"transformers cannot load the tokenizer: {type(e).__name__}: {text[:300]}"
         raise InputError("malformed", message) from None
     vocab = tok.get_vocab()

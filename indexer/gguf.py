@@ -13,11 +13,11 @@ import hashlib
 import os
 from dataclasses import dataclass, fields
 
+from .engines import LLAMACPP_COMMIT  # the registry's pin (one place)
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from .gguf_convert import Written, convert
 from .gguf_hf import ConverterError, NotModelled, file_cache
 
-LLAMACPP_COMMIT = "0c1e57098"
 LLAMA_TOKEN_NULL = -1
 # The error prefix of a converter path this indexer does not reproduce: unknown, not a refusal.
 NOT_MODELLED = "not modelled: "

@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import ConverterError, NotModelled
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
 from .files import read_json as _read_json
 from .gguf_tfmap import CONFIG_MODEL_TYPES, FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
@@ -61,14 +62,6 @@ def read_json(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
 def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
     path = directory / name
     return read_json(path, max_bytes) if path.is_file() else None
-
-
-class ConverterError(Exception):
-    """What convert_hf_to_gguf.py raises, as ``Type: message`` (the converter's own words)."""
-
-
-class NotModelled(ConverterError):
-    """A converter path this module does not reproduce; the prediction says so instead of guessing."""
 
 
 # Each fast class's __init__ defaults for the named special tokens (models/*/tokenization_*_fast.py).

@@ -46,13 +46,10 @@ class HeadCatalog:
         self._chains: dict[str, list[str]] = {}
 
     def resolve(self, text: str) -> dict:
-        from .lookup import RepoNotFound, find_repo_id
-        from .query import EXIT_NOT_FOUND, QueryError, _dialect
+        from .lookup import find_repo_id
+        from .query import _dialect
 
-        try:
-            match = find_repo_id(self.cat.all, text, _dialect(self.cat))
-        except RepoNotFound as e:
-            raise QueryError(e.message, EXIT_NOT_FOUND) from None
+        match = find_repo_id(self.cat.all, text, _dialect(self.cat))  # RepoNotFound is a QueryError (exit 3, 404)
         row = self.cat.one(f"SELECT {', '.join(TARGET_COLS)} FROM repos WHERE repo_id = :r", {"r": match.repo_id})
         out = dict(zip(TARGET_COLS, row, strict=True))
         out["architectures"] = _json(out["architectures"]) or []
@@ -135,8 +132,11 @@ def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
 def _not_loading(engine: str, method: str) -> str:
     from .query import QueryError
 
-    raise QueryError(f"{registry.ENGINE_NAMES[engine]} loads no speculator heads (--method {method}); "
-                     f"choose --engine {' or '.join(registry.HEAD_ENGINES)}")
+    what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
+            "layers"}.get(method, "loads no speculator heads")
+    able = [name for name, e in registry.ENGINES.items() if method in e.heads]
+    raise QueryError(f"{registry.ENGINE_NAMES[engine]} {what} (--method {method}); "
+                     f"choose --engine {' or '.join(able or registry.HEAD_ENGINES)}")
 
 
 def method_query(cat, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .errors import TransientError, UnsafeName
 from .pacing import TIER_QUOTAS, BudgetExhausted, FixedWindow, least_seconds
 
 __all__ = ["BudgetExhausted", "FixedWindow", "HubClient", "Listed", "least_seconds"]
@@ -63,14 +64,6 @@ RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 MAX_RATE_LIMIT_WAITS = 30  # 429s waited out for one call before it counts as transient
 _HEX = re.compile(r"^[0-9a-f]{40}$|^[0-9a-f]{64}$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-
-
-class TransientError(Exception):
-    """A failure worth retrying on a later run (rate limit, server error, network)."""
-
-
-class UnsafeName(ValueError):
-    """A Hub-provided name that must never become a local path."""
 
 
 def safe_name(name: str) -> str:

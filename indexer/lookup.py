@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import RepoNotFound
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -31,22 +35,31 @@ SUGGESTIONS = 3
 GGUF_BASE_TAG = "base_model:quantized:"
 
 
-class RepoNotFound(Exception):
-    def __init__(self, message: str, suggestions: list[str] = ()):
-        super().__init__(message)
-        self.message = message
-        self.suggestions = list(suggestions)
-
-
 @dataclass(frozen=True)
 class Match:
     repo_id: str  # as stored in the catalog
     asked: str  # what the person typed, when it differs from repo_id (shown as "matched from")
 
 
+# Off while the site answers: a web visitor's text is a repo id, never a path on the server (validate.target).
+_LOCAL_DIRS = ContextVar("indexer_local_dirs", default=True)
+
+
+@contextmanager
+def repo_ids_only() -> Iterator[None]:
+    """Within this block no argument is taken for a local directory: the server's disk is never read."""
+    token = _LOCAL_DIRS.set(False)
+    try:
+        yield
+    finally:
+        _LOCAL_DIRS.reset(token)
+
+
 def looks_like_dir(arg: str) -> bool:
-    """A CLI argument names a local directory (else it is a catalog repo id)."""
-    return Path(arg).is_dir() or arg.startswith((".", "/", "~"))
+    """A CLI argument names a local directory (else it is a catalog repo id); never inside repo_ids_only()."""
+    if not _LOCAL_DIRS.get():
+        return False
+    return arg.startswith((".", "/", "~")) or Path(arg).is_dir()
 
 
 def repo_ref(text: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .errors import AmbiguousTextConfig
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
 
 # SGLang 0.5.23 srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config): a Llava...ForCausalLM
@@ -81,10 +82,6 @@ def vllm_text_config(config: dict) -> tuple[str | None, dict]:
     if key and isinstance(config.get(key), dict):
         return key, config[key]
     return transformers_text_config(config)
-
-
-class AmbiguousTextConfig(ValueError):
-    """transformers' get_text_config() raises: several sub-configs qualify."""
 
 
 def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> tuple[int | None, int | None]:

@@ -18,17 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .db import resolve_url, sqlite_path
+from .errors import EXIT_FAILED, EXIT_LOCKED, LockBusy  # noqa: F401  (re-exported: the CLI imports them here)
 
 EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_LOCKED = 75  # EX_TEMPFAIL: try again later
 DEFAULT_PUBLISH_DIR = "data/publish"
-
-
-class LockBusy(Exception):
-    def __init__(self, path: Path, holder: str):
-        super().__init__(f"another nightly run holds {path} ({holder}); exiting")
-        self.path = path
 
 
 def lock_path_for(db: str | None) -> Path:

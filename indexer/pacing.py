@@ -12,12 +12,10 @@ import math
 import threading
 import time
 
+from .errors import BudgetExhausted
+
 WINDOW_SECONDS = 300.0
 TIER_QUOTAS = {"anonymous": (500, 3000), "free": (1000, 5000)}
-
-
-class BudgetExhausted(Exception):
-    """The run's time or API-call budget is spent: stop starting work, keep what is done."""
 
 
 class FixedWindow:

@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .db import CatalogError, read_only_uri, resolve_url, sqlite_path
+from .db import CatalogError, read_only_uri, resolve_url, safe_url, sqlite_path
+from .errors import PortBusy, PublishError
 from .files import sha256_file
 from .resources import METADATA_PATH
 from .tokenstore import default_root
@@ -37,10 +38,6 @@ DEFAULT_PORT = 8001
 DATASETTE_SETTINGS = (("sql_time_limit_ms", "3000"), ("default_page_size", "50"))
 
 
-class PublishError(Exception):
-    pass
-
-
 def catalog_file(db: str | None) -> Path:
     """The SQLite file behind ``--db`` (other databases go through :func:`export_sqlite`)."""
     url = resolve_url(db)
@@ -49,17 +46,10 @@ def catalog_file(db: str | None) -> Path:
         raise PublishError(f"{safe_url(url)} is not a SQLite file; export it with `indexer publish`")
     if not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first")
+    from .query import Catalog
+
+    Catalog(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
     return path
-
-
-def safe_url(url: str) -> str:
-    """The URL without its password: manifests and messages never carry a credential."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - unparsable: show only the scheme
-        return url.split("://", 1)[0] + "://..."
 
 
 EXPORT_BATCH = 5000
@@ -106,11 +96,17 @@ def export_sqlite(db: str, dest: Path) -> dict:
 
 
 def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
-    """indexer/data/metadata.yml with its database section keyed by ``db_name`` (datasette uses the file stem)."""
+    """indexer/data/metadata.yml with its database section keyed by ``db_name`` (datasette uses the file stem)
+    and the engine lists taken from the registry, so the home page names every engine."""
     import yaml
 
-    with open(METADATA_PATH, encoding="utf-8") as f:
-        meta = yaml.safe_load(f)
+    from .engines import ENGINES
+
+    names = [e.display for e in ENGINES.values()]
+    text = METADATA_PATH.read_text(encoding="utf-8")
+    text = text.replace("@ENGINE_NAMES@", ", ".join(names)).replace(
+        "@ENGINE_KEYS@", ", ".join(list(ENGINES)[:-1]) + " or " + list(ENGINES)[-1])
+    meta = yaml.safe_load(text)
     dbs = meta.get("databases") or {}
     if db_name != METADATA_DB_KEY and METADATA_DB_KEY in dbs:
         dbs[db_name] = dbs.pop(METADATA_DB_KEY)
@@ -149,10 +145,6 @@ def serve_command(db: str | None, host: str, port: int, metadata_dir: Path) -> l
     _checkpoint(path)
     meta = write_metadata(metadata_dir / "metadata.yml", path.stem)
     return [sys.executable, "-m", "datasette", *datasette_args(str(path), str(meta), host, port)]
-
-
-class PortBusy(PublishError):
-    """Another process listens on the port: reported before anything claims to be serving."""
 
 
 def check_port(host: str, port: int) -> None:
@@ -404,10 +396,10 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
     """
     from .site import PLUGINS_DIR
+    from .validate import output_dir
 
     url = resolve_url(db)
-    out = Path(outdir).expanduser().resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(outdir)  # a file in the way, no permission: one line, exit 2
     with tempfile.TemporaryDirectory(prefix=".export-", dir=out) as tmp:
         if sqlite_path(url) is None:
             src = Path(tmp) / PUBLISHED_DB

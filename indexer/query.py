@@ -16,22 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import engines as registry
+from .errors import EXIT_NOT_FOUND, QueryError
 
 ENGINES = tuple(registry.ENGINES)  # the names, re-exported from the registry (the site imports them)
 ENGINE_NAMES = registry.ENGINE_NAMES
+DEFAULT_ENGINE = registry.DEFAULT_ENGINE
 RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
+PREFERRED_RATIO = f"1/{round(1 / RATIO_LOW)}..1/{round(1 / RATIO_HIGH)}"  # as the reasons word it
+# repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute.py's SQL uses these.
 NOT_GATED = ("", "false", "False", "0", "no")
-EXIT_NOT_FOUND = 3
 # --method: "draft" (separate draft models, the default) or a speculator head method (indexer/headquery.py).
-METHODS = registry.HEAD_METHODS
+METHODS = registry.QUERY_METHODS
 __all__ = ["ENGINES", "ENGINE_NAMES", "METHODS", "Catalog", "Query", "QueryError", "launch", "render", "run_query"]
-
-
-class QueryError(Exception):
-    def __init__(self, message: str, code: int = 2):
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 def launch(engine: str, target: str, draft: str) -> str:
@@ -205,14 +201,11 @@ def _with_size(t: dict, name: str) -> dict:
 
 def resolve_target(cat: Catalog, target: str) -> Target:
     """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
-    from .lookup import RepoNotFound, find_repo_id, gguf_base, looks_like_dir
+    from .lookup import find_repo_id, gguf_base, looks_like_dir
 
     if looks_like_dir(target):
         return _local_target(cat, target)
-    try:
-        match = find_repo_id(cat.all, target, _dialect(cat))
-    except RepoNotFound as e:
-        raise QueryError(e.message, EXIT_NOT_FOUND) from None
+    match = find_repo_id(cat.all, target, _dialect(cat))  # RepoNotFound is a QueryError (exit 3, 404)
     t = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": match.repo_id}), strict=True))
     note = f"{match.asked!r} matched {t['repo_id']}" if match.asked else None
     class_pk = t["pk"]
@@ -500,7 +493,7 @@ class Query:
         elif ranked or ratio < 1:
             where = "inside" if RATIO_LOW <= ratio <= RATIO_HIGH else "outside"
             reasons.append(f"{size}, {fmt_ratio(ratio)} of the target's "
-                           f"{fmt_size(t['params'], t['params_source'])} ({where} the preferred 1/50..1/5)")
+                           f"{fmt_size(t['params'], t['params_source'])} ({where} the preferred {PREFERRED_RATIO})")
         else:
             reasons.append(f"{size}, not smaller than the target")
         if self.lineage_id is not None and r["lineage_id"] == self.lineage_id:
@@ -600,7 +593,7 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
     return {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}
 
 
-def run_query(target: str, *, engine: str = "sglang", limit: int = 10, near_misses: bool = False,
+def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int = 10, near_misses: bool = False,
               all_members: bool = False, db: str | None = None, method: str = "draft") -> dict:
     """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .engines import Side
+from .errors import IndexerError
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from .fingerprint import fingerprint_dir
 from .lookup import looks_like_dir  # noqa: F401  (re-exported: query imports it without this module's weight)
@@ -60,23 +61,48 @@ def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int
           local_dirs: bool = True) -> dict:
     """``indexer check TARGET DRAFT --json``: the one function the CLI and the site both call.
 
-    ``local_dirs=False`` (the site) refuses directory arguments: a web visitor must never make the
-    server read its own filesystem. Raises :class:`InputError` naming the side that failed.
+    It dispatches: a DRAFT that is a speculator head in the catalog is explained against TARGET
+    (``headquery.explain_head``, ``kind`` "head"); anything else gets the draft-model verdicts per engine.
+    ``local_dirs=False`` (the site) takes both as repo ids only (``validate.target``): a web visitor must
+    never make the server read its own filesystem. Raises the library's :class:`~indexer.errors.IndexerError`
+    (BadInput, InputError, RepoNotFound, ...) with the side that failed named in its message.
     """
+    if local_dirs:
+        return _check(target, draft, db, max_file_bytes)
+    from .lookup import repo_ids_only
+    from .validate import target as valid_target
+
+    target, draft = valid_target(target, "target", local_dirs=False), valid_target(draft, "draft", local_dirs=False)
+    with repo_ids_only():
+        return _check(target, draft, db, max_file_bytes)
+
+
+def works_on(result: dict, engine: str) -> bool:
+    """Does the :func:`check` answer (a head's or a draft model's) say the pair works on ``engine``?"""
+    if result.get("kind") == "head":
+        verdict = result["engines"].get(engine)
+        return verdict is not None and verdict["fits"]
+    return result["verdicts"][engine]["compatible"]
+
+
+def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict:
+    from .headquery import explain_head
     from .rules import check_pair
 
+    if not looks_like_dir(draft):
+        head = explain_head(db, target, draft)
+        if head is not None:
+            return head
     sides = []
     for role, arg in (("target", target), ("draft", draft)):
-        if not local_dirs and looks_like_dir(arg):
-            raise InputError("error", f"{role} {arg!r}: give a Hub repo id (owner/name), not a path")
         try:
             sides.append(resolve_side(arg, db=db, max_file_bytes=max_file_bytes))
-        except InputError as e:
+        except IndexerError as e:  # InputError, RepoNotFound, CatalogError: same type, the side named
             if e.message.startswith(f"{role} "):
                 msg = e.message
             elif e.message.startswith(f"{Path(arg)}: "):  # the message already names the directory
                 msg = f"{role} {e.message}"
             else:
                 msg = f"{role} {arg}: {e.message}"
-            raise InputError(e.status, msg) from None
+            raise e.reworded(msg) from None
     return check_pair(*sides)

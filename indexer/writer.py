@@ -303,7 +303,7 @@ class CatalogWriter:
         try:
             fp = fingerprint_dir(tmp, max_file_bytes=self.max_file_bytes)
         except InputError as e:
-            return e.status, e.message.replace(str(tmp), "<file set>")
+            return e.status, _without_dir(e.message, tmp)
         except Exception as e:
             return "error", f"fingerprint failed: {describe(e)}"
         self.fingerprinted += 1
@@ -335,7 +335,7 @@ class CatalogWriter:
         try:
             facts = read_config(tmp, self.max_file_bytes)
         except InputError as e:
-            facts = InputError(e.status, e.message.replace(str(tmp), "<config>"))
+            facts = InputError(e.status, _without_dir(e.message, tmp))
         self._config_memo[blob_id] = facts
         return facts
 
@@ -355,3 +355,9 @@ class CatalogWriter:
         except (OSError, ValueError, KeyError):
             return False
         return isinstance(data, dict) and bool(data.get("chat_template"))
+
+
+def _without_dir(message: str, directory: Path) -> str:
+    """A reason without the scratch directory the files were read from: it means nothing in the catalog."""
+    message = message.removeprefix(f"{directory}: ")
+    return message.replace(f"{directory}/", "").replace(str(directory), "the repo's files")

@@ -65,6 +65,10 @@ def test_every_status(mini, catalog):
         assert v["status"] == "ok" or v["reason"], v
     assert "HTTP 500" in rows["grace/flaky"]["reason"]
     assert "over the" in rows["erin/huge"]["reason"]
+    # The reason names the code, never a placeholder or the scratch directory the files were read from.
+    assert rows["dave/remote"]["reason"] == ("tokenizer needs remote code, which is never run "
+                                             "(tokenizer_config.json auto_map: tok.MyCustomTokenizer)")
+    assert not any("<" in (v["reason"] or "") or "indexer-write-" in (v["reason"] or "") for v in rows.values())
 
     base, ft = rows["Qwen/Qwen-Tiny"], rows["alice/tiny-instruct"]
     assert base["family"] == "Qwen" and ft["family"] == "Qwen"  # by author, then by base model

@@ -294,7 +294,13 @@ def test_gguf_buckets_meet_for_every_passing_size_difference():
 def test_launch_commands_use_current_syntax():
     e = registry.ENGINES
     llama = e["llama.cpp"].launch("org/T", "org/D")
-    assert "-m T.gguf -md D.gguf --spec-type draft-simple" in llama and "-hf" in llama and "-hfd" in llama
+    assert llama.endswith("llama-server -m T.gguf -md D.gguf --spec-type draft-simple") and "#" not in llama
+    # A GGUF repo has no HF weights to convert: it is served from the Hub; the Copy button copies one command.
+    gguf = e["llama.cpp"].launch("acme/Big-7B-GGUF", "org/D")
+    assert gguf == ("python convert_hf_to_gguf.py D --outfile D.gguf && "
+                    "llama-server -hf acme/Big-7B-GGUF -md D.gguf --spec-type draft-simple")
+    both = e["llama.cpp"].launch("acme/T-GGUF", "acme/D-gguf")
+    assert both == "llama-server -hf acme/T-GGUF -hfd acme/D-gguf --spec-type draft-simple"
     assert "-m org/T" not in llama and "-md org/D" not in llama
     assert "--speculative-algorithm STANDALONE --speculative-draft-model-path org/D" in e["sglang"].launch("org/T",
                                                                                                          "org/D")

@@ -154,7 +154,7 @@ def test_check_side_finds_repos_like_query_and_borrows_a_gguf_base_tokenizer(tmp
     compute(db)
     side = side_from_catalog("https://huggingface.co/LUMEN-AI/lumen-7b-instruct", db=db)
     assert side.name == "lumen-ai/Lumen-7B-Instruct" and side.vocab_size == 576
-    with pytest.raises(InputError) as e:
+    with pytest.raises(RepoNotFound) as e:
         side_from_catalog("lumen-ai/Lumen-7B-Instrukt", db=db)
     assert "did you mean lumen-ai/Lumen-7B-Instruct" in e.value.message
     side = side_from_catalog("quant/Lumen-7B-Instruct-GGUF", db=db)
@@ -180,4 +180,4 @@ def test_check_prints_the_repos_as_found(tmp_path):
     assert "target: quant/Lumen-7B-Instruct-GGUF (tokenizer of its base lumen-ai/Lumen-7B-Instruct)" in res.output
     assert "draft:  lumen-ai/Lumen-0.5B\n" in res.output
     res = CliRunner().invoke(cli, ["check", "--db", db, "lumen-ai/Lumen-7B-Instruct", "lumen-ai/lumen-0.5"])
-    assert res.exit_code == 2 and res.output.count("\n") == 1 and "did you mean lumen-ai/Lumen-0.5B" in res.output
+    assert res.exit_code == 3 and res.output.count("\n") == 1 and "did you mean lumen-ai/Lumen-0.5B" in res.output

@@ -42,6 +42,13 @@ def test_metadata_has_tables_facets_and_canned_queries():
     assert meta["about_url"] == "/about"
     assert "datasette-pretty-json" in meta["plugins"]
     assert "demo" in load_metadata("demo")["databases"]
+    # The home page names every engine of the registry (LM Studio was once left out), and only those.
+    from indexer.engines import ENGINES
+
+    home = load_metadata()["description_html"]
+    assert "@" not in home and all(e.display in home for e in ENGINES.values())
+    columns = load_metadata()["databases"]["catalog"]["tables"]["compat_classes"]["columns"]["engine"]
+    assert all(name in columns for name in ENGINES)
 
 
 def test_publish_bundle_is_compact_atomic_and_complete(catalog, tmp_path):

@@ -14,7 +14,7 @@ from indexer.catalog import side_from_catalog
 from indexer.cli import cli
 from indexer.compute import compute
 from indexer.db import make_engine, upgrade
-from indexer.files import InputError
+from indexer.lookup import RepoNotFound
 from indexer.models import Repo, Tokenizer
 from indexer.query import QueryError, run_query
 
@@ -212,9 +212,11 @@ def test_side_from_catalog_and_check(catalog):
     side = side_from_catalog(TARGET, db=catalog)
     assert side.vocab_size == 152064 and side.tok["vocab_sha256"] == T1
     assert side.vocab is None  # no token store beside this catalog
-    with pytest.raises(InputError) as e:
+    with pytest.raises(RepoNotFound) as e:  # the lookup's own error (exit 3, HTTP 404), not translated
         side_from_catalog("nobody/nothing", db=catalog)
     assert "indexer crawl --model nobody/nothing" in e.value.message
+    res = CliRunner().invoke(cli, ["check", TARGET, "nobody/nothing", "--db", catalog])
+    assert res.exit_code == 3 and "draft nobody/nothing: " in res.output
     res = CliRunner().invoke(cli, ["check", TARGET, "Qwen/small-chat", "--db", catalog])
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(cli, ["check", TARGET, "Qwen/Qwen2.5-0.5B-Instruct", "--db", catalog, "--json"])

@@ -187,7 +187,7 @@ def test_old_canned_query_urls_redirect(sample_db):
     assert status == 200 and got == cli_json("check", "--db", sample_db, TARGET, NOT_SGLANG[0], "--json")[1]
 
 
-def test_bad_requests_get_one_line(sample_db):
+def test_bad_requests_get_one_line(sample_db, tmp_path, monkeypatch):
     site = Site(sample_db)
     status, got = site.json("/drafts.json", target="nobody/nothing")
     code, _, err = cli_json("query", "--db", sample_db, "--target", "nobody/nothing", "--json")
@@ -198,11 +198,31 @@ def test_bad_requests_get_one_line(sample_db):
     assert status == 400 and "target" in got["error"]
     status, got = site.json("/drafts.json", target=TARGET, limit="many")
     assert status == 400 and "limit" in got["error"]
-    for path in ("/etc", "./data", "~/models", "tests/test_site.py", "a/../../etc"):  # never the server's disk
+    for path in ("/etc", "./data", "~/models", "a/../../etc", "C:\\models"):  # never the server's disk
         status, got = site.json("/drafts.json", target=path)
         assert status == 400 and "not a path" in got["error"]
         status, got = site.json("/explain.json", target=TARGET, draft=path)
         assert status == 400 and "not a path" in got["error"]
+    # A repo id that also names a file or directory on the server is answered as a repo id, exactly as one
+    # that names nothing there: the answer must not tell which paths exist.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "llama").mkdir(parents=True)
+    (tmp_path / "models" / "llama" / "config.json").write_text("{}")
+    for existing, missing in (("models/llama", "models/alpaca"), ("models", "modelz")):
+        for page in ("/drafts.json", "/explain.json"):
+            args = {"target": TARGET, "draft": existing} if page == "/explain.json" else {"target": existing}
+            status, got = site.json(page, **args)
+            args = {"target": TARGET, "draft": missing} if page == "/explain.json" else {"target": missing}
+            status2, got2 = site.json(page, **args)
+            assert status == status2 == 404 and got["error"].replace(existing, missing) == got2["error"]
+    # Long or strange input: one line and 400, never a 500.
+    for bad, words in (("a" * 10_000, "not a path"), ("ab\x1b[31mred", "control characters"), (" ", "give ?target")):
+        status, got = site.json("/drafts.json", target=bad)
+        assert status == 400 and words in got["error"] and "\x1b" not in got["error"] and len(got["error"]) < 300
+        r = site.get("/drafts", target=bad)
+        assert r.status_code == (400 if bad.strip() else 200) and "Traceback" not in r.text  # blank: the form
+    status, got = site.json("/drafts.json", target=TARGET, limit="99999999999999999999")
+    assert status == 400 and "limit" in got["error"]
     status, got = site.json("/explain.json", target=TARGET, draft="nobody/nothing")
     assert status == 404 and "draft" in got["error"] and "nobody/nothing" in got["error"]
     r = site.get("/drafts", target="nobody/nothing")

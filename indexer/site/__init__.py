@@ -2,8 +2,9 @@
 
 ``/drafts`` and ``/drafts.json`` call :func:`indexer.query.run_query` (what ``indexer query`` calls);
 ``/explain`` and ``/explain.json`` call :func:`indexer.sides.check` (what ``indexer check`` calls).
-Nothing here re-implements a rule: the functions below only translate URL parameters into the
-library's keyword arguments and the library's exceptions into an HTTP status.
+Nothing here re-implements a rule: the functions below only check URL parameters (indexer/validate.py,
+repo ids only) and translate them into the library's keyword arguments. The library's errors carry their
+own HTTP status (indexer/errors.py); the hooks answer with it.
 
 Wiring: ``datasette --plugins-dir indexer/site/plugins`` (``indexer serve`` and the published bundle
 do this); the plugin adds its own templates to datasette's Jinja loader.
@@ -12,8 +13,9 @@ do this); the plugin adds its own templates to datasette's Jinja loader.
 from __future__ import annotations
 
 import inspect
-import re
 from pathlib import Path
+
+from ..errors import IndexerError, SiteError  # noqa: F401  (re-exported: the hooks and tests import them here)
 
 SITE_DIR = Path(__file__).resolve().parent
 PLUGINS_DIR = SITE_DIR / "plugins"
@@ -22,49 +24,19 @@ STATIC_DIR = SITE_DIR / "static"
 HUB_URL = "https://huggingface.co"
 DEFAULT_LIMIT = 10  # the CLI's --limit default
 MAX_LIMIT = 500
-NOT_FOUND = re.compile(r"\bnot in (the|this) catalog\b")  # the lookup's words for a repo id it cannot find
-
-
-class SiteError(Exception):
-    """Bad request parameters or an unanswerable question: one line and an HTTP status."""
-
-    def __init__(self, message: str, status: int = 400, exit_code: int = 2):
-        super().__init__(message)
-        self.message, self.status, self.exit_code = message, status, exit_code
-
-    def to_dict(self) -> dict:
-        return {"error": self.message, "exit_code": self.exit_code}
 
 
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _looks_local(value: str) -> bool:
-    """Would the library read this from the server's disk? (Every rule it uses, and any existing path.)"""
-    from ..sides import looks_like_dir
-
-    if value.startswith(("http://", "https://")):
-        return False
-    checks = [looks_like_dir]
-    try:
-        from ..lookup import looks_like_dir as lookup_looks_like_dir  # the query's own rule, when present
-
-        checks.append(lookup_looks_like_dir)
-    except ImportError:
-        pass
-    return (any(check(value) for check in checks) or value.startswith("\\") or ".." in value.split("/")
-            or Path(value).expanduser().exists())
-
-
 def _repo_id(args: dict, name: str) -> str:
-    """A repo id from the URL; never a path (the server must not read its own filesystem)."""
-    value = (args.get(name) or "").strip()
-    if not value:
+    """A repo id (or Hub URL) from the URL, by its form alone: the server's disk is never consulted."""
+    from ..validate import target
+
+    if not (args.get(name) or "").strip():
         raise SiteError(f"give ?{name}=owner/name")
-    if _looks_local(value):
-        raise SiteError(f"{name} {value!r}: give a Hub repo id (owner/name), not a path")
-    return value
+    return target(args[name], name, local_dirs=False)
 
 
 def query_kwargs(args: dict) -> dict:
@@ -72,18 +44,15 @@ def query_kwargs(args: dict) -> dict:
     from .. import query
 
     kwargs = {
-        "engine": (args.get("engine") or "sglang").strip(),
+        "engine": (args.get("engine") or query.DEFAULT_ENGINE).strip(),
         "near_misses": _flag(args.get("near_misses")),
         "all_members": _flag(args.get("all")),
         "limit": DEFAULT_LIMIT,
     }
     if args.get("limit"):
-        try:
-            kwargs["limit"] = int(args["limit"])
-        except ValueError:
-            raise SiteError(f"limit {args['limit']!r} is not a number") from None
-        if not 1 <= kwargs["limit"] <= MAX_LIMIT:
-            raise SiteError(f"limit must be between 1 and {MAX_LIMIT}")
+        from ..validate import limit
+
+        kwargs["limit"] = limit(args["limit"], MAX_LIMIT)
     if kwargs["engine"] not in query.ENGINES:
         raise SiteError(f"unknown engine {kwargs['engine']!r}; choose one of {', '.join(query.ENGINES)}")
     method = (args.get("method") or "").strip()
@@ -117,14 +86,13 @@ def available_methods() -> tuple:
 
 def drafts(db: str, args: dict) -> dict:
     """``GET /drafts.json``: the JSON of ``indexer query --target T --engine E [--all] --json``."""
-    from ..query import QueryError, run_query
+    from ..lookup import repo_ids_only
+    from ..query import run_query
 
     target = _repo_id(args, "target")
     kwargs = query_kwargs(args)
-    try:
+    with repo_ids_only():
         return run_query(target, db=db, **kwargs)
-    except QueryError as e:
-        raise SiteError(e.message, 404 if e.code == 3 else 400, e.code) from None
 
 
 def engine_summary(db: str, target: str, args: dict) -> list[dict]:
@@ -135,7 +103,7 @@ def engine_summary(db: str, target: str, args: dict) -> list[dict]:
     for engine in query.ENGINES:
         try:
             res = drafts(db, {**args, "engine": engine, "near_misses": "1", "all": ""})
-        except SiteError as e:
+        except IndexerError as e:
             out.append({"engine": engine, "name": query.ENGINE_NAMES[engine], "error": e.message})
             continue
         out.append({"engine": engine, "name": query.ENGINE_NAMES[engine], "drafts": len(res["drafts"]),
@@ -146,30 +114,11 @@ def engine_summary(db: str, target: str, args: dict) -> list[dict]:
 def explain(db: str, args: dict) -> dict:
     """``GET /explain.json``: the JSON of ``indexer check T D --json``."""
     from ..db import readonly_url
-    from ..files import InputError
     from ..sides import check
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
-    head = _explain_head(readonly_url(db), target, draft)
-    if head is not None:
-        return head
-    try:
-        # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.
-        return check(target, draft, db=readonly_url(db), local_dirs=False)
-    except InputError as e:
-        status = 404 if NOT_FOUND.search(e.message) else 400
-        raise SiteError(e.message, status, 2) from None
-
-
-def _explain_head(db: str, target: str, head: str) -> dict | None:
-    """``indexer check TARGET HEAD`` when the "draft" is a speculator head in the catalog (else None)."""
-    from ..headquery import explain_head
-    from ..query import QueryError
-
-    try:
-        return explain_head(db, target, head)
-    except QueryError as e:
-        raise SiteError(e.message, 404 if e.code == 3 else 400, e.code) from None
+    # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.
+    return check(target, draft, db=readonly_url(db), local_dirs=False)
 
 
 def hub_url(repo_id: str) -> str:

@@ -11,6 +11,8 @@ from datasette import hookimpl
 from datasette.utils.asgi import Response
 from markupsafe import Markup, escape
 
+from ..engines import DEFAULT_ENGINE
+from ..errors import IndexerError
 from . import STATIC_DIR, TEMPLATES_DIR, SiteError, drafts, engine_summary, explain, hub_url
 
 SHORT_HASH = 12
@@ -66,22 +68,22 @@ async def drafts_json(request, datasette):
     try:
         _, db = catalog_database(datasette)
         return _json(await _call(drafts, str(db.path), _args(request)))
-    except SiteError as e:
-        return _json(e.to_dict(), e.status)
+    except IndexerError as e:
+        return _json(e.to_dict(), e.http_status)
 
 
 async def explain_json(request, datasette):
     try:
         _, db = catalog_database(datasette)
         return _json(await _call(explain, str(db.path), _args(request)))
-    except SiteError as e:
-        return _json(e.to_dict(), e.status)
+    except IndexerError as e:
+        return _json(e.to_dict(), e.http_status)
 
 
 async def drafts_page(request, datasette):
     args = _args(request)
     ctx = {"args": args, "engines": _engines(), "methods": _methods(), "result": None, "error": None,
-           "summary": None, "engine": args.get("engine") or "sglang"}
+           "summary": None, "engine": args.get("engine") or DEFAULT_ENGINE}
     status = 200
     if (args.get("target") or "").strip():
         page_args = {**args, "near_misses": "1"}  # the page always shows near misses with their fix
@@ -91,8 +93,8 @@ async def drafts_page(request, datasette):
             if ctx["result"].get("method") != "all":  # the overview already covers every engine
                 ctx["summary"] = await _call(engine_summary, str(db.path), ctx["result"]["target"]["repo_id"],
                                              args)
-        except SiteError as e:
-            ctx["error"], status = e.message, e.status
+        except IndexerError as e:
+            ctx["error"], status = e.message, e.http_status
     return Response.html(await datasette.render_template("indexer_drafts.html", ctx, request=request),
                          status=status)
 
@@ -107,8 +109,8 @@ async def explain_page(request, datasette):
         try:
             _, db = catalog_database(datasette)
             ctx["result"] = await _call(explain, str(db.path), args)
-        except SiteError as e:
-            ctx["error"], status = e.message, e.status
+        except IndexerError as e:
+            ctx["error"], status = e.message, e.http_status
     return Response.html(await datasette.render_template("indexer_explain.html", ctx, request=request),
                          status=status)
 
@@ -127,8 +129,8 @@ async def repo_completion(request, datasette):
         return _json({"repos": []})
     try:
         name, _ = catalog_database(datasette)
-    except SiteError as e:
-        return _json(e.to_dict(), e.status)
+    except IndexerError as e:
+        return _json(e.to_dict(), e.http_status)
     like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     prefix = like[1:]
     rows = await datasette.get_database(name).execute(
@@ -224,7 +226,7 @@ def render_cell(row, value, column, table, database, datasette):
 
 @hookimpl
 def extra_template_vars(datasette):
-    return {"indexer_engines": _engines(), "indexer_methods": _methods()}
+    return {"indexer_engines": _engines(), "indexer_methods": _methods(), "indexer_default_engine": DEFAULT_ENGINE}
 
 
 @hookimpl
