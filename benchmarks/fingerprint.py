@@ -6,7 +6,7 @@ is imported and warmed before timing so no side pays for it. Per directory it ti
 * fast: ``fingerprint_dir(d)``, everything the catalog stores (both fingerprints, added and
   special tokens, ...);
 * baseline: ``AutoTokenizer.from_pretrained(d, trust_remote_code=False).get_vocab()`` alone,
-  the DESIGN §5 baseline (no hashing at all, so the ratio is conservative);
+  the baseline the README's targets use (no hashing at all, so the ratio is conservative);
 * reference: ``fingerprint_dir(d, reference=True)``, the fallback path, for parity.
 
 Prints per-directory times, totals and the speedup ratio; exits 1 if any fingerprint differs.

@@ -65,6 +65,12 @@ def valid_target(ctx: click.Context, param: click.Parameter, value):
     return None if value is None else target(value, param.name)
 
 
+def valid_repo_ids(_ctx, _param: click.Parameter, values):
+    from .validate import repo_id
+
+    return tuple(repo_id(v) for v in values)
+
+
 def valid_path(_ctx, param: click.Parameter, value):
     from .validate import local_path
 
@@ -224,7 +230,8 @@ def _short(tokens: list[str], n: int = 8) -> str:
               help="A family of the families file (env INDEXER_FAMILIES; repeatable).")
 @click.option("--author", help="Every repo of this author/organisation.")
 @click.option("--search", help="Repos whose id contains this text.")
-@click.option("--model", "models", multiple=True, help="One repo id (repeatable; model_info, no listing).")
+@click.option("--model", "models", multiple=True, callback=valid_repo_ids,
+              help="One repo id (repeatable; model_info, no listing).")
 @click.option("--all", "all_", is_flag=True,
               help="Every repo with pipeline_tag text-generation or image-text-to-text.")
 @click.option("--limit", type=int, callback=valid_limit, help="Stop after this many listed repos.")

@@ -1,4 +1,4 @@
-"""The crawl loop (DESIGN §3): list → (unchanged? stop) → resolve → fetch new blobs → fingerprint → row.
+"""The crawl loop (docs/architecture.md): list → (unchanged? stop) → resolve → fetch new blobs → fingerprint → row.
 
 Three parts along the data flow:
 

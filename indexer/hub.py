@@ -1,4 +1,4 @@
-"""All Hugging Face Hub access (DESIGN §3): listing, paths-info, pinned downloads, pacing.
+"""All Hugging Face Hub access (docs/hub-api.md): listing, paths-info, pinned downloads, pacing.
 
 What the real Hub does that the client hides (docs/hub-api.md, from HUB-API.md §0.1), and how we cope:
 

@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 typed models of the catalog (DESIGN §4).
+"""SQLAlchemy 2 typed models of the catalog (docs/database.md).
 
 The catalog holds fingerprints and small facts only; full token lists live in the
 content-addressed token store beside it (see ``tokenstore.py``).

@@ -28,7 +28,7 @@ from pathlib import Path
 from .db import CatalogError, read_only_uri, resolve_url, safe_url, sqlite_path
 from .errors import PortBusy, PublishError
 from .files import sha256_file
-from .resources import METADATA_PATH
+from .resources import METADATA_PATH, package_path
 from .tokenstore import default_root
 
 METADATA_DB_KEY = "catalog"
@@ -414,7 +414,7 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     import yaml
 
     _atomic_write(out / "metadata.yml", yaml.safe_dump(load_metadata(), sort_keys=False, allow_unicode=True))
-    package = Path(__file__).resolve().parent
+    package = package_path()  # the installed package (a wheel in site-packages, or the checkout)
     _replace_dir(package, out / BUNDLED_PACKAGE, shutil.ignore_patterns("__pycache__", "*.pyc", "hubsim"))
     _replace_dir(PLUGINS_DIR, out / BUNDLED_PLUGINS, shutil.ignore_patterns("__pycache__", "*.pyc"))
     tokens = default_root(db)

@@ -72,6 +72,16 @@ def target(value: str | None, role: str = "target", *, local_dirs: bool = True) 
     return local_path(text, role, "is not a repo id, and ")
 
 
+def repo_id(value: str | None, role: str = "--model") -> str:
+    """A full Hub repo id (``owner/name``), as the Hub spells them: for options that name exactly one repo."""
+    text = (value or "").strip()
+    if not text or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
+        raise BadInput(f"{role} {shown(text)}: give a Hub repo id (owner/name)")
+    if "/" not in text or not is_repo_id(text):
+        raise BadInput(f"{role} {shown(text)} is not a Hub repo id (owner/name: letters, digits, '-', '_', '.')")
+    return text
+
+
 def local_path(value: str | os.PathLike, role: str = "directory", _not: str = "is ") -> str:
     """A path the OS can take (no control characters, within PATH_MAX/NAME_MAX); whether it exists is the
     caller's to say."""

@@ -1,4 +1,4 @@
-"""The engine registry and every correction of DESIGN §2, on small tokenizers (runs without ../shared)."""
+"""The engine registry and every correction in docs/engines.md, on small tokenizers (runs without ../shared)."""
 
 from __future__ import annotations
 

@@ -293,3 +293,20 @@ def test_method_drop_down_appears_once_the_query_takes_a_method(sample_db, monke
     assert 'id="method"' in page and '<option value="eagle3">eagle3</option>' in page
     status, got = site.json("/drafts.json", target=TARGET, method="medusa")
     assert status == 400 and "medusa" in got["error"]
+
+
+def test_an_estimated_size_reads_as_words_in_the_heading():
+    """'~7B parameters (estimated from the name)', not '~7B estimated from the name parameters'."""
+    import re
+
+    from jinja2 import DictLoader, Environment
+
+    from indexer.site.hooks import prepare_jinja2_environment
+
+    env = Environment(loader=DictLoader({"t.html": '{% import "_indexer_macros.html" as m %}'
+                                                   '{{ m.params(t, " parameters") }}|{{ m.params(t) }}'}))
+    prepare_jinja2_environment(env, None)
+    for source, words in (("name", "~7B parameters (estimated from the name)"), ("safetensors", "7B parameters")):
+        heading, cell = env.get_template("t.html").render(t={"params": 7 * 10**9, "params_source": source}).split("|")
+        assert re.sub(r"<[^>]+>", "", heading).strip() == words
+        assert "parameters" not in re.sub(r"<[^>]+>", "", cell)  # table cells: the column says the unit

@@ -57,6 +57,12 @@ def test_limit_out_of_range_blames_the_limit_not_the_catalog(catalog, value):
         assert "--limit must be between 1 and" in out and "catalog" not in out
 
 
+@pytest.mark.parametrize("value", ["../etc", "justaname", "a/b/c", "ab\x07/c", "a--b/c"])
+def test_crawl_model_takes_repo_ids_only(catalog, value):
+    out = one_line(run("crawl", "--model", value, "--db", catalog), 2)
+    assert "--model" in out and "repo id" in out
+
+
 def test_publish_onto_a_file_is_one_line(catalog, tmp_path):
     target = tmp_path / "taken"
     target.write_text("x")
