@@ -366,13 +366,10 @@ def query(target, engine, limit, near_misses, all_, method, as_json, db):
 
     Exit status: 0 answered, 2 bad input or catalog, 3 target not in the catalog.
     """
-    from .query import QueryError, render, run_query
+    from .query import render, run_query
 
-    try:
-        result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_,
-                           db=db, method=method)
-    except QueryError as e:
-        fail(e.message, e.code)
+    result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db,
+                       method=method)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
     if as_json:
         print_json(result)
     else:
@@ -415,14 +412,9 @@ def publish(outdir, db, as_json, with_tokens):
 
     Exit status: 0 published, 2 bad catalog or OUTDIR.
     """
-    from .db import CatalogError
-    from .publish import PublishError
     from .publish import publish as run_publish
 
-    try:
-        manifest = run_publish(db, outdir, with_tokens=with_tokens)
-    except (CatalogError, PublishError) as e:
-        fail(str(e))
+    manifest = run_publish(db, outdir, with_tokens=with_tokens)  # errors: IndexerGroup
     if as_json:
         print_json(manifest)
         return
