@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 
 from .errors import CatalogError
-from .resources import MIGRATIONS_DIR
 
 DEFAULT_DB = "data/catalog.db"
 POSTGRES_FIX = "pip install 'indexer[postgres]'"
@@ -275,6 +274,8 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
 
 def alembic_config(url: str):
     from alembic.config import Config
+
+    from .resources import MIGRATIONS_DIR
 
     if not (MIGRATIONS_DIR / "env.py").exists():
         raise CatalogError(f"migrations not found at {MIGRATIONS_DIR}; reinstall the package (`pip install .`)")

@@ -7,7 +7,6 @@ the working directory, see :data:`indexer.db.DEFAULT_DB`).
 
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
 
@@ -17,9 +16,17 @@ def package_path(*parts: str) -> Path:
     Alembic and datasette take file-system paths, so the package must be installed unzipped (pip always
     does); ``files("indexer")`` then is a plain ``pathlib.Path``.
     """
+    from importlib.resources import files  # here, not at import: the query path never needs it
+
     return Path(str(files("indexer").joinpath(*parts)))
 
 
-MIGRATIONS_DIR = package_path("migrations")
-FAMILIES_PATH = package_path("data", "families.toml")
-METADATA_PATH = package_path("data", "metadata.yml")
+_SHIPPED = {"MIGRATIONS_DIR": ("migrations",), "FAMILIES_PATH": ("data", "families.toml"),
+            "METADATA_PATH": ("data", "metadata.yml")}
+
+
+def __getattr__(name: str) -> Path:
+    """MIGRATIONS_DIR, FAMILIES_PATH, METADATA_PATH: resolved when first used (PEP 562)."""
+    if name in _SHIPPED:
+        return package_path(*_SHIPPED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

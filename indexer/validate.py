@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from pathlib import Path
 
 from .errors import BadInput
@@ -59,7 +58,7 @@ def target(value: str | None, role: str = "target", *, local_dirs: bool = True) 
     kinds = "a Hub repo id (owner/name)" + (" or a local model directory" if local_dirs else "")
     if not text:
         raise BadInput(f"{role} is empty; give {kinds}")
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
+    if not text.isprintable():  # control, format (zero-width) or line-separator characters
         raise BadInput(f"{role} {shown(text)} contains control characters; give {kinds}")
     if is_repo_id(text):
         return text
@@ -75,7 +74,7 @@ def target(value: str | None, role: str = "target", *, local_dirs: bool = True) 
 def repo_id(value: str | None, role: str = "--model") -> str:
     """A full Hub repo id (``owner/name``), as the Hub spells them: for options that name exactly one repo."""
     text = (value or "").strip()
-    if not text or any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
+    if not text or not text.isprintable():
         raise BadInput(f"{role} {shown(text)}: give a Hub repo id (owner/name)")
     if "/" not in text or not is_repo_id(text):
         raise BadInput(f"{role} {shown(text)} is not a Hub repo id (owner/name: letters, digits, '-', '_', '.')")
@@ -86,7 +85,7 @@ def local_path(value: str | os.PathLike, role: str = "directory", _not: str = "i
     """A path the OS can take (no control characters, within PATH_MAX/NAME_MAX); whether it exists is the
     caller's to say."""
     text = os.fspath(value)
-    if any(unicodedata.category(c) == "Cc" for c in text):
+    if any(c < " " or "\x7f" <= c <= "\x9f" for c in text):  # Unicode category Cc
         raise BadInput(f"{role} {shown(text)} contains control characters")
     if len(os.fsencode(text)) > PATH_MAX or any(len(os.fsencode(p)) > NAME_MAX for p in Path(text).parts):
         raise BadInput(f"{role} {shown(text)} {_not}too long for a path (at most {PATH_MAX} bytes, "

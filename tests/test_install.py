@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import indexer
-from indexer import db, families, publish, resources
+from indexer import families, publish, resources
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -22,7 +22,7 @@ PACKAGE = Path(indexer.__file__).resolve().parent
 
 
 def test_shipped_files_live_inside_the_package():
-    for path in (db.MIGRATIONS_DIR, families.DEFAULT_PATH, publish.METADATA_PATH):
+    for path in (resources.MIGRATIONS_DIR, families.DEFAULT_PATH, publish.METADATA_PATH):
         assert path.resolve().is_relative_to(PACKAGE), path
         assert path.exists(), path
     assert (resources.MIGRATIONS_DIR / "env.py").is_file()
