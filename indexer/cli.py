@@ -77,6 +77,22 @@ def valid_path(_ctx, param: click.Parameter, value):
     return local_path(value, param.name)
 
 
+def valid_output_file(_ctx, param: click.Parameter, value):
+    from .validate import output_file
+
+    output_file(value, param.opts[0])
+    return value
+
+
+def valid_output_dir(_ctx, param: click.Parameter, value):
+    """An output directory, checked before hours of work, not after (created when it is written)."""
+    from .validate import output_dir
+
+    if value:
+        output_dir(value, param.opts[0], create=False)
+    return value
+
+
 def valid_limit(_ctx, _param: click.Parameter, value):
     """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
     from .validate import limit
@@ -429,10 +445,11 @@ def publish(outdir, db, as_json, with_tokens):
 @click.option("--families", "families", multiple=True,
               help="Family of the families file (env INDEXER_FAMILIES; repeatable or comma-separated; default: all).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint or mirror (default: $HF_ENDPOINT).")
-@click.option("--publish-dir", default="data/publish", show_default=True,
+@click.option("--publish-dir", default="data/publish", show_default=True, callback=valid_output_dir,
               help="Publish the bundle here afterwards ('' to skip).")
-@click.option("--report", "report", default=None, help="Write the JSON report to this file.")
-@click.option("--lock-file", default=None, help="Lock file (default: <catalog>.lock).")
+@click.option("--report", "report", default=None, callback=valid_output_file,
+              help="Write the JSON report to this file.")
+@click.option("--lock-file", default=None, callback=valid_output_file, help="Lock file (default: <catalog>.lock).")
 @click.option("--max-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Time box of the crawl step; the rest of the scope is resumed on the next run.")
 @click.option("--max-api-calls", type=click.IntRange(min=1), default=None,

@@ -104,11 +104,35 @@ def limit(value: str | int | None, maximum: int = MAX_LIMIT, name: str = "limit"
     return n
 
 
-def output_dir(value: str | os.PathLike, role: str = "OUTDIR") -> Path:
-    """A directory to write into, created when missing; a file in the way or no permission is one line."""
+def output_file(value: str | os.PathLike | None, role: str = "file") -> str | None:
+    """A file to (re)write atomically: not a directory, in an existing writable directory. None stays None."""
+    if value is None or value == "":
+        return value
+    path = Path(local_path(value, role)).expanduser()
+    if path.is_dir():
+        raise BadInput(f"{role} {path} is a directory; give a file path")
+    parent = path.parent
+    if not parent.is_dir():
+        raise BadInput(f"{role} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInput(f"{role} {path}: directory {parent} is not writable")
+    return str(path)
+
+
+def output_dir(value: str | os.PathLike, role: str = "OUTDIR", *, create: bool = True) -> Path:
+    """A directory to write into, created when missing; a file in the way or no permission is one line.
+
+    ``create=False`` only checks (a command's options, before its work): the nearest existing ancestor of
+    a missing directory must be a writable directory.
+    """
     out = Path(local_path(value, role)).expanduser()
     if out.exists() and not out.is_dir():
         raise BadInput(f"{role} {out} exists and is not a directory; give a directory")
+    if not create:
+        base = next((p for p in (out, *out.absolute().parents) if p.exists()), Path("/"))
+        if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+            raise BadInput(f"{role} {out}: {base} is not a writable directory")
+        return out.absolute()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

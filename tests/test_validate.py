@@ -63,6 +63,18 @@ def test_crawl_model_takes_repo_ids_only(catalog, value):
     assert "--model" in out and "repo id" in out
 
 
+def test_nightly_checks_its_output_paths_before_any_work(catalog, tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    for option, value, words in (("--report", tmp_path, "is a directory"),
+                                 ("--report", tmp_path / "no" / "r.json", "does not exist"),
+                                 ("--lock-file", tmp_path, "is a directory"),
+                                 ("--publish-dir", taken, "exists and is not a directory")):
+        out = one_line(run("nightly", option, str(value), "--db", catalog, "--endpoint", "http://127.0.0.1:9"), 2)
+        assert option in out and words in out
+    assert taken.read_text() == "x"
+
+
 def test_publish_onto_a_file_is_one_line(catalog, tmp_path):
     target = tmp_path / "taken"
     target.write_text("x")
