@@ -295,6 +295,17 @@ def test_table_pages_keep_datasette_with_human_labels(sample_site, browser, tmp_
     assert browser.js("!!document.querySelector('a[href=\"/catalog/tokenizers/1\"]')")  # foreign keys still link
     assert browser.js("document.querySelector('.facet-info, .facets') !== null")  # facets still there
     browser.screenshot(tmp_path / "repos.png")
+    # Long cells (JSON lists, hashes) neither stretch a row nor push the page past the window.
+    browser.call("Emulation.setDeviceMetricsOverride", width=900, height=1000, deviceScaleFactor=1, mobile=False)
+    for page in ("/catalog/repos", "/catalog/tokenizers", "/catalog/crawl_runs", f"/drafts?target={TARGET}",
+                 f"/drafts?target={TARGET}&engine=llama.cpp", f"/explain?target={TARGET}&draft={NOT_SGLANG[0]}"):
+        browser.goto(sample_site.base + page)
+        sizes = browser.js("({page: document.documentElement.scrollWidth, window: window.innerWidth, "
+                           "row: Math.max(0, ...[...document.querySelectorAll('table tbody tr')]"
+                           ".map(tr => tr.getBoundingClientRect().height))})")
+        assert sizes["page"] <= sizes["window"], (page, sizes)
+        assert sizes["row"] <= 160 or not page.startswith("/catalog/"), (page, sizes)  # raw table cells are capped
+    browser.call("Emulation.clearDeviceMetricsOverride")
     browser.goto(f"{sample_site.base}/drafts?target={TARGET}&engine=sglang")
     listed = browser.js("[...document.querySelectorAll('#drafts tr.draft')].map(tr => tr.dataset.repo)")
     assert sorted(listed) == sorted(SGLANG_DRAFTS) and not set(listed) & set(NOT_SGLANG)
