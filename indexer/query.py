@@ -186,6 +186,7 @@ class Target:
     class_pk: int  # the catalog repo whose classes are used: the target, a GGUF repo's base, a directory's twin
     exclude_pk: int  # never suggested as a draft of itself
     note: str | None = None  # how the target was found, when not by its exact id
+    gguf_file: str | None = None  # a local GGUF file: only GGUF-loading engines answer, from its own facts
 
 
 def _dialect(cat: Catalog) -> str:
@@ -207,7 +208,16 @@ def resolve_target(cat: Catalog, target: str) -> Target:
     """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
     from .lookup import RepoNotFound, find_repo_id, gguf_base, looks_like_dir
 
-    if looks_like_dir(target):
+    if looks_like_dir(target) or target.lower().endswith(".gguf"):
+        from .files import InputError
+        from .sides import local_gguf_arg
+
+        try:
+            gguf_path = local_gguf_arg(target)
+        except InputError as e:
+            raise QueryError(f"target {target}: {e.message}") from None
+        if gguf_path is not None:
+            return _local_gguf_target(cat, target, gguf_path)
         return _local_target(cat, target)
     try:
         match = find_repo_id(cat.all, target, _dialect(cat))
@@ -269,6 +279,33 @@ def _local_target(cat: Catalog, path: str) -> Target:
     return Target(_with_size(t, directory.resolve().name), twin["pk"], -1, note)
 
 
+def _local_gguf_target(cat: Catalog, arg: str, path) -> Target:
+    """A local GGUF file, answered as the catalog repo whose llama.cpp class has the same GGUF signature
+    (its own header's facts: vocab type, add_bos/eos with their ids, token texts)."""
+    from .files import InputError
+    from .gguf_file import read_gguf
+
+    try:
+        f = read_gguf(path)
+    except InputError as e:
+        raise QueryError(f"target {arg}: {e.message}") from None
+    t = dict.fromkeys(TARGET_KEYS)
+    t.update(pk=-1, repo_id=str(arg), status="ok")
+    if not f.vocab.converted:
+        raise QueryError(f"target {arg}: {f.vocab.error}")
+    sig = registry.gguf_signature(f.vocab, f.vocab.tokens_sha256())
+    twin = cat.one("SELECT r.id, r.repo_id FROM compat_classes c JOIN repo_classes rc ON rc.class_id = c.id "
+                   "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = 'llama.cpp' AND c.class_key = :s "
+                   "ORDER BY r.repo_id LIMIT 1", {"s": sig})
+    if twin is None:
+        raise QueryError(f"target {arg}: no catalog repo has its GGUF vocabulary ({f.vocab.vocab_type}, n_vocab "
+                         f"{f.vocab.n_vocab}, signature {sig[:12]}); compare it with a draft by "
+                         f"`indexer check {arg} DRAFT`", EXIT_NOT_FOUND)
+    note = (f"local GGUF {path}: its own vocabulary facts (read from the file) equal those of {twin[1]} in the "
+            "catalog, so it is answered from that repo's llama.cpp class")
+    return Target(_with_size(t, path.name), twin[0], -1, note, gguf_file=str(path))
+
+
 class Query:
     def __init__(self, cat: Catalog, target: str, engine: str, resolved: Target | None = None):
         if engine not in ENGINES:
@@ -276,14 +313,15 @@ class Query:
         self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
-        cls = cat.one(
+        gguf_refusal = self._gguf_refusal()
+        cls = None if gguf_refusal else cat.one(
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
             "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
         self.refused_target: str | None = None
         if cls is None:
             # No class: the engine refuses the target itself (an answer, with no drafts), or facts are missing.
-            refusal = self._refusal()
+            refusal = gguf_refusal or self._refusal()
             if refusal is None:
                 raise QueryError(f"{self.t['repo_id']} has no {engine} class (facts missing, or the catalog was "
                                  "changed since the last `indexer compute`; run it)")
@@ -313,6 +351,16 @@ class Query:
                 self.class_ids.append(cid)
                 self.paired[cid] = reason
         self._roots: dict[int, str] = {}
+
+    def _gguf_refusal(self) -> str | None:
+        """A GGUF file target: engines that load no GGUF say so (llama.cpp answers from the file's facts)."""
+        if not self.target.gguf_file or self.entry.class_key == ("gguf_sig",):
+            return None
+        if self.entry.gguf_rule is not None:  # LM Studio: GGUF models run on its llama.cpp engine
+            return ("LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
+                    "--engine llama.cpp")
+        side = registry.Side(self.target.gguf_file, None, None, None, gguf_file=self.target.gguf_file)
+        return registry.loads_no_gguf(ENGINE_NAMES[self.engine], side, registry.Side("", None, None, None))
 
     def _dense_id(self, column: str, value: str | None) -> int | None:
         """compute's number for an author or family string (any repo that has it carries it)."""

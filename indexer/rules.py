@@ -142,7 +142,7 @@ def check_pair(t: Side, d: Side) -> dict:
     tli_info = tli(t, d)
     gguf = {role: (side.gguf.to_dict() if side.gguf is not None else None) for role, side in
             (("target", t), ("draft", d))}
-    return {
+    out = {
         "target": t.name,
         "draft": d.name,
         "verdicts": {name: v.to_dict() for name, v in results.items()},
@@ -159,3 +159,8 @@ def check_pair(t: Side, d: Side) -> dict:
             "first_differing_ids": first_differing_ids(t, d),
         },
     }
+    if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
+        from .engines import launch_llamacpp
+
+        out["launch"] = {"llama.cpp": launch_llamacpp(t.gguf_file or t.name, d.gguf_file or d.name)}
+    return out

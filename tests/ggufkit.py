@@ -81,3 +81,20 @@ ALL_TYPES = [  # (key, value, type, array element type): every GGUF value type, 
     ("t.arr_str", ["a", "", "ü"], GGUFValueType.ARRAY, GGUFValueType.STRING),
     ("t.arr_u8_long", list(range(200)), GGUFValueType.ARRAY, GGUFValueType.UINT8),
 ]
+
+
+GGUF_MODEL = {"spm": "llama", "bpe": "gpt2", "wpm": "bert", "ugm": "t5"}  # llama_vocab_type -> tokenizer.ggml.model
+
+
+def write_vocab_gguf(path: Path, vocab, *, rename: dict[int, str] | None = None, **kw) -> Path:
+    """A GGUF whose keys give back ``vocab`` (an indexer.gguf.GGUFVocab) when libllama reads them."""
+    tokens = list(vocab.tokens)
+    for i, text in (rename or {}).items():
+        tokens[i] = text
+    model = GGUF_MODEL[vocab.vocab_type]
+    n = len(tokens)
+    args = dict(model=model, pre=vocab.pre, tokens=tokens, add_bos=vocab.add_bos, add_eos=vocab.add_eos,
+                bos=vocab.bos if vocab.bos is not None and vocab.bos >= 0 else None,
+                eos=vocab.eos if vocab.eos is not None and vocab.eos >= 0 else None,
+                types=[TokenType.NORMAL] * n, scores=[0.0] * n if model in ("llama", "t5") else None)
+    return write_gguf(path, **{**args, **kw})
