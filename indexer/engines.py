@@ -291,7 +291,7 @@ def lmstudio_rule(t: Side, d: Side) -> Verdict:
 def _gguf_origin(role: str, side: Side) -> str:
     """Read facts name their file; predicted ones say from what conversion."""
     if side.gguf_file:
-        return f"the {role}'s GGUF is read from {side.gguf_file}"
+        return f"the {role}'s GGUF facts are read from the header of {side.gguf_file}"
     return (f"the {role}'s GGUF is predicted, after conversion with convert_hf_to_gguf.py @{LLAMACPP_COMMIT} "
             "in its pinned environment")
 

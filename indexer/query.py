@@ -240,7 +240,24 @@ def resolve_target(cat: Catalog, target: str) -> Target:
         class_pk = base["pk"]
         note = ((note + "; " if note else "") + f"{t['repo_id']} has no tokenizer files: answered with the "
                 f"tokenizer of its base {base['repo_id']} (base_model:quantized tag); the size is its own")
-    return Target(_with_size(t, t["repo_id"]), class_pk, class_pk, note)
+    return Target(_with_size(t, t["repo_id"]), class_pk, class_pk, note,
+                  gguf_file=_hub_gguf(cat, class_pk, t["repo_id"]) if t["tokenizer_id"] is None else None)
+
+
+def _hub_gguf(cat: Catalog, pk: int, repo_id: str) -> str | None:
+    """``REPO:QUANT`` when the repo is a GGUF repo whose header was read (its engine facts say so)."""
+    from .catalog import hub_gguf_name
+
+    row = cat.one("SELECT e.gguf FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": pk})
+    if row is None or row[0] is None:
+        return None
+    facts = row[0]
+    if isinstance(facts, (str, bytes)):
+        import json
+
+        facts = json.loads(facts)
+    return hub_gguf_name(repo_id, facts)
 
 
 def _local_target(cat: Catalog, path: str) -> Target:
@@ -390,6 +407,8 @@ class Query:
             return f"{error}: {ENGINE_NAMES[self.engine]} refuses it"
         if self.entry.class_key == ("gguf_sig",):
             gguf_error = self._engine_fact("gguf_error")
+            if gguf_error and self.target.gguf_file:  # read facts: libllama's own words
+                return f"the target's GGUF ({self.target.gguf_file}): {gguf_error}"
             if gguf_error:
                 return f"the target cannot be converted to GGUF: {gguf_error}"
         return None
@@ -593,8 +612,14 @@ class Query:
             "ratio": self._ratio(r["params"]),
             "downloads": r["downloads"],
             "reasons": self._reasons(r, ranked),
-            "launch": launch(self.engine, self.t["repo_id"], r["repo_id"]),
+            "launch": launch(self.engine, self.target.gguf_file or self.t["repo_id"], self._launch_name(r)),
         }
+
+    def _launch_name(self, r: dict) -> str:
+        """A GGUF repo draft launches as ``REPO:QUANT`` (llama-server -hfd); others by their repo id."""
+        if r.get("tokenizer_id") is None and self.entry.class_key == ("gguf_sig",):
+            return _hub_gguf(self.cat, r["pk"], r["repo_id"]) or r["repo_id"]
+        return r["repo_id"]
 
     def _miss(self, r: dict, outcome: str, check: str, reason: str, fix: str | None) -> dict:
         e = self._entry(r)

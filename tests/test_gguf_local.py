@@ -68,7 +68,7 @@ def test_check_two_files_and_engines_that_load_no_gguf(tmp_path):
         assert v[name]["outcome"] == "refused" and v[name]["reasons"][0].startswith("not judged:")
     assert out["launch"]["llama.cpp"] == f"llama-server -m {t} -md {d} --spec-type draft-simple"
     same = run("check", t, write_gguf(tmp_path / "e.gguf", tokens=bpe_tokens(300)), "--engine", "llama.cpp")
-    assert same.exit_code == 0 and "is read from" in same.output
+    assert same.exit_code == 0 and "read from the header of" in same.output
 
 
 def test_hf_directory_against_a_gguf_file_same_rule(catalog, tmp_path):

@@ -1,0 +1,136 @@
+"""GGUF-only repos through the crawl (hubsim + the real client): one header range-read per new LFS sha256,
+facts of their own in the catalog, judged by llama.cpp's rule with HF repos (predicted) and each other."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+from crawlkit import crawl, set_meta
+from ggufkit import write_vocab_gguf
+from test_engines import make_spm
+
+from indexer.catalog import side_from_catalog
+from indexer.cli import cli
+from indexer.compute import compute
+from indexer.db import upgrade
+from indexer.engines import verdicts
+from indexer.gguf import predict_gguf
+from indexer.hubsim import HubServer
+from indexer.query import run_query
+
+B, MB = 10**9, 1 << 20
+EXTRA = tuple(f"<extra_{i}>" for i in range(20))
+QUANTS = {"Big-7B-Q2_K.gguf": 40 * MB, "Big-7B-Q4_K_M.gguf": 64 * MB, "Big-7B-Q8_0.gguf": 96 * MB,
+          "mmproj-Big-7B-f16.gguf": 8 * MB}
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gguf-crawl")
+    hub = root / "hub"
+    for repo_id, kw, params in (("spm/Big-7B", {}, 7 * B), ("spm/Small-0.5B", {}, B // 2),
+                                ("spm/Chat-0.4B", {"added": EXTRA}, B // 3)):
+        make_spm(hub / repo_id, **kw)
+        set_meta(hub, repo_id, params=params)
+    big = predict_gguf(hub / "spm/Big-7B")
+    small = predict_gguf(hub / "spm/Small-0.5B")
+    # the quantizer's repo of Big-7B: three quants and a projector, padded to realistic sizes
+    for name, size in QUANTS.items():
+        path = write_vocab_gguf(hub / "quant/Big-7B-GGUF" / name, big, file_type=10)
+        with open(path, "r+b") as f:
+            f.truncate(size)
+    set_meta(hub, "quant/Big-7B-GGUF", tags=["gguf", "base_model:quantized:spm/Big-7B"])
+    # a byte-identical mirror: the same LFS sha256, no request
+    shutil.copytree(hub / "quant/Big-7B-GGUF", hub / "mirror/Big-7B-GGUF")
+    # a fine-tune's quant whose token 9 was renamed; a split small model; a draft GGUF of Small
+    write_vocab_gguf(hub / "quant/Tuned-7B-GGUF" / "Tuned-7B-Q4_K_M.gguf", big, rename={9: "<|tool|>"})
+    write_vocab_gguf(hub / "quant/Small-GGUF" / "Small-Q8_0.gguf", small, split_max_tensors=1, n_tensors=2)
+    (hub / "quant/Broken-GGUF").mkdir(parents=True)
+    (hub / "quant/Broken-GGUF" / "Broken-Q4_0.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x01" * 64)
+    db = str(root / "catalog.db")
+    upgrade(db)
+    with HubServer(str(hub)) as server:
+        summary = crawl(db, server)
+        counts = dict(server.counts)
+    compute(db)
+    return db, summary, counts, hub
+
+
+def rows(db):
+    with sqlite3.connect(db) as con:
+        con.row_factory = sqlite3.Row
+        return {r["repo_id"]: dict(r) for r in con.execute("SELECT * FROM repos")}
+
+
+def test_gguf_repos_are_read_from_one_header(hub):
+    db, summary, counts, _ = hub
+    r = rows(db)
+    big = r["quant/Big-7B-GGUF"]
+    assert big["status"] == "ok" and big["tokenizer_id"] is None and big["file_set_id"] is not None
+    assert "Big-7B-Q2_K.gguf" in big["reason"] and "smallest of 3 GGUF model files" in big["reason"]
+    mirror = r["mirror/Big-7B-GGUF"]
+    assert mirror["file_set_id"] == big["file_set_id"] and mirror["status"] == "ok"
+    # whichever of the two came first read the header; the other cost no request
+    assert sum("already read: no request" in x["reason"] for x in (big, mirror)) == 1
+    assert r["quant/Small-GGUF"]["status"] == "ok" and "shard 1 of 2" in r["quant/Small-GGUF"]["reason"]
+    broken = r["quant/Broken-GGUF"]
+    assert broken["status"] == "malformed" and "not a valid GGUF file" in broken["reason"]
+    g = summary["gguf"]
+    assert g["headers_read"] == 4 and g["already_known"] == 1  # Big, Tuned, Small, Broken; the mirror free
+    assert g["range_requests"] == 4  # one range each: every section here is small
+    # never a whole file: the padded quants alone are over 200 MB
+    assert summary["bytes_downloaded"] < 4 * 8 * MB + 2 * MB
+
+
+def test_gguf_repos_get_llamacpp_verdicts_from_their_own_facts(hub):
+    db, *_ = hub
+    sides = {r: side_from_catalog(r, db=db) for r in ("spm/Big-7B", "spm/Small-0.5B", "quant/Big-7B-GGUF",
+                                                      "quant/Tuned-7B-GGUF", "quant/Small-GGUF")}
+    assert sides["quant/Big-7B-GGUF"].gguf_file == "quant/Big-7B-GGUF:Q2_K"
+    v = verdicts(sides["quant/Big-7B-GGUF"], sides["quant/Small-GGUF"])
+    assert v["llama.cpp"].outcome == "works" and v["lmstudio"].outcome == "works"
+    assert v["sglang"].outcome == "refused" and v["sglang"].reasons[0].startswith("not judged")
+    tuned = verdicts(sides["quant/Big-7B-GGUF"], sides["quant/Tuned-7B-GGUF"])["llama.cpp"]
+    assert tuned.outcome == "no_speculation" and "token 9 text differs" in tuned.reasons[0]
+    mixed = verdicts(sides["spm/Big-7B"], sides["quant/Small-GGUF"])["llama.cpp"]
+    assert mixed.outcome == "works" and any("predicted" in x for x in mixed.reasons)
+
+
+def test_query_and_check_treat_gguf_repos_alike(hub):
+    db, *_ = hub
+    result = run_query("quant/Big-7B-GGUF", engine="llama.cpp", db=db)
+    drafts = {d["repo_id"]: d for d in result["drafts"]}
+    assert {"quant/Small-GGUF", "spm/Small-0.5B"} <= set(drafts) and "quant/Tuned-7B-GGUF" not in drafts
+    assert drafts["quant/Small-GGUF"]["launch"] == ("llama-server -hf quant/Big-7B-GGUF:Q2_K -hfd "
+                                                     "quant/Small-GGUF:Q8_0 --spec-type draft-simple")
+    assert "note" not in result["target"] or "base" not in (result["target"]["note"] or "")  # its own facts
+    hf = {d["repo_id"] for d in run_query("spm/Big-7B", engine="llama.cpp", db=db)["drafts"]}
+    assert {"quant/Small-GGUF", "spm/Small-0.5B"} <= hf
+    sg = run_query("quant/Big-7B-GGUF", engine="sglang", db=db)
+    assert sg["drafts"] == [] and "not judged" in sg["refused"]
+    res = CliRunner().invoke(cli, ["check", "--db", db, "quant/Big-7B-GGUF", "quant/Tuned-7B-GGUF",
+                                   "--engine", "llama.cpp", "--json"])
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out["details"]["gguf"]["target"]["source"] == "read"
+    assert out["launch"]["llama.cpp"].startswith("llama-server -hf quant/Big-7B-GGUF:Q2_K -hfd quant/Tuned")
+
+
+def test_a_second_crawl_reads_nothing(hub):
+    db, _, _, hub_dir = hub
+    before = rows(db)
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE repos SET sha = 'x' || substr(sha, 2) WHERE repo_id LIKE 'quant/%'")
+    # the sha256s read (or found malformed) are in the catalog: re-resolving changed repos reads no byte of them
+    with HubServer(str(hub_dir)) as server:
+        summary = crawl(db, server)
+        cdn = server.counts["cdn_get"]
+    assert summary["gguf"]["range_requests"] == 0 and summary["gguf"]["already_known"] == 4 and cdn == 0
+    after = rows(db)
+    for rid in ("quant/Big-7B-GGUF", "quant/Tuned-7B-GGUF", "quant/Small-GGUF", "quant/Broken-GGUF"):
+        assert after[rid]["status"] == before[rid]["status"]
+        assert after[rid]["file_set_id"] == before[rid]["file_set_id"]
