@@ -28,6 +28,7 @@ MAX_STRING_LENGTH = 1 << 30  # GGUF_MAX_STRING_LENGTH, ggml/src/gguf.cpp:20
 MAX_ARRAY_ELEMENTS = 1 << 30  # GGUF_MAX_ARRAY_ELEMENTS, ggml/src/gguf.cpp:21
 DEFAULT_MAX_KV_BYTES = 256 << 20  # our cap on a key/value section (real ones are 1-20 MiB)
 FIRST_READ = 8 << 20  # one range covers the section of typical vocabularies (<= ~200k tokens with merges)
+TAIL = 32 << 10  # an extension also covers this much after the projected vocabulary (ids, chat template)
 KEEP_STRING = 1 << 20  # strings longer than this are kept as their length only (no fact needs them)
 KEEP_ARRAY = 64  # arrays other than the token list keep their values up to this many elements
 
@@ -93,6 +94,7 @@ class _Cursor:
         # the bytes that can exist: the file's size when known (the library's nbytes_remain), else the cap
         self.limit = min(file_size, cap) if file_size is not None else cap
         self.file_size, self.cap = file_size, cap
+        self.key, self.count = None, 0  # the key being read, and its array length (projections)
 
     def _room(self, n: int, what: str, project: int | None = None) -> None:
         """Bytes [pos, pos+n) must exist: past the file or the cap is malformed, past the prefix is short."""
@@ -119,6 +121,7 @@ class _Cursor:
         return self.scalar(GGUFValueType.UINT64, what)
 
     def string(self, what: str, keep: bool = True, project: int | None = None):
+        self._room(8, f"{what} length", project)
         n = self.u64(f"{what} length")
         if n > MAX_STRING_LENGTH:
             raise _Bad(f"{what} at offset {self.pos - 8}: length {n} exceeds GGUF's maximum {MAX_STRING_LENGTH}")
@@ -128,9 +131,13 @@ class _Cursor:
         return bytes(self.buf[start:self.pos]) if keep else n
 
 
+_U64 = struct.Struct("<Q").unpack_from
+
+
 def _array(cur: _Cursor, key: str, keep_all: bool) -> Array:
     typ = cur.u32(f"array type of {key!r}")
     count = cur.u64(f"array length of {key!r}")
+    cur.count = count
     if typ == GGUFValueType.ARRAY or (typ not in _SIZE and typ != GGUFValueType.STRING):
         raise _Bad(f"key {key!r} has invalid GGUF array element type {typ}")
     if count > MAX_ARRAY_ELEMENTS:
@@ -145,17 +152,31 @@ def _array(cur: _Cursor, key: str, keep_all: bool) -> Array:
             out.values = [v != 0 for v in values] if typ == GGUFValueType.BOOL else values
         cur.pos += size
         return out
-    cur._room(8 * count, f"array {key!r} ({count} strings)")  # each string has at least its length field
+    if cur.pos + 8 * count > cur.limit:  # each string has at least its length field
+        cur._room(8 * count, f"array {key!r} ({count} strings)")
     keep = keep_all or count <= KEEP_ARRAY
     values: list[str] | None = [] if keep else None
-    start = cur.pos
-    for i in range(count):
-        done = cur.pos - start
+    start, buf, end = cur.pos, cur.buf, cur.end
+    pos, i = cur.pos, 0
+    while i < count:
+        # fast path: the whole element is in the buffer and its length is sane
+        if pos + 8 <= end:
+            n = _U64(buf, pos)[0]
+            stop = pos + 8 + n
+            if n <= MAX_STRING_LENGTH and stop <= end and stop <= cur.limit:
+                if keep:
+                    values.append(token_text(bytes(buf[pos + 8:stop])))
+                pos, i = stop, i + 1
+                continue
+        # slow path (short, hostile or at the end of the data): the cursor's checks give the reason
+        cur.pos = pos
         # where the array probably ends, from the mean element size so far: the next read asks for all of it
-        project = cur.pos + (count - i) * (done // i if i else 16) + (count - i) // 16 if i else None
+        project = pos + (count - i) * ((pos - start) // i if i else 16) + (count - i) // 16 if i else None
         raw = cur.string(f"element {i} of {key!r}", keep, project)
         if keep:
             values.append(token_text(raw))
+        pos, i = cur.pos, i + 1
+    cur.pos = pos
     out.values = values
     return out
 
@@ -167,13 +188,38 @@ def parse_header(data, file_size: int | None = None, *, max_bytes: int = DEFAULT
     try:
         _parse(cur, h)
     except _Short as e:
-        h.status, h.need = "need_more", e.need
+        h.status, h.need = "need_more", e.need + _rest_of_vocabulary(cur, h)
         h.reason = f"the key/value section goes on past byte {cur.end}: read at least {e.need} bytes"
         h.tokens = None
     except _Bad as e:
         h.status, h.reason = "malformed", f"not a valid GGUF file: {e}"
         h.tokens = None
     return h
+
+
+MERGE_BYTES = 20  # a BPE merge string with its length field, a little above real averages (~17)
+
+
+def _rest_of_vocabulary(cur: _Cursor, h: Header) -> int:
+    """Bytes of the vocabulary arrays that usually follow the one the prefix ended in (the converter writes
+    tokens, then scores (SPM/UGM) and token types, then merges (BPE): gguf-py/gguf/gguf_writer.py and
+    vocab.py), so one more read covers the section instead of one per array."""
+    tk = Keys.Tokenizer
+    if cur.key not in (tk.LIST, tk.SCORES, tk.TOKEN_TYPE):
+        return 0
+    n = cur.count if cur.key == tk.LIST else (h.arrays[tk.LIST].count if tk.LIST in h.arrays else 0)
+    model = h.values.get(tk.MODEL)
+    after = {tk.LIST: [tk.SCORES, tk.TOKEN_TYPE, tk.MERGES], tk.SCORES: [tk.TOKEN_TYPE, tk.MERGES],
+             tk.TOKEN_TYPE: [tk.MERGES]}[cur.key]
+    rest = 0
+    for key in after:
+        if key == tk.SCORES and model in ("llama", "t5"):
+            rest += 4 * n + 32
+        elif key == tk.TOKEN_TYPE:
+            rest += 4 * n + 32
+        elif key == tk.MERGES and model == "gpt2":
+            rest += MERGE_BYTES * n + 32
+    return rest
 
 
 def _parse(cur: _Cursor, h: Header) -> None:
@@ -204,6 +250,7 @@ def _parse(cur: _Cursor, h: Header) -> None:
             raise _Bad(f"duplicate key {key!r}")
         typ = cur.u32(f"type of {key!r}")
         h.types[key] = typ
+        cur.key, cur.count = key, 0
         if typ == GGUFValueType.ARRAY:
             h.arrays[key] = arr = _array(cur, key, keep_all=key == tokens_key)
             if key == tokens_key and arr.type == GGUFValueType.STRING:
@@ -252,8 +299,8 @@ def read_kv_section(read: Callable[[int, int], bytes], file_size: int | None, *,
         if len(buf) < want:  # the source gave fewer bytes than asked: the file ended
             return Read(Header("malformed", reason=f"not a valid GGUF file: the file ends at byte {len(buf)}, "
                                "inside the key/value section"), len(buf), requests)
-        # the projection plus 1/32 and 64 KiB for the keys after it (special ids, chat template)
-        want = min(limit, max(h.need, h.need + h.need // 32 + (64 << 10)))
+        # the projection plus 1/32 and a tail for the keys after the vocabulary (special ids, chat template)
+        want = min(limit, h.need + h.need // 32 + TAIL)
         if want <= len(buf):
             return Read(Header("malformed", reason=f"the key/value section is longer than the {max_bytes}-byte "
                                "cap"), len(buf), requests)

@@ -134,3 +134,22 @@ def test_a_second_crawl_reads_nothing(hub):
     for rid in ("quant/Big-7B-GGUF", "quant/Tuned-7B-GGUF", "quant/Small-GGUF", "quant/Broken-GGUF"):
         assert after[rid]["status"] == before[rid]["status"]
         assert after[rid]["file_set_id"] == before[rid]["file_set_id"]
+
+
+def test_read_range_is_one_pinned_206_through_the_cdn(hub):
+    from indexer.hub import HubClient
+
+    db, _, _, hub_dir = hub
+    path = hub_dir / "quant/Big-7B-GGUF" / "Big-7B-Q8_0.gguf"
+    data = path.read_bytes()[:5000]
+    with HubServer(str(hub_dir)) as server, HubClient(server.endpoint, token=False, retries=1) as client:
+        sha = client.model_info("quant/Big-7B-GGUF").sha
+        before = dict(server.counts)
+        got = client.read_range("quant/Big-7B-GGUF", sha, "Big-7B-Q8_0.gguf", 1000, 5000)
+        after = dict(server.counts)
+        log = [e for e in server.request_log if "Big-7B-Q8_0" in e[1] or "/cdn/" in e[1]]
+    assert got == data[1000:5000]
+    assert after["resolve_get"] - before["resolve_get"] == 1 and after["cdn_get"] - before["cdn_get"] == 1
+    assert after["bytes_sent"] - before["bytes_sent"] == 4000  # the range, not the 96 MB file
+    assert [status for _, _, status in log[-2:]] == [302, 206]
+    assert f"/resolve/{sha}/" in log[-2][1]  # pinned to the listed commit
