@@ -81,7 +81,7 @@ def headers(dirs: list[Path], pad_mb: int, repeat: int) -> None:
     import tempfile
 
     from indexer.gguf_header import parse_header
-    from indexer.gguf_hub import GGUFReader
+    from indexer.gguf_hub import GGUFHeaderReader
     from indexer.hub import HubClient
     from indexer.hubsim import HubServer
     from indexer.hubsim.gguf_repos import write_vocab_gguf
@@ -106,7 +106,7 @@ def headers(dirs: list[Path], pad_mb: int, repeat: int) -> None:
         worst = 0.0
         with HubServer(str(hub)) as server, HubClient(server.endpoint, token=False) as client:
             for rid, _, _ in cases:
-                reader = GGUFReader(client)
+                reader = GGUFHeaderReader(client)
                 info = {p.name: (p.stat().st_size, None) for p in (hub / rid).iterdir()}
                 sha = client.model_info(rid).sha
                 before = server.counts["bytes_sent"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .blobstore import BlobStore
 from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
-from .gguf_hub import GGUFReader, gguf_names
+from .gguf_hub import GGUFHeaderReader, gguf_names
 from .hub import (
     BudgetExhausted,
     HubClient,
@@ -75,7 +75,7 @@ def describe(e: BaseException) -> str:
 class Fetcher:
     def __init__(self, client: HubClient, store: BlobStore, max_file_bytes: int, gguf_known: set[str] | None = None):
         self.client, self.store, self.max_file_bytes = client, store, max_file_bytes
-        self.gguf = GGUFReader(client, gguf_known)
+        self.gguf = GGUFHeaderReader(client, gguf_known)
         self._inflight: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 

@@ -57,7 +57,7 @@ class GGUFRead:
                 f"file{'s' if self.n_files != 1 else ''}; key/value section only, {how})")
 
 
-class GGUFReader:
+class GGUFHeaderReader:
     """Reads GGUF headers for the fetch workers; thread-safe, one read per sha256 per run."""
 
     def __init__(self, client, known: set[str] | None = None, *, first: int = FIRST_READ,
@@ -117,4 +117,4 @@ class GGUFReader:
             ev.set()
 
 
-__all__ = ["GGUFRead", "GGUFReader", "gguf_names", "gguf_set_key"]
+__all__ = ["GGUFRead", "GGUFHeaderReader", "gguf_names", "gguf_set_key"]
