@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -146,6 +147,10 @@ def test_read_range_is_one_pinned_206_through_the_cdn(hub):
         sha = client.model_info("quant/Big-7B-GGUF").sha
         before = dict(server.counts)
         got = client.read_range("quant/Big-7B-GGUF", sha, "Big-7B-Q8_0.gguf", 1000, 5000)
+        for _ in range(200):  # the server counts a body once it is written, just after the client has it
+            if server.counts["bytes_sent"] != before["bytes_sent"]:
+                break
+            time.sleep(0.01)
         after = dict(server.counts)
         log = [e for e in server.request_log if "Big-7B-Q8_0" in e[1] or "/cdn/" in e[1]]
     assert got == data[1000:5000]
@@ -153,3 +158,21 @@ def test_read_range_is_one_pinned_206_through_the_cdn(hub):
     assert after["bytes_sent"] - before["bytes_sent"] == 4000  # the range, not the 96 MB file
     assert [status for _, _, status in log[-2:]] == [302, 206]
     assert f"/resolve/{sha}/" in log[-2][1]  # pinned to the listed commit
+
+
+def test_gguf_repos_on_postgresql(hub, pg_url, tmp_path, monkeypatch):
+    """The same crawl into PostgreSQL: the GGUF file sets, engine facts and classes answer alike."""
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    _, _, _, hub_dir = hub
+    monkeypatch.chdir(tmp_path)  # a server catalog keeps blobs and token lists under ./data
+    monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))
+    upgrade(pg_url)
+    with HubServer(str(hub_dir)) as server:
+        summary = crawl(pg_url, server)
+    assert summary["gguf"]["headers_read"] == 4 and summary["statuses"]["ok"] >= 6
+    compute(pg_url)
+    drafts = {d["repo_id"] for d in run_query("quant/Big-7B-GGUF", engine="llama.cpp", db=pg_url)["drafts"]}
+    assert {"quant/Small-GGUF", "spm/Small-0.5B"} <= drafts and "quant/Tuned-7B-GGUF" not in drafts
+    tuned = verdicts(side_from_catalog("quant/Big-7B-GGUF", db=pg_url),
+                     side_from_catalog("quant/Tuned-7B-GGUF", db=pg_url))["llama.cpp"]
+    assert tuned.outcome == "no_speculation"
