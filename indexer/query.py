@@ -215,7 +215,8 @@ def resolve_target(cat: Catalog, target: str) -> Target:
         try:
             gguf_path = local_gguf_arg(target)
         except InputError as e:
-            raise QueryError(f"target {target}: {e.message}") from None
+            msg = e.message if e.message.startswith(f"{target}: ") else f"{target}: {e.message}"
+            raise QueryError(f"target {msg}") from None
         if gguf_path is not None:
             return _local_gguf_target(cat, target, gguf_path)
         return _local_target(cat, target)
@@ -492,8 +493,11 @@ class Query:
                 {"e": self.engine, "cid": self.class_id})
             for cid, reason in fails:
                 for r in self._ranked([cid], base, {}, limit):
+                    fix = self._tli_fix(r) if r["tokenizer_id"] is not None and t["tokenizer_id"] is not None else (
+                        "a GGUF side has no HF tokenizer for TLI: pick a draft GGUF converted from the target's "
+                        "tokenizer files (or re-convert this draft with them)")
                     out.append(self._miss(r, "no_speculation", "token list",
-                                          f"{reason}: llama-server serves without a draft", self._tli_fix(r)))
+                                          f"{reason}: llama-server serves without a draft", fix))
         elif self.size is not None:
             # useless: same size, another get_vocab() mapping (the engine starts, drafts are rejected).
             params = {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]}
