@@ -262,6 +262,13 @@ def _parse(cur: _Cursor, h: Header) -> None:
             h.values[key] = cur.scalar(typ, f"value of {key!r}")
         else:
             raise _Bad(f"key {key!r} has invalid GGUF type {typ}")
+    align_key = Keys.General.ALIGNMENT  # ggml/src/gguf.cpp:622-636: a uint32 power of two, else the file fails
+    if align_key in h.types:
+        align = h.values.get(align_key)
+        if h.types[align_key] != GGUFValueType.UINT32:
+            raise _Bad(f"key '{align_key}' must be of type u32 but is {TYPE_NAMES.get(h.types[align_key])}")
+        if not align or align & (align - 1):
+            raise _Bad(f"alignment {align} is not a power of 2")
     h.kv_end = cur.pos
 
 

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from indexer.cli import cli
 from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, REPOS, build_demo_hub
+from indexer.query import run_query
 
 
 def test_demo_hub_has_the_tricky_cases(tmp_path):
@@ -75,6 +76,9 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     assert drafts["lumen-ai/Lumen-0.5B-Instruct-GGUF"]["launch"] == (
         "llama-server -hf lumen-ai/Lumen-7B-Instruct-GGUF:Q4_K_M -hfd lumen-ai/Lumen-0.5B-Instruct-GGUF:Q8_0 "
         "--spec-type draft-simple")
+    misses = run_query("lumen-ai/Lumen-7B-Instruct-GGUF", engine="llama.cpp", db=str(db), near_misses=True)
+    sft = next(m for m in misses["near_misses"] if m["repo_id"] == "quietfox/Lumen-0.5B-Instruct-sft-GGUF")
+    assert sft["outcome"] == "no_speculation" and "converted from the target's tokenizer" in sft["fix"]
     res = CliRunner().invoke(cli, ["check", "--db", str(db), "lumen-ai/Lumen-7B-Instruct-GGUF",
                                    "quietfox/Lumen-0.5B-Instruct-sft-GGUF", "--engine", "llama.cpp", "--json"])
     assert res.exit_code == 1

@@ -99,6 +99,22 @@ def test_read_kv_section_follows_need_and_never_reads_tensor_data(tmp_path):
     assert r1.requests == 1 and r1.header.ok
 
 
+def test_gguf_v2_reads_like_v3(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", extra=ALL_TYPES)
+    data = p.read_bytes()
+    v2 = data[:4] + struct.pack("<I", 2) + data[8:]  # v2 and v3 share the layout (uint64 counts and lengths)
+    h3, h2 = parse_header(data, len(data)), parse_header(v2, len(v2))
+    assert h2.ok and h2.version == 2 and (h2.values, h2.kv_end) == (h3.values, h3.kv_end)
+
+
+def test_bad_alignment_is_malformed(tmp_path):
+    for value, vtype, words in ((24, GGUFValueType.UINT32, "not a power of 2"),
+                                (64, GGUFValueType.UINT64, "must be of type u32")):
+        p = write_gguf(tmp_path / "m.gguf", extra=[("general.alignment", value, vtype)])
+        h, _ = header_of(p)
+        assert h.status == "malformed" and words in h.reason
+
+
 def test_alignment_padding(tmp_path):
     p = write_gguf(tmp_path / "m.gguf", alignment=256, n_tensors=3,
                    tensor_bytes=3000)
