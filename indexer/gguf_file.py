@@ -62,7 +62,8 @@ class WrongType(Exception):
 
 
 def _get(h: Header, key: str, typ: GGUFValueType, required: bool = False):
-    """llama_model_loader::get_key: a key of another type throws (src/llama-model-loader.cpp:164-170)."""
+    """llama_model_loader::get_key: a required key missing or a key of another type throws
+    (src/llama-model-loader.cpp:420-433, 164-170)."""
     if key not in h.types:
         if required:
             raise WrongType(f"key not found in model: {key}")
