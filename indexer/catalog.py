@@ -47,7 +47,8 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
             match = find_repo_id(rows, repo_id, engine.dialect.name)  # RepoNotFound: exit 3, HTTP 404
             repo = session.scalar(select(Repo).where(Repo.repo_id == match.repo_id))
             name = match.repo_id
-            base_id = gguf_base(repo.tags) if repo.tokenizer_id is None else None
+            # a GGUF repo whose header was read has its own facts (a file set); only others borrow a base's
+            base_id = gguf_base(repo.tags) if repo.tokenizer_id is None and repo.file_set_id is None else None
             base = session.scalar(select(Repo).where(Repo.repo_id == base_id)) if base_id else None
             if base is not None and base.status == "ok" and base.tokenizer_id is not None:
                 name = f"{repo.repo_id} (tokenizer of its base {base.repo_id})"
@@ -86,7 +87,15 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
         side.text_config_error = ef.text_config_error
         side.has_vision_config = bool(ef.has_vision_config)
         side.gguf, side.gguf_missing = gguf_from_facts(ef, store)
+        side.gguf_file = hub_gguf_name(repo.repo_id, ef.gguf)
     return side
+
+
+def hub_gguf_name(repo_id: str, facts) -> str | None:
+    """``REPO:QUANT`` for a GGUF repo read from its header (what llama-server -hf takes), else None."""
+    if not isinstance(facts, dict) or facts.get("source") != "read":
+        return None
+    return f"{repo_id}:{facts['quant']}" if facts.get("quant") else repo_id
 
 
 def gguf_from_facts(ef: EngineFacts, store: TokenStore):

@@ -149,10 +149,19 @@ def db_upgrade(db):
 @click.option("--reference", is_flag=True, help="Use transformers' AutoTokenizer instead of the fast path.")
 @max_bytes_option
 def fingerprint(directory, as_json, reference, max_file_bytes):
-    """Fingerprint the tokenizer and config of a local model DIRECTORY."""
+    """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
+    (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
     from .fingerprint import fingerprint_dir, transformers_version
     from .modelconfig import read_config
+    from .sides import local_gguf_arg
 
+    try:
+        gguf_path = local_gguf_arg(directory)
+    except InputError as e:
+        fail(e.message)
+    if gguf_path is not None:
+        _fingerprint_gguf(gguf_path, as_json)
+        return
     try:
         fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
         config = read_config(directory, max_file_bytes) if (Path(directory) / "config.json").is_file() else None
@@ -180,6 +189,26 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
         click.echo(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
     if len(added) > 50:
         click.echo(f"  ... {len(added) - 50} more (use --json)")
+
+
+def _fingerprint_gguf(path: Path, as_json: bool) -> None:
+    """What llama.cpp reads from the file's key/value section (indexer/gguf_file.py)."""
+    from .gguf_file import read_gguf
+
+    try:
+        facts = read_gguf(path).to_dict()
+    except InputError as e:
+        fail(e.message)
+    facts = {"file": str(path), **{k: v for k, v in facts.items() if k != "file"}}
+    if as_json:
+        print_json(facts)
+        return
+    for key, value in facts.items():
+        if key == "notes":
+            for note in value:
+                click.echo(f"{'note':29} {note}")
+        else:
+            click.echo(f"{key:29} {value}")
 
 
 def engine_option(help_text: str):
@@ -233,6 +262,8 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
                        f"({tli['ratio']:.1%} of the draft){both}")
         if result["fix"]:
             click.echo(f"  fix: {result['fix']}")
+        for name, cmd in (result.get("launch") or {}).items():
+            click.echo(f"  launch ({name}): {cmd}")
     sys.exit(0 if works_on(result, engine) else 1)
 
 

@@ -82,8 +82,8 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
     families: dict[int, set[str]] = {}
     cur = dbapi_conn.cursor()
     cur.execute("SELECT id, repo_id, base_models, author, family, tokenizer_id, status, "
-                "params IS NULL AND params_estimate IS NULL FROM repos")
-    for pk, repo_id, base, author, family, tok, status, unsized in cur:
+                "params IS NULL AND params_estimate IS NULL, file_set_id FROM repos")
+    for pk, repo_id, base, author, family, tok, status, unsized, fs in cur:
         pk_of[repo_id] = pk
         if base:
             try:
@@ -92,9 +92,9 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
                 bases = None
             if isinstance(bases, list) and bases and isinstance(bases[0], str) and bases[0] != repo_id:
                 parent[repo_id] = bases[0]
-        if status == "ok" and tok is not None:
+        if status == "ok" and (tok is not None or fs is not None):  # a tokenizer, or a GGUF repo's own facts
             ok.append((pk, repo_id, author, family, unsized))
-            if family is not None:
+            if family is not None and tok is not None:
                 families.setdefault(tok, set()).add(family)
     cur.close()
     outside: dict[str, int] = {}
@@ -182,9 +182,11 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                     "COALESCE(r.params, r.params_estimate, x.name_params), r.downloads, "  # estimates rank too
                     "x.lineage_id, x.author_id, x.family_id, r.is_chat, "
                     f"CASE WHEN r.gated IS NULL OR r.gated IN {NOT_GATED} THEN FALSE ELSE TRUE END, "
-                    "COALESCE(r.disabled, FALSE) FROM repos r JOIN tokenizers t ON t.id = r.tokenizer_id "
+                    "COALESCE(r.disabled, FALSE) FROM repos r LEFT JOIN tokenizers t ON t.id = r.tokenizer_id "
                     "JOIN tmp_repo x ON x.repo_pk = r.id LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
-                    "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.status = 'ok' ORDER BY r.id")
+                    "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.status = 'ok' "
+                    # a GGUF repo has no tokenizer: its engine facts were read from its GGUF header
+                    "AND (t.id IS NOT NULL OR e.gguf_signature IS NOT NULL) ORDER BY r.id")
                 say("narrow copy built")
                 conn.exec_driver_sql(f"DROP INDEX IF EXISTS {CLASS_INDEX}")
                 conn.exec_driver_sql("DELETE FROM repo_classes")
@@ -207,7 +209,8 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql("UPDATE tokenizers SET repo_count = 0")
                 conn.exec_driver_sql("DROP TABLE IF EXISTS tmp_counts")
                 conn.exec_driver_sql("CREATE TEMPORARY TABLE tmp_counts (tok INTEGER PRIMARY KEY, n INTEGER)")
-                conn.exec_driver_sql("INSERT INTO tmp_counts SELECT tok, count(*) FROM tmp_ok GROUP BY tok")
+                conn.exec_driver_sql("INSERT INTO tmp_counts SELECT tok, count(*) FROM tmp_ok WHERE tok IS NOT NULL "
+                                     "GROUP BY tok")
                 conn.exec_driver_sql(
                     "UPDATE tokenizers SET repo_count = (SELECT n FROM tmp_counts WHERE tok = tokenizers.id) "
                     "WHERE id IN (SELECT tok FROM tmp_counts)")

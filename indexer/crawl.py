@@ -155,7 +155,14 @@ class Crawler:
         from .tokenstore import TokenStore, default_root
 
         self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
-        self.fetcher = Fetcher(self.client, self.store, options.max_file_bytes)
+        self.fetcher = Fetcher(self.client, self.store, options.max_file_bytes, gguf_known=self._gguf_known())
+
+    def _gguf_known(self) -> set[str]:
+        """file_sets keys without a tokenizer: GGUF files already read (by LFS sha256) among failed sets."""
+        from .models import FileSet
+
+        with self.Session() as session:
+            return set(session.scalars(select(FileSet.key).where(FileSet.tokenizer_id.is_(None))))
 
     # -- budget ------------------------------------------------------------------------------------
     def _deadline(self) -> float | None:
@@ -428,6 +435,7 @@ class Crawler:
             "quota": c["quota"],
             "pacing_wait_seconds": c["pacing_wait_seconds"],
             "file_sets_fingerprinted": self.writer.fingerprinted,
+            "gguf": self.fetcher.gguf.stats(),
             "seconds": round(elapsed, 3),
             "errors": self.errors[:20],
         }

@@ -13,7 +13,10 @@ Tricky cases in the demo hub (target ``lumen-ai/Lumen-7B-Instruct``):
 * ``lumen-ai/Lumen-0.5B``: the base tokenizer without the chat tokens → mappings differ (SGLang rejects).
 * ``corvid-labs/Corvid-1B``: same vocab_size, a different token→id mapping → transformers would
   treat it as the same tokenizer and silently corrupt output.
-* a repo without tokenizer files and a gated repo: they get a row with a status, never dropped.
+* GGUF-only repos (no tokenizer files): two quants of the target, a quant of the 0.5B draft, and a
+  fine-tune's quant with a renamed chat token; their facts are read from one GGUF header each (llama.cpp
+  judges them, the other engines say they load no GGUF).
+* a gated repo: it gets a row with a status, never dropped.
 
 The hub stays in ``demo-hub/`` beside the catalog (:func:`demo_hub_dir`) for the README examples.
 """
@@ -54,14 +57,23 @@ REPOS = [
     ("quietfox/Lumen-0.5B-Instruct-sft", "Lumen", True, 576, 500_000_000, 310,
      "lumen-ai/Lumen-0.5B-Instruct", {}),
     ("lumen-ai/Lumen-70B-Instruct", "Lumen", True, 576, 70_000_000_000, 12_000, None, {"gated": "manual"}),
-    ("lumen-ai/Lumen-7B-Instruct-GGUF", "Lumen", True, 576, None, 4_000, DEMO_TARGET, {"no_tokenizer": True}),
+    ("lumen-ai/Lumen-7B-Instruct-GGUF", "Lumen", True, 576, None, 4_000, DEMO_TARGET,
+     {"no_tokenizer": True,
+      "gguf": {"Lumen-7B-Instruct-Q4_K_M.gguf": (15, 44), "Lumen-7B-Instruct-Q8_0.gguf": (7, 76)}}),
     ("corvid-labs/Corvid-8B-Instruct", "Corvid", True, 576, 8_000_000_000, 67_000, None, {}),
     ("corvid-labs/Corvid-1B", "Corvid", False, 576, 1_000_000_000, 15_000, None, {}),
     ("basalt-ai/Basalt-3B-Instruct", "Basalt", True, 704, 3_000_000_000, 44_000, None, {}),
     ("basalt-ai/Basalt-0.3B-Instruct", "Basalt", True, 704, 300_000_000, 8_800, None, {}),
     ("amberlab/Basalt-0.3B-Instruct-ko", "Basalt", True, 704, 300_000_000, 95,
      "basalt-ai/Basalt-0.3B-Instruct", {}),
+    ("lumen-ai/Lumen-0.5B-Instruct-GGUF", "Lumen", True, 576, None, 2_600, "lumen-ai/Lumen-0.5B-Instruct",
+     {"no_tokenizer": True, "gguf": {"Lumen-0.5B-Instruct-Q8_0.gguf": (7, 12)}}),
+    # a fine-tune's quant whose converter run renamed a chat token: llama.cpp compares token texts from id 5
+    ("quietfox/Lumen-0.5B-Instruct-sft-GGUF", "Lumen", True, 576, None, 140, "quietfox/Lumen-0.5B-Instruct-sft",
+     {"no_tokenizer": True, "gguf": {"Lumen-0.5B-Instruct-sft-Q4_K_M.gguf": (15, 9)},
+      "rename": {"<|im_start|>": "<|tool_call|>"}}),
 ]
+
 
 
 def _dumps(obj) -> str:
@@ -167,12 +179,13 @@ def build_demo_hub(out_dir) -> dict:
         for name, text in files.items():
             (repo_dir / name).write_text(text, encoding="utf-8")
         created = EPOCH + i * 86400 * 9
-        tags = ["transformers", "safetensors", model_type, "text-generation"]
+        tags = (["gguf", model_type, "text-generation"] if extra.get("gguf") else
+                ["transformers", "safetensors", model_type, "text-generation"])
         if chat:
             tags.append("conversational")
         m = {"createdAt": hub_date(created), "lastModified": hub_date(created + 86400 * 3),
              "downloads": downloads, "likes": downloads // 300, "pipeline_tag": "text-generation",
-             "library_name": "transformers", "tags": tags}
+             "library_name": "gguf" if extra.get("gguf") else "transformers", "tags": tags}
         if params:
             m["params"] = params
         if base:
@@ -182,6 +195,9 @@ def build_demo_hub(out_dir) -> dict:
         if extra.get("gated"):
             m["gated"] = extra["gated"]
         meta[rid] = m
+    for rid, _fam, _chat, _vs, _params, _dl, base, extra in REPOS:
+        if extra.get("gguf"):
+            _gguf_repo(out, rid, base, extra)
     (out / HUB_META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
     families = "\n".join(
         f'[[family]]\nname = "{name}"\nauthors = ["{spec[0]}"]\npatterns = ["{name.lower()}*"]\n'
@@ -190,6 +206,20 @@ def build_demo_hub(out_dir) -> dict:
     )
     (out / "families.toml").write_text(families, encoding="utf-8")
     return meta
+
+
+def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
+    """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf predicts it),
+    written with the gguf package's GGUFWriter and padded like real multi-GB files (sparse)."""
+    from .gguf import predict_gguf
+    from .hubsim.gguf_repos import write_vocab_gguf
+
+    vocab = predict_gguf(out / base)
+    rename = {vocab.tokens.index(old): new for old, new in extra.get("rename", {}).items()}
+    for name, (file_type, padded_mb) in extra["gguf"].items():  # (general.file_type, size padded to, sparse)
+        path = write_vocab_gguf(out / rid / name, vocab, rename=rename, file_type=file_type,
+                                name=rid.split("/")[1].removesuffix("-GGUF"), chat_template=CHATML, arch="llama")
+        os.truncate(path, max(path.stat().st_size, padded_mb << 20))
 
 
 @contextmanager

@@ -48,6 +48,7 @@ class Side:
     gguf: object | None = None  # indexer.gguf.GGUFVocab: what convert_hf_to_gguf.py would write
     gguf_missing: str | None = None  # why ``gguf`` is None
     model_type: str | None = None  # config.json model_type (mlx-lm picks its model class by it)
+    gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
 
 
 @dataclass
@@ -87,9 +88,23 @@ class Engine:
     # Speculator heads and built-in MTP, per --method (eagle, eagle3, dflash, mtp, ngram): heads.HEAD_RULES' entry
     # for this engine (engine method name, fit rule, launch builder, source). Empty: it loads no heads.
     heads: dict = field(default_factory=dict)
+    # The rule for a pair with a GGUF file on either side; None: the engine loads no GGUF files.
+    gguf_rule: Callable[[Side, Side], Verdict] | None = None
 
     def verdict(self, t: Side, d: Side) -> Verdict:
+        if t.gguf_file or d.gguf_file:
+            if self.gguf_rule is None:
+                return Verdict(REFUSED, [loads_no_gguf(self.display, t, d)])
+            return self.gguf_rule(t, d)
         return self.rule(t, d)
+
+
+def loads_no_gguf(display: str, t: Side, d: Side) -> str:
+    files = [r for r, s in (("target", t), ("draft", d)) if s.gguf_file]
+    what = "the target and the draft are GGUF files" if len(files) == 2 else f"the {files[0]} is a GGUF file"
+    return (f"not judged: {display} loads Hugging Face checkpoints (config.json and tokenizer files) and its check "
+            f"reads them; {what}. Check the HF repo the GGUF was made from, or run GGUF files with llama.cpp or "
+            "LM Studio")
 
 
 # ---------------------------------------------------------------- shared facts
@@ -273,23 +288,44 @@ def lmstudio_rule(t: Side, d: Side) -> Verdict:
     return Verdict(WORKS, [f"tokenizer.vocab_size {ts} on both and the same mapping"])
 
 
+def _gguf_origin(role: str, side: Side) -> str:
+    """Read facts name their file; predicted ones say from what conversion."""
+    if side.gguf_file:
+        return f"the {role}'s GGUF facts are read from the header of {side.gguf_file}"
+    return (f"the {role}'s GGUF is predicted, after conversion with convert_hf_to_gguf.py @{LLAMACPP_COMMIT} "
+            "in its pinned environment")
+
+
 def llamacpp_rule(t: Side, d: Side) -> Verdict:
-    """common_speculative_are_compatible on the GGUF files convert_hf_to_gguf.py would write."""
+    """common_speculative_are_compatible on GGUF files: read from the file, or what convert_hf_to_gguf.py
+    would write (predicted) for an HF side."""
     follows = f"(llama.cpp @{LLAMACPP_COMMIT}, convert_hf_to_gguf.py in its pinned environment)"
     for role, side in (("target", t), ("draft", d)):
         g = side.gguf
         if g is None:
             return Verdict(REFUSED, [f"the {role}'s GGUF facts are unknown: {side.gguf_missing or 'not derived'}"])
+        if not g.converted and side.gguf_file:
+            return Verdict(REFUSED, [f"the {role} ({side.gguf_file}): {g.error} (llama.cpp @{LLAMACPP_COMMIT})"])
         if not g.converted:
             return Verdict(REFUSED, [f"the {role} cannot be converted to GGUF: {g.error} {follows}"])
     from .gguf import speculative_compatible  # the transcription of the C++ rule lives beside the prediction
 
     ok, reasons = speculative_compatible(t.gguf, d.gguf)
+    origins = [_gguf_origin(r, s) for r, s in (("target", t), ("draft", d))] if t.gguf_file or d.gguf_file else []
     if ok:
         return Verdict(WORKS, [f"GGUF vocabularies: {t.gguf.vocab_type}, n_vocab {t.gguf.n_vocab}/{d.gguf.n_vocab}",
-                               *reasons])
+                               *reasons, *origins])
     return Verdict(NO_SPECULATION, [*reasons, "llama-server logs 'failed to initialize speculative decoding "
-                                    "context' and serves without a draft"])
+                                    "context' and serves without a draft", *origins])
+
+
+def lmstudio_gguf_rule(t: Side, d: Side) -> Verdict:
+    """LM Studio runs GGUF models on its llama.cpp engine: two GGUF files get llama.cpp's verdict."""
+    if not (t.gguf_file and d.gguf_file):
+        return Verdict(REFUSED, ["LM Studio runs a GGUF model on its llama.cpp engine and an HF (MLX) model on "
+                                 "mlx-engine; a draft must run on the target's engine, so both must be GGUF"])
+    v = llamacpp_rule(t, d)
+    return Verdict(v.outcome, ["LM Studio's GGUF engine is llama.cpp", *v.reasons])
 
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
@@ -348,22 +384,33 @@ def _stem(repo: str) -> str:
     return repo.rstrip("/").rsplit("/", 1)[-1]
 
 
-def is_gguf_repo(repo: str) -> bool:
-    """A repo of GGUF files, by the Hub's naming convention (``…-GGUF``): it has no HF weights to convert."""
-    return "gguf" in repo.lower()
+def _is_gguf_path(name: str) -> bool:
+    return name.lower().endswith(".gguf")
+
+
+def _is_gguf_repo(name: str) -> bool:
+    """``owner/name:QUANT`` (the quant llama-server's -hf picks, common/arg.cpp:3060-3064), or a repo named
+    ``…-GGUF`` by the Hub's convention: GGUF files, no HF weights to convert."""
+    repo = name.split(":", 1)[0]
+    if name.startswith(("/", ".")) or "/" not in repo:
+        return False
+    return ":" in name or "gguf" in repo.lower()
 
 
 def launch_llamacpp(target: str, draft: str) -> str:
-    """One runnable command: a GGUF repo is served from the Hub (``-hf``/``-hfd``, common/arg.cpp), a repo of
-    HF weights is converted first (convert_hf_to_gguf.py DIR --outfile, then ``-m``/``-md``)."""
+    """One runnable llama-server command: -m / -md for GGUF files, -hf / -hfd for GGUF repos (common/arg.cpp:3035,
+    3060, 3975, 4241), --spec-type draft-simple (common/arg.cpp:4249, common/speculative.cpp:35); HF sides are
+    converted first (convert_hf_to_gguf.py DIR --outfile)."""
     steps, args = [], []
-    for repo, local, hub in ((target, "-m", "-hf"), (draft, "-md", "-hfd")):
-        if is_gguf_repo(repo):
-            args.append(f"{hub} {repo}")
+    for flag_file, flag_hub, name in (("-m", "-hf", target), ("-md", "-hfd", draft)):
+        if _is_gguf_path(name):
+            args.append(f"{flag_file} {name}")
+        elif _is_gguf_repo(name):
+            args.append(f"{flag_hub} {name}")
         else:
-            stem = _stem(repo)
+            stem = _stem(name)
             steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf")
-            args.append(f"{local} {stem}.gguf")
+            args.append(f"{flag_file} {stem}.gguf")
     return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type draft-simple"])
 
 
@@ -421,10 +468,11 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
             "SPEC_VOCAB_MAX_SIZE_DIFFERENCE 128, CHECK_START_TOKEN_ID 5": "common/speculative.cpp:30-31",
             "draft-simple throws when incompatible": "common/speculative.cpp:242-249",
             "llama-server serves without speculation": "tools/server/server-context.cpp:1240-1260",
-            "GGUF vocabulary": "convert_hf_to_gguf.py (indexer/gguf.py models it)",
+            "GGUF vocabulary": "convert_hf_to_gguf.py (indexer/gguf.py models it), or the GGUF's own header "
+                               "(indexer/gguf_file.py: src/llama-vocab.cpp llama_vocab::impl::load)",
         },
         facts=("gguf",),
-        rule=llamacpp_rule, class_key=("gguf_sig",), launch=launch_llamacpp,
+        rule=llamacpp_rule, class_key=("gguf_sig",), launch=launch_llamacpp, gguf_rule=llamacpp_rule,
         words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
                REFUSED: "has no GGUF to load (the converter refuses the repo)"}),
     Engine(
@@ -445,7 +493,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         },
         facts=("has_vision_config", "tok.hf_vocab_size", "tok.vocab_sha256"),
         rule=lmstudio_rule, class_key=("hf", "tok"), launch=launch_lmstudio, words=dict(_SIZE_WORDS),
-        refuses_target_with="has_vision_config"),
+        refuses_target_with="has_vision_config", gguf_rule=lmstudio_gguf_rule),
 )}
 
 ENGINE_NAMES: dict[str, str] = {name: e.display for name, e in ENGINES.items()}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .blobstore import BlobStore
 from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
+from .gguf_hub import GGUFHeaderReader, gguf_names
 from .hub import (
     BudgetExhausted,
     HubClient,
@@ -42,6 +43,7 @@ class Fetched:
     entries: dict[str, Entry] = field(default_factory=dict)
     downloaded: dict[str, tuple[int, str]] = field(default_factory=dict)  # blob id -> (size, sha256)
     deferred: bool = False  # the run's budget ran out: resume on the next run
+    gguf: object | None = None  # gguf_hub.GGUFRead: a GGUF-only repo, read from one GGUF header
 
 
 def early_status(item: Listed, has_token: bool) -> Fetched | None:
@@ -53,7 +55,7 @@ def early_status(item: Listed, has_token: bool) -> Fetched | None:
     if item.gated and not has_token:
         return Fetched("gated", f"gated ({item.gated}); no token to request access with")
     if (item.siblings is not None and not any(v in item.siblings for v in VOCAB_FILES)
-            and not _maybe_head(item)):
+            and not _maybe_head(item) and not gguf_names(item.siblings)):
         return Fetched("no_tokenizer", "no tokenizer vocabulary file at the repo root")
     return None
 
@@ -71,8 +73,9 @@ def describe(e: BaseException) -> str:
 
 
 class Fetcher:
-    def __init__(self, client: HubClient, store: BlobStore, max_file_bytes: int):
+    def __init__(self, client: HubClient, store: BlobStore, max_file_bytes: int, gguf_known: set[str] | None = None):
         self.client, self.store, self.max_file_bytes = client, store, max_file_bytes
+        self.gguf = GGUFHeaderReader(client, gguf_known)
         self._inflight: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
@@ -111,10 +114,16 @@ class Fetcher:
         from huggingface_hub.hf_api import RepoFile
 
         wanted = list(WANTED_FILES)
+        ggufs = _gguf_candidates(item)
         if item.siblings is not None:
             wanted = [w for w in wanted if w in item.siblings]
         entries: dict[str, Entry] = {}
-        for it in self.client.paths_info(item.id, item.sha, wanted):
+        gguf_files: dict[str, tuple[int, str | None]] = {}
+        for it in self.client.paths_info(item.id, item.sha, wanted + ggufs):
+            if isinstance(it, RepoFile) and it.path in ggufs:  # size and LFS sha256 before any byte is read
+                lfs = getattr(it, "lfs", None)
+                gguf_files[safe_name(it.path)] = (int(it.size or 0), safe_blob_id(lfs.sha256) if lfs else None)
+                continue
             if not isinstance(it, RepoFile) or it.path not in WANTED_FILES:
                 continue  # only names we asked for ever become local paths
             safe_name(it.path)
@@ -123,6 +132,8 @@ class Fetcher:
                                      safe_blob_id(lfs.sha256) if lfs else None)
         out = Fetched(entries=entries)
         if not any(v in entries for v in VOCAB_FILES) and not (CONFIG_FILE in entries and _maybe_head(item)):
+            if gguf_files:
+                return self._gguf(item, out, gguf_files)
             out.status, out.reason = "no_tokenizer", "no tokenizer vocabulary file at the repo root"
             return out
         big = [e for e in entries.values() if e.size > self.max_file_bytes]
@@ -135,6 +146,15 @@ class Fetcher:
             got = self._blob(item, e)
             if got is not None:
                 out.downloaded[e.blob_id] = got
+        return out
+
+    def _gguf(self, item: Listed, out: Fetched, files: dict) -> Fetched:
+        """A GGUF-only repo: one GGUF header, range-read (indexer/gguf_hub.py)."""
+        read = self.gguf.read(item.id, item.sha, files)
+        if read is None:
+            out.status, out.reason = "no_tokenizer", "no tokenizer files and no GGUF model file (projectors only)"
+        else:
+            out.gguf = read  # a malformed file too: the writer keeps its reason under its sha256
         return out
 
     def _blob(self, item: Listed, e: Entry):
@@ -156,6 +176,16 @@ class Fetcher:
             with self._lock:
                 self._inflight.pop(e.blob_id, None)
             ev.set()
+
+
+MAX_GGUF_NAMES = 1000  # paths-info names asked for one repo's GGUF files
+
+
+def _gguf_candidates(item: Listed) -> list[str]:
+    """GGUF model files worth a paths-info entry: only when the listing shows no tokenizer file."""
+    if item.siblings is None or any(v in item.siblings for v in VOCAB_FILES):
+        return []
+    return gguf_names(item.siblings)[:MAX_GGUF_NAMES]
 
 
 def _cause(e: BaseException) -> str:

@@ -514,3 +514,39 @@ class HubClient:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+
+    def read_range(self, repo_id: str, sha: str, filename: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of a file pinned to commit ``sha``: one GET with ``Range``, as the client's own
+        ``HfFileSystemFile._fetch_range`` reads (hf_file_system.py:1575-1583). The Hub redirects an LFS file to
+        its CDN, which answers 206 with ``Content-Range``; a server that ignores the range (200) is read only up
+        to ``end`` and the connection closed, so a whole multi-GB file is never pulled."""
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import get_session, hf_raise_for_status
+
+        safe_name(filename)
+        if not 0 <= start < end:
+            raise ValueError(f"bad range [{start}, {end})")
+        url = hf_hub_url(repo_id, filename, revision=sha, endpoint=self.endpoint)
+        headers = {**self.api._build_hf_headers(), "Range": f"bytes={start}-{end - 1}"}
+
+        def get() -> bytes:
+            with get_session().stream("GET", url, headers=headers) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    hf_raise_for_status(r)
+                skip = 0
+                if r.status_code == 206:
+                    got = re.match(r"bytes (\d+)-", r.headers.get("Content-Range", ""))
+                    if not got or int(got.group(1)) != start:
+                        raise TransientError(f"{filename}: answer to Range {start}-{end - 1} starts elsewhere "
+                                             f"({r.headers.get('Content-Range')!r})")
+                else:
+                    skip = start  # 200: the whole file from byte 0
+                data = bytearray()
+                for chunk in r.iter_bytes():
+                    data += chunk
+                    if len(data) >= skip + (end - start):
+                        break
+                return bytes(data[skip:skip + (end - start)])
+
+        return self._with_retries(f"read {repo_id}/{filename} bytes {start}-{end - 1}", get)

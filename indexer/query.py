@@ -182,6 +182,7 @@ class Target:
     class_pk: int  # the catalog repo whose classes are used: the target, a GGUF repo's base, a directory's twin
     exclude_pk: int  # never suggested as a draft of itself
     note: str | None = None  # how the target was found, when not by its exact id
+    gguf_file: str | None = None  # a local GGUF file: only GGUF-loading engines answer, from its own facts
 
 
 def _dialect(cat: Catalog) -> str:
@@ -203,7 +204,17 @@ def resolve_target(cat: Catalog, target: str) -> Target:
     """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
     from .lookup import find_repo_id, gguf_base, looks_like_dir
 
-    if looks_like_dir(target):
+    if looks_like_dir(target) or target.lower().endswith(".gguf"):
+        from .files import InputError
+        from .sides import local_gguf_arg
+
+        try:
+            gguf_path = local_gguf_arg(target)
+        except InputError as e:
+            msg = e.message if e.message.startswith(f"{target}: ") else f"{target}: {e.message}"
+            raise QueryError(f"target {msg}") from None
+        if gguf_path is not None:
+            return _local_gguf_target(cat, target, gguf_path)
         return _local_target(cat, target)
     match = find_repo_id(cat.all, target, _dialect(cat))  # RepoNotFound is a QueryError (exit 3, 404)
     t = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": match.repo_id}), strict=True))
@@ -223,7 +234,24 @@ def resolve_target(cat: Catalog, target: str) -> Target:
         class_pk = base["pk"]
         note = ((note + "; " if note else "") + f"{t['repo_id']} has no tokenizer files: answered with the "
                 f"tokenizer of its base {base['repo_id']} (base_model:quantized tag); the size is its own")
-    return Target(_with_size(t, t["repo_id"]), class_pk, class_pk, note)
+    return Target(_with_size(t, t["repo_id"]), class_pk, class_pk, note,
+                  gguf_file=_hub_gguf(cat, class_pk, t["repo_id"]) if t["tokenizer_id"] is None else None)
+
+
+def _hub_gguf(cat: Catalog, pk: int, repo_id: str) -> str | None:
+    """``REPO:QUANT`` when the repo is a GGUF repo whose header was read (its engine facts say so)."""
+    from .catalog import hub_gguf_name
+
+    row = cat.one("SELECT e.gguf FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": pk})
+    if row is None or row[0] is None:
+        return None
+    facts = row[0]
+    if isinstance(facts, (str, bytes)):
+        import json
+
+        facts = json.loads(facts)
+    return hub_gguf_name(repo_id, facts)
 
 
 def _local_target(cat: Catalog, path: str) -> Target:
@@ -262,6 +290,33 @@ def _local_target(cat: Catalog, path: str) -> Target:
     return Target(_with_size(t, directory.resolve().name), twin["pk"], -1, note)
 
 
+def _local_gguf_target(cat: Catalog, arg: str, path) -> Target:
+    """A local GGUF file, answered as the catalog repo whose llama.cpp class has the same GGUF signature
+    (its own header's facts: vocab type, add_bos/eos with their ids, token texts)."""
+    from .files import InputError
+    from .gguf_file import read_gguf
+
+    try:
+        f = read_gguf(path)
+    except InputError as e:
+        raise QueryError(f"target {arg}: {e.message}") from None
+    t = dict.fromkeys(TARGET_KEYS)
+    t.update(pk=-1, repo_id=str(arg), status="ok")
+    if not f.vocab.converted:
+        raise QueryError(f"target {arg}: {f.vocab.error}")
+    sig = registry.gguf_signature(f.vocab, f.vocab.tokens_sha256())
+    twin = cat.one("SELECT r.id, r.repo_id FROM compat_classes c JOIN repo_classes rc ON rc.class_id = c.id "
+                   "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = 'llama.cpp' AND c.class_key = :s "
+                   "ORDER BY r.repo_id LIMIT 1", {"s": sig})
+    if twin is None:
+        raise QueryError(f"target {arg}: no catalog repo has its GGUF vocabulary ({f.vocab.vocab_type}, n_vocab "
+                         f"{f.vocab.n_vocab}, signature {sig[:12]}); compare it with a draft by "
+                         f"`indexer check {arg} DRAFT`", EXIT_NOT_FOUND)
+    note = (f"local GGUF {path}: its own vocabulary facts (read from the file) equal those of {twin[1]} in the "
+            "catalog, so it is answered from that repo's llama.cpp class")
+    return Target(_with_size(t, path.name), twin[0], -1, note, gguf_file=str(path))
+
+
 class Query:
     def __init__(self, cat: Catalog, target: str, engine: str, resolved: Target | None = None):
         if engine not in ENGINES:
@@ -269,14 +324,15 @@ class Query:
         self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
-        cls = cat.one(
+        gguf_refusal = self._gguf_refusal()
+        cls = None if gguf_refusal else cat.one(
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
             "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
         self.refused_target: str | None = None
         if cls is None:
             # No class: the engine refuses the target itself (an answer, with no drafts), or facts are missing.
-            refusal = self._refusal()
+            refusal = gguf_refusal or self._refusal()
             if refusal is None:
                 raise QueryError(f"{self.t['repo_id']} has no {engine} class (facts missing, or the catalog was "
                                  "changed since the last `indexer compute`; run it)")
@@ -307,6 +363,16 @@ class Query:
                 self.paired[cid] = reason
         self._roots: dict[int, str] = {}
 
+    def _gguf_refusal(self) -> str | None:
+        """A GGUF file target: engines that load no GGUF say so (llama.cpp answers from the file's facts)."""
+        if not self.target.gguf_file or self.entry.class_key == ("gguf_sig",):
+            return None
+        if self.entry.gguf_rule is not None:  # LM Studio: GGUF models run on its llama.cpp engine
+            return ("LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
+                    "--engine llama.cpp")
+        side = registry.Side(self.target.gguf_file, None, None, None, gguf_file=self.target.gguf_file)
+        return registry.loads_no_gguf(ENGINE_NAMES[self.engine], side, registry.Side("", None, None, None))
+
     def _dense_id(self, column: str, value: str | None) -> int | None:
         """compute's number for an author or family string (any repo that has it carries it)."""
         if value is None:
@@ -335,6 +401,8 @@ class Query:
             return f"{error}: {ENGINE_NAMES[self.engine]} refuses it"
         if self.entry.class_key == ("gguf_sig",):
             gguf_error = self._engine_fact("gguf_error")
+            if gguf_error and self.target.gguf_file:  # read facts: libllama's own words
+                return f"the target's GGUF ({self.target.gguf_file}): {gguf_error}"
             if gguf_error:
                 return f"the target cannot be converted to GGUF: {gguf_error}"
         return None
@@ -418,8 +486,11 @@ class Query:
                 {"e": self.engine, "cid": self.class_id})
             for cid, reason in fails:
                 for r in self._ranked([cid], base, {}, limit):
+                    fix = self._tli_fix(r) if r["tokenizer_id"] is not None and t["tokenizer_id"] is not None else (
+                        "a GGUF side has no HF tokenizer for TLI: pick a draft GGUF converted from the target's "
+                        "tokenizer files (or re-convert this draft with them)")
                     out.append(self._miss(r, "no_speculation", "token list",
-                                          f"{reason}: llama-server serves without a draft", self._tli_fix(r)))
+                                          f"{reason}: llama-server serves without a draft", fix))
         elif self.size is not None:
             # useless: same size, another get_vocab() mapping (the engine starts, drafts are rejected).
             params = {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]}
@@ -538,8 +609,14 @@ class Query:
             "ratio": self._ratio(r["params"]),
             "downloads": r["downloads"],
             "reasons": self._reasons(r, ranked),
-            "launch": launch(self.engine, self.t["repo_id"], r["repo_id"]),
+            "launch": launch(self.engine, self.target.gguf_file or self.t["repo_id"], self._launch_name(r)),
         }
+
+    def _launch_name(self, r: dict) -> str:
+        """A GGUF repo draft launches as ``REPO:QUANT`` (llama-server -hfd); others by their repo id."""
+        if r.get("tokenizer_id") is None and self.entry.class_key == ("gguf_sig",):
+            return _hub_gguf(self.cat, r["pk"], r["repo_id"]) or r["repo_id"]
+        return r["repo_id"]
 
     def _miss(self, r: dict, outcome: str, check: str, reason: str, fix: str | None) -> dict:
         e = self._entry(r)

@@ -136,13 +136,22 @@ def suggest_fix(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict | 
     return None
 
 
+def _gguf_details(side: Side) -> dict | None:
+    """The GGUF facts the llama.cpp verdict used; read ones say from which file (predicted ones do not)."""
+    if side.gguf is None:
+        return None
+    out = side.gguf.to_dict()
+    if side.gguf_file:
+        out.update(source="read", file=side.gguf_file)
+    return out
+
+
 def check_pair(t: Side, d: Side) -> dict:
     """Every engine's verdict, the TLI intersections, differences and a fix, as the CLI prints them."""
     results = verdicts(t, d)
     tli_info = tli(t, d)
-    gguf = {role: (side.gguf.to_dict() if side.gguf is not None else None) for role, side in
-            (("target", t), ("draft", d))}
-    return {
+    gguf = {role: _gguf_details(side) for role, side in (("target", t), ("draft", d))}
+    out = {
         "target": t.name,
         "draft": d.name,
         "verdicts": {name: v.to_dict() for name, v in results.items()},
@@ -159,3 +168,8 @@ def check_pair(t: Side, d: Side) -> dict:
             "first_differing_ids": first_differing_ids(t, d),
         },
     }
+    if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
+        from .engines import launch_llamacpp
+
+        out["launch"] = {"llama.cpp": launch_llamacpp(t.gguf_file or t.name, d.gguf_file or d.name)}
+    return out

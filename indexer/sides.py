@@ -48,9 +48,40 @@ def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_B
         return None, f"the GGUF prediction failed: {type(e).__name__}: {e}"
 
 
+def local_gguf_arg(arg: str) -> Path | None:
+    """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
+    files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
+    from .fingerprint import has_tokenizer
+    from .gguf_file import local_gguf
+
+    p = Path(arg).expanduser()
+    if p.is_dir() and has_tokenizer(p):
+        return None
+    if arg.lower().endswith(".gguf") and not p.is_file():
+        raise InputError("error", f"{arg}: no such file")
+    return local_gguf(p)
+
+
+def side_from_gguf(path: Path, name: str | None = None) -> Side:
+    """A local GGUF file as the rules see it: its own vocabulary facts, no HF config or tokenizer."""
+    from .gguf_file import read_gguf
+
+    f = read_gguf(path)
+    return Side(name=name or str(path), vocab_size=None, vocab_size_transformers=None, tok=None,
+                gguf=f.vocab, gguf_file=str(path))
+
+
+def is_local(arg: str) -> bool:
+    """A local path (directory or .gguf file), never a catalog repo id."""
+    return looks_like_dir(arg) or arg.lower().endswith(".gguf")
+
+
 def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
-    """A local directory, or a repo id looked up in the catalog."""
-    if looks_like_dir(arg):
+    """A local directory or .gguf file, or a repo id looked up in the catalog."""
+    if is_local(arg):
+        gguf_path = local_gguf_arg(arg)
+        if gguf_path is not None:
+            return side_from_gguf(gguf_path, arg if arg.lower().endswith(".gguf") else str(gguf_path))
         return side_from_dir(arg, max_file_bytes=max_file_bytes)
     from .catalog import side_from_catalog
 

@@ -30,7 +30,7 @@ from .fetch import Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from .heads import parse_head, target_shape
 from .hub import Listed, TransientError, base_models_from_tags
-from .models import Blob, CrawlQueue, FileSet, Head, Repo, Tokenizer
+from .models import Blob, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
 
 CHAT_WORDS = ("instruct", "chat")
 REPO_COLUMNS = frozenset(c.key for c in Repo.__table__.columns)
@@ -151,6 +151,10 @@ class CatalogWriter:
         facts = None
         chat_template = False
         head = shape = None
+        if status is None and fingerprint and fetched.gguf is not None:  # a GGUF-only repo: its header's facts
+            status, reason = self._gguf_repo(session, row, fetched.gguf, now)
+            file = fetched.gguf.file
+            chat_template = bool(file is not None and file.has_chat_template)
         if status is None and fingerprint:
             self._ensure_blobs(session, entries, fetched.downloaded, now)
             raw = self._config_json(entries[CONFIG_FILE].blob_id) if CONFIG_FILE in entries else None
@@ -196,6 +200,45 @@ class CatalogWriter:
         session.flush()
         self._head_row(session, row.id, head, existed=existing_pk is not None)
         return status, reason
+
+    def _gguf_repo(self, session, row: Repo, read, now) -> tuple[str, str | None]:
+        """Link the repo to its GGUF's file set (keyed by the LFS sha256), creating the set and its engine
+        facts (read, not predicted; token list into the token store) the first time the file is seen."""
+        key = read.key
+        hit = self._file_sets.get(key) or self._pending_sets.get(key)
+        if hit is None:
+            fs = session.execute(select(FileSet).where(FileSet.key == key)).scalar_one_or_none()
+            if fs is not None:
+                hit = self._file_sets[key] = (fs.id, fs.status, fs.reason, fs.tokenizer_id)
+        if hit is None:
+            if read.file is None and read.status == "ok":
+                raise TransientError(f"GGUF {read.filename}: sha256 {read.sha256[:12]} marked known, not in catalog")
+            fs = FileSet(key=key, files={read.filename: read.sha256}, status=read.status,
+                         reason=read.error if read.status != "ok" else f"GGUF {read.filename}", created_at=now)
+            session.add(fs)
+            session.flush()
+            if read.file is not None:
+                self._gguf_facts(session, fs.id, read.file, now)
+            hit = self._pending_sets[key] = (fs.id, fs.status, fs.reason, None)
+        fs_id, status, fs_reason, _ = hit
+        row.file_set_id = fs_id
+        return status, (read.reason() if status == "ok" else fs_reason)
+
+    def _gguf_facts(self, session, fs_id: int, file, now) -> None:
+        from .engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
+
+        v = file.vocab
+        tsha = sig = hi = lo = None
+        if v.converted and v.tokens is not None:
+            tsha = v.tokens_sha256()
+            self.tokens.put_tokens(tsha, v.tokens)
+            sig, (hi, lo) = gguf_signature(v, tsha), gguf_buckets(v.tokens)
+        session.add(EngineFacts(
+            file_set_id=fs_id, config_blob="", vllm_vocab_size=None, text_config_error=None, has_vision_config=False,
+            gguf_converted=v.converted, gguf_error=v.error, gguf_n_vocab=v.n_vocab, gguf_tokens_sha256=tsha,
+            gguf=file.to_dict(), gguf_signature=sig, gguf_bucket_hi=hi, gguf_bucket_lo=lo,
+            llamacpp_commit=LLAMACPP_COMMIT, derived_at=now))
+        session.flush()
 
     @staticmethod
     def _head_row(session, repo_pk: int, head, existed: bool) -> None:

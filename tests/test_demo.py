@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from indexer.cli import cli
 from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, REPOS, build_demo_hub
+from indexer.query import run_query
 
 
 def test_demo_hub_has_the_tricky_cases(tmp_path):
@@ -30,7 +31,10 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     statuses = dict(con.execute("SELECT repo_id, status FROM repos"))
     assert len(statuses) == len(REPOS)
     assert statuses["lumen-ai/Lumen-70B-Instruct"] == "gated"
-    assert statuses["lumen-ai/Lumen-7B-Instruct-GGUF"] == "no_tokenizer"
+    # GGUF-only repos: their own facts, read from one GGUF header each
+    assert statuses["lumen-ai/Lumen-7B-Instruct-GGUF"] == "ok"
+    reason = con.execute("SELECT reason FROM repos WHERE repo_id = 'lumen-ai/Lumen-7B-Instruct-GGUF'").fetchone()[0]
+    assert "Lumen-7B-Instruct-Q4_K_M.gguf" in reason and "smallest of 2 GGUF model files" in reason
     assert con.execute("SELECT count(*) FROM compat_classes").fetchone()[0] > 0
     con.close()
 
@@ -61,7 +65,24 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     # Rerun: incremental, same catalog.
     res = CliRunner().invoke(cli, ["demo", "--no-serve", "--db", str(db)])
     assert res.exit_code == 0, res.output
-    assert "unchanged 13" in res.output
+    assert f"unchanged {len(REPOS)}" in res.output
+
+    # llama.cpp with GGUF repos: the draft's quant works, the fine-tune's quant (a renamed chat token) does not
+    res = CliRunner().invoke(cli, ["query", "--db", str(db), "--target", "lumen-ai/Lumen-7B-Instruct-GGUF",
+                                   "--engine", "llama.cpp", "--all", "--json"])
+    out = json.loads(res.output)
+    drafts = {d["repo_id"]: d for d in out["drafts"]}
+    assert "lumen-ai/Lumen-0.5B-Instruct-GGUF" in drafts and "quietfox/Lumen-0.5B-Instruct-sft-GGUF" not in drafts
+    assert drafts["lumen-ai/Lumen-0.5B-Instruct-GGUF"]["launch"] == (
+        "llama-server -hf lumen-ai/Lumen-7B-Instruct-GGUF:Q4_K_M -hfd lumen-ai/Lumen-0.5B-Instruct-GGUF:Q8_0 "
+        "--spec-type draft-simple")
+    misses = run_query("lumen-ai/Lumen-7B-Instruct-GGUF", engine="llama.cpp", db=str(db), near_misses=True)
+    sft = next(m for m in misses["near_misses"] if m["repo_id"] == "quietfox/Lumen-0.5B-Instruct-sft-GGUF")
+    assert sft["outcome"] == "no_speculation" and "converted from the target's tokenizer" in sft["fix"]
+    res = CliRunner().invoke(cli, ["check", "--db", str(db), "lumen-ai/Lumen-7B-Instruct-GGUF",
+                                   "quietfox/Lumen-0.5B-Instruct-sft-GGUF", "--engine", "llama.cpp", "--json"])
+    assert res.exit_code == 1
+    assert "text differs" in json.loads(res.output)["verdicts"]["llama.cpp"]["reasons"][0]
 
 
 def test_demo_reports_a_busy_port_before_building_anything(tmp_path):

@@ -13,10 +13,11 @@ import yaml
 from click.testing import CliRunner
 
 from indexer.cli import cli
-from indexer.demo import DEMO_TARGET, build_demo_hub
+from indexer.demo import DEMO_TARGET, REPOS, build_demo_hub
 from indexer.nightly import EXIT_LOCKED, exclusive_lock, lock_path_for
 
 ROOT = Path(__file__).resolve().parents[1]
+LUMEN_BASALT = sum(1 for r in REPOS if r[1] in ("Lumen", "Basalt"))  # the demo repos of the two families
 
 
 @pytest.fixture
@@ -45,8 +46,8 @@ def test_nightly_crawls_computes_publishes_and_reports(tmp_path, demo_hub):
     assert rep["status"] == "ok" and rep["families"] == ["Lumen", "Basalt"]
     assert [s for s in rep["steps"]] == ["migrate", "crawl", "compute", "integrity_check", "publish"]
     crawl = rep["steps"]["crawl"]["result"]
-    assert crawl["listed"] == 11 and crawl["new"] == 11  # Lumen (8) + Basalt (3) repos
-    assert rep["steps"]["publish"]["result"]["tables"]["repos"] == 11
+    assert crawl["listed"] == LUMEN_BASALT and crawl["new"] == LUMEN_BASALT  # the demo's Lumen + Basalt repos
+    assert rep["steps"]["publish"]["result"]["tables"]["repos"] == LUMEN_BASALT
     site = sqlite3.connect(tmp_path / "site" / "catalog.db")
     drafts = {r[0] for r in site.execute(
         "SELECT d.repo_id FROM repos t JOIN repo_classes tc ON tc.repo_pk = t.id AND tc.engine = 'sglang' "
@@ -60,7 +61,7 @@ def test_nightly_crawls_computes_publishes_and_reports(tmp_path, demo_hub):
     res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen", "--families", "Basalt")
     assert res.exit_code == 0, res.output
     crawl = json.loads((tmp_path / "report.json").read_text())["steps"]["crawl"]["result"]
-    assert crawl["unchanged"] == 11 and crawl["new"] == 0 and crawl["changed"] == 0
+    assert crawl["unchanged"] == LUMEN_BASALT and crawl["new"] == 0 and crawl["changed"] == 0
     assert crawl["resolver_calls"] == 0 and crawl["bytes_downloaded"] == 0
 
 
@@ -146,4 +147,4 @@ def test_time_boxed_nightly_is_partial_then_resumes(tmp_path, demo_hub):
     res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt")
     assert res.exit_code == 0, res.output
     crawl = json.loads((tmp_path / "report.json").read_text())["steps"]["crawl"]["result"]
-    assert crawl["status"] == "ok" and crawl["resumed"] >= 1 and done + crawl["new"] == 11
+    assert crawl["status"] == "ok" and crawl["resumed"] >= 1 and done + crawl["new"] == LUMEN_BASALT

@@ -1,0 +1,268 @@
+"""The GGUF header reader (indexer/gguf_header.py) and libllama's reading of the keys (indexer/gguf_file.py),
+on files written by the gguf package's GGUFWriter."""
+
+from __future__ import annotations
+
+import struct
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from gguf import GGUFReader
+from gguf.constants import GGUFValueType, TokenType
+from ggufkit import ALL_TYPES, bpe_tokens, write_gguf
+
+from indexer.files import InputError
+from indexer.gguf import speculative_compatible
+from indexer.gguf_file import choose_file, facts_from_header, local_gguf, read_gguf, split_info
+from indexer.gguf_header import TAIL, parse_header, read_kv_section
+from indexer.tokenstore import TokenStore, tokens_sha256
+
+
+def header_of(path: Path):
+    data = path.read_bytes()
+    return parse_header(data, len(data)), data
+
+
+def test_every_value_type_reads_as_gguf_reader_reads_it(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", extra=ALL_TYPES, chat_template="{{ messages }}")
+    h, data = header_of(p)
+    assert h.ok, h.reason
+    assert h.version == 3 and h.n_tensors == 1
+    ref = GGUFReader(p)
+    for key, value, vtype, *_ in ALL_TYPES:
+        assert h.types[key] == vtype
+        field = ref.fields[key]
+        expected = field.contents()
+        if vtype == GGUFValueType.ARRAY:
+            arr = h.arrays[key]
+            assert arr.count == len(value)
+            if arr.values is not None:  # short arrays keep their values
+                assert arr.values == pytest.approx(expected) if arr.type != GGUFValueType.STRING else expected
+        else:
+            assert h.values[key] == pytest.approx(expected) if vtype in (GGUFValueType.FLOAT32,) else expected
+    assert h.arrays["t.arr_u8_long"].values is None  # long arrays: type and count only
+    # the section ends where the writer started the tensor infos (first tensor name follows)
+    assert data[h.kv_end + 8:h.kv_end + 8 + len(b"blk.0.weight")] == b"blk.0.weight"
+
+
+def test_facts_in_the_catalog_names(tmp_path):
+    toks = bpe_tokens(300)
+    p = write_gguf(tmp_path / "Model-Q8_0.gguf", tokens=toks, pre="llama-bpe", bos=1, eos=2, chat_template="x",
+                   file_type=7)
+    f = read_gguf(p)
+    d = f.to_dict()
+    assert d["converted"] and d["vocab_type"] == "bpe" and d["n_vocab"] == 300
+    assert d["add_bos"] is True and d["add_eos"] is False  # llama-bpe turns add_bos on (llama-vocab.cpp:2174-2185)
+    assert (d["bos"], d["eos"], d["pre"]) == (1, 2, "llama-bpe")
+    assert d["tokens_sha256"] == tokens_sha256(toks)
+    assert (d["architecture"], d["name"], d["file_type"], d["quant"]) == ("llama", "Test Model", "MOSTLY_Q8_0", "Q8_0")
+    assert d["has_chat_template"] is True and d["source"] == "read"
+    store = TokenStore(tmp_path / "tokens")
+    assert store.put_tokens(d["tokens_sha256"], f.vocab.tokens)
+    assert store.get_tokens(d["tokens_sha256"]) == toks
+
+
+def test_every_truncation_is_need_more_then_malformed_never_a_traceback(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", extra=ALL_TYPES, chat_template="t" * 300)
+    data = p.read_bytes()
+    end = parse_header(data, len(data)).kv_end
+    for k in list(range(0, 64)) + list(range(64, end, 13)) + [end - 1]:
+        prefix = data[:k]
+        h = parse_header(prefix)  # a prefix of a longer file: ask for more
+        assert h.status == "need_more", (k, h.reason)
+        assert h.need > k
+        cut = parse_header(prefix, len(prefix))  # the whole (truncated) file
+        assert cut.status == "malformed" and cut.reason.startswith("not a valid GGUF file:"), k
+        assert cut.tokens is None
+
+
+def test_read_kv_section_follows_need_and_never_reads_tensor_data(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", tokens=bpe_tokens(5000), merges=[f"tok{i} x" for i in range(5000)],
+                   tensor_bytes=2 << 20)
+    data = p.read_bytes()
+    end = parse_header(data, len(data)).kv_end
+    reads = []
+
+    def read(start, stop):
+        reads.append((start, stop))
+        return data[start:stop]
+
+    r = read_kv_section(read, len(data), first=16 << 10)
+    assert r.header.ok and r.header.kv_end == end
+    assert all(b == a for (_, a), (b, _) in zip(reads, reads[1:]))  # each read continues the last
+    # the second read asks for the projected rest of the vocabulary (token types, merges) at once
+    assert r.requests == 2
+    assert r.bytes_read <= 1.2 * end + (16 << 10) + TAIL < len(data) // 4
+    # one first range larger than the section: one request, capped at the file's size
+    r1 = read_kv_section(read, len(data))
+    assert r1.requests == 1 and r1.header.ok
+
+
+def test_gguf_v2_reads_like_v3(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", extra=ALL_TYPES)
+    data = p.read_bytes()
+    v2 = data[:4] + struct.pack("<I", 2) + data[8:]  # v2 and v3 share the layout (uint64 counts and lengths)
+    h3, h2 = parse_header(data, len(data)), parse_header(v2, len(v2))
+    assert h2.ok and h2.version == 2 and (h2.values, h2.kv_end) == (h3.values, h3.kv_end)
+
+
+def test_bad_alignment_is_malformed(tmp_path):
+    for value, vtype, words in ((24, GGUFValueType.UINT32, "not a power of 2"),
+                                (64, GGUFValueType.UINT64, "must be of type u32")):
+        p = write_gguf(tmp_path / "m.gguf", extra=[("general.alignment", value, vtype)])
+        h, _ = header_of(p)
+        assert h.status == "malformed" and words in h.reason
+
+
+def test_alignment_padding(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", alignment=256, n_tensors=3,
+                   tensor_bytes=3000)
+    h, data = header_of(p)
+    assert h.ok and h.values["general.alignment"] == 256
+    assert [t.data_offset % 256 for t in GGUFReader(p).tensors] == [0, 0, 0]
+    assert h.kv_end < GGUFReader(p).tensors[0].data_offset
+
+
+def _patch_u64_after(data: bytes, marker: bytes, skip: int, value: int) -> bytes:
+    """Overwrite the uint64 that sits ``skip`` bytes after ``marker`` (a key name)."""
+    at = data.index(marker) + len(marker) + skip
+    return data[:at] + struct.pack("<Q", value) + data[at + 8:]
+
+
+@pytest.mark.parametrize("count", [2**40, 2**29, 10**7])
+def test_hostile_array_length_is_refused_without_allocating(tmp_path, count):
+    p = write_gguf(tmp_path / "m.gguf")
+    data = _patch_u64_after(p.read_bytes(), b"tokenizer.ggml.tokens", 8, count)  # after type + element type
+    tracemalloc.start()
+    h = parse_header(data, len(data))
+    r = read_kv_section(lambda a, b: data[a:b], None)  # no file size known: the cap and the data end decide
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert h.status == "malformed" and "tokenizer.ggml.tokens" in h.reason
+    assert r.header.status == "malformed"
+    assert peak < 8 << 20
+
+
+def test_hostile_string_length(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", chat_template="hi")
+    data = _patch_u64_after(p.read_bytes(), b"tokenizer.chat_template", 4, 2**31)  # after the value type
+    h = parse_header(data, len(data))
+    assert h.status == "malformed" and "exceeds GGUF's maximum" in h.reason
+    data = _patch_u64_after(p.read_bytes(), b"tokenizer.chat_template", 4, 500 << 20)
+    h = parse_header(data, len(data))
+    assert h.status == "malformed" and "beyond the end of the file" in h.reason
+    h = parse_header(data, None, max_bytes=64 << 20)
+    assert h.status == "malformed" and "cap" in h.reason
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda d: b"GGUX" + d[4:], "bad magic"),
+    (lambda d: d[:4] + struct.pack("<I", 1) + d[8:], "GGUFv1"),
+    (lambda d: d[:4] + struct.pack("<I", 7) + d[8:], "unsupported GGUF version 7"),
+    (lambda d: d[:4] + struct.pack(">I", 3) + d[8:], "big-endian"),
+    (lambda d: d.replace(b"t.i8", b"t.u8", 1), "duplicate key 't.u8'"),
+    (lambda d: d.replace(struct.pack("<Q", 4) + b"t.u8" + struct.pack("<I", 0), struct.pack("<Q", 4) + b"t.u8"
+                         + struct.pack("<I", 13), 1), "invalid GGUF type 13"),
+])
+def test_malformed_inputs_have_one_clear_reason(tmp_path, mutate, words):
+    p = write_gguf(tmp_path / "m.gguf", extra=ALL_TYPES)
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(mutate(p.read_bytes()))
+    with pytest.raises(InputError) as e:
+        read_gguf(bad)
+    assert e.value.status == "malformed" and words in e.value.message and "\n" not in e.value.message
+
+
+def test_renamed_tokens_decide_llamacpp_from_id_5(tmp_path):
+    base = read_gguf(write_gguf(tmp_path / "a.gguf", tokens=bpe_tokens(300))).vocab
+    renamed = read_gguf(write_gguf(tmp_path / "b.gguf", tokens=bpe_tokens(300, {10: "<|tool|>"}))).vocab
+    low = read_gguf(write_gguf(tmp_path / "c.gguf", tokens=bpe_tokens(300, {3: "<|pad|>"}))).vocab
+    ok, reasons = speculative_compatible(base, renamed)
+    assert not ok and "token 10 text differs" in reasons[0]
+    assert speculative_compatible(base, low)[0]  # ids below 5 are not compared (common/speculative.cpp:31)
+    longer = read_gguf(write_gguf(tmp_path / "d.gguf", tokens=bpe_tokens(428))).vocab
+    assert speculative_compatible(base, longer)[0]  # 128 more tokens is within SPEC_VOCAB_MAX_SIZE_DIFFERENCE
+    assert not speculative_compatible(base, read_gguf(write_gguf(tmp_path / "e.gguf", tokens=bpe_tokens(429))).vocab)[0]
+
+
+def spm(tmp_path, name, **kw):
+    toks = ["<unk>", "<s>", "</s>"] + [f"▁p{i}" for i in range(3, 100)]
+    types = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL] + [TokenType.NORMAL] * 97
+    return read_gguf(write_gguf(tmp_path / name, model="llama", pre="default", tokens=toks, types=types,
+                                scores=[0.0] * 100, **kw)).vocab
+
+
+def test_llamacpp_defaults_when_keys_are_absent(tmp_path):
+    v = spm(tmp_path, "s.gguf")
+    assert (v.vocab_type, v.add_bos, v.add_eos, v.bos, v.eos) == ("spm", True, False, 1, 2)  # :1971-1980, :2430
+    off = spm(tmp_path, "s-off.gguf", add_bos=False)
+    assert off.add_bos is False
+    ok, reasons = speculative_compatible(v, off)
+    assert not ok and reasons[0].startswith("bos: add 1-0")
+    b = read_gguf(write_gguf(tmp_path / "b.gguf", pre=None, tokens=bpe_tokens(300))).vocab
+    assert (b.vocab_type, b.add_bos, b.bos, b.eos, b.pre) == ("bpe", False, 11, 11, None)  # :1993-2037, 'default'
+    small = read_gguf(write_gguf(tmp_path / "small.gguf", tokens=bpe_tokens(8), merges=["a b"])).vocab
+    assert small.bos == small.eos == -1  # a default id beyond the vocabulary is disabled (:2620-2625)
+    glm = read_gguf(write_gguf(tmp_path / "g.gguf", pre="glm4", bos=3)).vocab
+    assert glm.bos == 3  # the pre nulls the default; a written id still replaces it
+    ugm = read_gguf(write_gguf(tmp_path / "u.gguf", model="t5", pre=None, scores=[0.0] * 300)).vocab
+    assert (ugm.vocab_type, ugm.add_bos, ugm.add_eos, ugm.bos, ugm.eos) == ("ugm", False, True, -1, 1)
+    bad_id = read_gguf(write_gguf(tmp_path / "bad-id.gguf", bos=100000)).vocab
+    assert bad_id.bos == 11  # a written id beyond the vocabulary is ignored (:2629-2632)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"merges": []}, "cannot find tokenizer merges"),
+    ({"pre": "not-a-pre"}, "unknown pre-tokenizer type: 'not-a-pre'"),
+    ({"model": "sentencepiece"}, "unknown tokenizer: 'sentencepiece'"),
+    ({"model": None}, "key not found in model: tokenizer.ggml.model"),
+    ({"tokens": [], "merges": ["a b"]}, "cannot find tokenizer vocab"),
+    ({"types": [1] * 10}, "Index out of array bounds for toktypes (10 < 300)"),
+    ({"extra": [("tokenizer.ggml.bos_token_id", 1, GGUFValueType.INT32)]}, "has wrong type int32"),
+    ({"tokens": bpe_tokens(300, {7: "tok9"})}, "appears twice"),
+])
+def test_what_libllama_refuses_to_load(tmp_path, kw, words):
+    v = read_gguf(write_gguf(tmp_path / "m.gguf", **kw)).vocab
+    assert not v.converted and words in v.error
+
+
+def test_empty_token_text_is_renamed_as_libllama_does(tmp_path):
+    v = read_gguf(write_gguf(tmp_path / "m.gguf", tokens=bpe_tokens(300, {9: ""}))).vocab
+    assert v.converted and v.tokens[9] == "[EMPTY_9]"
+
+
+def test_split_files_shard_one_holds_the_vocabulary(tmp_path):
+    write_gguf(tmp_path / "Model-Q4_K_M.gguf", split_max_tensors=1, n_tensors=2)
+    shards = sorted(p.name for p in tmp_path.iterdir())
+    assert shards == ["Model-Q4_K_M-00001-of-00002.gguf", "Model-Q4_K_M-00002-of-00002.gguf"]
+    assert split_info(shards[1]) == ("Q4_K_M", 2, 2)
+    first = read_gguf(tmp_path / shards[0])
+    assert first.vocab.converted and first.split_count == 2 and first.quant == "Q4_K_M"
+    assert first.notes == ["split GGUF: read shard 1 of 2"]
+    second = read_gguf(tmp_path / shards[1])
+    assert not second.vocab.converted and "shard 2 of 2" in second.vocab.error
+    assert local_gguf(tmp_path) == tmp_path / shards[0]
+
+
+def test_choose_file_takes_the_smallest_first_shard_and_skips_projectors():
+    files = {"m-Q8_0.gguf": 900, "m-Q2_K-00002-of-00002.gguf": 10, "m-Q2_K-00001-of-00002.gguf": 400,
+             "mmproj-m-f16.gguf": 5, "m-F16.gguf": 2000, "README.md": 1}
+    assert choose_file(files) == "m-Q2_K-00001-of-00002.gguf"
+    assert choose_file({"README.md": 1}) is None
+
+
+def test_directory_with_two_models_must_name_one(tmp_path):
+    write_gguf(tmp_path / "a-Q4_0.gguf")
+    write_gguf(tmp_path / "a-Q8_0.gguf")
+    with pytest.raises(InputError, match="name the file"):
+        local_gguf(tmp_path)
+
+
+def test_facts_from_a_header_prefix_equal_the_whole_file(tmp_path):
+    p = write_gguf(tmp_path / "m.gguf", tokens=bpe_tokens(2000), tensor_bytes=1 << 20)
+    data = p.read_bytes()
+    whole = facts_from_header(parse_header(data, len(data)), "m.gguf").to_dict()
+    end = parse_header(data, len(data)).kv_end
+    part = facts_from_header(parse_header(data[:end], len(data)), "m.gguf").to_dict()
+    assert whole == part
