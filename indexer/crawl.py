@@ -34,13 +34,17 @@ from .db import immediate_transactions, open_catalog, resolve_url, session_facto
 from .families import find_family, load_families
 from .fetch import Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
-from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, Listed
+from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
+from .hubguard import DEFAULT_CALL_SECONDS
 from .models import CrawlQueue, CrawlRun, Repo
+from .writefail import WriteFailed, storage_failure
 from .writer import CatalogWriter, file_set_key, now_utc
 
 __all__ = ["CrawlFailed", "CrawlInterrupted", "CrawlOptions", "Crawler", "crawl", "file_set_key"]
 
 MAX_RUN_ERRORS = 200
+# --max-minutes is a hard box: work still in flight this long after the deadline is abandoned (and queued).
+ABANDON_AFTER_SECONDS = 5.0
 
 
 class CrawlInterrupted(Exception):
@@ -78,6 +82,7 @@ class CrawlOptions:
     retries: int = 5
     base_delay: float = 1.0
     read_timeout: float = 60.0
+    call_timeout: float = DEFAULT_CALL_SECONDS  # one Hub call with all its retries (indexer/hubguard.py)
     blob_dir: str | None = None
     cache_dir: str | None = None
 
@@ -150,6 +155,7 @@ class Crawler:
             retries=options.retries,
             base_delay=options.base_delay,
             read_timeout=options.read_timeout,
+            call_timeout=options.call_timeout,
         )
         self._own_client = client is None
         self.progress = progress
@@ -219,6 +225,8 @@ class Crawler:
             except BudgetExhausted:
                 self.stopped = self.stopped or "budget spent"
                 return
+            except HubUnreachable:
+                raise
             except Exception as e:  # a typo'd or vanished id: reported, no row
                 self._gone_by_id(session, model_id, e)
                 self._record_error(model_id, f"model_info failed: {describe(e)}")
@@ -245,6 +253,8 @@ class Crawler:
             except BudgetExhausted:
                 self.stopped = self.stopped or "budget spent while listing"
                 return
+            except HubUnreachable:
+                raise
             except Exception as e:  # e.g. a 504 after the client's five retries: the other scopes go on
                 self.listing_failures += 1
                 self._record_error(None, f"listing {scope.label} failed: {describe(e)}")
@@ -302,18 +312,22 @@ class Crawler:
                 self.counts["unresolved"] = len(self._leftover)
         except KeyboardInterrupt:
             status = "interrupted"
-        except Exception as e:  # a bug in the loop: the run is recorded as failed
+            self.client.guard.cancel()  # requests not yet sent are dropped; stalled ones are abandoned
+        except HubUnreachable as e:  # nothing can succeed: stop now, in one line
+            status, failure = "failed", str(e)
+            self._record_error(None, failure)
+        except Exception as e:  # a failed write (disk full, I/O, read-only) or a bug: the run fails
             status = "failed"
-            failure = f"{type(e).__name__}: {str(e)[:500]}"
+            failure = storage_failure(e) or f"{type(e).__name__}: {str(e)[:500]}"
             self._record_error(None, failure)
         finally:
             for fut in pending:
                 fut.cancel()
-            pool.shutdown(wait=status != "interrupted", cancel_futures=True)
+            # In-flight requests end by their call's deadline; an interrupted or failed run does not wait.
+            pool.shutdown(wait=status == "ok", cancel_futures=True)
             if status == "ok":
                 status, failure = self._final_status()
-            with self.Session() as session:
-                self._save_run(session, status, final=True)
+            self._save_final(status)
             if self._own_client:
                 self.client.close()
             self.writer.close()
@@ -339,11 +353,16 @@ class Crawler:
     def _drain(self, session, pending: dict, block: bool) -> None:
         if not pending:
             return
-        done, _ = wait(list(pending), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        done, _ = wait(list(pending), timeout=self._block_seconds() if block else 0, return_when=FIRST_COMPLETED)
+        if block and not done:  # the run's time is up and these are still in flight: leave them for next run
+            self._abandon(pending)
+            return
         for fut in done:
             item, existing_pk, kind, queued = pending.pop(fut)
             try:
                 fetched = fut.result()
+            except (HubUnreachable, WriteFailed):
+                raise
             except Exception as e:  # a bug in a worker must not kill the crawl
                 fetched = Fetched("error", f"internal: {describe(e)}")
             if fetched.deferred:
@@ -351,6 +370,18 @@ class Crawler:
                 self._leftover.append(item)
                 continue
             self._finish(session, item, existing_pk, kind, fetched, queued)
+
+    def _block_seconds(self) -> float | None:
+        deadline = self._deadline()
+        return None if deadline is None else max(0.0, deadline + ABANDON_AFTER_SECONDS - time.monotonic())
+
+    def _abandon(self, pending: dict) -> None:
+        """--max-minutes is a hard box: repos still being fetched are queued for the next run, not waited for."""
+        self.stopped = self.stopped or f"--max-minutes {self.opt.max_minutes:g} reached"
+        for fut, (item, *_rest) in list(pending.items()):
+            fut.cancel()
+            self._leftover.append(item)
+        pending.clear()
 
     def _triage(self, session, item: Listed, queued: bool):
         """Unchanged → bookkeeping only; decided without the Hub → row now; else a worker job."""
@@ -396,6 +427,15 @@ class Crawler:
             session.add(run)
             session.commit()
             self.run_id = run.id
+
+    def _save_final(self, status: str) -> None:
+        """Record how the run ended; when even that write fails, the next run marks it interrupted."""
+        try:
+            with self.Session() as session:
+                self._save_run(session, status, final=True)
+        except Exception as e:  # noqa: BLE001 - the run's own failure is what gets reported
+            if storage_failure(e) is None:
+                raise
 
     def _save_run(self, session, status: str, final: bool = False) -> None:
         run = session.get(CrawlRun, self.run_id)

@@ -70,7 +70,7 @@ def _jsonable(obj):
     return json.loads(json.dumps(obj, default=str))
 
 
-def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None) -> dict:
+def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, request_timeout=None) -> dict:
     """Call the crawler's library function (incremental by commit sha; quiet, no progress bar).
 
     A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
@@ -80,6 +80,8 @@ def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None) -> d
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
     opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
                         max_api_calls=max_api_calls)
+    if request_timeout:
+        opts.call_timeout = request_timeout
     return crawl(db, opts, progress=False)
 
 
@@ -92,6 +94,7 @@ def nightly(
     lock_file: str | None = None,
     max_minutes: float | None = None,
     max_api_calls: int | None = None,
+    request_timeout: float | None = None,
 ) -> dict:
     """Run every step under the lock; returns the report (``status`` "ok" or "failed").
 
@@ -100,10 +103,11 @@ def nightly(
     """
     lock = Path(lock_file) if lock_file else lock_path_for(db)
     with exclusive_lock(lock):
-        return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls)
+        return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls, request_timeout)
 
 
-def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None) -> dict:
+def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
+         request_timeout=None) -> dict:
     from .db import upgrade
 
     started = time.perf_counter()
@@ -139,7 +143,8 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
 
     try:
         step("migrate", lambda: upgrade(db))
-        crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families, max_minutes, max_api_calls))
+        crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families, max_minutes, max_api_calls,
+                                                             request_timeout))
         crawl_status = _get(crawl_result, "status")
         if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")
@@ -159,15 +164,33 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
             why = "no --publish-dir" if not publish_dir else "not a SQLite catalog"
             rep["steps"]["publish"] = {"status": "skipped", "reason": why}
         rep["status"] = "ok"
-    except BaseException as e:  # a report is written for every failure, even Ctrl-C
-        rep["status"] = "failed"
-        rep["error"] = f"{type(e).__name__}: {e}"
-        rep["traceback"] = traceback.format_exc(limit=8)
-        if not isinstance(e, Exception):
-            _finish(rep, started, report_path)
-            raise
+    except BaseException as e:  # a report is written for every failure, even SIGTERM / Ctrl-C
+        if _interrupted(e):  # the crawl recorded its run as interrupted; nothing later ran
+            rep["status"], rep["error"] = "interrupted", "interrupted by a signal"
+        else:
+            rep["status"] = "failed"
+            rep["error"] = _reason(e)
+            rep["traceback"] = traceback.format_exc(limit=8)
+            if not isinstance(e, Exception):
+                _finish(rep, started, report_path)
+                raise
     _finish(rep, started, report_path)
     return rep
+
+
+def _interrupted(e: BaseException) -> bool:
+    from .crawl import CrawlInterrupted
+
+    return isinstance(e, (KeyboardInterrupt, CrawlInterrupted))
+
+
+def _reason(e: BaseException) -> str:
+    """The cause in words: the crawl's own one-line message, else the exception's."""
+    from .crawl import CrawlFailed
+
+    if isinstance(e, CrawlFailed):
+        return f"crawl failed: {e}"
+    return f"{type(e).__name__}: {e}"
 
 
 def _finish(rep: dict, started: float, report_path) -> None:
