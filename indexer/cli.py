@@ -79,18 +79,27 @@ def stop_on_signals() -> dict:
 
 
 def exit_interrupted(got: dict, message: str | None = None) -> None:
-    """Exit 128 + the signal (143 SIGTERM, 130 SIGINT) without waiting for stalled worker threads:
-    everything worth keeping is committed and reported by now (issue 18)."""
+    """Exit 128 + the signal (143 SIGTERM, 130 SIGINT). Everything worth keeping is committed and reported
+    by now; crawl workers still stuck in a stalled request are not waited for (issue 18)."""
     import logging
     import os
     import signal
+    import threading
+    import time
 
     if message:
         click.echo(message, err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(128 + got.get("signum", signal.SIGINT))
+    code = 128 + got.get("signum", signal.SIGINT)
+    give_up = time.monotonic() + 2.0
+    for t in threading.enumerate():
+        if t.name.startswith("crawl") and t is not threading.current_thread():
+            t.join(max(0.0, give_up - time.monotonic()))
+    if any(t.name.startswith("crawl") and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
 
 
 def request_timeout_option(f):
