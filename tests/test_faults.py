@@ -210,3 +210,27 @@ def test_nightly_stops_on_sigterm_and_writes_its_report(hub_dir, tmp_path):
     rep = json.loads(report.read_text())
     assert rep["status"] == "interrupted" and "compute" not in rep["steps"]
     assert runs(db)[-1][0] == "interrupted"
+
+
+def test_the_lock_message_names_the_real_holder(tmp_path):
+    """A child that inherited the nightly lock outlives the parent whose PID the file records."""
+    import os
+
+    db = tmp_path / "c.db"
+    script = ("import os, sys, time\n"
+              "from indexer.nightly import exclusive_lock\n"
+              "with exclusive_lock(__import__('pathlib').Path(sys.argv[1])):\n"
+              "    pid = os.fork()\n"
+              "    if pid == 0:\n"
+              "        null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 1); os.dup2(null, 2)\n"
+              "        time.sleep(30); os._exit(0)\n"
+              "    print(os.getpid(), pid, flush=True); os._exit(0)\n")
+    lock = tmp_path / "c.db.lock"
+    parent = subprocess.run([sys.executable, "-c", script, str(lock)], capture_output=True, text=True, timeout=30)
+    parent_pid, child = map(int, parent.stdout.split())
+    try:
+        proc = run(["nightly", "--db", str(db), "--publish-dir", ""], tmp_path, timeout=30)
+        assert proc.returncode == 75, proc.stderr
+        assert f"(pid {child}; the file still says 'pid {parent_pid} since" in proc.stderr
+    finally:
+        os.kill(child, signal.SIGKILL)
