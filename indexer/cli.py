@@ -356,6 +356,7 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
             f"crawl run {summary['run_id']} {summary['status']}: listed {summary['listed']}, "
             f"unchanged {summary['unchanged']}, new {summary['new']}, changed {summary['changed']}, "
             f"failed {summary['failed']}, gone {summary['gone']}, unresolved {summary['unresolved']}"
+            + (f", fetched by another crawl {summary['elsewhere']}" if summary.get("elsewhere") else "")
             + (f" ({summary['stopped']})" if summary.get("stopped") else "")
         )
         click.echo(f"  statuses: {', '.join(f'{k} {v}' for k, v in summary['statuses'].items()) or '-'}")

@@ -30,6 +30,7 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from .blobstore import BlobStore
+from .claims import claim, owner_tag, run_alive
 from .db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
 from .families import find_family, load_families
 from .fetch import Fetched, Fetcher, describe, early_status
@@ -160,7 +161,7 @@ class Crawler:
         self._own_client = client is None
         self.progress = progress
         self.counts = {"listed": 0, "resumed": 0, "unchanged": 0, "new": 0, "changed": 0, "failed": 0,
-                       "gone": 0, "private": 0, "unresolved": 0}
+                       "gone": 0, "private": 0, "unresolved": 0, "elsewhere": 0}
         self.statuses: dict[str, int] = {}
         self.errors: list[dict] = []
         self.listing_failures = 0
@@ -209,9 +210,12 @@ class Crawler:
         """(item, queued) pairs: the previous run's unresolved repos first, then every scope."""
         o = self.opt
         n = 0
+        now = now_utc()
+        busy = {r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
+                if r.id != self.run_id and run_alive(r, now)}  # their claims are theirs to finish
         for q in session.scalars(select(CrawlQueue).order_by(CrawlQueue.queued_at, CrawlQueue.repo_id)).all():
             item = Listed.from_json(q.item)
-            if item.id in self._seen:
+            if item.id in self._seen or q.crawl_run_id in busy:
                 continue
             self._seen.add(item.id)
             self._queued.add(item.id)
@@ -407,7 +411,11 @@ class Crawler:
         if early is not None:
             self._finish(session, item, pk, kind, early, queued)
             return None
-        return item, pk, kind, queued
+        if not claim(session, self.writer.transaction, item, self.run_id, now_utc()):
+            self.counts["elsewhere"] += 1  # another live crawl is fetching it
+            self._tick()
+            return None
+        return item, pk, kind, True  # claimed: the queue row goes when the repo is written
 
     def _finish(self, session, item, existing_pk, kind, fetched: Fetched, queued: bool) -> None:
         status, reason = self.writer.write(session, item, existing_pk, fetched, self.run_id, queued)
@@ -421,9 +429,13 @@ class Crawler:
     # -- run bookkeeping ---------------------------------------------------------------------------
     def _start_run(self) -> None:
         with self.Session() as session:
-            # A run still "running" is one that was killed: nothing else can finish it.
-            session.execute(update(CrawlRun).where(CrawlRun.status == "running").values(status="interrupted"))
-            run = CrawlRun(started_at=now_utc(), status="running", scope=self.opt.scope(), errors=[])
+            # A run still "running" whose process is gone was killed: nothing else can finish it.
+            now = now_utc()
+            dead = [r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
+                    if not run_alive(r, now)]
+            if dead:
+                session.execute(update(CrawlRun).where(CrawlRun.id.in_(dead)).values(status="interrupted"))
+            run = CrawlRun(started_at=now, status="running", scope=self.opt.scope(), errors=[], owner=owner_tag())
             session.add(run)
             session.commit()
             self.run_id = run.id

@@ -91,6 +91,8 @@ class CatalogWriter:
         self._pending_blobs.clear()
         self._pending_sets.clear()
 
+    transaction = _transaction  # one repo's claim (indexer/claims.py) commits the same way
+
     # -- the per-repo transaction ----------------------------------------------------------------
     def write(self, session, item: Listed, existing_pk: int | None, fetched: Fetched, run_id: int,
               queued: bool = False) -> tuple[str, str | None]:

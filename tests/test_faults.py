@@ -234,3 +234,29 @@ def test_the_lock_message_names_the_real_holder(tmp_path):
         assert f"(pid {child}; the file still says 'pid {parent_pid} since" in proc.stderr
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def test_two_crawls_at_once_split_the_work(tmp_path):
+    """Concurrent crawls of one catalog claim repos through the crawl queue: each repo is fetched once."""
+    from indexer.db import upgrade
+
+    hub_dir = tmp_path / "hub"
+    n = 24
+    for i in range(n):
+        write_repo(hub_dir, f"org/m-{i}", words=[f"v{i}y{j}" for j in range(30)])
+    db = tmp_path / "c.db"
+    upgrade(str(db))
+    with HubServer(str(hub_dir), page_size=6) as hub:
+        hub.add_fault("POST", r"/paths-info/", kind="slow", delay=0.15, times=None)  # the crawls overlap
+        procs = [subprocess.Popen(CLI + ["crawl", "--author", "org", "--endpoint", hub.endpoint, "--db", str(db),
+                                         "--quiet", "--no-compute", "--json", "--workers", "2"],
+                                  env=hermetic_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    summaries = [json.loads(out) for out, _ in outs]
+    assert sum(s["new"] for s in summaries) == n, summaries
+    assert all(s["new"] + s["unchanged"] + s["elsewhere"] == n for s in summaries), summaries
+    final = rows(db)
+    assert len(final) == n and all(s == "ok" for s, _ in final.values())
+    assert _queue(db) == [] and [r[0] for r in runs(db)] == ["ok", "ok"]

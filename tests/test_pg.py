@@ -163,11 +163,12 @@ def test_two_crawls_at_once(any_catalog, tmp_path):
                 cwd=cwd, env={**env, "HF_HOME": str(cwd / "hf")}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True))
         outs = [p.communicate(timeout=300) for p in procs]
+    assert sum(json.loads(out)["new"] for out, _ in outs) == 16  # each repo fetched by one crawl only
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         summary = json.loads(out)
-        assert summary["listed"] == 16 and summary["failed"] == 0, summary
-        assert summary["new"] + summary["changed"] + summary["unchanged"] == 16, summary
+        assert summary["listed"] == 16 and summary["failed"] == 0, json.dumps(summary)
+        assert summary["new"] + summary["changed"] + summary["unchanged"] + summary["elsewhere"] == 16, summary
     engine = make_engine(db)
     with engine.connect() as conn:
         q = conn.exec_driver_sql
