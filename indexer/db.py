@@ -104,6 +104,16 @@ def sqlite_path(url: str) -> Path | None:
     return Path(path) if path and path != ":memory:" else None
 
 
+def missing_hint(path: Path) -> str:
+    """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
+    from .demo import DEFAULT_DEMO_DB
+
+    demo = Path(DEFAULT_DEMO_DB)
+    if path == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
+        return f"; the demo catalog is {demo}: add --db {demo} (or set INDEXER_DB={demo})"
+    return ""
+
+
 def busy_timeout() -> float:
     try:
         return max(0.0, float(os.environ.get("INDEXER_BUSY_TIMEOUT", DEFAULT_BUSY_TIMEOUT)))
@@ -428,7 +438,8 @@ def open_catalog(db: str | None = None, *, create: bool = False):
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        raise CatalogError(f"catalog {path} does not exist; run `indexer db upgrade --db {path}` first")
+        raise CatalogError(f"catalog {path} does not exist; run `indexer db upgrade --db {path}` first"
+                           + missing_hint(path))
     engine = make_engine(db)
     try:
         migrated = inspect(engine).has_table("repos")
