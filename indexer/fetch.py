@@ -104,15 +104,15 @@ class Fetcher:
         except RemoteEntryNotFoundError as e:
             return Fetched("error", f"file vanished: {describe(e)}")
         except LocalEntryNotFoundError as e:
-            raise_if_write_failed(e)
+            raise_if_write_failed(e, f"fetching {item.id}")
             return Fetched("error", f"transient: download failed: {describe(e.__cause__ or e)}")
         except UnsafeName as e:
             return Fetched("error", f"refused Hub data: {e}")
         except TransientError as e:
-            raise_if_write_failed(e)
+            raise_if_write_failed(e, f"fetching {item.id}")
             return Fetched("error", f"transient: {describe(e)}{_cause(e)}")
         except Exception as e:  # a bug or an unexpected answer must not kill the crawl (a failed write does)
-            raise_if_write_failed(e)
+            raise_if_write_failed(e, f"fetching {item.id}")
             return Fetched("error", f"transient: {describe(e)}")
 
     def _fetch(self, item: Listed) -> Fetched:

@@ -27,26 +27,27 @@ class WriteFailed(Exception):
     """A write to the catalog, the blob store or the token store failed: the run stops here."""
 
 
-def storage_failure(exc: BaseException) -> str | None:
-    """One line naming the cause when ``exc`` (or anything it wraps) is a failed write, else None."""
+def storage_failure(exc: BaseException, doing: str | None = None) -> str | None:
+    """One line naming the cause when ``exc`` (or anything it wraps) is a failed write, else None;
+    ``doing`` says what the run was doing ("fetching org/name")."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, WriteFailed):
             return str(exc)
         if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
-            where = f" writing {exc.filename}" if exc.filename else ""
+            where = f" writing {exc.filename}" if exc.filename else (f" {doing}" if doing else "")
             return f"a write failed{where}: {exc.strerror or 'error'} ({errno.errorcode.get(exc.errno, exc.errno)})"
         text = str(getattr(exc, "orig", None) or exc).lower()
         if type(exc).__module__.split(".")[0] in ("sqlite3", "sqlalchemy") and any(m in text for m in SQLITE_MESSAGES):
             cause = next(v for m, v in SQLITE_MESSAGES.items() if m in text)
-            return f"a catalog write failed: {cause}"
+            return f"a catalog write failed{f' {doing}' if doing else ''}: {cause}"
         exc = exc.__cause__ or exc.__context__
     return None
 
 
-def raise_if_write_failed(exc: BaseException) -> None:
+def raise_if_write_failed(exc: BaseException, doing: str | None = None) -> None:
     """Re-raise ``exc`` as WriteFailed when it is a failed write (call from a broad ``except``)."""
-    why = storage_failure(exc)
+    why = storage_failure(exc, doing)
     if why is not None:
         raise WriteFailed(why) from exc

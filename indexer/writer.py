@@ -104,7 +104,7 @@ class CatalogWriter:
             except KeyboardInterrupt:
                 raise
             except Exception as e:
-                raise_if_write_failed(e)  # a full disk is the run's failure, not this repo's
+                raise_if_write_failed(e, f"writing {item.id}")  # a full disk is the run's failure, not this repo's
                 if is_write_conflict(e) and attempt + 1 < WRITE_ATTEMPTS:
                     # Another crawl committed this repo, blob, file set or tokenizer first (or this was a
                     # deadlock victim): its rows are visible now, so the retry reuses them instead of inserting.

@@ -260,3 +260,31 @@ def test_two_crawls_at_once_split_the_work(tmp_path):
     final = rows(db)
     assert len(final) == n and all(s == "ok" for s, _ in final.values())
     assert _queue(db) == [] and [r[0] for r in runs(db)] == ["ok", "ok"]
+
+
+def test_a_failed_download_write_fails_the_crawl(tmp_path):
+    """The blob side: a download that cannot be written (EFBIG, as ENOSPC) is the run's failure, not the repo's."""
+    from indexer.db import upgrade
+
+    hub_dir = tmp_path / "hub"
+    write_repo(hub_dir, "big/model", words=[f"tok{j}" for j in range(12000)])
+    db = tmp_path / "c.db"
+    upgrade(str(db))
+    limit = db.stat().st_size + 48 * 1024
+    assert (hub_dir / "big/model/tokenizer.json").stat().st_size > 2 * 48 * 1024
+    with HubServer(str(hub_dir)) as hub:
+        proc = run(["crawl", "--author", "big", "--endpoint", hub.endpoint, "--db", str(db), "--quiet",
+                    "--no-compute"], tmp_path, preexec_fn=_fsize(limit))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr == "error: a write failed fetching big/model: File too large (EFBIG)\n", proc.stderr
+    assert rows(db) == {}  # the repo is not blamed: it is crawled on the next run
+
+
+def test_nightly_with_an_unreachable_hub_fails_fast_in_one_line(tmp_path):
+    report = tmp_path / "r.json"
+    proc = run(["nightly", "--db", str(tmp_path / "c.db"), "--endpoint", f"http://127.0.0.1:{closed_port()}",
+                "--report", str(report), "--publish-dir", ""], tmp_path)
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    assert proc.stdout.count("\n") == 1 and "cannot be reached" in proc.stdout
+    rep = json.loads(report.read_text())
+    assert rep["status"] == "failed" and "compute" not in rep["steps"]
