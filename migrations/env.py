@@ -3,8 +3,12 @@
 Every migration commits whole or not at all (issue 18): ``transaction_per_migration`` runs each revision
 and its ``alembic_version`` update in one transaction, and ``transactional_ddl=True`` tells Alembic that
 SQLite has transactional DDL too (Alembic's SQLite impl assumes it has not, ``alembic/ddl/sqlite.py:41``).
-pysqlite itself would still run DDL outside any transaction (it only opens one before DML), so the
-SQLite engine gets SQLAlchemy's documented recipe (``indexer.db.immediate_transactions``).
+pysqlite itself would still run DDL outside any transaction, "autocommitted" at once (SQLAlchemy 2.1.9
+``dialects/sqlite/base.py:177-180``, "Incorrect support for transactional DDL", in the section
+"Transactions with SQLite and the sqlite3 driver", which ``dialects/sqlite/pysqlite.py:496-503``
+"Serializable isolation / Savepoints / Transactional DDL" points to); that section gives the recipe the
+SQLite engine gets here (``indexer.db.immediate_transactions``: no driver BEGIN, ours from the ``begin``
+event). PostgreSQL concurrent upgrades wait on an advisory lock (``indexer.db.migration_lock``).
 """
 
 from alembic import context

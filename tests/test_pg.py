@@ -238,3 +238,18 @@ def test_pg_read_only_role_reads_and_writers_fail_in_one_line(pg_url, in_tmp):
             conn.exec_driver_sql(f"REVOKE ALL ON SCHEMA public FROM {role}")
             conn.exec_driver_sql(f"DROP ROLE {role}")
         admin.dispose()
+
+
+def test_pg_concurrent_upgrades_of_a_new_database_wait_for_each_other(pg_url, tmp_path):
+    """Three `db upgrade` processes on one empty database: the advisory lock serialises them."""
+    env = hermetic_env(tmp_path)
+    procs = [subprocess.Popen([sys.executable, "-c", "from indexer.cli import cli; cli()", "db", "upgrade",
+                               "--db", pg_url], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    engine = make_engine(pg_url)
+    try:
+        assert current_revision(engine) is not None
+    finally:
+        engine.dispose()
