@@ -172,6 +172,7 @@ class Crawler:
         self._seen: set[str] = set()
         self._queued: set[str] = set()
         self._leftover: list[Listed] = []
+        self._abandoned = False
         from .tokenstore import TokenStore, default_root
 
         self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
@@ -327,8 +328,9 @@ class Crawler:
         finally:
             for fut in pending:
                 fut.cancel()
-            # In-flight requests end by their call's deadline; an interrupted or failed run does not wait.
-            pool.shutdown(wait=status == "ok", cancel_futures=True)
+            # In-flight requests end by their call's deadline; an interrupted, failed or time-boxed run whose
+            # work was abandoned does not wait for them.
+            pool.shutdown(wait=status == "ok" and not self._abandoned, cancel_futures=True)
             if status == "ok":
                 status, failure = self._final_status()
             self._save_final(status)
@@ -382,6 +384,7 @@ class Crawler:
     def _abandon(self, pending: dict) -> None:
         """--max-minutes is a hard box: repos still being fetched are queued for the next run, not waited for."""
         self.stopped = self.stopped or f"--max-minutes {self.opt.max_minutes:g} reached"
+        self._abandoned = True
         for fut, (item, *_rest) in list(pending.items()):
             fut.cancel()
             self._leftover.append(item)

@@ -317,16 +317,44 @@ def upgrade(db: str | None = None, revision: str = "head") -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         with upgrade_lock(path):
             _remove_stale_builds(path)
-            if path.exists() and path.stat().st_size > 0:
-                command.upgrade(alembic_config(url), revision)
-            else:
+            if _holds_nothing(path):
                 _build_new(path, revision)
+            else:
+                command.upgrade(alembic_config(url), revision)
     except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
         raise as_catalog_error(e, url) from None
     return url
 
 
 NEW_SUFFIX = ".new"
+
+
+def _holds_nothing(path: Path) -> bool:
+    """A missing or empty file, or one an interrupted first migration left behind by an older version
+    (only catalog tables, no recorded revision, no rows): built anew, since there is nothing to keep.
+    Any other SQLite file is left to the migration, which refuses what it cannot upgrade."""
+    if not path.exists() or path.stat().st_size == 0:
+        return True
+    import sqlite3
+
+    from .models import Base
+
+    ours = set(Base.metadata.tables) | {"alembic_version"}
+
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                                "AND name NOT LIKE 'sqlite_%'")]
+            if not set(tables) <= ours:
+                return False
+            if "alembic_version" in tables and con.execute("SELECT 1 FROM alembic_version").fetchone():
+                return False
+            return not any(con.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() for t in tables)
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False  # let the migration report what is wrong with it
 
 
 def _build_new(path: Path, revision: str) -> None:

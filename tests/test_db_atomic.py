@@ -167,3 +167,16 @@ def test_concurrent_upgrades_of_a_new_file_wait_for_each_other(tmp_path):
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     assert current_revision(make_engine(str(path))) == _head()
+
+
+def test_a_first_migration_left_half_done_by_an_older_version_is_rebuilt(tmp_path):
+    """Issue 18's bricked file: tables of an interrupted first migration and an empty alembic_version."""
+    path = tmp_path / "catalog.db"
+    upgrade(str(path))
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM alembic_version")
+    con.execute("DROP TABLE crawl_queue")
+    con.commit()
+    con.close()
+    _assert_recovers(path)
+    assert "crawl_queue" in _state(path)[1]

@@ -237,15 +237,13 @@ def test_the_lock_message_names_the_real_holder(tmp_path):
 
 
 def test_two_crawls_at_once_split_the_work(tmp_path):
-    """Concurrent crawls of one catalog claim repos through the crawl queue: each repo is fetched once."""
-    from indexer.db import upgrade
-
+    """Concurrent crawls of one catalog claim repos through the crawl queue: each repo is fetched once.
+    The catalog is new: both crawls create it at once (the upgrade lock serialises them)."""
     hub_dir = tmp_path / "hub"
     n = 24
     for i in range(n):
         write_repo(hub_dir, f"org/m-{i}", words=[f"v{i}y{j}" for j in range(30)])
     db = tmp_path / "c.db"
-    upgrade(str(db))
     with HubServer(str(hub_dir), page_size=6) as hub:
         hub.add_fault("POST", r"/paths-info/", kind="slow", delay=0.15, times=None)  # the crawls overlap
         procs = [subprocess.Popen(CLI + ["crawl", "--author", "org", "--endpoint", hub.endpoint, "--db", str(db),
