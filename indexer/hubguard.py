@@ -70,6 +70,11 @@ class Guard:
     @contextmanager
     def call(self, what: str):
         """Everything the client sends inside this block shares one overall budget."""
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE:  # the client refuses every request (utils/_http.py:293-296): say so once
+            raise HubUnreachable(f"HF_HUB_OFFLINE is set, so huggingface_hub sends no request to {self.endpoint}; "
+                                 "unset it to crawl")
         token = _CALL.set(_Call(self, what))
         try:
             yield

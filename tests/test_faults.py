@@ -286,3 +286,12 @@ def test_nightly_with_an_unreachable_hub_fails_fast_in_one_line(tmp_path):
     assert proc.stdout.count("\n") == 1 and "cannot be reached" in proc.stdout
     rep = json.loads(report.read_text())
     assert rep["status"] == "failed" and "compute" not in rep["steps"]
+
+
+def test_hf_hub_offline_ends_a_crawl_with_one_line(tmp_path):
+    env = {**hermetic_env(tmp_path), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(CLI + ["crawl", "--all", "--endpoint", f"http://127.0.0.1:{closed_port()}", "--db",
+                                 str(tmp_path / "c.db"), "--quiet", "--no-compute"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: HF_HUB_OFFLINE is set") and proc.stderr.count("\n") == 1, proc.stderr
