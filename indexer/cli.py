@@ -60,7 +60,7 @@ def max_bytes_option(f):
     )(f)
 
 
-def stop_on_signals() -> dict:
+def interrupt_on_signals() -> dict:
     """SIGTERM and SIGINT raise KeyboardInterrupt in the main thread once (later ones are only noted, so
     the run's bookkeeping is not cut short); returns a dict that remembers the first signal."""
     import signal
@@ -327,7 +327,7 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
                         max_minutes=max_minutes, max_api_calls=max_api_calls, workers=workers,
                         max_file_bytes=max_file_bytes, quiet=quiet, call_timeout=request_timeout)
     route_logs(verbose)
-    got = stop_on_signals()
+    got = interrupt_on_signals()
     code = 0
     try:
         summary = run_crawl(db, opts)
@@ -516,7 +516,7 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes,
 
     names = [n.strip() for item in families for n in item.split(",") if n.strip()]
     route_logs(verbose)
-    got = stop_on_signals()
+    got = interrupt_on_signals()
     try:
         rep = run_nightly(db=db, families=names or None, endpoint=endpoint, publish_dir=publish_dir or None,
                           report=report, lock_file=lock_file, max_minutes=max_minutes,

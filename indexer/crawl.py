@@ -351,7 +351,8 @@ class Crawler:
         resolved = self.counts["unchanged"] + sum(n for s, n in self.statuses.items() if s != "error")
         if resolved == 0 and self.counts["failed"] > 0:
             first = next((e for e in self.errors if e["repo"]), self.errors[0] if self.errors else {})
-            return "failed", f"nothing resolved, every repo failed (first: {first.get('repo')}: {first.get('reason')})"
+            which = f"{first['repo']}: " if first.get("repo") else ""
+            return "failed", f"nothing resolved, every repo failed (first: {which}{first.get('reason')})"
         if self.stopped or self.listing_failures or self.counts["unresolved"]:
             return "partial", None
         return "ok", None
