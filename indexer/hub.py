@@ -45,9 +45,9 @@ from .hubguard import (
     CallTimedOut,
     Cancelled,
     Guard,
-    GuardedTransport,
     HubUnreachable,
     excuse,
+    guarded_client,
     sleep_within_call,
 )
 from .pacing import TIER_QUOTAS, BudgetExhausted, FixedWindow, least_seconds
@@ -223,12 +223,10 @@ def _install_hook() -> None:
     with _OBS_LOCK:
         if _HOOK_INSTALLED:
             return
-        import httpx2
         from huggingface_hub.utils import _http
 
         def factory():  # the client's own factory (utils/_http.py:341-349), our two hooks, our deadlines
-            return httpx2.Client(
-                transport=GuardedTransport(),
+            return guarded_client(
                 event_hooks={
                     "request": [_http.hf_request_event_hook, _on_request],
                     "response": [_on_response],

@@ -164,22 +164,43 @@ class _DeadlineStream(httpx2.SyncByteStream):
         self.inner.close()
 
 
-class GuardedTransport(httpx2.HTTPTransport):
-    """httpx2's transport, bounded by the current call (requests outside a call pass unchanged)."""
+class GuardedTransport(httpx2.BaseTransport):
+    """An httpx2 transport bounded by the current call (requests outside a call pass unchanged)."""
+
+    def __init__(self, inner: httpx2.BaseTransport | None = None):
+        self.inner = inner or httpx2.HTTPTransport()
+
+    def close(self) -> None:
+        self.inner.close()
 
     def handle_request(self, request):
         call = _CALL.get()
         if call is None:
-            return super().handle_request(request)
+            return self.inner.handle_request(request)
         left = call.seconds_left()
         timeout = dict(request.extensions.get("timeout") or {})
         request.extensions["timeout"] = {k: min(timeout.get(k) or left, left)
                                          for k in ("connect", "read", "write", "pool")}
         try:
-            response = super().handle_request(request)
+            response = self.inner.handle_request(request)
         except (httpx2.ConnectError, httpx2.ConnectTimeout) as e:
             call.guard.connect_failed(e)
             raise
         call.guard.connected()
         response.stream = _DeadlineStream(response.stream, call)
         return response
+
+
+def guarded_client(**kwargs) -> httpx2.Client:
+    """An httpx2 client whose every transport is guarded: the default one and the proxy transports it
+    mounts from ``HTTP(S)_PROXY`` / ``ALL_PROXY``. Passing ``transport=`` would switch those proxies off
+    (httpx2 ``_client.py:653``, ``allow_env_proxies = trust_env and transport is None``), so the client is
+    built as usual and its transports wrapped afterwards (``_client.py:655-682``; no public way exists)."""
+    client = httpx2.Client(**kwargs)
+    client._transport = GuardedTransport(client._transport)
+    mounts = getattr(client, "_mounts", None)
+    if isinstance(mounts, dict):
+        for pattern, transport in mounts.items():
+            if transport is not None and not isinstance(transport, GuardedTransport):
+                mounts[pattern] = GuardedTransport(transport)
+    return client

@@ -295,3 +295,16 @@ def test_hf_hub_offline_ends_a_crawl_with_one_line(tmp_path):
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: HF_HUB_OFFLINE is set") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_an_unreachable_proxy_ends_the_run_with_one_line(hub_dir, tmp_path):
+    """Requests through an HTTP(S)_PROXY transport are guarded too (a proxy that refuses connections)."""
+    port = closed_port()
+    env = {**hermetic_env(tmp_path), "HTTP_PROXY": f"http://127.0.0.1:{port}", "NO_PROXY": ""}
+    with HubServer(str(hub_dir)) as hub:
+        proc = subprocess.run(CLI + ["crawl", "--author", "meta-llama", "--endpoint", hub.endpoint, "--db",
+                                     str(tmp_path / "c.db"), "--quiet", "--no-compute"],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert hub.counts.get("list", 0) == 0  # nothing got past the proxy
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "cannot be reached" in proc.stderr, proc.stderr
