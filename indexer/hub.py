@@ -449,10 +449,8 @@ class HubClient:
         from huggingface_hub.errors import HfHubHTTPError
 
         for e in _cause_chain(exc):
-            if isinstance(e, (BudgetExhausted, HubUnreachable, Cancelled)):
-                raise e
-            if isinstance(e, CallTimedOut):
-                raise e
+            if isinstance(e, (BudgetExhausted, HubUnreachable, Cancelled, CallTimedOut)):
+                raise e  # the run's limits: never retried here (indexer/hubguard.py)
             if isinstance(e, HfHubHTTPError) and _status_of(e) is not None:
                 status = _status_of(e)
                 return status in RETRY_STATUSES, status
