@@ -174,7 +174,8 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         try:
             result = fn()
         except BaseException as e:
-            rep["steps"][name] = {"status": "failed", "seconds": round(time.perf_counter() - t0, 3),
+            rep["steps"][name] = {"status": "interrupted" if _interrupted(e) else "failed",
+                                  "seconds": round(time.perf_counter() - t0, 3),
                                   "error": f"{type(e).__name__}: {e}"}
             if isinstance(getattr(e, "summary", None), dict):
                 rep["steps"][name]["result"] = _jsonable(e.summary)

@@ -208,7 +208,8 @@ def test_nightly_stops_on_sigterm_and_writes_its_report(hub_dir, tmp_path):
     assert proc.returncode == 143, err
     assert "interrupted" in out + err and "Traceback" not in err
     rep = json.loads(report.read_text())
-    assert rep["status"] == "interrupted" and "compute" not in rep["steps"]
+    assert rep["status"] == "interrupted" and rep["steps"]["crawl"]["status"] == "interrupted"
+    assert "compute" not in rep["steps"]
     assert runs(db)[-1][0] == "interrupted"
 
 
