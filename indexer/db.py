@@ -419,9 +419,14 @@ def upgrade_lock(path: Path):
                 break
             except BlockingIOError:
                 if time.monotonic() >= give_up:
-                    raise CatalogError(f"catalog {path} is being upgraded by another process; try again when it "
-                                       "has finished") from None
+                    from .nightly import lock_holder
+
+                    holder = lock_holder(lock, os.pread(fd, 200, 0).decode(errors="replace").strip())
+                    raise CatalogError(f"catalog {path} is being upgraded by another process ({holder}); try "
+                                       "again when it has finished") from None
                 time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)

@@ -180,3 +180,19 @@ def test_a_first_migration_left_half_done_by_an_older_version_is_rebuilt(tmp_pat
     con.close()
     _assert_recovers(path)
     assert "crawl_queue" in _state(path)[1]
+
+
+def test_an_upgrade_that_waits_too_long_names_the_holder(tmp_path):
+    import fcntl
+
+    path = tmp_path / "catalog.db"
+    fd = os.open(tmp_path / "catalog.db.upgrade-lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
+        proc = _upgrade_proc(str(path), {"INDEXER_BUSY_TIMEOUT": "1"})
+    finally:
+        os.close(fd)
+    assert proc.returncode == 2
+    assert f"is being upgraded by another process (pid {os.getpid()})" in proc.stderr
+    assert not path.exists()
