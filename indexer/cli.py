@@ -61,15 +61,17 @@ def max_bytes_option(f):
 
 
 def interrupt_on_signals() -> dict:
-    """SIGTERM and SIGINT raise KeyboardInterrupt in the main thread once (later ones are only noted, so
-    the run's bookkeeping is not cut short); returns a dict that remembers the first signal."""
+    """The first SIGTERM or SIGINT raises KeyboardInterrupt in the main thread: the run is recorded as
+    interrupted and reported. A second one exits at once (every repo is its own transaction, so nothing
+    committed is lost). Returns a dict that remembers the first signal."""
+    import os
     import signal
 
     got: dict = {}
 
     def handler(signum, _frame):
         if "signum" in got:
-            return
+            os._exit(128 + signum)
         got["signum"] = signum
         raise KeyboardInterrupt
 
