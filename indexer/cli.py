@@ -100,6 +100,65 @@ def valid_limit(_ctx, _param: click.Parameter, value):
     return None if value is None else limit(value, name="--limit")
 
 
+def interrupt_on_signals() -> dict:
+    """The first SIGTERM or SIGINT raises KeyboardInterrupt in the main thread: the run is recorded as
+    interrupted and reported. A second one exits at once (every repo is its own transaction, so nothing
+    committed is lost). Returns a dict that remembers the first signal."""
+    import os
+    import signal
+
+    got: dict = {}
+
+    def handler(signum, _frame):
+        if "signum" in got:
+            os._exit(128 + signum)
+        got["signum"] = signum
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return got
+
+
+def exit_interrupted(got: dict, message: str | None = None) -> None:
+    """Exit 128 + the signal (143 SIGTERM, 130 SIGINT). Everything worth keeping is committed and reported
+    by now; crawl workers still stuck in a stalled request are not waited for (issue 18)."""
+    import logging
+    import os
+    import signal
+    import threading
+    import time
+
+    if message:
+        click.echo(message, err=True)
+    code = 128 + got.get("signum", signal.SIGINT)
+    give_up = time.monotonic() + 2.0
+    for t in threading.enumerate():
+        if t.name.startswith("crawl") and t is not threading.current_thread():
+            t.join(max(0.0, give_up - time.monotonic()))
+    if any(t.name.startswith("crawl") and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
+
+
+def request_timeout_option(f):
+    from .hubguard import DEFAULT_CALL_SECONDS
+
+    return click.option(
+        "--request-timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CALL_SECONDS,
+        show_default=True,
+        help="Seconds one Hub call may take with all its retries; a repo past it is recorded 'error' (transient) "
+             "and retried next run.")(f)
+
+
+def verbose_option(f):
+    return click.option("--verbose", "-v", is_flag=True,
+                        help="Show the Hub client's retries and waits on stderr (they go to the log otherwise).")(f)
+
+
 def print_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
@@ -290,7 +349,8 @@ def _short(tokens: list[str], n: int = 8) -> str:
 @click.option("--resolver-budget", type=click.IntRange(min=1), default=None,
               help="Resolver (download) calls per window (default: announced; 3000 anonymous, 5000 with a token).")
 @click.option("--max-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Stop starting repos after this many minutes; the run ends 'partial' and the next one resumes.")
+              help="Hard time box: at this many minutes work in flight is abandoned and queued, the run ends "
+                   "'partial' and the next one resumes.")
 @click.option("--max-api-calls", type=click.IntRange(min=1), default=None,
               help="Stop starting repos after this many API calls (listing pages included).")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=4, show_default=True,
@@ -299,31 +359,30 @@ def _short(tokens: list[str], n: int = 8) -> str:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-compute", is_flag=True, help="Do not recompute compatibility classes afterwards.")
+@request_timeout_option
+@verbose_option
 @db_option
 def crawl(families, author, search, models, all_, limit, full, endpoint, api_budget, resolver_budget, max_minutes,
-          max_api_calls, workers, max_file_bytes, quiet, as_json, no_compute, db):
+          max_api_calls, workers, max_file_bytes, quiet, as_json, no_compute, request_timeout, verbose, db):
     """Crawl the Hub (or a scope of it) into the catalog: incremental by commit sha, resumable.
 
     Exit status: 0 ok or partial (a time-boxed run; the next one continues), 1 the run failed
-    (every listing failed, or nothing resolved and every repo failed), 2 bad input, 130 interrupted.
+    (every listing failed, the Hub cannot be reached, a catalog write failed, or nothing resolved and
+    every repo failed), 2 bad input, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
-    import signal
-
     from .crawl import CrawlFailed, CrawlInterrupted, CrawlOptions
     from .crawl import crawl as run_crawl
     from .db import CatalogError
+    from .runlog import route_logs
 
     if not (families or author or search or models or all_):
         fail("give a scope: --family, --author, --search, --model or --all")
     opts = CrawlOptions(families=families, author=author, search=search, models=models, all=all_, limit=limit,
                         full=full, endpoint=endpoint, api_budget=api_budget, resolver_budget=resolver_budget,
                         max_minutes=max_minutes, max_api_calls=max_api_calls, workers=workers,
-                        max_file_bytes=max_file_bytes, quiet=quiet)
-
-    def _term(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _term)
+                        max_file_bytes=max_file_bytes, quiet=quiet, call_timeout=request_timeout)
+    route_logs(verbose)
+    got = interrupt_on_signals()
     code = 0
     try:
         summary = run_crawl(db, opts)
@@ -333,6 +392,8 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
         fail(str(e))
     except CrawlInterrupted as e:
         summary, code = e.summary, 130
+    except KeyboardInterrupt:  # before the run started: nothing to record
+        exit_interrupted(got, "error: crawl interrupted before it started")
     except CrawlFailed as e:
         summary, code = e.summary, 1
         click.echo(f"error: {e}", err=True)
@@ -350,6 +411,7 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
             f"crawl run {summary['run_id']} {summary['status']}: listed {summary['listed']}, "
             f"unchanged {summary['unchanged']}, new {summary['new']}, changed {summary['changed']}, "
             f"failed {summary['failed']}, gone {summary['gone']}, unresolved {summary['unresolved']}"
+            + (f", fetched by another crawl {summary['elsewhere']}" if summary.get("elsewhere") else "")
             + (f" ({summary['stopped']})" if summary.get("stopped") else "")
         )
         click.echo(f"  statuses: {', '.join(f'{k} {v}' for k, v in summary['statuses'].items()) or '-'}")
@@ -359,9 +421,11 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
             f"429s {summary['rate_limited']['api']} api / {summary['rate_limited']['resolvers']} resolvers"
         )
         for err in summary["errors"][:10]:
-            click.echo(f"  error {err['repo']}: {err['reason']}")
+            click.echo(f"  error {err['repo']}: {err['reason']}" if err.get("repo") else f"  error: {err['reason']}")
         if "compute" in summary:
             click.echo("  compatibility classes recomputed (indexer compute)")
+    if code == 130:
+        exit_interrupted(got)
     if code:
         sys.exit(code)
 
@@ -485,22 +549,33 @@ def publish(outdir, db, as_json, with_tokens):
               help="Time box of the crawl step; the rest of the scope is resumed on the next run.")
 @click.option("--max-api-calls", type=click.IntRange(min=1), default=None,
               help="API-call box of the crawl step.")
-def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes, max_api_calls):
+@request_timeout_option
+@verbose_option
+def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes, max_api_calls, request_timeout,
+            verbose):
     """Crawl the families incrementally, compute, check integrity, publish, report (one run at a time).
 
-    Exit status: 0 ok, 1 a step failed (see the report), 75 another run holds the lock.
+    Exit status: 0 ok, 1 a step failed (see the report), 75 another run holds the lock, 130/143 stopped by
+    SIGINT/SIGTERM (the crawl run is marked interrupted and the report written).
     """
     from .nightly import EXIT_FAILED, EXIT_LOCKED, LockBusy
     from .nightly import nightly as run_nightly
+    from .runlog import route_logs
 
     names = [n.strip() for item in families for n in item.split(",") if n.strip()]
+    route_logs(verbose)
+    got = interrupt_on_signals()
     try:
         rep = run_nightly(db=db, families=names or None, endpoint=endpoint, publish_dir=publish_dir or None,
                           report=report, lock_file=lock_file, max_minutes=max_minutes,
-                          max_api_calls=max_api_calls)
+                          max_api_calls=max_api_calls, request_timeout=request_timeout)
     except LockBusy as e:
         fail(str(e), EXIT_LOCKED)
+    except KeyboardInterrupt:  # before the run began: no report to write
+        exit_interrupted(got, "error: nightly interrupted before it started")
     click.echo(rep["summary"])
+    if rep["status"] == "interrupted":
+        exit_interrupted(got)
     if rep["status"] != "ok":
         sys.exit(EXIT_FAILED)
 

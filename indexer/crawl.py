@@ -30,18 +30,23 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from .blobstore import BlobStore
+from .claims import claim, owner_tag, run_alive
 from .db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
 from .errors import CrawlFailed, CrawlInterrupted
 from .families import find_family, load_families
 from .fetch import Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
-from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, Listed
+from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
+from .hubguard import DEFAULT_CALL_SECONDS
 from .models import CrawlQueue, CrawlRun, Repo
+from .writefail import WriteFailed, storage_failure
 from .writer import CatalogWriter, file_set_key, now_utc
 
 __all__ = ["CrawlFailed", "CrawlInterrupted", "CrawlOptions", "Crawler", "crawl", "file_set_key"]
 
 MAX_RUN_ERRORS = 200
+# --max-minutes is a hard box: work still in flight this long after the deadline is abandoned (and queued).
+ABANDON_AFTER_SECONDS = 5.0
 
 
 @dataclass
@@ -65,6 +70,7 @@ class CrawlOptions:
     retries: int = 5
     base_delay: float = 1.0
     read_timeout: float = 60.0
+    call_timeout: float = DEFAULT_CALL_SECONDS  # one Hub call with all its retries (indexer/hubguard.py)
     blob_dir: str | None = None
     cache_dir: str | None = None
 
@@ -137,11 +143,12 @@ class Crawler:
             retries=options.retries,
             base_delay=options.base_delay,
             read_timeout=options.read_timeout,
+            call_timeout=options.call_timeout,
         )
         self._own_client = client is None
         self.progress = progress
         self.counts = {"listed": 0, "resumed": 0, "unchanged": 0, "new": 0, "changed": 0, "failed": 0,
-                       "gone": 0, "private": 0, "unresolved": 0}
+                       "gone": 0, "private": 0, "unresolved": 0, "elsewhere": 0}
         self.statuses: dict[str, int] = {}
         self.errors: list[dict] = []
         self.listing_failures = 0
@@ -152,6 +159,7 @@ class Crawler:
         self._seen: set[str] = set()
         self._queued: set[str] = set()
         self._leftover: list[Listed] = []
+        self._abandoned = False
         from .tokenstore import TokenStore, default_root
 
         self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
@@ -197,9 +205,12 @@ class Crawler:
         """(item, queued) pairs: the previous run's unresolved repos first, then every scope."""
         o = self.opt
         n = 0
+        now = now_utc()
+        busy = {r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
+                if r.id != self.run_id and run_alive(r, now)}  # their claims are theirs to finish
         for q in session.scalars(select(CrawlQueue).order_by(CrawlQueue.queued_at, CrawlQueue.repo_id)).all():
             item = Listed.from_json(q.item)
-            if item.id in self._seen:
+            if item.id in self._seen or q.crawl_run_id in busy:
                 continue
             self._seen.add(item.id)
             self._queued.add(item.id)
@@ -213,6 +224,8 @@ class Crawler:
             except BudgetExhausted:
                 self.stopped = self.stopped or "budget spent"
                 return
+            except HubUnreachable:
+                raise
             except Exception as e:  # a typo'd or vanished id: reported, no row
                 self._gone_by_id(session, model_id, e)
                 self._record_error(model_id, f"model_info failed: {describe(e)}")
@@ -239,6 +252,8 @@ class Crawler:
             except BudgetExhausted:
                 self.stopped = self.stopped or "budget spent while listing"
                 return
+            except HubUnreachable:
+                raise
             except Exception as e:  # e.g. a 504 after the client's five retries: the other scopes go on
                 self.listing_failures += 1
                 self._record_error(None, f"listing {scope.label} failed: {describe(e)}")
@@ -296,18 +311,23 @@ class Crawler:
                 self.counts["unresolved"] = len(self._leftover)
         except KeyboardInterrupt:
             status = "interrupted"
-        except Exception as e:  # a bug in the loop: the run is recorded as failed
+            self.client.guard.cancel()  # requests not yet sent are dropped; stalled ones are abandoned
+        except HubUnreachable as e:  # nothing can succeed: stop now, in one line
+            status, failure = "failed", str(e)
+            self._record_error(None, failure)
+        except Exception as e:  # a failed write (disk full, I/O, read-only) or a bug: the run fails
             status = "failed"
-            failure = f"{type(e).__name__}: {str(e)[:500]}"
+            failure = storage_failure(e) or f"{type(e).__name__}: {str(e)[:500]}"
             self._record_error(None, failure)
         finally:
             for fut in pending:
                 fut.cancel()
-            pool.shutdown(wait=status != "interrupted", cancel_futures=True)
+            # In-flight requests end by their call's deadline; an interrupted, failed or time-boxed run whose
+            # work was abandoned does not wait for them.
+            pool.shutdown(wait=status == "ok" and not self._abandoned, cancel_futures=True)
             if status == "ok":
                 status, failure = self._final_status()
-            with self.Session() as session:
-                self._save_run(session, status, final=True)
+            self._save_final(status)
             if self._own_client:
                 self.client.close()
             self.writer.close()
@@ -325,7 +345,8 @@ class Crawler:
         resolved = self.counts["unchanged"] + sum(n for s, n in self.statuses.items() if s != "error")
         if resolved == 0 and self.counts["failed"] > 0:
             first = next((e for e in self.errors if e["repo"]), self.errors[0] if self.errors else {})
-            return "failed", f"nothing resolved, every repo failed (first: {first.get('repo')}: {first.get('reason')})"
+            which = f"{first['repo']}: " if first.get("repo") else ""
+            return "failed", f"nothing resolved, every repo failed (first: {which}{first.get('reason')})"
         if self.stopped or self.listing_failures or self.counts["unresolved"]:
             return "partial", None
         return "ok", None
@@ -333,11 +354,16 @@ class Crawler:
     def _drain(self, session, pending: dict, block: bool) -> None:
         if not pending:
             return
-        done, _ = wait(list(pending), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        done, _ = wait(list(pending), timeout=self._block_seconds() if block else 0, return_when=FIRST_COMPLETED)
+        if block and not done:  # the run's time is up and these are still in flight: leave them for next run
+            self._abandon(pending)
+            return
         for fut in done:
             item, existing_pk, kind, queued = pending.pop(fut)
             try:
                 fetched = fut.result()
+            except (HubUnreachable, WriteFailed):
+                raise
             except Exception as e:  # a bug in a worker must not kill the crawl
                 fetched = Fetched("error", f"internal: {describe(e)}")
             if fetched.deferred:
@@ -345,6 +371,19 @@ class Crawler:
                 self._leftover.append(item)
                 continue
             self._finish(session, item, existing_pk, kind, fetched, queued)
+
+    def _block_seconds(self) -> float | None:
+        deadline = self._deadline()
+        return None if deadline is None else max(0.0, deadline + ABANDON_AFTER_SECONDS - time.monotonic())
+
+    def _abandon(self, pending: dict) -> None:
+        """--max-minutes is a hard box: repos still being fetched are queued for the next run, not waited for."""
+        self.stopped = self.stopped or f"--max-minutes {self.opt.max_minutes:g} reached"
+        self._abandoned = True
+        for fut, (item, *_rest) in list(pending.items()):
+            fut.cancel()
+            self._leftover.append(item)
+        pending.clear()
 
     def _triage(self, session, item: Listed, queued: bool):
         """Unchanged → bookkeeping only; decided without the Hub → row now; else a worker job."""
@@ -370,7 +409,11 @@ class Crawler:
         if early is not None:
             self._finish(session, item, pk, kind, early, queued)
             return None
-        return item, pk, kind, queued
+        if not claim(session, self.writer.transaction, item, self.run_id, now_utc()):
+            self.counts["elsewhere"] += 1  # another live crawl is fetching it
+            self._tick()
+            return None
+        return item, pk, kind, True  # claimed: the queue row goes when the repo is written
 
     def _finish(self, session, item, existing_pk, kind, fetched: Fetched, queued: bool) -> None:
         status, reason = self.writer.write(session, item, existing_pk, fetched, self.run_id, queued)
@@ -384,12 +427,25 @@ class Crawler:
     # -- run bookkeeping ---------------------------------------------------------------------------
     def _start_run(self) -> None:
         with self.Session() as session:
-            # A run still "running" is one that was killed: nothing else can finish it.
-            session.execute(update(CrawlRun).where(CrawlRun.status == "running").values(status="interrupted"))
-            run = CrawlRun(started_at=now_utc(), status="running", scope=self.opt.scope(), errors=[])
+            # A run still "running" whose process is gone was killed: nothing else can finish it.
+            now = now_utc()
+            dead = [r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
+                    if not run_alive(r, now)]
+            if dead:
+                session.execute(update(CrawlRun).where(CrawlRun.id.in_(dead)).values(status="interrupted"))
+            run = CrawlRun(started_at=now, status="running", scope=self.opt.scope(), errors=[], owner=owner_tag())
             session.add(run)
             session.commit()
             self.run_id = run.id
+
+    def _save_final(self, status: str) -> None:
+        """Record how the run ended; when even that write fails, the next run marks it interrupted."""
+        try:
+            with self.Session() as session:
+                self._save_run(session, status, final=True)
+        except Exception as e:  # noqa: BLE001 - the run's own failure is what gets reported
+            if storage_failure(e) is None:
+                raise
 
     def _save_run(self, session, status: str, final: bool = False) -> None:
         run = session.get(CrawlRun, self.run_id)

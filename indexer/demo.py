@@ -239,6 +239,22 @@ def _env(**values):
                 os.environ[k] = v
 
 
+@contextmanager
+def _online_for_local_hub():
+    """The demo talks only to its own Hub imitation on 127.0.0.1, so an offline user's HF_HUB_OFFLINE=1 must
+    not block it. huggingface_hub reads the setting once, at import (``constants.py:194``), and every request
+    checks ``constants.HF_HUB_OFFLINE`` through ``is_offline_mode`` (``constants.py:197-213``,
+    ``utils/_http.py:293-296``): lift it for the demo crawl only."""
+    from huggingface_hub import constants
+
+    old = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = False
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = old
+
+
 def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
     """Where the demo leaves its hub: ``demo-hub/`` beside a SQLite catalog, else ``data/demo-hub``.
 
@@ -270,12 +286,13 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
         from .hubsim import HubServer
 
         upgrade(db)
-        with HubServer(str(hub_dir)) as hub:
+        with HubServer(str(hub_dir)) as hub, _online_for_local_hub():
             log(f"Hub imitation serving at {hub.endpoint}")
             summary = crawl(db, CrawlOptions(all=True, endpoint=hub.endpoint, token=False, quiet=True),
                             progress=False)
+    statuses = ", ".join(f"{k} {v}" for k, v in summary["statuses"].items()) or "none"
     log(f"crawled: listed {summary['listed']}, new {summary['new']}, changed {summary['changed']}, "
-        f"unchanged {summary['unchanged']}, failed {summary['failed']}; statuses {summary['statuses']}")
+        f"unchanged {summary['unchanged']}, failed {summary['failed']}; statuses: {statuses}")
     from .compute import compute
 
     stats = compute(db)

@@ -128,7 +128,36 @@ class SiteError(IndexerError):
         return self.http_status
 
 
+class HubUnreachable(IndexerError):
+    """The Hub refuses connections or cannot be resolved: nothing this run does can succeed."""
+
+    exit_code = EXIT_FAILED
+    http_status = 503
+
+
+class WriteFailed(IndexerError):
+    """A write to the catalog, the blob store or the token store failed: the run stops here."""
+
+    exit_code = EXIT_FAILED
+    http_status = 500
+
+
 # Internal signals: caught inside the library, never shown as they are.
+
+
+class CallTimedOut(IndexerError):
+    """One Hub call (with every retry) took longer than its budget; worth retrying on a later run."""
+
+    exit_code = EXIT_FAILED
+    http_status = 504
+
+
+class Cancelled(IndexerError):
+    """The run was interrupted; requests still to be sent are dropped."""
+
+    exit_code = EXIT_INTERRUPTED
+    http_status = 503
+
 
 
 class TransientError(IndexerError):

@@ -16,7 +16,9 @@ from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
 from .gguf_hub import GGUFHeaderReader, gguf_names
 from .hub import (
     BudgetExhausted,
+    Cancelled,
     HubClient,
+    HubUnreachable,
     Listed,
     TransientError,
     UnsafeName,
@@ -24,6 +26,7 @@ from .hub import (
     safe_blob_id,
     safe_name,
 )
+from .writefail import raise_if_write_failed
 
 
 @dataclass
@@ -93,6 +96,8 @@ class Fetcher:
             return self._fetch(item)
         except BudgetExhausted:
             return Fetched(deferred=True)
+        except (HubUnreachable, Cancelled):
+            raise  # the whole run stops (crawl.Crawler.run)
         except GatedRepoError:
             return Fetched("gated", f"gated ({item.gated or 'access refused'}); the token has no access")
         except RepositoryNotFoundError:
@@ -102,12 +107,15 @@ class Fetcher:
         except RemoteEntryNotFoundError as e:
             return Fetched("error", f"file vanished: {describe(e)}")
         except LocalEntryNotFoundError as e:
+            raise_if_write_failed(e, f"fetching {item.id}")
             return Fetched("error", f"transient: download failed: {describe(e.__cause__ or e)}")
         except UnsafeName as e:
             return Fetched("error", f"refused Hub data: {e}")
         except TransientError as e:
+            raise_if_write_failed(e, f"fetching {item.id}")
             return Fetched("error", f"transient: {describe(e)}{_cause(e)}")
-        except Exception as e:  # a bug or an unexpected answer must not kill the crawl
+        except Exception as e:  # a bug or an unexpected answer must not kill the crawl (a failed write does)
+            raise_if_write_failed(e, f"fetching {item.id}")
             return Fetched("error", f"transient: {describe(e)}")
 
     def _fetch(self, item: Listed) -> Fetched:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -40,9 +41,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import TransientError, UnsafeName
+from .hubguard import (
+    DEFAULT_CALL_SECONDS,
+    CallTimedOut,
+    Cancelled,
+    Guard,
+    HubUnreachable,
+    excuse,
+    guarded_client,
+    sleep_within_call,
+)
 from .pacing import TIER_QUOTAS, BudgetExhausted, FixedWindow, least_seconds
 
-__all__ = ["BudgetExhausted", "FixedWindow", "HubClient", "Listed", "least_seconds"]
+__all__ = ["BudgetExhausted", "Cancelled", "FixedWindow", "HubClient", "HubUnreachable", "Listed", "least_seconds"]
 
 # What GET /api/models accepts in ``expand``: ExpandModelProperty_T (hf_api.py:159-191) minus
 # baseModels, childrenModelCount and usedStorage, which only /api/models/{id} serves (PR #3182).
@@ -62,6 +73,7 @@ CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 MAX_RATE_LIMIT_WAITS = 30  # 429s waited out for one call before it counts as transient
+log = logging.getLogger(__name__)
 _HEX = re.compile(r"^[0-9a-f]{40}$|^[0-9a-f]{64}$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
@@ -204,11 +216,10 @@ def _install_hook() -> None:
     with _OBS_LOCK:
         if _HOOK_INSTALLED:
             return
-        import httpx2
         from huggingface_hub.utils import _http
 
-        def factory():  # the client's own factory (utils/_http.py:341-349) plus our two hooks
-            return httpx2.Client(
+        def factory():  # the client's own factory (utils/_http.py:341-349), our two hooks, our deadlines
+            return guarded_client(
                 event_hooks={
                     "request": [_http.hf_request_event_hook, _on_request],
                     "response": [_on_response],
@@ -276,6 +287,7 @@ class HubClient:
         max_delay: float = 60.0,
         connect_timeout: float = CONNECT_TIMEOUT,
         read_timeout: float = READ_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_SECONDS,
     ):
         from huggingface_hub import HfApi, constants
 
@@ -293,6 +305,7 @@ class HubClient:
         self.timeouts = {"connect": connect_timeout, "read": read_timeout, "write": read_timeout,
                          "pool": read_timeout}
         self.retries, self.base_delay, self.max_delay = retries, base_delay, max_delay
+        self.guard = Guard(self.endpoint, call_timeout)  # every call's overall deadline (indexer/hubguard.py)
         self.lock = threading.Lock()
         self.list_calls = 0
         self.other_calls = 0
@@ -334,6 +347,7 @@ class HubClient:
         """Make every bucket refuse calls past ``deadline`` (monotonic) / the API-call cap."""
         for b in self.buckets.values():
             b.deadline = deadline
+        self.guard.run_deadline = deadline
         self.buckets["api"].max_calls = max_api_calls
 
     # -- accounting and pacing (runs inside the client's httpx2 event hooks) -------------------------
@@ -357,7 +371,9 @@ class HubClient:
                 with self.lock:
                     self.other_calls += 1
             return
+        paced = time.monotonic()
         request.extensions["indexer_window"] = (id(self), self.buckets[bucket].acquire())
+        excuse(time.monotonic() - paced)  # our own pacing is not the Hub's slowness
         if bucket == "api" and url[len(self.endpoint):].split("?", 1)[0] == "/api/models":
             with self.lock:
                 self.list_calls += 1
@@ -386,6 +402,7 @@ class HubClient:
             # utils/_http.py:534-535 and :85-141), else a second
             hold = _server_wait(response)
             hold = 1.0 if hold is None else hold
+            excuse(hold + 1.0)  # the client sleeps the reset + 1 s (utils/_http.py:559-561)
         if info is None:
             if hold is not None:
                 self.buckets[bucket].observe(0, hold, None, None, None, hold)
@@ -425,8 +442,8 @@ class HubClient:
         from huggingface_hub.errors import HfHubHTTPError
 
         for e in _cause_chain(exc):
-            if isinstance(e, BudgetExhausted):
-                raise e
+            if isinstance(e, (BudgetExhausted, HubUnreachable, Cancelled, CallTimedOut)):
+                raise e  # the run's limits: never retried here (indexer/hubguard.py)
             if isinstance(e, HfHubHTTPError) and _status_of(e) is not None:
                 status = _status_of(e)
                 return status in RETRY_STATUSES, status
@@ -435,13 +452,20 @@ class HubClient:
         return False, None
 
     def _with_retries(self, what: str, fn):
-        """Call ``fn``; 429s are waited out (the bucket holds until the reset), 5xx and transport
-        errors retried with backoff; other errors propagate unchanged."""
+        """Call ``fn`` under one overall deadline (``hubguard``); 429s are waited out (the bucket holds
+        until the reset), 5xx and transport errors retried with backoff; other errors propagate."""
+        with self.guard.call(what):
+            try:
+                return self._retry_loop(what, fn)
+            except CallTimedOut as e:
+                raise TransientError(str(e)) from e
+
+    def _retry_loop(self, what: str, fn):
         delay, failures, waits = self.base_delay, 0, 0
         while True:
             try:
                 return fn()
-            except BudgetExhausted:
+            except (BudgetExhausted, HubUnreachable, Cancelled):
                 raise
             except Exception as e:
                 retry, status = self._retryable(e)
@@ -453,21 +477,29 @@ class HubClient:
                         self.retried += 1
                     continue
                 failures += 1
+                why = f"HTTP {status}" if status else type(e).__name__
                 if failures > self.retries:
-                    why = f"HTTP {status}" if status else type(e).__name__
                     raise TransientError(f"{what}: {why} after {failures} tries") from e
                 wait = _server_wait(e)
                 with self.lock:
                     self.retried += 1
-                time.sleep(min(self.max_delay, wait if wait is not None else delay))
+                log.info("%s: %s; retry %d of %d", what, why, failures, self.retries)
+                sleep_within_call(min(self.max_delay, wait if wait is not None else delay))
                 delay = min(self.max_delay, delay * 2)
 
     # -- calls -------------------------------------------------------------------------------------
     def list_models(self, *, author=None, search=None, pipeline_tag=None, limit=None) -> Iterator[Listed]:
         """Listed items in a stable order (``LIST_SORT``); the client pages and retries 429/5xx itself."""
-        items = self.api.list_models(author=author, search=search, pipeline_tag=pipeline_tag, limit=limit,
-                                     sort=LIST_SORT, expand=list(LIST_EXPAND))
-        for info in items:
+        items = iter(self.api.list_models(author=author, search=search, pipeline_tag=pipeline_tag, limit=limit,
+                                          sort=LIST_SORT, expand=list(LIST_EXPAND)))
+        while True:
+            with self.guard.call("listing page"):  # each page, with the client's retries, has one deadline
+                try:
+                    info = next(items)
+                except CallTimedOut as e:
+                    raise TransientError(str(e)) from e
+                except StopIteration:
+                    return
             yield Listed.from_info(info)
 
     def model_info(self, repo_id: str) -> Listed:

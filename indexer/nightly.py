@@ -10,6 +10,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -46,13 +47,54 @@ def exclusive_lock(path: Path):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown holder"
-            raise LockBusy(path, holder) from None
+            raise LockBusy(path, lock_holder(path, os.pread(fd, 200, 0).decode(errors="replace").strip())) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} since {_now()}\n".encode(), 0)
         yield path
     finally:
         os.close(fd)  # releases the flock
+
+
+def lock_holder(path: Path, recorded: str) -> str:
+    """Who really holds the lock: the PID written in the file only while that process is alive and has
+    the file open; else the processes that have it open (a child that inherited the lock outlives the PID
+    written by its parent, issue 18), found in /proc/*/fd on Linux."""
+    pids = _openers(path)
+    m = re.match(r"pid (\d+)", recorded)
+    if m and (int(m.group(1)) in pids or (pids is None and _alive(int(m.group(1))))):
+        return recorded
+    if pids:
+        return ", ".join(f"pid {p}" for p in sorted(pids)) + (f"; the file still says {recorded!r}" if recorded else "")
+    return recorded or "unknown holder"
+
+
+def _openers(path: Path) -> set[int] | None:
+    """PIDs with ``path`` open (None where /proc cannot tell)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return None
+    target = str(path.resolve())
+    found = set()
+    for fd_dir in proc.glob("[0-9]*/fd"):
+        try:
+            for fd in fd_dir.iterdir():
+                if os.readlink(fd) == target:
+                    found.add(int(fd_dir.parent.name))
+                    break
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    found.discard(os.getpid())
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _now() -> str:
@@ -63,7 +105,7 @@ def _jsonable(obj):
     return json.loads(json.dumps(obj, default=str))
 
 
-def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None) -> dict:
+def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, request_timeout=None) -> dict:
     """Call the crawler's library function (incremental by commit sha; quiet, no progress bar).
 
     A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
@@ -73,6 +115,8 @@ def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None) -> d
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
     opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
                         max_api_calls=max_api_calls)
+    if request_timeout:
+        opts.call_timeout = request_timeout
     return crawl(db, opts, progress=False)
 
 
@@ -85,6 +129,7 @@ def nightly(
     lock_file: str | None = None,
     max_minutes: float | None = None,
     max_api_calls: int | None = None,
+    request_timeout: float | None = None,
 ) -> dict:
     """Run every step under the lock; returns the report (``status`` "ok" or "failed").
 
@@ -93,10 +138,11 @@ def nightly(
     """
     lock = Path(lock_file) if lock_file else lock_path_for(db)
     with exclusive_lock(lock):
-        return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls)
+        return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls, request_timeout)
 
 
-def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None) -> dict:
+def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
+         request_timeout=None) -> dict:
     from .db import upgrade
 
     started = time.perf_counter()
@@ -121,7 +167,8 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         try:
             result = fn()
         except BaseException as e:
-            rep["steps"][name] = {"status": "failed", "seconds": round(time.perf_counter() - t0, 3),
+            rep["steps"][name] = {"status": "interrupted" if _interrupted(e) else "failed",
+                                  "seconds": round(time.perf_counter() - t0, 3),
                                   "error": f"{type(e).__name__}: {e}"}
             if isinstance(getattr(e, "summary", None), dict):
                 rep["steps"][name]["result"] = _jsonable(e.summary)
@@ -132,7 +179,8 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
 
     try:
         step("migrate", lambda: upgrade(db))
-        crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families, max_minutes, max_api_calls))
+        crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families, max_minutes, max_api_calls,
+                                                             request_timeout))
         crawl_status = _get(crawl_result, "status")
         if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")
@@ -152,15 +200,33 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
             why = "no --publish-dir" if not publish_dir else "not a SQLite catalog"
             rep["steps"]["publish"] = {"status": "skipped", "reason": why}
         rep["status"] = "ok"
-    except BaseException as e:  # a report is written for every failure, even Ctrl-C
-        rep["status"] = "failed"
-        rep["error"] = f"{type(e).__name__}: {e}"
-        rep["traceback"] = traceback.format_exc(limit=8)
-        if not isinstance(e, Exception):
-            _finish(rep, started, report_path)
-            raise
+    except BaseException as e:  # a report is written for every failure, even SIGTERM / Ctrl-C
+        if _interrupted(e):  # the crawl recorded its run as interrupted; nothing later ran
+            rep["status"], rep["error"] = "interrupted", "interrupted by a signal"
+        else:
+            rep["status"] = "failed"
+            rep["error"] = _reason(e)
+            rep["traceback"] = traceback.format_exc(limit=8)
+            if not isinstance(e, Exception):
+                _finish(rep, started, report_path)
+                raise
     _finish(rep, started, report_path)
     return rep
+
+
+def _interrupted(e: BaseException) -> bool:
+    from .crawl import CrawlInterrupted
+
+    return isinstance(e, (KeyboardInterrupt, CrawlInterrupted))
+
+
+def _reason(e: BaseException) -> str:
+    """The cause in words: the crawl's own one-line message, else the exception's."""
+    from .crawl import CrawlFailed
+
+    if isinstance(e, CrawlFailed):
+        return f"crawl failed: {e}"
+    return f"{type(e).__name__}: {e}"
 
 
 def _finish(rep: dict, started: float, report_path) -> None:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .db import CatalogError, read_only_uri, resolve_url, safe_url, sqlite_path
+from .db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
 from .errors import PortBusy, PublishError
 from .files import sha256_file
 from .resources import METADATA_PATH, package_path
@@ -45,7 +45,8 @@ def catalog_file(db: str | None) -> Path:
     if path is None:
         raise PublishError(f"{safe_url(url)} is not a SQLite file; export it with `indexer publish`")
     if not path.exists():
-        raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first")
+        raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first"
+                           + missing_hint(path))
     from .query import Catalog
 
     Catalog(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
@@ -149,14 +150,29 @@ def serve_command(db: str | None, host: str, port: int, metadata_dir: Path) -> l
 
 def check_port(host: str, port: int) -> None:
     """Bind the port as uvicorn will (SO_REUSEADDR, uvicorn 0.54 config.py:601, so a TIME_WAIT socket is no
-    obstacle) and let it go."""
+    obstacle) and let it go. Only a port in use is blamed on another server; an address that is not this
+    machine's, or a privileged port, is named as such."""
+    import errno
+
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
+        except socket.gaierror as e:
+            raise PublishError(f"cannot listen on {host}: the host name does not resolve ({e.strerror or e}); "
+                               "give an address of this machine with --host, e.g. 127.0.0.1") from None
         except OSError as e:
-            raise PortBusy(f"cannot listen on {host}:{port} ({e.strerror or e}); another server holds it, "
-                           "choose another with --port") from None
+            why = e.strerror or str(e)
+            if e.errno == errno.EADDRINUSE:
+                raise PortBusy(f"cannot listen on {host}:{port} ({why}); another server holds it, "
+                               "choose another with --port") from None
+            if e.errno == errno.EADDRNOTAVAIL:
+                raise PublishError(f"cannot listen on {host}: it is not an address of this machine ({why}); "
+                                   "give one with --host, e.g. 127.0.0.1 or 0.0.0.0") from None
+            if e.errno == errno.EACCES:
+                raise PublishError(f"cannot listen on {host}:{port} ({why}); ports below 1024 need privileges, "
+                                   "choose another with --port") from None
+            raise PublishError(f"cannot listen on {host}:{port} ({why})") from None
 
 
 def free_port(host: str = DEFAULT_HOST) -> int:
@@ -175,12 +191,13 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         pass
 
 
-def _answers(url: str) -> bool:
-    import urllib.request
-
+def _listening(host: str, port: int) -> bool:
+    """Whether datasette accepts connections (uvicorn listens only after the app's startup,
+    uvicorn 0.54 server.py:115-161, ``Server.startup``). A TCP connect, not an HTTP request: a request would put an
+    access-log line into the middle of the URLs printed next (issue 18)."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200
+        with socket.create_connection((host.strip("[]"), port), timeout=2):
+            return True
     except OSError:
         return False
 
@@ -233,7 +250,7 @@ def serve(db: str | None = None, host: str = DEFAULT_HOST, port: int = DEFAULT_P
         proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         try:
             deadline = time.monotonic() + ready_timeout
-            while not _answers(f"http://{probe_host}:{port}/-/versions.json"):
+            while not _listening(probe_host, port):
                 if proc.poll() is not None:
                     raise PublishError(f"datasette exited with status {proc.returncode} before serving {url}")
                 if time.monotonic() > deadline:

@@ -47,7 +47,16 @@ class Catalog:
     """
 
     def __init__(self, db: str | None = None):
-        from .db import CatalogError, as_catalog_error, busy_timeout, db_arg, read_only_uri, resolve_url, sqlite_path
+        from .db import (
+            CatalogError,
+            as_catalog_error,
+            busy_timeout,
+            db_arg,
+            missing_hint,
+            read_only_uri,
+            resolve_url,
+            sqlite_path,
+        )
 
         try:
             url = resolve_url(db)
@@ -59,7 +68,7 @@ class Catalog:
             if url.startswith("sqlite:///"):
                 if path is not None and not path.exists():
                     raise QueryError(f"catalog {path} does not exist; "
-                                     "run `indexer crawl` and `indexer compute` first")
+                                     "run `indexer crawl` and `indexer compute` first" + missing_hint(path))
                 import sqlite3
 
                 ro_uri = read_only_uri(path) if path is not None else None

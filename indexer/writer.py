@@ -31,6 +31,7 @@ from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from .heads import parse_head, target_shape
 from .hub import Listed, TransientError, base_models_from_tags
 from .models import Blob, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
+from .writefail import raise_if_write_failed
 
 CHAT_WORDS = ("instruct", "chat")
 REPO_COLUMNS = frozenset(c.key for c in Repo.__table__.columns)
@@ -90,6 +91,8 @@ class CatalogWriter:
         self._pending_blobs.clear()
         self._pending_sets.clear()
 
+    transaction = _transaction  # one repo's claim (indexer/claims.py) commits the same way
+
     # -- the per-repo transaction ----------------------------------------------------------------
     def write(self, session, item: Listed, existing_pk: int | None, fetched: Fetched, run_id: int,
               queued: bool = False) -> tuple[str, str | None]:
@@ -101,6 +104,7 @@ class CatalogWriter:
             except KeyboardInterrupt:
                 raise
             except Exception as e:
+                raise_if_write_failed(e, f"writing {item.id}")  # a full disk is the run's failure, not this repo's
                 if is_write_conflict(e) and attempt + 1 < WRITE_ATTEMPTS:
                     # Another crawl committed this repo, blob, file set or tokenizer first (or this was a
                     # deadlock victim): its rows are visible now, so the retry reuses them instead of inserting.
@@ -348,6 +352,7 @@ class CatalogWriter:
         except InputError as e:
             return e.status, _without_dir(e.message, tmp)
         except Exception as e:
+            raise_if_write_failed(e)
             return "error", f"fingerprint failed: {describe(e)}"
         self.fingerprinted += 1
         return "ok", fp

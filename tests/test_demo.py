@@ -111,9 +111,12 @@ def test_demo_prints_urls_that_answer_and_sigint_cleans_up(tmp_path):
         run.wait_for("home ")
         before = run.lines[:-1]
         assert not any(line.startswith("  ") and "http://" in line for line in before)  # no URL of ours before
-        assert any("GET /-/versions.json" in line for line in before)  # ... datasette answered the probe
-        for _ in range(3):
-            line = run.wait_for("http://")
+        run.wait_for("repos ")
+        printed = run.lines[len(before):]
+        # one block of URLs: the readiness probe is a TCP connect, so no access-log line lands among them
+        assert len(printed) == 4 and all(line.startswith("  ") and "http://" in line for line in printed), printed
+        assert not any("GET /" in line for line in run.lines)
+        for line in printed[1:]:
             url = line.split()[-1]
             with urllib.request.urlopen(url, timeout=10) as r:  # every printed URL answers at once
                 assert r.status == 200, url
@@ -142,3 +145,26 @@ def test_sigterm_during_the_demo_crawl_stops_the_hub_imitation(tmp_path):
         assert list((tmp_path / "tmp").iterdir()) == []  # the demo hub's temp dir is gone
     finally:
         run.close()
+
+
+def test_demo_works_offline_and_a_plain_query_points_to_its_catalog(tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE=1 (read by huggingface_hub at import into constants.HF_HUB_OFFLINE) does not stop the
+    demo, which talks only to its own 127.0.0.1 hub; afterwards `indexer query` without --db names it."""
+    from huggingface_hub import constants
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    res = CliRunner().invoke(cli, ["demo", "--no-serve"])
+    assert res.exit_code == 0, res.output
+    assert constants.HF_HUB_OFFLINE is True  # lifted for the demo crawl only
+    assert "statuses: gated 1, no_tokenizer 1, ok 11" in res.output  # words, not a dict
+    res = CliRunner().invoke(cli, ["query", "--target", DEMO_TARGET])
+    assert res.exit_code == 2
+    assert "the demo catalog is data/demo.db: add --db data/demo.db" in res.output
+
+
+def test_serve_on_an_address_of_another_machine_says_so(catalog):
+    # 192.0.2.1 is TEST-NET-1 (RFC 5737): never a local address; binding fails locally, nothing is sent
+    res = CliRunner().invoke(cli, ["serve", "--db", catalog, "--host", "192.0.2.1", "--port", "8765"])
+    assert res.exit_code == 2
+    assert "not an address of this machine" in res.output and "another server" not in res.output

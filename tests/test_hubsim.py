@@ -446,3 +446,27 @@ def test_listing_that_keeps_failing_with_504(hub, api, no_client_sleep):
         list(api.list_models())
     assert exc.value.response.status_code == 504 and hub.counts["list"] == 6  # 1 + the client's 5 retries
     assert no_client_sleep == [1, 2, 4, 8, 8]
+
+
+def test_cli_stall_accepts_and_never_answers(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from tokfactory import make_model
+
+    make_model(tmp_path / "hub" / "org" / "m")
+    proc = subprocess.Popen([sys.executable, "-m", "indexer.hubsim", str(tmp_path / "hub"), "--stall", r"/resolve/"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"GET /org/m/resolve/main/config.json HTTP/1.1\r\nHost: x\r\n\r\n")
+            with pytest.raises(TimeoutError):
+                sock.recv(1)
+        with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:  # other paths still answer
+            sock.sendall(b"GET /api/models/org/m HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert sock.recv(12) == b"HTTP/1.1 200"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

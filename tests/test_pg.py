@@ -163,11 +163,12 @@ def test_two_crawls_at_once(any_catalog, tmp_path):
                 cwd=cwd, env={**env, "HF_HOME": str(cwd / "hf")}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True))
         outs = [p.communicate(timeout=300) for p in procs]
+    assert sum(json.loads(out)["new"] for out, _ in outs) == 16  # each repo fetched by one crawl only
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         summary = json.loads(out)
-        assert summary["listed"] == 16 and summary["failed"] == 0, summary
-        assert summary["new"] + summary["changed"] + summary["unchanged"] == 16, summary
+        assert summary["listed"] == 16 and summary["failed"] == 0, json.dumps(summary)
+        assert summary["new"] + summary["changed"] + summary["unchanged"] + summary["elsewhere"] == 16, summary
     engine = make_engine(db)
     with engine.connect() as conn:
         q = conn.exec_driver_sql
@@ -237,3 +238,18 @@ def test_pg_read_only_role_reads_and_writers_fail_in_one_line(pg_url, in_tmp):
             conn.exec_driver_sql(f"REVOKE ALL ON SCHEMA public FROM {role}")
             conn.exec_driver_sql(f"DROP ROLE {role}")
         admin.dispose()
+
+
+def test_pg_concurrent_upgrades_of_a_new_database_wait_for_each_other(pg_url, tmp_path):
+    """Three `db upgrade` processes on one empty database: the advisory lock serialises them."""
+    env = hermetic_env(tmp_path)
+    procs = [subprocess.Popen([sys.executable, "-c", "from indexer.cli import cli; cli()", "db", "upgrade",
+                               "--db", pg_url], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    engine = make_engine(pg_url)
+    try:
+        assert current_revision(engine) is not None
+    finally:
+        engine.dispose()

@@ -4,7 +4,7 @@
 The first line printed is the endpoint URL (for ``HF_ENDPOINT``). The real-Hub behaviours are on by
 default with the anonymous tier's quotas (500 API / 3,000 resolver calls per 300 s window);
 ``--api-quota``, ``--resolver-quota`` and ``--window`` scale them, ``--no-rate-limits`` and ``--no-xet``
-turn them off.
+turn them off. ``--stall PATH_REGEX`` accepts matching requests and never answers them.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--window", type=float, default=300.0, help="rate-limit window in seconds")
     p.add_argument("--no-rate-limits", action="store_true", help="neither announce nor enforce quotas")
     p.add_argument("--no-xet", action="store_true", help="no Xet headers on LFS files")
+    p.add_argument("--stall", action="append", default=[], metavar="PATH_REGEX",
+                   help="accept requests whose path matches and never answer (repeatable; a fault test aid)")
     args = p.parse_args(argv)
 
     root = args.dir
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         resolver_quota=args.resolver_quota,
         window=args.window,
     ).start()
+    for regex in args.stall:
+        hub.add_fault("*", regex, kind="stall", delay=None, times=None)
     print(hub.endpoint, flush=True)
     print(f"serving {len(hub.repos)} repos from {root}; cdn {hub.cdn_endpoint}", file=sys.stderr, flush=True)
     try:

@@ -110,7 +110,7 @@ class Fault:
     status: int = 429
     headers: dict = field(default_factory=dict)
     times: int | None = 1  # None: never used up
-    delay: float = 1.0  # for kind="slow" / "stall"
+    delay: float | None = 1.0  # for kind="slow" / "stall"; a stall with None never answers (until stop)
     hits: int = 0
     query_regex: str | None = None  # also match the raw query string (e.g. one listing's author)
 
@@ -315,12 +315,13 @@ class HubServer:
         headers: dict | None = None,
         times: int | None = 1,
         kind: str = "status",
-        delay: float = 1.0,
+        delay: float | None = 1.0,
         query_regex: str | None = None,
     ) -> Fault:
         """Queue a fault for requests whose method and path (and query, if given) match; first match wins.
 
-        ``stall``: the connection stays open and nothing is sent for ``delay`` seconds (or until stop).
+        ``stall``: the request is accepted and read, then the connection stays open and nothing is sent for
+        ``delay`` seconds, or never (``delay=None``) until the server stops.
         """
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
