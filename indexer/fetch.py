@@ -45,16 +45,15 @@ class Fetched:
 
 
 def early_status(item: Listed, has_token: bool) -> Fetched | None:
-    """Outcomes the listing alone decides (0 requests)."""
+    """Outcomes the listing alone decides (0 requests).
+
+    Never absence of files: a listing's ``siblings`` can come back empty or truncated (HUB-API §0.1.11,
+    huggingface_hub PR #3241/#3565), so only paths-info can say a repo has no tokenizer.
+    """
     if not is_commit_sha(item.sha):
         return Fetched("error", f"listing gave no usable commit sha ({item.sha!r})")
     if item.disabled:
         return Fetched("error", "repo disabled on the Hub")
-    if item.gated and not has_token:
-        return Fetched("gated", f"gated ({item.gated}); no token to request access with")
-    if (item.siblings is not None and not any(v in item.siblings for v in VOCAB_FILES)
-            and not _maybe_head(item)):
-        return Fetched("no_tokenizer", "no tokenizer vocabulary file at the repo root")
     return None
 
 
@@ -62,7 +61,7 @@ def _maybe_head(item: Listed) -> bool:
     """A speculator head holds no tokenizer: its config.json decides (indexer/heads.py, head_candidate)."""
     from .heads import head_candidate
 
-    return head_candidate(item.id, item.config) and (item.siblings is None or CONFIG_FILE in item.siblings)
+    return head_candidate(item.id, item.config)
 
 
 def describe(e: BaseException) -> str:
@@ -110,11 +109,9 @@ class Fetcher:
     def _fetch(self, item: Listed) -> Fetched:
         from huggingface_hub.hf_api import RepoFile
 
-        wanted = list(WANTED_FILES)
-        if item.siblings is not None:
-            wanted = [w for w in wanted if w in item.siblings]
         entries: dict[str, Entry] = {}
-        for it in self.client.paths_info(item.id, item.sha, wanted):
+        # Every wanted name, whatever ``siblings`` says (one call either way): siblings never prove absence.
+        for it in self.client.paths_info(item.id, item.sha, WANTED_FILES):
             if not isinstance(it, RepoFile) or it.path not in WANTED_FILES:
                 continue  # only names we asked for ever become local paths
             safe_name(it.path)

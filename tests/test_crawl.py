@@ -32,7 +32,7 @@ def mini(tmp_path):
              tags=["transformers", "conversational"])
     (hub / "bob/config-only").mkdir(parents=True)
     (hub / "bob/config-only/config.json").write_text('{"model_type": "llama", "vocab_size": 10}')
-    write_repo(hub, "carol/gated-model")
+    write_repo(hub, "carol/gated-model", words=["<unk>", "<s>", "</s>"] + [f"c{i}" for i in range(30)])
     set_meta(hub, "carol/gated-model", gated="manual")
     write_repo(hub, "dave/remote", tokenizer_config={
         "tokenizer_class": "MyCustomTokenizer",

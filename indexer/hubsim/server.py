@@ -10,6 +10,9 @@ section 0.1 the real-Hub behaviours reproduced, each on by default as on hugging
 * fixed-window quotas per bucket (``ratelimit.py``), announced on every response, enforced with 429;
 * private repos listed (and served) only with a token;
 * renamed repos (``renamed_from`` in the metadata): the old id answers a same-origin 307 to the new one;
+* lossy listings (§0.1.11): ``listing_siblings`` in a repo's metadata (``"empty"`` or how many entries
+  survive) empties or truncates its ``siblings`` in listings only, as the Hub's cache sometimes does;
+  ``lossy_siblings`` (a share of repos, picked by a hash of the id) does it hub-wide;
 * faults: statuses (e.g. a listing that keeps answering 504), resets, truncation, slow and stalled answers.
 
 Two servers run: the hub itself and a "CDN" on another port that LFS downloads are redirected to
@@ -44,6 +47,8 @@ COUNTER_KINDS = (
     "cdn_get",
     "bytes_sent",
 )
+# Share of repos whose listing loses siblings by default: the Hub does it now and then (§0.1.11).
+LOSSY_SIBLINGS = 0.05
 FAULT_KINDS = ("status", "reset", "truncate", "slow", "stall", "malformed_json")
 # ExpandModelProperty_T (huggingface_hub hf_api.py:159-191): what /api/models/{id} accepts.
 EXPAND_MODEL = (
@@ -225,7 +230,9 @@ class HubServer:
         window: float = WINDOW,
         token_api_quota: int | None = None,
         token_resolver_quota: int | None = None,
+        lossy_siblings: float = LOSSY_SIBLINGS,
     ):
+        self.lossy_siblings = lossy_siblings
         self.store = RepoStore(root, lfs_threshold=lfs_threshold)
         self.page_size = page_size
         self.tree_page_size = tree_page_size or page_size
@@ -558,14 +565,29 @@ class HubServer:
                 sib["lfs"] = {"sha256": fe.sha256, "size": fe.reported_size, "pointerSize": fe.pointer_size}
         return sib
 
-    def _model_json(self, repo: Repo, fields, blobs: bool = False) -> dict:
+    def _model_json(self, repo: Repo, fields, blobs: bool = False, listing: bool = False) -> dict:
         out = {"_id": self._field(repo, "_id"), "id": repo.id}
         for name in fields:
             try:
                 out[name] = self._field(repo, name, blobs)
             except KeyError:
                 pass
+        if listing and "siblings" in out:
+            out["siblings"] = self._listing_siblings(repo, out["siblings"])
         return out
+
+    def _listing_siblings(self, repo: Repo, siblings: list) -> list:
+        """A listing's ``siblings`` as the Hub's cache sometimes serves them (HUB-API §0.1.11: empty or
+        truncated; huggingface_hub PR #3241, #3565): per repo from ``listing_siblings``, else for a
+        ``lossy_siblings`` share of repos, chosen by a hash of id and sha (stable across pages)."""
+        lossy = repo.meta.get("listing_siblings")
+        if lossy is None and self.lossy_siblings > 0:
+            h = int(hashlib.sha1(f"{repo.id}@{repo.sha}".encode()).hexdigest()[:8], 16)
+            if h / 0xFFFFFFFF < self.lossy_siblings:
+                lossy = "empty" if h % 2 else max(0, len(siblings) // 3)
+        if lossy is None:
+            return siblings
+        return [] if lossy == "empty" else siblings[: int(lossy)]
 
     # -- endpoints -------------------------------------------------------------------------------
     def _list_models(self, query: dict, headers) -> Response:
@@ -605,7 +627,7 @@ class HubServer:
                 fields.append("config")
             if q1.get("cardData", "").lower() == "true":
                 fields.append("cardData")
-        items = [self._model_json(r, fields) for r in page]
+        items = [self._model_json(r, fields, listing=True) for r in page]
         link = {}
         if cursor + size < len(repos):
             link["Link"] = self._next_link(headers, "/api/models", query, cursor + size)
