@@ -32,10 +32,10 @@ from sqlalchemy import select, update
 from .blobstore import BlobStore
 from .db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
 from .families import find_family, load_families
-from .fetch import Fetched, Fetcher, describe, early_status
+from .fetch import Entry, Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
 from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, Listed
-from .models import CrawlQueue, CrawlRun, Repo
+from .models import BlobWait, CrawlQueue, CrawlRun, Repo
 from .writer import CatalogWriter, file_set_key, now_utc
 
 __all__ = ["CrawlFailed", "CrawlInterrupted", "CrawlOptions", "Crawler", "crawl", "file_set_key"]
@@ -154,7 +154,7 @@ class Crawler:
         self._own_client = client is None
         self.progress = progress
         self.counts = {"listed": 0, "resumed": 0, "unchanged": 0, "new": 0, "changed": 0, "failed": 0,
-                       "gone": 0, "private": 0, "unresolved": 0}
+                       "gone": 0, "private": 0, "unresolved": 0, "settled": 0, "from_copies": 0}
         self.statuses: dict[str, int] = {}
         self.errors: list[dict] = []
         self.listing_failures = 0
@@ -165,6 +165,8 @@ class Crawler:
         self._seen: set[str] = set()
         self._queued: set[str] = set()
         self._leftover: list[Listed] = []
+        self._written_gated: set[str] = set()
+        self._gated_listed: dict[str, Listed] = {}  # this run's listing of gated repos (fresher than a wait's)
         from .tokenstore import TokenStore, default_root
 
         self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
@@ -297,6 +299,7 @@ class Crawler:
                         self._save_run(session, "running")
                 while pending:
                     self._drain(session, pending, block=True)
+                self._settle_waits(session)
                 if self._leftover:
                     self.writer.queue(session, self._leftover, self.run_id)
                 self.counts["unresolved"] = len(self._leftover)
@@ -364,8 +367,10 @@ class Crawler:
                 self.writer.dequeue(session, item.id)
             self._tick()
             return None
+        if item.gated:
+            self._gated_listed[item.id] = item
         if (row is not None and not self.opt.full and item.sha and row.sha == item.sha
-                and row.status not in ("error", "gone")):
+                and row.status not in ("error", "gone") and not self._unsettled_gate(session, row, item)):
             self.counts["unchanged"] += 1
             self.writer.touch_unchanged(session, row, item, self.run_id, queued)
             self._tick()
@@ -378,9 +383,40 @@ class Crawler:
             return None
         return item, pk, kind, queued
 
+    @staticmethod
+    def _unsettled_gate(session, row: Repo, item: Listed) -> bool:
+        """A gated row with no wait for its blobs (written before waits existed): resolve it once more."""
+        return bool(row.status == "gated" and item.gated
+                    and session.get(BlobWait, row.repo_id) is None)
+
+    def _settle_waits(self, session) -> None:
+        """Gated repos whose missing blobs public copies have brought since (this run or an earlier one):
+        fingerprinted from the store with zero requests, without waiting for a new commit."""
+        for wait_row in session.scalars(select(BlobWait).order_by(BlobWait.repo_id)).all():
+            entries = {name: Entry(name, blob, int(size or 0), lfs)
+                       for name, (blob, size, lfs) in wait_row.entries.items()}
+            if not all(self.store.has(e.blob_id) for e in entries.values()):
+                continue
+            item = self._gated_listed.get(wait_row.repo_id) or Listed.from_json(wait_row.item)
+            if item.sha != wait_row.sha:
+                continue  # a newer commit: resolved (or queued) by the listing's own path
+            pk = session.scalar(select(Repo.id).where(Repo.repo_id == item.id))
+            self.counts["settled"] += 1
+            kind = None  # written as gated earlier in this run: counted then
+            if item.id in self._written_gated:
+                self.statuses["gated"] -= 1
+            else:
+                kind = "changed" if pk else "new"
+            self._finish(session, item, pk, kind, Fetched(entries=entries, from_copies=""), False)
+
     def _finish(self, session, item, existing_pk, kind, fetched: Fetched, queued: bool) -> None:
         status, reason = self.writer.write(session, item, existing_pk, fetched, self.run_id, queued)
-        self.counts[kind] += 1
+        if status == "ok" and fetched.from_copies is not None:
+            self.counts["from_copies"] += 1
+        if status == "gated":
+            self._written_gated.add(item.id)
+        if kind is not None:
+            self.counts[kind] += 1
         self.statuses[status] = self.statuses.get(status, 0) + 1
         if status == "error":
             self.counts["failed"] += 1

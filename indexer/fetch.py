@@ -42,6 +42,8 @@ class Fetched:
     entries: dict[str, Entry] = field(default_factory=dict)
     downloaded: dict[str, tuple[int, str]] = field(default_factory=dict)  # blob id -> (size, sha256)
     deferred: bool = False  # the run's budget ran out: resume on the next run
+    from_copies: str | None = None  # a gated repo answered from blobs already held: a repo they came from
+    waiting: bool = False  # gated, some blobs unknown: ``entries`` wait for public copies (BlobWait)
 
 
 def early_status(item: Listed, has_token: bool) -> Fetched | None:
@@ -64,6 +66,13 @@ def _maybe_head(item: Listed) -> bool:
     return head_candidate(item.id, item.config)
 
 
+def gated_waiting(item: Listed, out: Fetched, missing: list[str], why: str) -> Fetched:
+    """``gated``, naming the files no held blob covers; the entries wait for public copies (BlobWait)."""
+    out.status, out.waiting = "gated", True
+    out.reason = (f"gated ({item.gated}); {why}; not held from any public copy: {', '.join(missing)}")
+    return out
+
+
 def describe(e: BaseException) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
@@ -73,6 +82,7 @@ class Fetcher:
     def __init__(self, client: HubClient, store: BlobStore, max_file_bytes: int):
         self.client, self.store, self.max_file_bytes = client, store, max_file_bytes
         self._inflight: dict[str, threading.Event] = {}
+        self.sources: dict[str, str] = {}  # blob id -> the public repo it was downloaded from (this run)
         self._lock = threading.Lock()
 
     def fetch(self, item: Listed) -> Fetched:
@@ -128,11 +138,45 @@ class Fetcher:
             out.status = "too_large"
             out.reason = f"{e.filename}: {e.size} bytes is over the {self.max_file_bytes}-byte cap"
             return out
-        for e in entries.values():
+        if not item.gated:
+            return self._download_all(item, out)
+        from huggingface_hub.errors import GatedRepoError
+
+        gated = self._gated(item, out)
+        if gated is not None:
+            return gated
+        try:  # a token: it may have been granted access
+            return self._download_all(item, out)
+        except GatedRepoError:
+            return gated_waiting(item, out, self._missing(out), "the token has no access")
+
+    def _download_all(self, item: Listed, out: Fetched) -> Fetched:
+        for e in out.entries.values():
             got = self._blob(item, e)
             if got is not None:
                 out.downloaded[e.blob_id] = got
+                if not item.gated:
+                    self.sources.setdefault(e.blob_id, item.id)
         return out
+
+    def _missing(self, out: Fetched) -> list[str]:
+        return sorted(e.filename for e in out.entries.values() if not self.store.has(e.blob_id))
+
+    def _gated(self, item: Listed, out: Fetched) -> Fetched | None:
+        """A gated repo: answered from blobs already held (identical public copies), else ``gated``
+        naming what is missing; None when a token may download (it is tried, a 403 ends ``gated``).
+
+        The Hub browses gated repos (paths-info gave the blob ids); only ``/resolve`` refuses them:
+        401 without a token, 403 with one that has no access (HUB-API §0.1.10).
+        """
+        missing = self._missing(out)
+        if not missing:
+            out.from_copies = next((self.sources[e.blob_id] for e in out.entries.values()
+                                    if e.blob_id in self.sources), "")
+            return out
+        if self.client.has_token:
+            return None
+        return gated_waiting(item, out, missing, "no token")
 
     def _blob(self, item: Listed, e: Entry):
         """Download a blob unless it is already stored (or being fetched by another worker)."""

@@ -30,7 +30,7 @@ from .fetch import Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from .heads import parse_head, target_shape
 from .hub import Listed, TransientError, base_models_from_tags
-from .models import Blob, CrawlQueue, FileSet, Head, Repo, Tokenizer
+from .models import Blob, BlobWait, CrawlQueue, FileSet, Head, Repo, Tokenizer
 
 CHAT_WORDS = ("instruct", "chat")
 REPO_COLUMNS = frozenset(c.key for c in Repo.__table__.columns)
@@ -174,6 +174,10 @@ class CatalogWriter:
                 reason = "no config.json"
             if "tokenizer_config.json" in entries:
                 chat_template = self._has_chat_template(entries["tokenizer_config.json"].blob_id)
+        if status == "ok" and fetched.from_copies is not None:
+            copy = self._public_copy(session, item.id, row.file_set_id, entries, fetched.from_copies)
+            note = f"gated: files known from identical public copies (e.g. {copy}), nothing downloaded"
+            reason = f"{note}; {reason}" if reason else note
         row.status, row.reason = status, reason
         self._config_facts(row, facts, item.config)
         if head is not None:
@@ -193,9 +197,32 @@ class CatalogWriter:
         session.add(row)
         if queued:
             session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
+        self._blob_wait(session, item, fetched, now)
         session.flush()
         self._head_row(session, row.id, head, existed=existing_pk is not None)
         return status, reason
+
+    @staticmethod
+    def _blob_wait(session, item: Listed, fetched: Fetched, now) -> None:
+        """A gated repo missing some blobs waits for public copies; any other outcome ends its wait."""
+        session.execute(delete(BlobWait).where(BlobWait.repo_id == item.id))
+        if fetched.waiting:
+            entries = {e.filename: [e.blob_id, e.size, e.lfs_sha256] for e in fetched.entries.values()}
+            session.add(BlobWait(repo_id=item.id, sha=item.sha, item=item.to_json(), entries=entries, since=now))
+
+    @staticmethod
+    def _public_copy(session, repo_id: str, file_set_id, entries: dict[str, Entry], hint: str) -> str:
+        """One public repo holding the same files: the run's own download, else the catalog."""
+        if hint:
+            return hint
+        public = (Repo.repo_id != repo_id, Repo.gated.is_(None), Repo.status == "ok")
+        if file_set_id is not None:
+            found = session.scalar(select(Repo.repo_id).where(Repo.file_set_id == file_set_id, *public).limit(1))
+            if found:
+                return found
+        blobs = [e.blob_id for e in entries.values()]
+        found = session.scalar(select(Repo.repo_id).where(Repo.config_blob.in_(blobs), *public).limit(1))
+        return found or "an earlier crawl"
 
     @staticmethod
     def _head_row(session, repo_pk: int, head, existed: bool) -> None:

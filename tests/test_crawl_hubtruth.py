@@ -3,8 +3,12 @@ end to end through the real huggingface_hub client against indexer.hubsim."""
 
 from __future__ import annotations
 
+import sqlite3
+
+import pytest
 from crawlkit import copy_repo, crawl, repos, set_meta, write_repo
-from huggingface_hub import HfApi
+from huggingface_hub import HfApi, hf_hub_download
+from huggingface_hub.errors import GatedRepoError
 
 from indexer.hubsim import HubServer
 
@@ -44,3 +48,86 @@ def test_hub_wide_lossy_share_is_stable_and_crawl_is_unaffected(tmp_path, catalo
         assert first == again and 0 < sum(n < 3 for n in first.values()) < 31
         crawl(catalog, hub)
     assert {v["status"] for v in repos(catalog).values()} == {"ok"}
+
+
+def _resolves(hub, repo_id: str) -> list:
+    return [r for r in hub.request_log if f"/{repo_id}/resolve/" in r[1]]
+
+
+def _api_calls_for(hub, repo_id: str) -> list:
+    return [r for r in hub.request_log if f"/api/models/{repo_id}/" in r[1]]
+
+
+@pytest.fixture
+def gated_hub(tmp_path):
+    """A gated original listed before its public mirror, and a gated repo no public repo copies (yet)."""
+    hub_dir = tmp_path / "hub"
+    write_repo(hub_dir, "meta/Orig-8B", words=["<unk>", "<s>", "</s>"] + [f"m{i}" for i in range(40)])
+    copy_repo(hub_dir, "meta/Orig-8B", "bob/orig-mirror")
+    write_repo(hub_dir, "meta/Lonely-1B", words=["<unk>", "<s>", "</s>"] + [f"l{i}" for i in range(40)])
+    set_meta(hub_dir, "meta/Orig-8B", gated="manual", createdAt="2025-06-02T00:00:00.000Z",
+             gated_access=["hf_granted"])
+    set_meta(hub_dir, "bob/orig-mirror", createdAt="2025-06-01T00:00:00.000Z")
+    set_meta(hub_dir, "meta/Lonely-1B", gated="auto", createdAt="2025-06-03T00:00:00.000Z",
+             gated_access=["hf_granted"])
+    return hub_dir
+
+
+def test_hubsim_gated_repos_are_browsable_but_resolve_refuses(gated_hub, tmp_path):
+    with HubServer(str(gated_hub)) as hub:
+        anon = HfApi(endpoint=hub.endpoint, token=False)
+        files = anon.get_paths_info("meta/Orig-8B", ["tokenizer.json", "config.json"])
+        assert {f.path for f in files} == {"tokenizer.json", "config.json"}
+        assert "tokenizer.json" in {f.path for f in anon.list_repo_tree("meta/Orig-8B")}
+        kw = dict(endpoint=hub.endpoint, cache_dir=tmp_path / "c")
+        with pytest.raises(GatedRepoError) as e401:
+            hf_hub_download("meta/Orig-8B", "config.json", token=False, **kw)
+        with pytest.raises(GatedRepoError) as e403:
+            hf_hub_download("meta/Orig-8B", "config.json", token="hf_other", **kw)
+        assert (e401.value.response.status_code, e403.value.response.status_code) == (401, 403)
+        assert hf_hub_download("meta/Orig-8B", "config.json", token="hf_granted", **kw)
+
+
+def test_gated_original_answered_from_its_public_copy_anonymously(gated_hub, catalog):
+    with HubServer(str(gated_hub), page_size=1) as hub:  # the gated original is listed first
+        summary = crawl(catalog, hub)
+        assert not _resolves(hub, "meta/Orig-8B") and not _resolves(hub, "meta/Lonely-1B")
+        assert len(_api_calls_for(hub, "meta/Orig-8B")) == 1  # its paths-info
+    rows = repos(catalog)
+    orig, mirror, lonely = rows["meta/Orig-8B"], rows["bob/orig-mirror"], rows["meta/Lonely-1B"]
+    assert orig["status"] == "ok" and "bob/orig-mirror" in orig["reason"] and "nothing downloaded" in orig["reason"]
+    assert orig["fs_key"] == mirror["fs_key"] and orig["vocab_sha"] == mirror["vocab_sha"]
+    assert orig["config_blob"] == mirror["config_blob"] and orig["model_type"] == "llama"
+    assert lonely["status"] == "gated" and "no token" in lonely["reason"]
+    assert all(n in lonely["reason"] for n in ("config.json", "tokenizer.json", "tokenizer_config.json"))
+    assert summary["from_copies"] == 1 and summary["statuses"] == {"gated": 1, "ok": 2}
+
+
+def test_gated_repo_settles_when_a_public_copy_appears_later(gated_hub, catalog):
+    with HubServer(str(gated_hub)) as hub:
+        crawl(catalog, hub)
+        assert repos(catalog)["meta/Lonely-1B"]["status"] == "gated"
+        copy_repo(gated_hub, "meta/Lonely-1B", "zed/lonely-copy")
+        hub.reload()
+        hub.reset_counts()
+        summary = crawl(catalog, hub)
+        assert summary["new"] == 1 and summary["settled"] == 1 and summary["from_copies"] == 1
+        assert not _api_calls_for(hub, "meta/Lonely-1B") and not _resolves(hub, "meta/Lonely-1B")
+        hub.reset_counts()
+        again = crawl(catalog, hub)  # settled for good: nothing waits any more
+        assert again["settled"] == 0 and again["unchanged"] == 4 and hub.counts["paths_info"] == 0
+    row = repos(catalog)["meta/Lonely-1B"]
+    assert row["status"] == "ok" and "zed/lonely-copy" in row["reason"]
+    con = sqlite3.connect(catalog)
+    assert con.execute("select count(*) from blob_waits").fetchone() == (0,)
+
+
+def test_gated_repo_with_tokens_with_and_without_access(gated_hub, catalog):
+    with HubServer(str(gated_hub)) as hub:
+        crawl(catalog, hub, token="hf_other", search="Lonely")
+        row = repos(catalog)["meta/Lonely-1B"]
+        assert row["status"] == "gated" and "the token has no access" in row["reason"]
+        assert {s for _, _, s in _resolves(hub, "meta/Lonely-1B")} == {403}
+        crawl(catalog, hub, token="hf_granted", search="Lonely", full=True)  # access granted since: --full
+    row = repos(catalog)["meta/Lonely-1B"]
+    assert row["status"] == "ok" and not row["reason"]

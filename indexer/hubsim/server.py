@@ -8,7 +8,8 @@ section 0.1 the real-Hub behaviours reproduced, each on by default as on hugging
 * Xet headers on the ``/resolve`` HEAD of LFS files and ``xetHash`` in paths-info/tree entries, with no
   Xet CAS behind them: ``xet-read-token`` answers 404, so only the plain HTTP fallback works;
 * fixed-window quotas per bucket (``ratelimit.py``), announced on every response, enforced with 429;
-* private repos listed (and served) only with a token;
+* private repos listed (and served) only with a token; gated repos browsable, their ``/resolve`` refused
+  (401 ``GatedRepo`` anonymous, 403 with a token not in ``gated_access``);
 * renamed repos (``renamed_from`` in the metadata): the old id answers a same-origin 307 to the new one;
 * lossy listings (§0.1.11): ``listing_siblings`` in a repo's metadata (``"empty"`` or how many entries
   survive) empties or truncates its ``siblings`` in listings only, as the Hub's cache sometimes does;
@@ -455,6 +456,19 @@ class HubServer:
         return repo
 
     @staticmethod
+    def _check_gate(repo: Repo, headers) -> None:
+        """``/resolve`` of a gated repo (HUB-API §0.1.8, §0.1.10): 401 GatedRepo without a token, 403 GatedRepo
+        with a token that was not granted access (metadata ``gated_access``: the tokens that were). Listing,
+        model info, tree and paths-info stay open, as on the Hub."""
+        token = _token_of(headers)
+        if token is None:
+            raise HttpError(401, "GatedRepo", f"Access to model {repo.id} is restricted. You must have access to "
+                            "it and be authenticated to access it. Please log in.")
+        if token not in (repo.meta.get("gated_access") or ()):
+            raise HttpError(403, "GatedRepo", f"Access to model {repo.id} is restricted and you are not in the "
+                            f"authorized list. Visit https://huggingface.co/{repo.id} to ask for access.")
+
+    @staticmethod
     def _check_revision(repo: Repo, rev: str) -> None:
         if rev not in ("main", repo.sha):
             raise HttpError(404, "RevisionNotFound", f"Invalid rev id: {rev}")
@@ -713,9 +727,7 @@ class HubServer:
         _clean_repo_path(path)
         repo = self._repo(repo_id, headers)
         if repo.gated:
-            raise HttpError(
-                401, "GatedRepo", f"Access to model {repo.id} is restricted. You must have access to it."
-            )
+            self._check_gate(repo, headers)
         if repo.disabled:
             raise HttpError(403, None, "Access to this resource is disabled.")
         self._check_revision(repo, rev)
