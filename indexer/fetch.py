@@ -191,7 +191,7 @@ class Fetcher:
             ev.wait()
         try:
             d = self.client.download(item.id, item.sha, e.filename, e.blob_id, self.store,
-                                     lfs_sha256=e.lfs_sha256)
+                                     lfs_sha256=e.lfs_sha256, size=e.size, max_bytes=self.max_file_bytes)
             return d.size, d.sha256
         finally:
             with self._lock:

@@ -131,3 +131,33 @@ def test_gated_repo_with_tokens_with_and_without_access(gated_hub, catalog):
         crawl(catalog, hub, token="hf_granted", search="Lonely", full=True)  # access granted since: --full
     row = repos(catalog)["meta/Lonely-1B"]
     assert row["status"] == "ok" and not row["reason"]
+
+
+def test_one_verified_get_per_blob_identified_as_indexer(tmp_path, catalog):
+    from indexer import __version__
+
+    hub_dir = tmp_path / "hub"
+    write_repo(hub_dir, "org/base")
+    for i in range(5):
+        copy_repo(hub_dir, "org/base", f"u{i}/ft")
+    write_repo(hub_dir, "org/liar", words=["<unk>", "<s>", "</s>"] + [f"z{i}" for i in range(20)])
+    write_repo(hub_dir, "org/liar2", words=["<unk>", "<s>", "</s>"] + [f"x{i}" for i in range(21)])
+    with HubServer(str(hub_dir)) as hub:
+        # the Hub's file changes under its announced blob id (same size): the GET's bytes fail the check
+        tok = hub_dir / "org/liar/tokenizer.json"  # LFS: checked against paths-info's sha256
+        tok.write_bytes(tok.read_bytes().replace(b'"z1"', b'"y1"', 1))
+        cfg = hub_dir / "org/liar2/config.json"  # a regular file: checked against its git blob sha1
+        cfg.write_bytes(cfg.read_bytes().replace(b"llama", b"llamb", 1))
+        summary = crawl(catalog, hub)
+        blobs = len({fe.oid for r in hub.repos.values() for fe in r.files.values()})
+        assert hub.counts["resolve_head"] == 0
+        # one GET per distinct blob (5 copies share 3 blobs); liar2 stops at its bad config.json (asked first)
+        assert hub.counts["resolve_get"] == blobs - 1
+        assert hub.counts["cdn_get"] == 2  # the LFS tokenizer.json of each distinct tokenizer, via the redirect
+        assert {ua.split(";")[0] for ua in hub.user_agents} == {f"indexer/{__version__}"}
+        assert not any("agent-harnesses" in p for _, p, _ in hub.request_log)  # telemetry off
+        assert not any("torch/" in ua or "agent/" in ua for ua in hub.user_agents)
+    rows = repos(catalog)
+    assert rows["org/liar"]["status"] == "error" and "!= LFS oid" in rows["org/liar"]["reason"]
+    assert rows["org/liar2"]["status"] == "error" and "does not match blob id" in rows["org/liar2"]["reason"]
+    assert summary["statuses"] == {"error": 2, "ok": 6}

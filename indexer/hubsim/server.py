@@ -248,6 +248,7 @@ class HubServer:
         self.host, self._port, self._cdn_port = host, port, cdn_port
         self.counts: Counter = Counter({k: 0 for k in COUNTER_KINDS})
         self.request_log: list[tuple[str, str, int]] = []
+        self.user_agents: Counter = Counter()  # User-Agent header -> requests (the client identifies itself)
         self.faults: list[Fault] = []
         self._lock = threading.Lock()
         self._json_cache: dict[str, object] = {}
@@ -314,6 +315,7 @@ class HubServer:
             self.counts.clear()
             self.counts.update({k: 0 for k in COUNTER_KINDS})
             self.request_log.clear()
+            self.user_agents.clear()
 
     def add_fault(
         self,
@@ -835,6 +837,8 @@ class _Handler(BaseHTTPRequestHandler):
         raw_path, query = split.path, parse_qs(split.query, keep_blank_values=True)
         for kind in hub.classify(method, raw_path, self.server.role):
             hub._count(kind)
+        with hub._lock:
+            hub.user_agents[self.headers.get("User-Agent") or ""] += 1
         verdict = None
         if hub.limits is not None and self.server.role == "hub":
             token = _token_of(self.headers)
