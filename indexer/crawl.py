@@ -35,7 +35,8 @@ from .families import find_family, load_families
 from .fetch import Entry, Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
 from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, Listed
-from .models import BlobWait, CrawlQueue, CrawlRun, Repo
+from .listing import ScopeListing
+from .models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
 from .writer import CatalogWriter, file_set_key, now_utc
 
 __all__ = ["CrawlFailed", "CrawlInterrupted", "CrawlOptions", "Crawler", "crawl", "file_set_key"]
@@ -66,6 +67,7 @@ class CrawlOptions:
     all: bool = False
     limit: int | None = None
     full: bool = False
+    full_listing: bool = False  # walk every scope to its end (finds deleted and renamed repos)
     endpoint: str | None = None
     token: str | bool | None = None
     api_budget: int | None = None  # None: learned from RateLimit-Policy, the tier's quota until then
@@ -94,6 +96,8 @@ class CrawlOptions:
             parts.append(f"limit={self.limit}")
         if self.full:
             parts.append("full")
+        if self.full_listing:
+            parts.append("full-listing")
         return " ".join(parts)
 
 
@@ -165,6 +169,7 @@ class Crawler:
         self._seen: set[str] = set()
         self._queued: set[str] = set()
         self._leftover: list[Listed] = []
+        self._listings: list[ScopeListing] = []
         self._written_gated: set[str] = set()
         self._gated_listed: dict[str, Listed] = {}  # this run's listing of gated repos (fresher than a wait's)
         from .tokenstore import TokenStore, default_root
@@ -233,10 +238,11 @@ class Crawler:
         for scope in self.scopes():
             if o.limit and n >= o.limit:
                 return
-            listed: set[str] = set()
+            listing = ScopeListing(scope.label, scope.kwargs, self.client, session.get(ScopeCursor, scope.label),
+                                   full=o.full_listing)
+            self._listings.append(listing)
             try:
-                for item in self.client.list_models(limit=(o.limit - n) if o.limit else None, **scope.kwargs):
-                    listed.add(item.id)
+                for item in listing.items():
                     if item.id in self._seen:
                         continue
                     self._seen.add(item.id)
@@ -247,12 +253,23 @@ class Crawler:
             except BudgetExhausted:
                 self.stopped = self.stopped or "budget spent while listing"
                 return
-            except Exception as e:  # e.g. a 504 after the client's five retries: the other scopes go on
+            for error in listing.errors:  # e.g. a 504 after the retries: the other scopes go on
+                self._record_error(None, error)
+            if listing.errors:
                 self.listing_failures += 1
-                self._record_error(None, f"listing {scope.label} failed: {describe(e)}")
                 continue
             self.scopes_listed += 1
-            self._mark_gone(session, scope, listed)
+            if listing.saw_everything:  # only a listing read to its end proves a repo gone
+                self._mark_gone(session, scope, listing.ids)
+
+    def _save_listings(self, session) -> None:
+        """Each scope's high-water mark and unfinished places (not for --limit: a deliberately cut listing)."""
+        if self.opt.limit:
+            return
+        now = now_utc()
+        for listing in self._listings:
+            listing.save(session, now)
+        session.commit()
 
     def _mark_gone(self, session, scope: Scope, listed: set[str]) -> None:
         """After a complete listing: rows of the scope it no longer returned are ``gone``."""
@@ -300,6 +317,7 @@ class Crawler:
                 while pending:
                     self._drain(session, pending, block=True)
                 self._settle_waits(session)
+                self._save_listings(session)
                 if self._leftover:
                     self.writer.queue(session, self._leftover, self.run_id)
                 self.counts["unresolved"] = len(self._leftover)
@@ -477,6 +495,7 @@ class Crawler:
             "quota": c["quota"],
             "pacing_wait_seconds": c["pacing_wait_seconds"],
             "file_sets_fingerprinted": self.writer.fingerprinted,
+            "scopes": {x.label: x.report() for x in self._listings},
             "seconds": round(elapsed, 3),
             "errors": self.errors[:20],
         }

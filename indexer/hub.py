@@ -484,6 +484,36 @@ class HubClient:
         for info in items:
             yield Listed.from_info(info)
 
+    def listing_url(self, *, author=None, search=None, pipeline_tag=None, sort: str = "lastModified") -> str:
+        """The first page of a listing, built as ``HfApi.list_models`` builds it (hf_api.py:2440-2490): the
+        Hub sorts descending (``direction`` is gone, HUB-API §0.1.13) and pages by keyset on (key, _id)."""
+        from urllib.parse import urlencode
+
+        params = [(k, v) for k, v in (("author", author), ("search", search), ("pipeline_tag", pipeline_tag),
+                                      ("sort", sort)) if v]
+        params += [("expand", e) for e in LIST_EXPAND]
+        return f"{self.endpoint}/api/models?{urlencode(params)}"
+
+    def list_page(self, url: str) -> tuple[list[Listed], str | None]:
+        """One listing page and the next page's URL (``Link: rel="next"``, followed verbatim as the client's
+        ``_paginate_pages`` does, utils/_pagination.py:40-53), through the client's session and its
+        ``http_backoff`` (408, 429, 5xx and timeouts retried 5 times, 1-8 s apart, utils/_http.py:572-650)."""
+        from huggingface_hub.hf_api import ModelInfo
+        from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
+
+        headers = build_hf_headers(token=self._token, library_name=LIBRARY_NAME, library_version=__version__)
+
+        r = http_backoff("GET", url, headers=headers)
+        hf_raise_for_status(r)
+        page, next_url = r.json(), r.links.get("next", {}).get("url")
+        if not isinstance(page, list):
+            raise TransientError(f"listing page is not a list: {str(page)[:100]}")
+        items = []
+        for item in page:
+            item.setdefault("siblings", None)  # as list_models does (hf_api.py:2494-2495)
+            items.append(Listed.from_info(ModelInfo(**item)))
+        return items, next_url
+
     def model_info(self, repo_id: str) -> Listed:
         return Listed.from_info(self._with_retries(
             f"model_info {repo_id}", lambda: self.api.model_info(repo_id, expand=list(LIST_EXPAND))))

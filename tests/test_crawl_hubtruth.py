@@ -3,13 +3,17 @@ end to end through the real huggingface_hub client against indexer.hubsim."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import time
 
 import pytest
 from crawlkit import copy_repo, crawl, repos, set_meta, write_repo
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import GatedRepoError
 
+from indexer.hub import HubClient
 from indexer.hubsim import HubServer
 
 
@@ -161,3 +165,117 @@ def test_one_verified_get_per_blob_identified_as_indexer(tmp_path, catalog):
     assert rows["org/liar"]["status"] == "error" and "!= LFS oid" in rows["org/liar"]["reason"]
     assert rows["org/liar2"]["status"] == "error" and "does not match blob id" in rows["org/liar2"]["reason"]
     assert summary["statuses"] == {"error": 2, "ok": 6}
+
+
+def _dated_hub(tmp_path, n=12):
+    """``n`` repos modified a day apart (newest first: u0), plus one image-text-to-text repo."""
+    hub_dir = tmp_path / "hub"
+    write_repo(hub_dir, "org/base")
+    set_meta(hub_dir, "org/base", lastModified="2025-01-01T00:00:00.000Z")
+    for i in range(n - 1):
+        copy_repo(hub_dir, "org/base", f"u{i}/ft")
+        set_meta(hub_dir, f"u{i}/ft", lastModified=f"2025-02-{28 - i:02d}T00:00:00.000Z")
+    set_meta(hub_dir, "u5/ft", pipeline_tag="image-text-to-text")
+    return hub_dir
+
+
+def _cursor_rows(catalog):
+    con = sqlite3.connect(catalog)
+    try:
+        return {s: (hw, json.loads(r or "[]")) for s, hw, r in
+                con.execute("select scope, high_water, resumes from scope_cursors")}
+    finally:
+        con.close()
+
+
+def test_hubsim_dates_are_distinct_and_sorted_listings_page_by_keyset(tmp_path):
+    hub_dir = tmp_path / "hub"
+    write_repo(hub_dir, "org/base")
+    for i in range(6):
+        copy_repo(hub_dir, "org/base", f"u{i}/ft")  # copies share their files' times
+    with HubServer(str(hub_dir), page_size=3) as hub:
+        client = HubClient(hub.endpoint, token=False)
+        first, nxt = client.list_page(client.listing_url(sort="lastModified"))
+        assert len({r.last_modified for r in hub.repos.values()}) == 7
+        assert len({r.created_at for r in hub.repos.values()}) == 7
+        assert [x.last_modified for x in first] == sorted((x.last_modified for x in first), reverse=True)
+        # a repo of a later page changes: it moves to the top, the pages below do not shift
+        moved = next(r for r in sorted(hub.repos) if r not in {x.id for x in first})
+        edited = hub_dir / moved / "config.json"
+        edited.write_text('{"model_type": "llama", "edited": 1}')
+        os.utime(edited, (time.time() + 10, time.time() + 10))  # a later commit
+        hub.reload()
+        rest = []
+        while nxt:
+            page, nxt = client.list_page(nxt)
+            rest += [x.id for x in page]
+        client.close()
+    seen = [x.id for x in first] + rest
+    assert len(seen) == len(set(seen)) == 6 and moved not in seen  # nothing repeated, only the mover skipped
+
+
+def test_unchanged_night_costs_one_listing_page_per_scope(tmp_path, catalog):
+    hub_dir = _dated_hub(tmp_path)
+    with HubServer(str(hub_dir), page_size=3) as hub:
+        first = crawl(catalog, hub)
+        assert first["scopes"]["pipeline_tag=text-generation"] | {"saw_everything": True} == {
+            "listed": 11, "kept": 11, "pages": 4, "complete": True, "saw_everything": True}
+        hub.reset_counts()
+        again = crawl(catalog, hub)
+        assert hub.counts["list"] == 2 and hub.counts["api"] == 2  # one page per scope, nothing else
+        assert again["unchanged"] == again["listed"] and again["status"] == "ok"
+        assert {k: v["pages"] for k, v in again["scopes"].items()} == {
+            "pipeline_tag=text-generation": 1, "pipeline_tag=image-text-to-text": 1}
+        # one repo gets a new commit: still one page per scope, and only that repo is resolved
+        (hub_dir / "u9/ft/config.json").write_text('{"model_type": "llama", "vocab_size": 123, "x": 1}')
+        set_meta(hub_dir, "u9/ft", lastModified="2025-03-05T00:00:00.000Z")
+        hub.reload()
+        hub.reset_counts()
+        third = crawl(catalog, hub)
+        assert third["changed"] == 1 and hub.counts["list"] == 2 and hub.counts["paths_info"] == 1
+    assert all(not resumes for _, resumes in _cursor_rows(catalog).values())
+
+
+def test_listing_that_fails_part_way_resumes_from_its_cursor(tmp_path, catalog, no_client_sleep):
+    hub_dir = _dated_hub(tmp_path)
+    with HubServer(str(hub_dir), page_size=3) as hub:
+        hub.fail_deep_listings(6)  # the third page and below answer 504, retries included
+        first = crawl(catalog, hub)
+        assert first["status"] == "partial" and first["listed"] == 6 + 1
+        assert any("504" in e["reason"] for e in first["errors"])
+        (hw, resumes), = [v for k, v in _cursor_rows(catalog).items() if "text-generation" in k]
+        assert hw.startswith("2025-02-28") and len(resumes) == 1 and "cursor=" in resumes[0]["url"]
+        hub.fail_deep_listings(None)
+        hub.reset_counts()
+        second = crawl(catalog, hub)
+        # head pass: 1 page (stops at the high-water mark); the resumed pass: the 2 pages left
+        assert second["scopes"]["pipeline_tag=text-generation"]["pages"] == 1 + 2
+        assert second["new"] == 5 and second["status"] == "ok"
+    assert len(repos(catalog)) == 12
+    assert all(not resumes for _, resumes in _cursor_rows(catalog).values())
+
+
+def test_gone_only_after_a_full_listing(tmp_path, catalog):
+    hub_dir = _dated_hub(tmp_path)
+    with HubServer(str(hub_dir), page_size=3) as hub:
+        crawl(catalog, hub)
+        hub.delete_repo("org/base")  # the oldest: below every later high-water mark
+        summary = crawl(catalog, hub)
+        assert summary["gone"] == 0 and repos(catalog)["org/base"]["status"] == "ok"
+        summary = crawl(catalog, hub, full_listing=True)
+        assert summary["gone"] == 1 and summary["scopes"]["pipeline_tag=text-generation"]["saw_everything"]
+    assert repos(catalog)["org/base"]["status"] == "gone"
+
+
+def test_scopes_keep_only_repos_that_can_hold_a_causal_lm(tmp_path, catalog):
+    hub_dir = tmp_path / "hub"
+    for name, meta in (("lm", {}), ("vlm", {"pipeline_tag": "image-text-to-text"}),
+                       ("bare", {"pipeline_tag": None}),
+                       ("vit", {"pipeline_tag": "image-classification", "library_name": "timm"}),
+                       ("emb", {"pipeline_tag": None, "library_name": "sentence-transformers"})):
+        write_repo(hub_dir, f"goo/{name}")
+        set_meta(hub_dir, f"goo/{name}", **meta)
+    with HubServer(str(hub_dir)) as hub:
+        summary = crawl(catalog, hub, all=False, author="goo")
+    assert summary["scopes"]["author=goo"]["listed"] == 5 and summary["scopes"]["author=goo"]["kept"] == 3
+    assert set(repos(catalog)) == {"goo/lm", "goo/vlm", "goo/bare"}

@@ -36,7 +36,7 @@ def test_base_models_come_from_the_tags_with_their_relation(small, catalog):
         summary = crawl(catalog, hub)
         lists = [p for m, p, s in hub.request_log if p.startswith("/api/models?")]
     assert summary["statuses"] == {"ok": 12}
-    assert lists and all("sort=createdAt" in p and "baseModels" not in p for p in lists)
+    assert lists and all("sort=lastModified" in p and "baseModels" not in p for p in lists)
     rows = repos(catalog)
     assert json.loads(rows["user1/ft-1"]["base_models"]) == ["org/base"]
     assert json.loads(rows["user1/ft-1"]["base_model_relations"]) == {"org/base": "quantized"}

@@ -14,7 +14,9 @@ section 0.1 the real-Hub behaviours reproduced, each on by default as on hugging
 * lossy listings (§0.1.11): ``listing_siblings`` in a repo's metadata (``"empty"`` or how many entries
   survive) empties or truncates its ``siblings`` in listings only, as the Hub's cache sometimes does;
   ``lossy_siblings`` (a share of repos, picked by a hash of the id) does it hub-wide;
-* faults: statuses (e.g. a listing that keeps answering 504), resets, truncation, slow and stalled answers.
+* faults: statuses (e.g. a listing that keeps answering 504), resets, truncation, slow and stalled answers;
+  ``fail_deep_listings``: 504 on listing pages past a depth (huggingface_hub #2460);
+* sorted listings page by keyset on (key, ``_id``) with opaque cursors (§0.1.13).
 
 Two servers run: the hub itself and a "CDN" on another port that LFS downloads are redirected to
 (a different origin, so the client does not follow the redirect on its HEAD).
@@ -22,6 +24,7 @@ Two servers run: the hub itself and a "CDN" on another port that LFS downloads a
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -191,6 +194,27 @@ def _cursor(query: dict) -> int:
     return int(value)
 
 
+def _keyset_cursor(key, id_: str) -> str:
+    """An opaque cursor after (sort key, _id), as the Hub's keyset pagination hands out."""
+    return base64.urlsafe_b64encode(json.dumps([key, id_]).encode()).decode()
+
+
+def _keyset_start(repos: list, raw: str, sort, id_of) -> int:
+    """Index of the first repo after the cursor's (key, _id) in (key descending, _id ascending) order: a
+    repo modified since the cursor was handed out moves above it instead of shifting the pages below."""
+    if not raw:
+        return 0
+    try:
+        key, id_ = json.loads(base64.urlsafe_b64decode(raw.encode()))
+    except (ValueError, TypeError):
+        raise HttpError(400, None, f"Invalid cursor: {raw!r}") from None
+    for i, r in enumerate(repos):
+        k = sort(r)
+        if k < key or (k == key and id_of(r) > id_):
+            return i
+    return len(repos)
+
+
 def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     """``bytes=a-b`` / ``bytes=a-`` / ``bytes=-n`` -> inclusive (start, end); None if unusable."""
     m = re.fullmatch(r"\s*bytes=(\d*)-(\d*)\s*", header or "")
@@ -234,6 +258,7 @@ class HubServer:
         lossy_siblings: float = LOSSY_SIBLINGS,
     ):
         self.lossy_siblings = lossy_siblings
+        self.deep_listing_504: tuple[int, int | None] | None = None  # see fail_deep_listings
         self.store = RepoStore(root, lfs_threshold=lfs_threshold)
         self.page_size = page_size
         self.tree_page_size = tree_page_size or page_size
@@ -607,9 +632,9 @@ class HubServer:
 
     # -- endpoints -------------------------------------------------------------------------------
     def _list_models(self, query: dict, headers) -> Response:
-        cursor = _cursor(query)
+        raw_cursor = (query.get("cursor") or [""])[-1]
         _validate_expand(query.get("expand", []), EXPAND_LIST)
-        if self.auto_reload and cursor == 0:
+        if self.auto_reload and not raw_cursor:
             self.reload()
         with_token = _token_of(headers) is not None
         repos = [r for r in self.store.repos.values() if with_token or not r.private]
@@ -625,12 +650,18 @@ class HubServer:
         if "gated" in q1:
             want = q1["gated"].lower() == "true"
             repos = [r for r in repos if bool(r.gated) == want]
-        if q1.get("sort") in SORT_KEYS:  # descending, ties by id: a stable order across pages
-            repos.sort(key=lambda r: r.id)
-            repos.sort(key=SORT_KEYS[q1["sort"]], reverse=True)
+        sort = SORT_KEYS.get(q1.get("sort", ""))
+        if sort is not None:  # descending, ties by _id (HUB-API §0.1.13)
+            repos.sort(key=lambda r: self._field(r, "_id"))
+            repos.sort(key=sort, reverse=True)
+            cursor = _keyset_start(repos, raw_cursor, sort, lambda r: self._field(r, "_id"))
+        else:
+            cursor = _cursor(query)
         size = self.page_size
         if q1.get("limit", "").isdigit() and int(q1["limit"]) > 0:
             size = min(size, int(q1["limit"]))
+        if self.deep_listing_504 is not None and cursor >= self.deep_listing_504[0]:
+            self._deep_fault()
         page = repos[cursor : cursor + size]
 
         if "expand" in query:
@@ -646,13 +677,29 @@ class HubServer:
         items = [self._model_json(r, fields, listing=True) for r in page]
         link = {}
         if cursor + size < len(repos):
-            link["Link"] = self._next_link(headers, "/api/models", query, cursor + size)
+            last = page[-1]
+            nxt = (_keyset_cursor(sort(last), self._field(last, "_id")) if sort is not None
+                   else str(cursor + size))
+            link["Link"] = self._next_link(headers, "/api/models", query, nxt)
         return _json_response(items, headers=link)
+
+    def fail_deep_listings(self, depth: int, times: int | None = None) -> None:
+        """Listing pages that start ``depth`` or more items deep answer 504 (``times`` times; None: until
+        cleared with ``fail_deep_listings(None)``), as the Hub does on deep filtered listings (§0.1.5)."""
+        with self._lock:
+            self.deep_listing_504 = None if depth is None else (depth, times)
+
+    def _deep_fault(self) -> None:
+        with self._lock:
+            depth, times = self.deep_listing_504
+            if times is not None:
+                self.deep_listing_504 = (depth, times - 1) if times > 1 else None
+        raise HttpError(504, None, "Gateway Time-out")
 
     def _tags_for_filter(self, repo: Repo) -> set:
         return {*self._field(repo, "tags"), *(self._field(repo, k) for k in ("pipeline_tag", "library_name"))}
 
-    def _next_link(self, headers, path: str, query: dict, cursor: int) -> str:
+    def _next_link(self, headers, path: str, query: dict, cursor) -> str:
         """Absolute URL repeating every original parameter: the client follows it verbatim."""
         host = headers.get("Host") or f"{self.host}:{self.port}"
         params = [(k, v) for k, vals in query.items() if k != "cursor" for v in vals]
