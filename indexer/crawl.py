@@ -8,10 +8,11 @@ Three parts along the data flow:
 * the writer side (``writer.CatalogWriter``): one transaction per repo on this thread.
 
 A repo whose listed sha equals the catalog's (and whose row is neither ``error`` nor ``gone``) costs
-nothing beyond its listing page, unless ``full``. Every listing asks for a stable order
-(``hub.LIST_SORT``). A listing that fails after the client's retries is recorded in the run's errors
-and the other scopes go on; after a complete listing of a scope, its rows that were not listed get
-status ``gone``. Private repos (listed only with a token) are never written.
+nothing beyond its listing page, unless ``full``. Scopes are listed by ``listing.ScopeListing``: newest
+modified first, down to the scope's high-water mark, resumable where a listing failed part-way; only a
+listing read to its end marks the scope's rows it no longer returned ``gone``. Private repos (listed only
+with a token) are never written. Gated repos whose blobs are not all held wait in ``blob_waits``; the end
+of every run settles those whose blobs public copies have brought since, with zero requests.
 
 Time-boxed runs (``max_minutes``, ``max_api_calls``) stop starting repos when the budget is spent,
 queue the listed repos still unresolved in ``crawl_queue`` (the next run starts with them), and end

@@ -15,6 +15,8 @@ What the real Hub does that the client hides (docs/hub-api.md, from HUB-API.md ย
   request hook fills every missing timeout (connect 10 s, read 60 s), so a stalled answer is a retry.
 * ``model_info`` and ``get_paths_info`` are not retried by the client (``hf_api.py:3145-3217``,
   ``:4270-4344``): ``_with_retries`` retries them on 429 (after the reset), 5xx and transport errors.
+* Every ``/resolve`` request counts against the resolvers quota and as a download in the Hub's statistics
+  (HUB-API ยง0.1.12): ``download`` sends one GET per blob (no HEAD; paths-info already gave its id and size).
 * Downloads go through plain HTTP: ``indexer/__init__.py`` sets ``HF_HUB_DISABLE_XET=1`` before
   huggingface_hub is imported, and ``HubClient`` re-asserts it on ``constants`` for processes that imported
   huggingface_hub first (``is_xet_available`` reads ``constants.HF_HUB_DISABLE_XET`` at call time,

@@ -279,3 +279,17 @@ def test_scopes_keep_only_repos_that_can_hold_a_causal_lm(tmp_path, catalog):
         summary = crawl(catalog, hub, all=False, author="goo")
     assert summary["scopes"]["author=goo"]["listed"] == 5 and summary["scopes"]["author=goo"]["kept"] == 3
     assert set(repos(catalog)) == {"goo/lm", "goo/vlm", "goo/bare"}
+
+
+def test_the_real_client_pages_a_sorted_listing_by_keyset(tmp_path, no_client_sleep):
+    hub_dir = _dated_hub(tmp_path)
+    with HubServer(str(hub_dir), page_size=5) as hub:
+        api = HfApi(endpoint=hub.endpoint, token=False)
+        ids = [m.id for m in api.list_models(sort="last_modified", expand=["lastModified"])]
+        dates = [m.last_modified for m in api.list_models(sort="last_modified", expand=["lastModified"])]
+        assert len(ids) == len(set(ids)) == 12 and dates == sorted(dates, reverse=True)
+        assert hub.counts["list"] == 2 * 3
+        assert all("cursor=" in p for m, p, s in hub.request_log if "cursor" in p)
+        hub.fail_deep_listings(5, times=1)
+        assert len(list(api.list_models(sort="last_modified"))) == 12  # the client's own retry got through
+        assert any(s == 504 for _, _, s in hub.request_log)
