@@ -45,14 +45,15 @@ def test_nightly_crawls_computes_publishes_and_reports(tmp_path, demo_hub):
     assert rep["status"] == "ok" and rep["families"] == ["Lumen", "Basalt"]
     assert [s for s in rep["steps"]] == ["migrate", "crawl", "compute", "integrity_check", "publish"]
     crawl = rep["steps"]["crawl"]["result"]
-    assert crawl["listed"] == 11 and crawl["new"] == 11  # Lumen (8) + Basalt (3) repos
-    assert rep["steps"]["publish"]["result"]["tables"]["repos"] == 11
+    assert crawl["listed"] == 12 and crawl["new"] == 12  # Lumen (9) + Basalt (3) repos
+    assert rep["steps"]["publish"]["result"]["tables"]["repos"] == 12
     site = sqlite3.connect(tmp_path / "site" / "catalog.db")
     drafts = {r[0] for r in site.execute(
         "SELECT d.repo_id FROM repos t JOIN repo_classes tc ON tc.repo_pk = t.id AND tc.engine = 'sglang' "
         "JOIN repo_classes dc ON dc.class_id = tc.class_id AND dc.engine = 'sglang' "
         "JOIN repos d ON d.id = dc.repo_pk WHERE t.repo_id = ? AND d.id != t.id", (DEMO_TARGET,))}
-    assert drafts == {"lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft"}
+    assert drafts == {"lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft",
+                      "lumen-ai/Lumen-70B-Instruct", "amberlab/Lumen-70B-Instruct"}  # the gated one via its copy
     site.close()
 
     # Second night, nothing changed: one listing page per scope (down to its high-water mark), nothing else.
@@ -68,7 +69,7 @@ def test_nightly_crawls_computes_publishes_and_reports(tmp_path, demo_hub):
     # The weekly full listing walks every scope to its end (and finds deleted repos)
     res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt", "--full-listing")
     rep = json.loads((tmp_path / "report.json").read_text())
-    assert rep["full_listing"] and rep["steps"]["crawl"]["result"]["listed"] == 11
+    assert rep["full_listing"] and rep["steps"]["crawl"]["result"]["listed"] == 12
     res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt", "--full-listing-every", "7")
     assert json.loads((tmp_path / "report.json").read_text())["full_listing"] is False  # done a moment ago
 
@@ -155,4 +156,4 @@ def test_time_boxed_nightly_is_partial_then_resumes(tmp_path, demo_hub):
     res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt")
     assert res.exit_code == 0, res.output
     crawl = json.loads((tmp_path / "report.json").read_text())["steps"]["crawl"]["result"]
-    assert crawl["status"] == "ok" and crawl["resumed"] >= 1 and done + crawl["new"] == 11
+    assert crawl["status"] == "ok" and crawl["resumed"] >= 1 and done + crawl["new"] == 12
