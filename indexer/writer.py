@@ -123,6 +123,8 @@ class CatalogWriter:
             for row in rows:
                 row.status, row.reason = "gone", reason
                 row.updated_at, row.crawl_run_id = now_utc(), run_id
+            # a gone (deleted, moved, now private) repo waits for nothing: it must not be revived by a copy
+            session.execute(delete(BlobWait).where(BlobWait.repo_id.in_([r.repo_id for r in rows])))
 
     def dequeue(self, session, repo_id: str) -> None:
         with self._transaction(session):

@@ -293,3 +293,15 @@ def test_the_real_client_pages_a_sorted_listing_by_keyset(tmp_path, no_client_sl
         hub.fail_deep_listings(5, times=1)
         assert len(list(api.list_models(sort="last_modified"))) == 12  # the client's own retry got through
         assert any(s == 504 for _, _, s in hub.request_log)
+
+
+def test_a_waiting_gated_repo_that_turns_private_is_never_published(gated_hub, catalog):
+    with HubServer(str(gated_hub)) as hub:
+        crawl(catalog, hub)
+        set_meta(gated_hub, "meta/Lonely-1B", private=True)
+        copy_repo(gated_hub, "meta/Lonely-1B", "zed/lonely-copy")  # its blobs now arrive
+        hub.reload()
+        summary = crawl(catalog, hub, token="hf_other")
+        assert summary["private"] == 1 and summary["settled"] == 0
+    row = repos(catalog)["meta/Lonely-1B"]
+    assert row["status"] == "gone" and "private" in row["reason"]
