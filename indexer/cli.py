@@ -309,6 +309,11 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
             f"{summary['bytes_downloaded']} bytes downloaded, {summary['seconds']} s, "
             f"429s {summary['rate_limited']['api']} api / {summary['rate_limited']['resolvers']} resolvers"
         )
+        for label, sc in (summary.get("scopes") or {}).items():
+            click.echo(f"  scope {label}: listed {sc['listed']}, kept {sc['kept']} in {sc['pages']} page(s)"
+                       + ("" if sc["complete"] else ", to be resumed"))
+        if summary.get("from_copies"):
+            click.echo(f"  gated repos answered from public copies (no download): {summary['from_copies']}")
         for err in summary["errors"][:10]:
             click.echo(f"  error {err['repo']}: {err['reason']}")
         if "compute" in summary:
