@@ -318,6 +318,7 @@ class Crawler:
                 while pending:
                     self._drain(session, pending, block=True)
                 self._settle_waits(session)
+                self.writer.refresh_gated_notes(session)
                 self._save_listings(session)
                 if self._leftover:
                     self.writer.queue(session, self._leftover, self.run_id)

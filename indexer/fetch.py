@@ -66,10 +66,14 @@ def _maybe_head(item: Listed) -> bool:
     return head_candidate(item.id, item.config)
 
 
+MISSING_MARK = "; not held from any public copy: "
+COPY_NOTE = "gated: files known from identical public copies (e.g. {copy}), nothing downloaded"
+
+
 def gated_waiting(item: Listed, out: Fetched, missing: list[str], why: str) -> Fetched:
     """``gated``, naming the files no held blob covers; the entries wait for public copies (BlobWait)."""
     out.status, out.waiting = "gated", True
-    out.reason = (f"gated ({item.gated}); {why}; not held from any public copy: {', '.join(missing)}")
+    out.reason = f"gated ({item.gated}); {why}{MISSING_MARK}{', '.join(missing)}"
     return out
 
 

@@ -21,12 +21,12 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from .blobstore import BlobStore
 from .db import is_write_conflict
 from .families import family_of
-from .fetch import Entry, Fetched, describe
+from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from .heads import parse_head, target_shape
 from .hub import Listed, TransientError, base_models_from_tags
@@ -178,7 +178,7 @@ class CatalogWriter:
                 chat_template = self._has_chat_template(entries["tokenizer_config.json"].blob_id)
         if status == "ok" and fetched.from_copies is not None:
             copy = self._public_copy(session, item.id, row.file_set_id, entries, fetched.from_copies)
-            note = f"gated: files known from identical public copies (e.g. {copy}), nothing downloaded"
+            note = COPY_NOTE.format(copy=copy)
             reason = f"{note}; {reason}" if reason else note
         row.status, row.reason = status, reason
         self._config_facts(row, facts, item.config)
@@ -203,6 +203,36 @@ class CatalogWriter:
         session.flush()
         self._head_row(session, row.id, head, existed=existing_pk is not None)
         return status, reason
+
+    def refresh_gated_notes(self, session) -> None:
+        """Make gated notes independent of the order work happened in (workers race, runs get killed):
+        waiting repos name what the store still lacks; repos answered from copies name the first public
+        repo (by id) with the same file set. Run when no download is in flight (end of a run)."""
+        with self._transaction(session):
+            for wait in session.scalars(select(BlobWait)).all():
+                row = session.execute(select(Repo).where(Repo.repo_id == wait.repo_id)).scalar_one_or_none()
+                if row is None or row.status != "gated" or MISSING_MARK not in (row.reason or ""):
+                    continue
+                missing = sorted(n for n, (blob, _, _) in wait.entries.items() if not self.store.has(blob))
+                reason = row.reason.split(MISSING_MARK)[0] + MISSING_MARK + ", ".join(missing)
+                if reason != row.reason:
+                    row.reason = reason
+            prefix = COPY_NOTE.split("{copy}")[0]
+            answered = session.scalars(select(Repo).where(Repo.status == "ok", Repo.gated.is_not(None),
+                                                          Repo.reason.like(prefix + "%"))).all()
+            sets = {r.file_set_id for r in answered if r.file_set_id is not None}
+            first = dict(session.execute(
+                select(Repo.file_set_id, func.min(Repo.repo_id))
+                .where(Repo.file_set_id.in_(sets), Repo.gated.is_(None), Repo.status == "ok")
+                .group_by(Repo.file_set_id)).all()) if sets else {}
+            for r in answered:
+                copy = first.get(r.file_set_id)
+                if copy is None:
+                    continue
+                note = COPY_NOTE.format(copy=copy)
+                rest = r.reason.split("nothing downloaded", 1)[1]
+                if r.reason != note + rest:
+                    r.reason = note + rest
 
     @staticmethod
     def _blob_wait(session, item: Listed, fetched: Fetched, now) -> None:
