@@ -103,8 +103,9 @@ class Fetcher:
             return self._fetch(item)
         except BudgetExhausted:
             return Fetched(deferred=True)
-        except GatedRepoError:
-            return Fetched("gated", f"gated ({item.gated or 'access refused'}); the token has no access")
+        except GatedRepoError:  # /resolve refused a repo the listing did not mark gated
+            why = "the token has no access" if self.client.has_token else "no token"
+            return Fetched("gated", f"gated ({item.gated or 'access refused'}); {why}")
         except RepositoryNotFoundError:
             return Fetched("error", "repository not found (deleted or made private since listing)")
         except RevisionNotFoundError:

@@ -69,10 +69,10 @@ def gated_hub(tmp_path):
     write_repo(hub_dir, "meta/Orig-8B", words=["<unk>", "<s>", "</s>"] + [f"m{i}" for i in range(40)])
     copy_repo(hub_dir, "meta/Orig-8B", "bob/orig-mirror")
     write_repo(hub_dir, "meta/Lonely-1B", words=["<unk>", "<s>", "</s>"] + [f"l{i}" for i in range(40)])
-    set_meta(hub_dir, "meta/Orig-8B", gated="manual", createdAt="2025-06-02T00:00:00.000Z",
+    set_meta(hub_dir, "meta/Orig-8B", gated="manual", lastModified="2025-06-02T00:00:00.000Z",
              gated_access=["hf_granted"])
-    set_meta(hub_dir, "bob/orig-mirror", createdAt="2025-06-01T00:00:00.000Z")
-    set_meta(hub_dir, "meta/Lonely-1B", gated="auto", createdAt="2025-06-03T00:00:00.000Z",
+    set_meta(hub_dir, "bob/orig-mirror", lastModified="2025-06-01T00:00:00.000Z")
+    set_meta(hub_dir, "meta/Lonely-1B", gated="auto", lastModified="2025-06-03T00:00:00.000Z",
              gated_access=["hf_granted"])
     return hub_dir
 
@@ -94,7 +94,9 @@ def test_hubsim_gated_repos_are_browsable_but_resolve_refuses(gated_hub, tmp_pat
 
 def test_gated_original_answered_from_its_public_copy_anonymously(gated_hub, catalog):
     with HubServer(str(gated_hub), page_size=1) as hub:  # the gated original is listed first
-        summary = crawl(catalog, hub)
+        summary = crawl(catalog, hub, workers=1)
+        paths_info = [p.split("/")[3:5] for _, p, _ in hub.request_log if p.endswith("/paths-info/" + p[-40:])]
+        assert paths_info.index(["meta", "Orig-8B"]) < paths_info.index(["bob", "orig-mirror"])  # listed first
         assert not _resolves(hub, "meta/Orig-8B") and not _resolves(hub, "meta/Lonely-1B")
         assert len(_api_calls_for(hub, "meta/Orig-8B")) == 1  # its paths-info
     rows = repos(catalog)
