@@ -512,7 +512,7 @@ class HubClient:
             raise TransientError(f"listing page is not a list: {str(page)[:100]}")
         items = []
         for item in page:
-            item.setdefault("siblings", None)  # as list_models does (hf_api.py:2494-2495)
+            item.setdefault("siblings", None)  # as list_models does (hf_api.py:2496-2497)
             items.append(Listed.from_info(ModelInfo(**item)))
         return items, next_url
 
@@ -531,7 +531,7 @@ class HubClient:
                  max_bytes: int | None = None) -> Downloaded:
         """Fetch one file pinned to ``sha`` into ``store`` (a BlobStore) under ``blob_id``: one request.
 
-        ``hf_hub_download`` sends a HEAD and then a GET (file_download.py, ``_hf_hub_download_to_cache_dir``);
+        ``hf_hub_download`` sends a HEAD and then a GET (file_download.py:1068, ``_hf_hub_download_to_cache_dir``);
         both count against the resolvers quota and as downloads in the Hub's statistics (HUB-API §0.1.12).
         paths-info already gave the blob id, size and LFS sha256, so a single GET of the commit-pinned
         ``/resolve`` URL (``hf_hub_url``) through the client's own session and backoff
