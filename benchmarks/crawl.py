@@ -14,9 +14,13 @@ Printed, each next to its target:
 * pacing efficiency = least time the quota allows for the calls made / wall time (target >= 0.9);
 * 429 answers per bucket (target <= 1 per bucket per run);
 * API calls per new repo beyond listing pages (target <= 1.0), per unchanged repo (target 0);
-* resolver calls per new repo;
+* resolver calls per new repo; ``/resolve`` requests per new blob (target <= 1.05: one GET, no HEAD);
+* listing pages per scope on the unchanged recrawl (target 1: each scope stops at its high-water mark);
+* share of gated repos fingerprinted without any download (from identical public copies);
 * bytes on disk of the blob store / raw bytes of the distinct blobs (target <= 0.4), per blob and per
-  repo, extrapolated to 500,000 repos.
+  repo, extrapolated to 500,000 repos;
+* the first crawl of every text-generation repo re-estimated at the anonymous / free / PRO quotas from
+  the cold crawl's calls per repo.
 
     python benchmarks/crawl.py [--repos 300] [--api-quota 20] [--resolver-quota 120] [--window 5]
 """
@@ -77,7 +81,28 @@ def _ok(cond: bool) -> str:
     return "OK" if cond else "FAIL"
 
 
-def _report(title: str, s: dict, args, db: Path, store: Path, cache: Path) -> None:
+TEXT_GENERATION_REPOS = 300_000  # order of magnitude of pipeline_tag=text-generation on the Hub (README)
+HUB_PAGE = 1000  # items per listing page on the Hub
+TIERS = {"anonymous": (500, 3000), "free": (1000, 5000), "PRO": (2500, 12000)}  # per 300 s, HUB-API §0.1.4
+
+
+def _estimate(s: dict) -> None:
+    """Hours for a first crawl of every text-generation repo, bound by the slower bucket per tier."""
+    touched = max(1, s["new"] + s["changed"])
+    api_per_repo = (s["api_calls"] - s["list_calls"]) / touched
+    res_per_repo = s["resolver_calls"] / touched
+    n = TEXT_GENERATION_REPOS
+    api = n * api_per_repo + n / HUB_PAGE
+    res = n * res_per_repo
+    print(f"\n== first crawl of {n:,} text-generation repos, from the cold crawl's {api_per_repo:.3f} API "
+          f"and {res_per_repo:.3f} resolver calls per repo: {api:,.0f} API + {res:,.0f} resolver calls")
+    for tier, (qa, qr) in TIERS.items():
+        hours = max(api / qa, res / qr) * 300 / 3600
+        bound = "api" if api / qa >= res / qr else "resolvers"
+        print(f"  {tier:10} {qa:>6,} / {qr:>6,} per 5 min   {hours:6.1f} h   (bound by {bound})")
+
+
+def _report(title: str, s: dict, args, db: Path, store: Path, cache: Path, new_blobs: int = 0) -> None:
     from indexer.hub import least_seconds
 
     touched = s["new"] + s["changed"]
@@ -112,8 +137,19 @@ def _report(title: str, s: dict, args, db: Path, store: Path, cache: Path) -> No
             ("API calls per new/changed repo (beyond listing)", f"{per_new:.3f}",
              f"target <= 1.0   {_ok(per_new <= 1.0)}"),
             ("resolver calls per new/changed repo", f"{s['resolver_calls'] / touched:.3f}",
-             "(HEAD + GET per never-seen blob; LFS: one more GET)"),
+             "(one GET per never-seen blob)"),
         ]
+    if new_blobs:
+        per_blob = s["resolver_calls"] / new_blobs
+        rows.append(("/resolve requests per new blob", f"{per_blob:.3f}", f"target <= 1.05   {_ok(per_blob <= 1.05)}"))
+    gated_seen = s.get("from_copies", 0) + s["statuses"].get("gated", 0)
+    if gated_seen:
+        rows.append(("gated repos fingerprinted without download", f"{s['from_copies']} / {gated_seen} "
+                     f"({s['from_copies'] / gated_seen:.0%})", "(every blob already held from public copies)"))
+    scopes = s.get("scopes") or {}
+    if scopes and not touched:
+        pages = s["list_calls"] / len(scopes)
+        rows.append(("listing pages per scope", f"{pages:.2f}", f"target 1   {_ok(pages <= 1.0)}"))
     if s["unchanged"] and not touched:
         per_unchanged = beyond_list / s["unchanged"]
         rows += [
@@ -123,7 +159,9 @@ def _report(title: str, s: dict, args, db: Path, store: Path, cache: Path) -> No
              f"target 0   {_ok(s['resolver_calls'] == 0)}"),
         ]
     ratio = disk / raw if raw else 0.0
-    n_repos = max(1, s["listed"])
+    con = sqlite3.connect(db)
+    n_repos = max(1, con.execute("select count(*) from repos").fetchone()[0])  # a recrawl lists only what changed
+    con.close()
     rows += [
         ("distinct blobs in the catalog (raw bytes)", f"{n_blobs} ({raw})", ""),
         ("blob store on disk", f"{disk} bytes", ""),
@@ -164,6 +202,7 @@ def main(argv=None) -> int:
     from indexer.crawl import Crawler, CrawlOptions
     from indexer.db import upgrade
     from indexer.hubsim import generate_synthetic_hub
+    from indexer.hubsim.repos import hub_date
 
     hub_dir, db = tmp / "hub", tmp / "catalog" / "catalog.db"
     store, cache = db.parent / "blobs", db.parent / "cache"
@@ -179,11 +218,14 @@ def main(argv=None) -> int:
     upgrade(str(db))
     proc, endpoint = _serve(hub_dir, args)
     try:
-        def run():
+        def run(title):
+            before = _blob_bytes(db, store)[0]
             opts = CrawlOptions(all=True, endpoint=endpoint, quiet=True, workers=args.workers, token=False)
-            return Crawler(str(db), opts).run()
+            summary = Crawler(str(db), opts).run()
+            _report(title, summary, args, db, store, cache, _blob_bytes(db, store)[0] - before)
+            return summary
 
-        _report(f"cold crawl of {args.repos} repos", run(), args, db, store, cache)
+        _estimate(run(f"cold crawl of {args.repos} repos"))
         rng = random.Random(args.seed + 1)
         meta = json.loads((hub_dir / "hub.json").read_text())
         changed = rng.sample(sorted(meta), max(1, int(len(meta) * args.change)))
@@ -195,9 +237,10 @@ def main(argv=None) -> int:
             tmpf = cfg.with_suffix(".tmp")
             tmpf.write_text(json.dumps(data))  # a new inode: hard-linked copies elsewhere keep their content
             os.replace(tmpf, cfg)
-        _report(f"recrawl after {len(changed)} repos ({args.change:.0%}) got a new commit", run(), args, db, store,
-                cache)
-        _report("recrawl with nothing changed", run(), args, db, store, cache)
+            meta[rid]["lastModified"] = hub_date(time.time())  # a commit moves the repo to the listing's top
+        (hub_dir / "hub.json").write_text(json.dumps(meta))
+        run(f"recrawl after {len(changed)} repos ({args.change:.0%}) got a new commit")
+        run("recrawl with nothing changed")
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -342,6 +342,9 @@ def _short(tokens: list[str], n: int = 8) -> str:
               help="Every repo with pipeline_tag text-generation or image-text-to-text.")
 @click.option("--limit", type=int, callback=valid_limit, help="Stop after this many listed repos.")
 @click.option("--full", is_flag=True, help="Re-resolve repos whose sha did not change.")
+@click.option("--full-listing", is_flag=True,
+              help="List every scope to its end instead of stopping at its high-water mark (finds deleted "
+                   "and renamed repos: only such a listing marks rows gone).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
 @click.option("--api-budget", type=click.IntRange(min=1), default=None,
               help="API calls per rate-limit window (default: the Hub's RateLimit-Policy; 500 anonymous, "
@@ -362,8 +365,9 @@ def _short(tokens: list[str], n: int = 8) -> str:
 @request_timeout_option
 @verbose_option
 @db_option
-def crawl(families, author, search, models, all_, limit, full, endpoint, api_budget, resolver_budget, max_minutes,
-          max_api_calls, workers, max_file_bytes, quiet, as_json, no_compute, request_timeout, verbose, db):
+def crawl(families, author, search, models, all_, limit, full, full_listing, endpoint, api_budget, resolver_budget,
+          max_minutes, max_api_calls, workers, max_file_bytes, quiet, as_json, no_compute, request_timeout, verbose,
+          db):
     """Crawl the Hub (or a scope of it) into the catalog: incremental by commit sha, resumable.
 
     Exit status: 0 ok or partial (a time-boxed run; the next one continues), 1 the run failed
@@ -378,7 +382,8 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
     if not (families or author or search or models or all_):
         fail("give a scope: --family, --author, --search, --model or --all")
     opts = CrawlOptions(families=families, author=author, search=search, models=models, all=all_, limit=limit,
-                        full=full, endpoint=endpoint, api_budget=api_budget, resolver_budget=resolver_budget,
+                        full=full, full_listing=full_listing, endpoint=endpoint, api_budget=api_budget,
+                        resolver_budget=resolver_budget,
                         max_minutes=max_minutes, max_api_calls=max_api_calls, workers=workers,
                         max_file_bytes=max_file_bytes, quiet=quiet, call_timeout=request_timeout)
     route_logs(verbose)
@@ -420,6 +425,11 @@ def crawl(families, author, search, models, all_, limit, full, endpoint, api_bud
             f"{summary['bytes_downloaded']} bytes downloaded, {summary['seconds']} s, "
             f"429s {summary['rate_limited']['api']} api / {summary['rate_limited']['resolvers']} resolvers"
         )
+        for label, sc in (summary.get("scopes") or {}).items():
+            click.echo(f"  scope {label}: listed {sc['listed']}, kept {sc['kept']} in {sc['pages']} page(s)"
+                       + ("" if sc["complete"] else ", to be resumed"))
+        if summary.get("from_copies"):
+            click.echo(f"  gated repos answered from public copies (no download): {summary['from_copies']}")
         for err in summary["errors"][:10]:
             click.echo(f"  error {err['repo']}: {err['reason']}" if err.get("repo") else f"  error: {err['reason']}")
         if "compute" in summary:
@@ -549,10 +559,13 @@ def publish(outdir, db, as_json, with_tokens):
               help="Time box of the crawl step; the rest of the scope is resumed on the next run.")
 @click.option("--max-api-calls", type=click.IntRange(min=1), default=None,
               help="API-call box of the crawl step.")
+@click.option("--full-listing", is_flag=True, help="List every scope to its end (finds deleted and renamed repos).")
+@click.option("--full-listing-every", "full_every", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="DAYS", help="Do a full listing when the last complete one is older than DAYS.")
 @request_timeout_option
 @verbose_option
-def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes, max_api_calls, request_timeout,
-            verbose):
+def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes, max_api_calls, full_listing,
+            full_every, request_timeout, verbose):
     """Crawl the families incrementally, compute, check integrity, publish, report (one run at a time).
 
     Exit status: 0 ok, 1 a step failed (see the report), 75 another run holds the lock, 130/143 stopped by
@@ -568,7 +581,8 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes,
     try:
         rep = run_nightly(db=db, families=names or None, endpoint=endpoint, publish_dir=publish_dir or None,
                           report=report, lock_file=lock_file, max_minutes=max_minutes,
-                          max_api_calls=max_api_calls, request_timeout=request_timeout)
+                          max_api_calls=max_api_calls, request_timeout=request_timeout,
+                          full_listing=full_listing, full_listing_every=full_every)
     except LockBusy as e:
         fail(str(e), EXIT_LOCKED)
     except KeyboardInterrupt:  # before the run began: no report to write

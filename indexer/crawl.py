@@ -8,10 +8,11 @@ Three parts along the data flow:
 * the writer side (``writer.CatalogWriter``): one transaction per repo on this thread.
 
 A repo whose listed sha equals the catalog's (and whose row is neither ``error`` nor ``gone``) costs
-nothing beyond its listing page, unless ``full``. Every listing asks for a stable order
-(``hub.LIST_SORT``). A listing that fails after the client's retries is recorded in the run's errors
-and the other scopes go on; after a complete listing of a scope, its rows that were not listed get
-status ``gone``. Private repos (listed only with a token) are never written.
+nothing beyond its listing page, unless ``full``. Scopes are listed by ``listing.ScopeListing``: newest
+modified first, down to the scope's high-water mark, resumable where a listing failed part-way; only a
+listing read to its end marks the scope's rows it no longer returned ``gone``. Private repos (listed only
+with a token) are never written. Gated repos whose blobs are not all held wait in ``blob_waits``; the end
+of every run settles those whose blobs public copies have brought since, with zero requests.
 
 Time-boxed runs (``max_minutes``, ``max_api_calls``) stop starting repos when the budget is spent,
 queue the listed repos still unresolved in ``crawl_queue`` (the next run starts with them), and end
@@ -34,11 +35,12 @@ from .claims import claim, owner_tag, run_alive
 from .db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
 from .errors import CrawlFailed, CrawlInterrupted
 from .families import find_family, load_families
-from .fetch import Fetched, Fetcher, describe, early_status
+from .fetch import Entry, Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
 from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
 from .hubguard import DEFAULT_CALL_SECONDS
-from .models import CrawlQueue, CrawlRun, Repo
+from .listing import ScopeListing
+from .models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
 from .writefail import WriteFailed, storage_failure
 from .writer import CatalogWriter, file_set_key, now_utc
 
@@ -58,6 +60,7 @@ class CrawlOptions:
     all: bool = False
     limit: int | None = None
     full: bool = False
+    full_listing: bool = False  # walk every scope to its end (finds deleted and renamed repos)
     endpoint: str | None = None
     token: str | bool | None = None
     api_budget: int | None = None  # None: learned from RateLimit-Policy, the tier's quota until then
@@ -87,6 +90,8 @@ class CrawlOptions:
             parts.append(f"limit={self.limit}")
         if self.full:
             parts.append("full")
+        if self.full_listing:
+            parts.append("full-listing")
         return " ".join(parts)
 
 
@@ -148,7 +153,7 @@ class Crawler:
         self._own_client = client is None
         self.progress = progress
         self.counts = {"listed": 0, "resumed": 0, "unchanged": 0, "new": 0, "changed": 0, "failed": 0,
-                       "gone": 0, "private": 0, "unresolved": 0, "elsewhere": 0}
+                       "gone": 0, "private": 0, "unresolved": 0, "elsewhere": 0, "settled": 0, "from_copies": 0}
         self.statuses: dict[str, int] = {}
         self.errors: list[dict] = []
         self.listing_failures = 0
@@ -160,6 +165,9 @@ class Crawler:
         self._queued: set[str] = set()
         self._leftover: list[Listed] = []
         self._abandoned = False
+        self._listings: list[ScopeListing] = []
+        self._written_gated: set[str] = set()
+        self._gated_listed: dict[str, Listed] = {}  # this run's listing of gated repos (fresher than a wait's)
         from .tokenstore import TokenStore, default_root
 
         self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
@@ -238,10 +246,11 @@ class Crawler:
         for scope in self.scopes():
             if o.limit and n >= o.limit:
                 return
-            listed: set[str] = set()
+            listing = ScopeListing(scope.label, scope.kwargs, self.client, session.get(ScopeCursor, scope.label),
+                                   full=o.full_listing)
+            self._listings.append(listing)
             try:
-                for item in self.client.list_models(limit=(o.limit - n) if o.limit else None, **scope.kwargs):
-                    listed.add(item.id)
+                for item in listing.items():
                     if item.id in self._seen:
                         continue
                     self._seen.add(item.id)
@@ -254,12 +263,23 @@ class Crawler:
                 return
             except HubUnreachable:
                 raise
-            except Exception as e:  # e.g. a 504 after the client's five retries: the other scopes go on
+            for error in listing.errors:  # e.g. a 504 after the retries: the other scopes go on
+                self._record_error(None, error)
+            if listing.errors:
                 self.listing_failures += 1
-                self._record_error(None, f"listing {scope.label} failed: {describe(e)}")
                 continue
             self.scopes_listed += 1
-            self._mark_gone(session, scope, listed)
+            if listing.saw_everything:  # only a listing read to its end proves a repo gone
+                self._mark_gone(session, scope, listing.ids)
+
+    def _save_listings(self, session) -> None:
+        """Each scope's high-water mark and unfinished places (not for --limit: a deliberately cut listing)."""
+        if self.opt.limit:
+            return
+        now = now_utc()
+        for listing in self._listings:
+            listing.save(session, now)
+        session.commit()
 
     def _mark_gone(self, session, scope: Scope, listed: set[str]) -> None:
         """After a complete listing: rows of the scope it no longer returned are ``gone``."""
@@ -306,6 +326,9 @@ class Crawler:
                         self._save_run(session, "running")
                 while pending:
                     self._drain(session, pending, block=True)
+                self._settle_waits(session)
+                self.writer.refresh_gated_notes(session)
+                self._save_listings(session)
                 if self._leftover:
                     self.writer.queue(session, self._leftover, self.run_id)
                 self.counts["unresolved"] = len(self._leftover)
@@ -397,8 +420,10 @@ class Crawler:
                 self.writer.dequeue(session, item.id)
             self._tick()
             return None
+        if item.gated:
+            self._gated_listed[item.id] = item
         if (row is not None and not self.opt.full and item.sha and row.sha == item.sha
-                and row.status not in ("error", "gone")):
+                and row.status not in ("error", "gone") and not self._unsettled_gate(session, row, item)):
             self.counts["unchanged"] += 1
             self.writer.touch_unchanged(session, row, item, self.run_id, queued)
             self._tick()
@@ -415,9 +440,40 @@ class Crawler:
             return None
         return item, pk, kind, True  # claimed: the queue row goes when the repo is written
 
+    @staticmethod
+    def _unsettled_gate(session, row: Repo, item: Listed) -> bool:
+        """A gated row with no wait for its blobs (written before waits existed): resolve it once more."""
+        return bool(row.status == "gated" and item.gated
+                    and session.get(BlobWait, row.repo_id) is None)
+
+    def _settle_waits(self, session) -> None:
+        """Gated repos whose missing blobs public copies have brought since (this run or an earlier one):
+        fingerprinted from the store with zero requests, without waiting for a new commit."""
+        for wait_row in session.scalars(select(BlobWait).order_by(BlobWait.repo_id)).all():
+            entries = {name: Entry(name, blob, int(size or 0), lfs)
+                       for name, (blob, size, lfs) in wait_row.entries.items()}
+            if not all(self.store.has(e.blob_id) for e in entries.values()):
+                continue
+            item = self._gated_listed.get(wait_row.repo_id) or Listed.from_json(wait_row.item)
+            if item.sha != wait_row.sha:
+                continue  # a newer commit: resolved (or queued) by the listing's own path
+            pk = session.scalar(select(Repo.id).where(Repo.repo_id == item.id))
+            self.counts["settled"] += 1
+            kind = None  # written as gated earlier in this run: counted then
+            if item.id in self._written_gated:
+                self.statuses["gated"] -= 1
+            else:
+                kind = "changed" if pk else "new"
+            self._finish(session, item, pk, kind, Fetched(entries=entries, from_copies=""), False)
+
     def _finish(self, session, item, existing_pk, kind, fetched: Fetched, queued: bool) -> None:
         status, reason = self.writer.write(session, item, existing_pk, fetched, self.run_id, queued)
-        self.counts[kind] += 1
+        if status == "ok" and fetched.from_copies is not None:
+            self.counts["from_copies"] += 1
+        if status == "gated":
+            self._written_gated.add(item.id)
+        if kind is not None:
+            self.counts[kind] += 1
         self.statuses[status] = self.statuses.get(status, 0) + 1
         if status == "error":
             self.counts["failed"] += 1
@@ -492,6 +548,7 @@ class Crawler:
             "pacing_wait_seconds": c["pacing_wait_seconds"],
             "file_sets_fingerprinted": self.writer.fingerprinted,
             "gguf": self.fetcher.gguf.stats(),
+            "scopes": {x.label: x.report() for x in self._listings},
             "seconds": round(elapsed, 3),
             "errors": self.errors[:20],
         }

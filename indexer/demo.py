@@ -13,10 +13,13 @@ Tricky cases in the demo hub (target ``lumen-ai/Lumen-7B-Instruct``):
 * ``lumen-ai/Lumen-0.5B``: the base tokenizer without the chat tokens → mappings differ (SGLang rejects).
 * ``corvid-labs/Corvid-1B``: same vocab_size, a different token→id mapping → transformers would
   treat it as the same tokenizer and silently corrupt output.
+* ``lumen-ai/Lumen-70B-Instruct``: gated, yet answered with no access and no download, because its public
+  re-upload ``amberlab/Lumen-70B-Instruct`` holds byte-identical files (same blob ids in paths-info).
 * GGUF-only repos (no tokenizer files): two quants of the target, a quant of the 0.5B draft, and a
   fine-tune's quant with a renamed chat token; their facts are read from one GGUF header each (llama.cpp
   judges them, the other engines say they load no GGUF).
-* a gated repo: it gets a row with a status, never dropped.
+* a gated repo no public repo copies (``corvid-labs/Corvid-70B-Instruct``): it gets a row with a status,
+  never dropped.
 
 The hub stays in ``demo-hub/`` beside the catalog (:func:`demo_hub_dir`) for the README examples.
 """
@@ -34,6 +37,8 @@ from pathlib import Path
 DEFAULT_DEMO_DB = "data/demo.db"
 DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
 DEMO_DRAFT_MISMATCH = "lumen-ai/Lumen-1.5B-Instruct"
+DEMO_GATED = "lumen-ai/Lumen-70B-Instruct"
+DEMO_GATED_COPY = "amberlab/Lumen-70B-Instruct"
 CHAT_TOKENS = ("<|im_start|>", "<|im_end|>")
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
           " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
@@ -56,7 +61,7 @@ REPOS = [
     (DEMO_DRAFT_MISMATCH, "Lumen", True, 640, 1_500_000_000, 31_000, None, {}),
     ("quietfox/Lumen-0.5B-Instruct-sft", "Lumen", True, 576, 500_000_000, 310,
      "lumen-ai/Lumen-0.5B-Instruct", {}),
-    ("lumen-ai/Lumen-70B-Instruct", "Lumen", True, 576, 70_000_000_000, 12_000, None, {"gated": "manual"}),
+    (DEMO_GATED, "Lumen", True, 576, 70_000_000_000, 12_000, None, {"gated": "manual"}),
     ("lumen-ai/Lumen-7B-Instruct-GGUF", "Lumen", True, 576, None, 4_000, DEMO_TARGET,
      {"no_tokenizer": True,
       "gguf": {"Lumen-7B-Instruct-Q4_K_M.gguf": (15, 44), "Lumen-7B-Instruct-Q8_0.gguf": (7, 76)}}),
@@ -72,6 +77,9 @@ REPOS = [
     ("quietfox/Lumen-0.5B-Instruct-sft-GGUF", "Lumen", True, 576, None, 140, "quietfox/Lumen-0.5B-Instruct-sft",
      {"no_tokenizer": True, "gguf": {"Lumen-0.5B-Instruct-sft-Q4_K_M.gguf": (15, 9)},
       "rename": {"<|im_start|>": "<|tool_call|>"}}),
+    # a public re-upload of the gated 70B (byte-identical files): the gated original is answered from it
+    (DEMO_GATED_COPY, "Lumen", True, 576, 70_000_000_000, 640, None, {}),
+    ("corvid-labs/Corvid-70B-Instruct", "Corvid", True, 576, 70_000_000_000, 5_000, None, {"gated": "auto"}),
 ]
 
 
@@ -293,11 +301,24 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     statuses = ", ".join(f"{k} {v}" for k, v in summary["statuses"].items()) or "none"
     log(f"crawled: listed {summary['listed']}, new {summary['new']}, changed {summary['changed']}, "
         f"unchanged {summary['unchanged']}, failed {summary['failed']}; statuses: {statuses}")
+    gated = _status_of(db, DEMO_GATED)
+    if gated is not None:
+        log(f"gated {DEMO_GATED}: {gated[0]} ({gated[1]})")
     from .compute import compute
 
     stats = compute(db)
     log(f"computed compatibility classes for {stats.get('repos')} repos")
     return {"db": resolve_url(db), "crawl": summary, "compute": stats}
+
+
+def _status_of(db, repo_id: str):
+    from sqlalchemy import select
+
+    from .db import open_catalog, session_factory
+    from .models import Repo
+
+    with session_factory(open_catalog(db))() as session:
+        return session.execute(select(Repo.status, Repo.reason).where(Repo.repo_id == repo_id)).first()
 
 
 def urls(host: str, port: int, db_name: str) -> dict:

@@ -47,19 +47,20 @@ class Fetched:
     downloaded: dict[str, tuple[int, str]] = field(default_factory=dict)  # blob id -> (size, sha256)
     deferred: bool = False  # the run's budget ran out: resume on the next run
     gguf: object | None = None  # gguf_hub.GGUFRead: a GGUF-only repo, read from one GGUF header
+    from_copies: str | None = None  # a gated repo answered from blobs already held: a repo they came from
+    waiting: bool = False  # gated, some blobs unknown: ``entries`` wait for public copies (BlobWait)
 
 
 def early_status(item: Listed, has_token: bool) -> Fetched | None:
-    """Outcomes the listing alone decides (0 requests)."""
+    """Outcomes the listing alone decides (0 requests).
+
+    Never absence of files: a listing's ``siblings`` can come back empty or truncated (HUB-API §0.1.11,
+    huggingface_hub PR #3241/#3565), so only paths-info can say a repo has no tokenizer.
+    """
     if not is_commit_sha(item.sha):
         return Fetched("error", f"listing gave no usable commit sha ({item.sha!r})")
     if item.disabled:
         return Fetched("error", "repo disabled on the Hub")
-    if item.gated and not has_token:
-        return Fetched("gated", f"gated ({item.gated}); no token to request access with")
-    if (item.siblings is not None and not any(v in item.siblings for v in VOCAB_FILES)
-            and not _maybe_head(item) and not gguf_names(item.siblings)):
-        return Fetched("no_tokenizer", "no tokenizer vocabulary file at the repo root")
     return None
 
 
@@ -67,7 +68,18 @@ def _maybe_head(item: Listed) -> bool:
     """A speculator head holds no tokenizer: its config.json decides (indexer/heads.py, head_candidate)."""
     from .heads import head_candidate
 
-    return head_candidate(item.id, item.config) and (item.siblings is None or CONFIG_FILE in item.siblings)
+    return head_candidate(item.id, item.config)
+
+
+MISSING_MARK = "; not held from any public copy: "
+COPY_NOTE = "gated: files known from identical public copies (e.g. {copy}), nothing downloaded"
+
+
+def gated_waiting(item: Listed, out: Fetched, missing: list[str], why: str) -> Fetched:
+    """``gated``, naming the files no held blob covers; the entries wait for public copies (BlobWait)."""
+    out.status, out.waiting = "gated", True
+    out.reason = f"gated ({item.gated}); {why}{MISSING_MARK}{', '.join(missing)}"
+    return out
 
 
 def describe(e: BaseException) -> str:
@@ -80,6 +92,7 @@ class Fetcher:
         self.client, self.store, self.max_file_bytes = client, store, max_file_bytes
         self.gguf = GGUFHeaderReader(client, gguf_known)
         self._inflight: dict[str, threading.Event] = {}
+        self.sources: dict[str, str] = {}  # blob id -> the public repo it was downloaded from (this run)
         self._lock = threading.Lock()
 
     def fetch(self, item: Listed) -> Fetched:
@@ -98,8 +111,9 @@ class Fetcher:
             return Fetched(deferred=True)
         except (HubUnreachable, Cancelled):
             raise  # the whole run stops (crawl.Crawler.run)
-        except GatedRepoError:
-            return Fetched("gated", f"gated ({item.gated or 'access refused'}); the token has no access")
+        except GatedRepoError:  # /resolve refused a repo the listing did not mark gated
+            why = "the token has no access" if self.client.has_token else "no token"
+            return Fetched("gated", f"gated ({item.gated or 'access refused'}); {why}")
         except RepositoryNotFoundError:
             return Fetched("error", "repository not found (deleted or made private since listing)")
         except RevisionNotFoundError:
@@ -121,13 +135,11 @@ class Fetcher:
     def _fetch(self, item: Listed) -> Fetched:
         from huggingface_hub.hf_api import RepoFile
 
-        wanted = list(WANTED_FILES)
-        ggufs = _gguf_candidates(item)
-        if item.siblings is not None:
-            wanted = [w for w in wanted if w in item.siblings]
         entries: dict[str, Entry] = {}
+        ggufs = _gguf_candidates(item)
         gguf_files: dict[str, tuple[int, str | None]] = {}
-        for it in self.client.paths_info(item.id, item.sha, wanted + ggufs):
+        # Every wanted name, whatever ``siblings`` says (one call either way): siblings never prove absence.
+        for it in self.client.paths_info(item.id, item.sha, [*WANTED_FILES, *ggufs]):
             if isinstance(it, RepoFile) and it.path in ggufs:  # size and LFS sha256 before any byte is read
                 lfs = getattr(it, "lfs", None)
                 gguf_files[safe_name(it.path)] = (int(it.size or 0), safe_blob_id(lfs.sha256) if lfs else None)
@@ -150,10 +162,25 @@ class Fetcher:
             out.status = "too_large"
             out.reason = f"{e.filename}: {e.size} bytes is over the {self.max_file_bytes}-byte cap"
             return out
-        for e in entries.values():
+        if not item.gated:
+            return self._download_all(item, out)
+        from huggingface_hub.errors import GatedRepoError
+
+        gated = self._gated(item, out)
+        if gated is not None:
+            return gated
+        try:  # a token: it may have been granted access
+            return self._download_all(item, out)
+        except GatedRepoError:
+            return gated_waiting(item, out, self._missing(out), "the token has no access")
+
+    def _download_all(self, item: Listed, out: Fetched) -> Fetched:
+        for e in out.entries.values():
             got = self._blob(item, e)
             if got is not None:
                 out.downloaded[e.blob_id] = got
+                if not item.gated:
+                    self.sources.setdefault(e.blob_id, item.id)
         return out
 
     def _gguf(self, item: Listed, out: Fetched, files: dict) -> Fetched:
@@ -164,6 +191,25 @@ class Fetcher:
         else:
             out.gguf = read  # a malformed file too: the writer keeps its reason under its sha256
         return out
+
+    def _missing(self, out: Fetched) -> list[str]:
+        return sorted(e.filename for e in out.entries.values() if not self.store.has(e.blob_id))
+
+    def _gated(self, item: Listed, out: Fetched) -> Fetched | None:
+        """A gated repo: answered from blobs already held (identical public copies), else ``gated``
+        naming what is missing; None when a token may download (it is tried, a 403 ends ``gated``).
+
+        The Hub browses gated repos (paths-info gave the blob ids); only ``/resolve`` refuses them:
+        401 without a token, 403 with one that has no access (HUB-API §0.1.10).
+        """
+        missing = self._missing(out)
+        if not missing:
+            out.from_copies = next((self.sources[e.blob_id] for e in out.entries.values()
+                                    if e.blob_id in self.sources), "")
+            return out
+        if self.client.has_token:
+            return None
+        return gated_waiting(item, out, missing, "no token")
 
     def _blob(self, item: Listed, e: Entry):
         """Download a blob unless it is already stored (or being fetched by another worker)."""
@@ -178,7 +224,7 @@ class Fetcher:
             ev.wait()
         try:
             d = self.client.download(item.id, item.sha, e.filename, e.blob_id, self.store,
-                                     lfs_sha256=e.lfs_sha256)
+                                     lfs_sha256=e.lfs_sha256, size=e.size, max_bytes=self.max_file_bytes)
             return d.size, d.sha256
         finally:
             with self._lock:

@@ -15,6 +15,8 @@ What the real Hub does that the client hides (docs/hub-api.md, from HUB-API.md �
   request hook fills every missing timeout (connect 10 s, read 60 s), so a stalled answer is a retry.
 * ``model_info`` and ``get_paths_info`` are not retried by the client (``hf_api.py:3145-3217``,
   ``:4270-4344``): ``_with_retries`` retries them on 429 (after the reset), 5xx and transport errors.
+* Every ``/resolve`` request counts against the resolvers quota and as a download in the Hub's statistics
+  (HUB-API §0.1.12): ``download`` sends one GET per blob (no HEAD; paths-info already gave its id and size).
 * Downloads go through plain HTTP: ``indexer/__init__.py`` sets ``HF_HUB_DISABLE_XET=1`` before
   huggingface_hub is imported, and ``HubClient`` re-asserts it on ``constants`` for processes that imported
   huggingface_hub first (``is_xet_available`` reads ``constants.HF_HUB_DISABLE_XET`` at call time,
@@ -31,8 +33,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import __version__
 from .errors import TransientError, UnsafeName
 from .hubguard import (
     DEFAULT_CALL_SECONDS,
@@ -69,6 +70,10 @@ LIST_SORT = "created_at"
 ALL_PIPELINES = ("text-generation", "image-text-to-text")
 BASE_MODEL_RELATIONS = ("finetune", "quantized", "adapter", "merge")
 
+# The user agent: huggingface_hub's own mechanism, ``HfApi(library_name=, library_version=)`` (hf_api.py:2162-2171)
+# makes ``_http_user_agent`` start with "indexer/<version>" instead of "unknown/None" (utils/_headers.py:176-179).
+LIBRARY_NAME = "indexer"
+MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024  # files.DEFAULT_MAX_FILE_BYTES; callers pass their own cap
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
@@ -292,10 +297,14 @@ class HubClient:
         from huggingface_hub import HfApi, constants
 
         constants.HF_HUB_DISABLE_XET = True  # see indexer/__init__.py: plain HTTP, counted, no CAS
+        # No telemetry (indexer/__init__.py sets HF_HUB_DISABLE_TELEMETRY=1 before the import): read at call
+        # time in _http_user_agent (utils/_headers.py:183-189), it skips detect_agent's unpaced
+        # GET /api/agent-harnesses (utils/_detect_agent.py:189-204) and keeps torch/agent out of the user agent.
+        constants.HF_HUB_DISABLE_TELEMETRY = True
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
         self._token = token  # None: huggingface_hub's own lookup (HF_TOKEN, stored login)
         self._has_token: bool | None = None
-        self.api = HfApi(endpoint=self.endpoint, token=token)
+        self.api = HfApi(endpoint=self.endpoint, token=token, library_name=LIBRARY_NAME, library_version=__version__)
         self.scratch_dir = Path(scratch_dir) if scratch_dir else None
         tier = TIER_QUOTAS["free" if self.has_token else "anonymous"]
         self.buckets = {
@@ -502,6 +511,40 @@ class HubClient:
                     return
             yield Listed.from_info(info)
 
+    def listing_url(self, *, author=None, search=None, pipeline_tag=None, sort: str = "lastModified") -> str:
+        """The first page of a listing, built as ``HfApi.list_models`` builds it (hf_api.py:2440-2490): the
+        Hub sorts descending (``direction`` is gone, HUB-API §0.1.13) and pages by keyset on (key, _id)."""
+        from urllib.parse import urlencode
+
+        params = [(k, v) for k, v in (("author", author), ("search", search), ("pipeline_tag", pipeline_tag),
+                                      ("sort", sort)) if v]
+        params += [("expand", e) for e in LIST_EXPAND]
+        return f"{self.endpoint}/api/models?{urlencode(params)}"
+
+    def list_page(self, url: str) -> tuple[list[Listed], str | None]:
+        """One listing page and the next page's URL (``Link: rel="next"``, followed verbatim as the client's
+        ``_paginate_pages`` does, utils/_pagination.py:40-53), through the client's session and its
+        ``http_backoff`` (408, 429, 5xx and timeouts retried 5 times, 1-8 s apart, utils/_http.py:572-650)."""
+        from huggingface_hub.hf_api import ModelInfo
+        from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
+
+        headers = build_hf_headers(token=self._token, library_name=LIBRARY_NAME, library_version=__version__)
+
+        with self.guard.call("listing page"):  # the page, with the client's retries, has one deadline
+            try:
+                r = http_backoff("GET", url, headers=headers)
+            except CallTimedOut as e:
+                raise TransientError(str(e)) from e
+        hf_raise_for_status(r)
+        page, next_url = r.json(), r.links.get("next", {}).get("url")
+        if not isinstance(page, list):
+            raise TransientError(f"listing page is not a list: {str(page)[:100]}")
+        items = []
+        for item in page:
+            item.setdefault("siblings", None)  # as list_models does (hf_api.py:2496-2497)
+            items.append(Listed.from_info(ModelInfo(**item)))
+        return items, next_url
+
     def model_info(self, repo_id: str) -> Listed:
         return Listed.from_info(self._with_retries(
             f"model_info {repo_id}", lambda: self.api.model_info(repo_id, expand=list(LIST_EXPAND))))
@@ -513,38 +556,32 @@ class HubClient:
         )
 
     def download(self, repo_id: str, sha: str, filename: str, blob_id: str, store, *,
-                 lfs_sha256: str | None = None) -> Downloaded:
-        """Fetch one file pinned to ``sha`` into ``store`` (a BlobStore) under ``blob_id``.
+                 lfs_sha256: str | None = None, size: int | None = None,
+                 max_bytes: int | None = None) -> Downloaded:
+        """Fetch one file pinned to ``sha`` into ``store`` (a BlobStore) under ``blob_id``: one request.
 
-        The client downloads into a throw-away cache directory; the checked file is then compressed
-        into the store and the temporary copy removed, so every blob is kept on disk once.
-        The content is checked against ``blob_id`` (git sha1) or the LFS sha256.
+        ``hf_hub_download`` sends a HEAD and then a GET (file_download.py:1068, ``_hf_hub_download_to_cache_dir``);
+        both count against the resolvers quota and as downloads in the Hub's statistics (HUB-API §0.1.12).
+        paths-info already gave the blob id, size and LFS sha256, so a single GET of the commit-pinned
+        ``/resolve`` URL (``hf_hub_url``) through the client's own session and backoff
+        (``utils/_http.py`` ``http_stream_backoff``, ``get_session``: our hooks pace it and set timeouts)
+        follows the LFS redirect and is checked against the git blob sha1 or the LFS sha256.
+        At most ``max_bytes`` (or the announced ``size``) are read: a lying body is cut off.
         """
         safe_name(filename)
         safe_blob_id(blob_id)
-        base = self.scratch_dir or Path(tempfile.gettempdir())
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="dl-", dir=base))
-        try:
-            local = self._with_retries(f"download {repo_id}/{filename}", lambda: self.api.hf_hub_download(
-                repo_id, filename, revision=sha, cache_dir=str(tmp)))
-            real = Path(os.path.realpath(local))
-            h256, h1 = hashlib.sha256(), hashlib.sha1()
-            size = real.stat().st_size
-            h1.update(b"blob %d\0" % size)
-            with open(real, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h256.update(chunk)
-                    h1.update(chunk)
-            sha256 = h256.hexdigest()
-            if lfs_sha256 and sha256 != lfs_sha256:
-                raise TransientError(f"{filename}: content sha256 {sha256[:12]} != LFS oid {lfs_sha256[:12]}")
-            if not lfs_sha256 and h1.hexdigest() != blob_id:
-                raise TransientError(f"{filename}: content does not match blob id {blob_id[:12]}")
-            store.put_file(blob_id, real)
-            return Downloaded(blob_id, size, sha256)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        limit = max_bytes or MAX_DOWNLOAD_BYTES
+        if size:
+            limit = min(limit, size)
+        data = self._with_retries(f"download {repo_id}/{filename}",
+                                  lambda: self._get_blob(repo_id, sha, filename, limit))
+        sha256 = hashlib.sha256(data).hexdigest()
+        if lfs_sha256 and sha256 != lfs_sha256:
+            raise TransientError(f"{filename}: content sha256 {sha256[:12]} != LFS oid {lfs_sha256[:12]}")
+        if not lfs_sha256 and git_blob_sha1(data) != blob_id:
+            raise TransientError(f"{filename}: content does not match blob id {blob_id[:12]}")
+        store.put(blob_id, data)
+        return Downloaded(blob_id, len(data), sha256)
 
 
     def read_range(self, repo_id: str, sha: str, filename: str, start: int, end: int) -> bytes:
@@ -582,3 +619,20 @@ class HubClient:
                 return bytes(data[skip:skip + (end - start)])
 
         return self._with_retries(f"read {repo_id}/{filename} bytes {start}-{end - 1}", get)
+
+    def _get_blob(self, repo_id: str, sha: str, filename: str, limit: int) -> bytes:
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_stream_backoff
+
+        url = hf_hub_url(repo_id, filename, revision=sha, endpoint=self.endpoint)
+        headers = build_hf_headers(token=self._token, library_name=LIBRARY_NAME, library_version=__version__)
+        # our _with_retries retries (429 after the announced reset, 5xx, transport errors): none here
+        with http_stream_backoff("GET", url, headers=headers, retry_on_exceptions=(),
+                                 retry_on_status_codes=()) as response:
+            hf_raise_for_status(response)
+            buf = bytearray()
+            for chunk in response.iter_bytes(1 << 20):
+                buf += chunk
+                if len(buf) > limit:
+                    raise TransientError(f"{filename}: more than the {limit} bytes announced or allowed")
+        return bytes(buf)

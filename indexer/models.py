@@ -341,6 +341,39 @@ def _repo_name_part_pg(element, compiler, **kw):
     return f"substr({arg}, strpos({arg}, '/') + 1)"
 
 
+class BlobWait(Base):
+    """A gated repo whose files are known by blob id (paths-info) but not all held: settled with zero
+    requests once identical public copies bring the missing blobs, in the same run or a later one.
+
+    ``entries`` is ``{filename: [blob_id, size, lfs_sha256]}`` at commit ``sha``; ``item`` the listing's facts.
+    """
+
+    __tablename__ = "blob_waits"
+
+    repo_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sha: Mapped[str] = mapped_column(String(64))
+    item: Mapped[dict] = mapped_column(JSON)
+    entries: Mapped[dict] = mapped_column(JSON)
+    since: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class ScopeCursor(Base):
+    """Where a scope's listing (sorted by lastModified, newest first) stands between runs.
+
+    ``high_water``: newest lastModified of the last completed pass (the next pass stops below it, less a
+    margin); ``resumes``: ``[{"url": next-page URL, "floor": ISO time}]`` of passes that failed part-way;
+    ``full_at``: end of the last complete full listing (only that can mark rows ``gone``).
+    """
+
+    __tablename__ = "scope_cursors"
+
+    scope: Mapped[str] = mapped_column(String(300), primary_key=True)
+    high_water: Mapped[datetime | None] = mapped_column(DateTime)
+    resumes: Mapped[list | None] = mapped_column(JSON)
+    full_at: Mapped[datetime | None] = mapped_column(DateTime)
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
 # Case-insensitive repo id lookup and "did you mean" (indexer/lookup.py) read these two expression indexes.
 Index("ix_repos_repo_id_lower", func.lower(Repo.repo_id))
 Index("ix_repos_name_lower", func.lower(repo_name_part(Repo.repo_id)))

@@ -105,7 +105,8 @@ def _jsonable(obj):
     return json.loads(json.dumps(obj, default=str))
 
 
-def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, request_timeout=None) -> dict:
+def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, request_timeout=None,
+              full_listing=False) -> dict:
     """Call the crawler's library function (incremental by commit sha; quiet, no progress bar).
 
     A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
@@ -114,10 +115,28 @@ def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, requ
 
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
     opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
-                        max_api_calls=max_api_calls)
+                        max_api_calls=max_api_calls, full_listing=full_listing)
     if request_timeout:
         opts.call_timeout = request_timeout
     return crawl(db, opts, progress=False)
+
+
+def full_listing_due(db: str | None, days: float | None) -> bool:
+    """Whether some scope's last complete listing is older than ``days`` (never listed: its first
+    listing is complete anyway, nothing to force)."""
+    if not days:
+        return False
+    from datetime import timedelta
+
+    from sqlalchemy import select
+
+    from .db import open_catalog, session_factory
+    from .models import ScopeCursor
+
+    with session_factory(open_catalog(db))() as session:
+        rows = session.scalars(select(ScopeCursor.full_at)).all()
+    cutoff = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=days)
+    return any(at is None or at < cutoff for at in rows)
 
 
 def nightly(
@@ -130,6 +149,8 @@ def nightly(
     max_minutes: float | None = None,
     max_api_calls: int | None = None,
     request_timeout: float | None = None,
+    full_listing: bool = False,
+    full_listing_every: float | None = None,
 ) -> dict:
     """Run every step under the lock; returns the report (``status`` "ok" or "failed").
 
@@ -138,11 +159,12 @@ def nightly(
     """
     lock = Path(lock_file) if lock_file else lock_path_for(db)
     with exclusive_lock(lock):
-        return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls, request_timeout)
+        return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls, request_timeout,
+                    full_listing, full_listing_every)
 
 
 def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
-         request_timeout=None) -> dict:
+         request_timeout=None, full_listing=False, full_listing_every=None) -> dict:
     from .db import upgrade
 
     started = time.perf_counter()
@@ -179,8 +201,10 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
 
     try:
         step("migrate", lambda: upgrade(db))
+        full = full_listing or full_listing_due(db, full_listing_every)
+        rep["full_listing"] = full
         crawl_result = step("crawl", lambda: run_crawl(db, endpoint, families, max_minutes, max_api_calls,
-                                                             request_timeout))
+                                                             request_timeout, full))
         crawl_status = _get(crawl_result, "status")
         if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")

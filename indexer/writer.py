@@ -21,16 +21,16 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from .blobstore import BlobStore
 from .db import is_write_conflict
 from .families import family_of
-from .fetch import Entry, Fetched, describe
+from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from .heads import parse_head, target_shape
 from .hub import Listed, TransientError, base_models_from_tags
-from .models import Blob, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
+from .models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
 from .writefail import raise_if_write_failed
 
 CHAT_WORDS = ("instruct", "chat")
@@ -127,6 +127,8 @@ class CatalogWriter:
             for row in rows:
                 row.status, row.reason = "gone", reason
                 row.updated_at, row.crawl_run_id = now_utc(), run_id
+            # a gone (deleted, moved, now private) repo waits for nothing: it must not be revived by a copy
+            session.execute(delete(BlobWait).where(BlobWait.repo_id.in_([r.repo_id for r in rows])))
 
     def dequeue(self, session, repo_id: str) -> None:
         with self._transaction(session):
@@ -182,6 +184,10 @@ class CatalogWriter:
                 reason = "no config.json"
             if "tokenizer_config.json" in entries:
                 chat_template = self._has_chat_template(entries["tokenizer_config.json"].blob_id)
+        if status == "ok" and fetched.from_copies is not None:
+            copy = self._public_copy(session, item.id, row.file_set_id, entries, fetched.from_copies)
+            note = COPY_NOTE.format(copy=copy)
+            reason = f"{note}; {reason}" if reason else note
         row.status, row.reason = status, reason
         self._config_facts(row, facts, item.config)
         if head is not None:
@@ -201,6 +207,7 @@ class CatalogWriter:
         session.add(row)
         if queued:
             session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
+        self._blob_wait(session, item, fetched, now)
         session.flush()
         self._head_row(session, row.id, head, existed=existing_pk is not None)
         return status, reason
@@ -243,6 +250,58 @@ class CatalogWriter:
             gguf=file.to_dict(), gguf_signature=sig, gguf_bucket_hi=hi, gguf_bucket_lo=lo,
             llamacpp_commit=LLAMACPP_COMMIT, derived_at=now))
         session.flush()
+
+    def refresh_gated_notes(self, session) -> None:
+        """Make gated notes independent of the order work happened in (workers race, runs get killed):
+        waiting repos name what the store still lacks; repos answered from copies name the first public
+        repo (by id) with the same file set. Run when no download is in flight (end of a run)."""
+        with self._transaction(session):
+            for wait in session.scalars(select(BlobWait)).all():
+                row = session.execute(select(Repo).where(Repo.repo_id == wait.repo_id)).scalar_one_or_none()
+                if row is None or row.status != "gated" or MISSING_MARK not in (row.reason or ""):
+                    continue
+                missing = sorted(n for n, (blob, _, _) in wait.entries.items() if not self.store.has(blob))
+                reason = row.reason.split(MISSING_MARK)[0] + MISSING_MARK + ", ".join(missing)
+                if reason != row.reason:
+                    row.reason = reason
+            prefix = COPY_NOTE.split("{copy}")[0]
+            answered = session.scalars(select(Repo).where(Repo.status == "ok", Repo.gated.is_not(None),
+                                                          Repo.reason.like(prefix + "%"))).all()
+            sets = {r.file_set_id for r in answered if r.file_set_id is not None}
+            first = dict(session.execute(
+                select(Repo.file_set_id, func.min(Repo.repo_id))
+                .where(Repo.file_set_id.in_(sets), Repo.gated.is_(None), Repo.status == "ok")
+                .group_by(Repo.file_set_id)).all()) if sets else {}
+            for r in answered:
+                copy = first.get(r.file_set_id)
+                if copy is None:
+                    continue
+                note = COPY_NOTE.format(copy=copy)
+                rest = r.reason.split("nothing downloaded", 1)[1]
+                if r.reason != note + rest:
+                    r.reason = note + rest
+
+    @staticmethod
+    def _blob_wait(session, item: Listed, fetched: Fetched, now) -> None:
+        """A gated repo missing some blobs waits for public copies; any other outcome ends its wait."""
+        session.execute(delete(BlobWait).where(BlobWait.repo_id == item.id))
+        if fetched.waiting:
+            entries = {e.filename: [e.blob_id, e.size, e.lfs_sha256] for e in fetched.entries.values()}
+            session.add(BlobWait(repo_id=item.id, sha=item.sha, item=item.to_json(), entries=entries, since=now))
+
+    @staticmethod
+    def _public_copy(session, repo_id: str, file_set_id, entries: dict[str, Entry], hint: str) -> str:
+        """One public repo holding the same files: the run's own download, else the catalog."""
+        if hint:
+            return hint
+        public = (Repo.repo_id != repo_id, Repo.gated.is_(None), Repo.status == "ok")
+        if file_set_id is not None:
+            found = session.scalar(select(Repo.repo_id).where(Repo.file_set_id == file_set_id, *public).limit(1))
+            if found:
+                return found
+        blobs = [e.blob_id for e in entries.values()]
+        found = session.scalar(select(Repo.repo_id).where(Repo.config_blob.in_(blobs), *public).limit(1))
+        return found or "an earlier crawl"
 
     @staticmethod
     def _head_row(session, repo_pk: int, head, existed: bool) -> None:

@@ -32,7 +32,7 @@ def mini(tmp_path):
              tags=["transformers", "conversational"])
     (hub / "bob/config-only").mkdir(parents=True)
     (hub / "bob/config-only/config.json").write_text('{"model_type": "llama", "vocab_size": 10}')
-    write_repo(hub, "carol/gated-model")
+    write_repo(hub, "carol/gated-model", words=["<unk>", "<s>", "</s>"] + [f"c{i}" for i in range(30)])
     set_meta(hub, "carol/gated-model", gated="manual")
     write_repo(hub, "dave/remote", tokenizer_config={
         "tokenizer_class": "MyCustomTokenizer",
@@ -104,7 +104,7 @@ def test_every_status(mini, catalog):
 def test_gated_with_token_hits_gated_repo_error(mini, catalog):
     with HubServer(str(mini)) as hub:
         crawl(catalog, hub, token="hf_fake", search="gated")
-        assert hub.counts["resolve_head"] >= 1  # it tried, and the Hub refused
+        assert hub.counts["resolve_get"] >= 1  # it tried, and the Hub refused
     row = repos(catalog)["carol/gated-model"]
     assert row["status"] == "gated" and "no access" in row["reason"]
 
@@ -177,9 +177,9 @@ def test_incremental_recrawl(mini, catalog):
         assert summary["changed"] == 1 and summary["unchanged"] == 7
         assert hub.counts["paths_info"] == 1 and hub.counts["model_info"] == 0
         assert hub.counts["api"] == 3 + 1
-        # tokenizer.json (LFS: HEAD with Xet headers, GET /resolve → CDN) and config.json changed;
+        # tokenizer.json (LFS: one GET /resolve → CDN, no HEAD) and config.json changed;
         # tokenizer_config.json is shared
-        assert (hub.counts["resolve_head"], hub.counts["resolve_get"], hub.counts["cdn_get"]) == (2, 2, 1)
+        assert (hub.counts["resolve_head"], hub.counts["resolve_get"], hub.counts["cdn_get"]) == (0, 2, 1)
     after = repos(catalog)
     assert after["alice/tiny-instruct"]["sha"] != before["alice/tiny-instruct"]["sha"]
     assert after["alice/tiny-instruct"]["tokenizer_id"] != before["alice/tiny-instruct"]["tokenizer_id"]
@@ -206,8 +206,8 @@ def test_shared_blob_downloaded_once(tmp_path, catalog):
         assert summary["statuses"] == {"ok": 51}
         # 51 config blobs + tokenizer.json once (GET /resolve → CDN) + tokenizer_config.json once
         assert hub.counts["cdn_get"] == 1
-        assert hub.counts["resolve_get"] == 51 + 1 + 1
-        assert hub.counts["resolve_head"] == 51 + 2
+        assert hub.counts["resolve_get"] == 51 + 1 + 1  # one GET per new blob, never a HEAD
+        assert hub.counts["resolve_head"] == 0
         assert hub.counts["paths_info"] == 51
     assert crawler.writer.fingerprinted == 1
     compute(catalog)

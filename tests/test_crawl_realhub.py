@@ -36,7 +36,7 @@ def test_base_models_come_from_the_tags_with_their_relation(small, catalog):
         summary = crawl(catalog, hub)
         lists = [p for m, p, s in hub.request_log if p.startswith("/api/models?")]
     assert summary["statuses"] == {"ok": 12}
-    assert lists and all("sort=createdAt" in p and "baseModels" not in p for p in lists)
+    assert lists and all("sort=lastModified" in p and "baseModels" not in p for p in lists)
     rows = repos(catalog)
     assert json.loads(rows["user1/ft-1"]["base_models"]) == ["org/base"]
     assert json.loads(rows["user1/ft-1"]["base_model_relations"]) == {"org/base": "quantized"}
@@ -50,9 +50,10 @@ def test_lfs_file_behind_xet_headers_downloads_over_plain_http(small, catalog, t
     with HubServer(str(small)) as hub:
         crawl(catalog, hub, all=False, search="org/base")
         paths = [p for m, p, s in hub.request_log]
-        heads = [p for m, p, s in hub.request_log if m == "HEAD" and p.endswith("/tokenizer.json")]
+        gets = [s for m, p, s in hub.request_log if m == "GET" and p.endswith("/tokenizer.json")]
+        assert hub.counts["resolve_head"] == 0 and hub.counts["cdn_get"] == 1
     assert repos(catalog)["org/base"]["status"] == "ok"
-    assert heads and not any("xet-read-token" in p for p in paths)
+    assert gets == [302] and not any("xet-read-token" in p for p in paths)  # one GET, LFS redirect followed
     # one blob store, compressed; the client's temporary cache is gone
     store = tmp_path / "blobs"
     assert all(p.read_bytes()[:4] == MAGIC for p in store.iterdir())
@@ -93,10 +94,10 @@ def test_tier_defaults_before_anything_is_announced():
         assert fixed.buckets["api"].quota == 7  # --api-budget overrides the announcement
 
 
-def test_a_429_on_the_resolve_head_is_waited_out_not_an_error(small, catalog, no_client_sleep):
+def test_a_429_on_the_resolve_get_is_waited_out_not_an_error(small, catalog, no_client_sleep):
     with HubServer(str(small)) as hub:
-        # seven 429s in a row: the client gives up with LocalEntryNotFoundError (HUB-API 6.8, 7m)
-        hub.add_fault("HEAD", r"/org/base/resolve/.*/tokenizer_config.json", status=429,
+        # seven 429s in a row: each holds the resolvers bucket until the announced reset, then one more GET
+        hub.add_fault("GET", r"/org/base/resolve/.*/tokenizer_config.json", status=429,
                       headers={"Retry-After": "0"}, times=7)
         summary = crawl(catalog, hub, all=False, search="org/base")
         assert not hub.faults

@@ -9,7 +9,7 @@ import sqlite3
 from click.testing import CliRunner
 
 from indexer.cli import cli
-from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, REPOS, build_demo_hub
+from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_GATED_COPY, DEMO_TARGET, REPOS, build_demo_hub
 from indexer.query import run_query
 
 
@@ -31,7 +31,9 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     con = sqlite3.connect(db)
     statuses = dict(con.execute("SELECT repo_id, status FROM repos"))
     assert len(statuses) == len(REPOS)
-    assert statuses["lumen-ai/Lumen-70B-Instruct"] == "gated"
+    assert statuses[DEMO_GATED] == "ok" and statuses["corvid-labs/Corvid-70B-Instruct"] == "gated"
+    reason = con.execute("SELECT reason FROM repos WHERE repo_id = ?", (DEMO_GATED,)).fetchone()[0]
+    assert DEMO_GATED_COPY in reason and f"gated {DEMO_GATED}: ok" in res.output
     # GGUF-only repos: their own facts, read from one GGUF header each
     assert statuses["lumen-ai/Lumen-7B-Instruct-GGUF"] == "ok"
     reason = con.execute("SELECT reason FROM repos WHERE repo_id = 'lumen-ai/Lumen-7B-Instruct-GGUF'").fetchone()[0]
@@ -45,6 +47,10 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     drafts = [d["repo_id"] for d in out["drafts"]]
     assert set(drafts) == {"lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft"}
     assert DEMO_DRAFT_MISMATCH not in drafts
+
+    # the gated original is a target like any other: its facts came from its public copy
+    res = CliRunner().invoke(cli, ["query", "--db", str(db), "--target", DEMO_GATED, "--json"])
+    assert res.exit_code == 0 and DEMO_TARGET in [d["repo_id"] for d in json.loads(res.output)["drafts"]]
 
     res = CliRunner().invoke(cli, ["check", "--db", str(db), DEMO_TARGET, DEMO_DRAFT_MISMATCH, "--json"])
     verdicts = {e: v["compatible"] for e, v in json.loads(res.output)["verdicts"].items()}
@@ -66,7 +72,7 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     # Rerun: incremental, same catalog.
     res = CliRunner().invoke(cli, ["demo", "--no-serve", "--db", str(db)])
     assert res.exit_code == 0, res.output
-    assert f"unchanged {len(REPOS)}" in res.output
+    assert "new 0, changed 0" in res.output and "failed 0" in res.output
 
     # llama.cpp with GGUF repos: the draft's quant works, the fine-tune's quant (a renamed chat token) does not
     res = CliRunner().invoke(cli, ["query", "--db", str(db), "--target", "lumen-ai/Lumen-7B-Instruct-GGUF",

@@ -53,16 +53,26 @@ def test_nightly_crawls_computes_publishes_and_reports(tmp_path, demo_hub):
         "SELECT d.repo_id FROM repos t JOIN repo_classes tc ON tc.repo_pk = t.id AND tc.engine = 'sglang' "
         "JOIN repo_classes dc ON dc.class_id = tc.class_id AND dc.engine = 'sglang' "
         "JOIN repos d ON d.id = dc.repo_pk WHERE t.repo_id = ? AND d.id != t.id", (DEMO_TARGET,))}
-    assert drafts == {"lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft"}
+    assert drafts == {"lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft",
+                      "lumen-ai/Lumen-70B-Instruct", "amberlab/Lumen-70B-Instruct"}  # the gated one via its copy
     site.close()
 
-    # Second night, nothing changed: incremental, no request beyond the listing pages.
+    # Second night, nothing changed: one listing page per scope (down to its high-water mark), nothing else.
     demo_hub.reset_counts()
     res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen", "--families", "Basalt")
     assert res.exit_code == 0, res.output
     crawl = json.loads((tmp_path / "report.json").read_text())["steps"]["crawl"]["result"]
-    assert crawl["unchanged"] == LUMEN_BASALT and crawl["new"] == 0 and crawl["changed"] == 0
+    assert crawl["unchanged"] == crawl["listed"] and crawl["new"] == 0 and crawl["changed"] == 0
     assert crawl["resolver_calls"] == 0 and crawl["bytes_downloaded"] == 0
+    assert crawl["api_calls"] == crawl["list_calls"] == len(crawl["scopes"])
+    assert all(s["pages"] == 1 and s["complete"] for s in crawl["scopes"].values())
+
+    # The weekly full listing walks every scope to its end (and finds deleted repos)
+    res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt", "--full-listing")
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["full_listing"] and rep["steps"]["crawl"]["result"]["listed"] == LUMEN_BASALT
+    res = _nightly(tmp_path, demo_hub.endpoint, "--families", "Lumen,Basalt", "--full-listing-every", "7")
+    assert json.loads((tmp_path / "report.json").read_text())["full_listing"] is False  # done a moment ago
 
 
 def test_second_concurrent_run_exits_at_once(tmp_path):

@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resolver-quota", type=int, default=None, help="resolvers quota per window (default 3000)")
     p.add_argument("--window", type=float, default=300.0, help="rate-limit window in seconds")
     p.add_argument("--no-rate-limits", action="store_true", help="neither announce nor enforce quotas")
+    p.add_argument("--lossy-siblings", type=float, default=None,
+                   help="share of repos whose listing shows empty or truncated siblings (default 0.05)")
     p.add_argument("--no-xet", action="store_true", help="no Xet headers on LFS files")
     p.add_argument("--stall", action="append", default=[], metavar="PATH_REGEX",
                    help="accept requests whose path matches and never answer (repeatable; a fault test aid)")
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         api_quota=args.api_quota,
         resolver_quota=args.resolver_quota,
         window=args.window,
+        **({} if args.lossy_siblings is None else {"lossy_siblings": args.lossy_siblings}),
     ).start()
     for regex in args.stall:
         hub.add_fault("*", regex, kind="stall", delay=None, times=None)

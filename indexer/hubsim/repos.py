@@ -13,7 +13,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 HUB_META_FILE = "hub.json"
 REPO_META_FILE = ".hubmeta.json"
@@ -33,7 +33,8 @@ def lfs_pointer(sha256: str, size: int) -> bytes:
 
 def hub_date(ts: float) -> str:
     """Format a POSIX time the way the client accepts (must end in ``Z``, never ``+00:00``)."""
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    dt = datetime.fromtimestamp(ts, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def split_flat_name(dirname: str) -> tuple[str, str] | None:
@@ -175,6 +176,7 @@ class RepoStore:
             for fe in repo.files.values():
                 if fe.lfs:
                     by_sha256[fe.sha256] = fe
+        _distinct_dates(repos)
         # Swap whole dicts so concurrent request threads always see a consistent snapshot.
         self.repos, self.by_sha256, self.redirects = repos, by_sha256, redirects
 
@@ -240,7 +242,13 @@ class RepoStore:
         sha = meta.get("sha") or hashlib.sha1(
             (repo_id + "\n" + "".join(f"{p}\0{fe.oid}\n" for p, fe in files.items())).encode()
         ).hexdigest()
-        last_modified = meta.get("lastModified") or hub_date(newest)
+        # From file times (whole seconds) plus a millisecond offset of the id's own: copies made together
+        # still get their own dates, stable across reloads (_distinct_dates settles the rare collision).
+        ms = int(hashlib.sha1(repo_id.encode()).hexdigest()[:8], 16) % 1000 / 1000
+        last_modified = meta.get("lastModified") or hub_date(int(newest) + ms)
+        if "createdAt" not in meta and files:
+            oldest = min(os.stat(fe.abs_path).st_mtime for fe in files.values())
+            meta = {**meta, "_created_from_files": hub_date(int(oldest) + ms)}
         return Repo(
             id=repo_id,
             dir=repo_dir,
@@ -248,9 +256,32 @@ class RepoStore:
             meta=meta,
             sha=sha,
             last_modified=last_modified,
-            created_at=meta.get("createdAt") or last_modified,
+            created_at=meta.get("createdAt") or meta.get("_created_from_files") or last_modified,
             dirs=_directory_oids(files),
         )
+
+
+def _distinct_dates(repos: dict[str, Repo]) -> None:
+    """Every repo gets its own lastModified and createdAt, as on the Hub (a commit has its own time): dates
+    taken from file times (copies share them) move on by a millisecond until unique; metadata dates stay."""
+    for attr, key in (("last_modified", "lastModified"), ("created_at", "createdAt")):
+        used = {getattr(r, attr) for r in repos.values() if r.meta.get(key)}
+        for repo in sorted(repos.values(), key=lambda r: (getattr(r, attr), r.id)):
+            if repo.meta.get(key):
+                continue
+            value = getattr(repo, attr)
+            while value in used:
+                value = _plus_ms(value)
+            used.add(value)
+            setattr(repo, attr, value)
+    for repo in repos.values():  # createdAt never after lastModified
+        if not repo.meta.get("createdAt") and repo.created_at > repo.last_modified:
+            repo.created_at = repo.last_modified
+
+
+def _plus_ms(date: str) -> str:
+    dt = datetime.strptime(date, "%Y-%m-%dT%H:%M:%S.%fZ") + timedelta(milliseconds=1)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def _directory_oids(files: dict[str, FileEntry]) -> dict[str, str]:

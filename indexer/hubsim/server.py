@@ -8,9 +8,15 @@ section 0.1 the real-Hub behaviours reproduced, each on by default as on hugging
 * Xet headers on the ``/resolve`` HEAD of LFS files and ``xetHash`` in paths-info/tree entries, with no
   Xet CAS behind them: ``xet-read-token`` answers 404, so only the plain HTTP fallback works;
 * fixed-window quotas per bucket (``ratelimit.py``), announced on every response, enforced with 429;
-* private repos listed (and served) only with a token;
+* private repos listed (and served) only with a token; gated repos browsable, their ``/resolve`` refused
+  (401 ``GatedRepo`` anonymous, 403 with a token not in ``gated_access``);
 * renamed repos (``renamed_from`` in the metadata): the old id answers a same-origin 307 to the new one;
-* faults: statuses (e.g. a listing that keeps answering 504), resets, truncation, slow and stalled answers.
+* lossy listings (§0.1.11): ``listing_siblings`` in a repo's metadata (``"empty"`` or how many entries
+  survive) empties or truncates its ``siblings`` in listings only, as the Hub's cache sometimes does;
+  ``lossy_siblings`` (a share of repos, picked by a hash of the id) does it hub-wide;
+* faults: statuses (e.g. a listing that keeps answering 504), resets, truncation, slow and stalled answers;
+  ``fail_deep_listings``: 504 on listing pages past a depth (huggingface_hub #2460);
+* sorted listings page by keyset on (key, ``_id``) with opaque cursors (§0.1.13).
 
 Two servers run: the hub itself and a "CDN" on another port that LFS downloads are redirected to
 (a different origin, so the client does not follow the redirect on its HEAD).
@@ -18,6 +24,7 @@ Two servers run: the hub itself and a "CDN" on another port that LFS downloads a
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -44,6 +51,8 @@ COUNTER_KINDS = (
     "cdn_get",
     "bytes_sent",
 )
+# Share of repos whose listing loses siblings by default: the Hub does it now and then (§0.1.11).
+LOSSY_SIBLINGS = 0.05
 FAULT_KINDS = ("status", "reset", "truncate", "slow", "stall", "malformed_json")
 # ExpandModelProperty_T (huggingface_hub hf_api.py:159-191): what /api/models/{id} accepts.
 EXPAND_MODEL = (
@@ -185,6 +194,27 @@ def _cursor(query: dict) -> int:
     return int(value)
 
 
+def _keyset_cursor(key, id_: str) -> str:
+    """An opaque cursor after (sort key, _id), as the Hub's keyset pagination hands out."""
+    return base64.urlsafe_b64encode(json.dumps([key, id_]).encode()).decode()
+
+
+def _keyset_start(repos: list, raw: str, sort, id_of) -> int:
+    """Index of the first repo after the cursor's (key, _id) in (key descending, _id ascending) order: a
+    repo modified since the cursor was handed out moves above it instead of shifting the pages below."""
+    if not raw:
+        return 0
+    try:
+        key, id_ = json.loads(base64.urlsafe_b64decode(raw.encode()))
+    except (ValueError, TypeError):
+        raise HttpError(400, None, f"Invalid cursor: {raw!r}") from None
+    for i, r in enumerate(repos):
+        k = sort(r)
+        if k < key or (k == key and id_of(r) > id_):
+            return i
+    return len(repos)
+
+
 def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     """``bytes=a-b`` / ``bytes=a-`` / ``bytes=-n`` -> inclusive (start, end); None if unusable."""
     m = re.fullmatch(r"\s*bytes=(\d*)-(\d*)\s*", header or "")
@@ -225,7 +255,10 @@ class HubServer:
         window: float = WINDOW,
         token_api_quota: int | None = None,
         token_resolver_quota: int | None = None,
+        lossy_siblings: float = LOSSY_SIBLINGS,
     ):
+        self.lossy_siblings = lossy_siblings
+        self.deep_listing_504: tuple[int, int | None] | None = None  # see fail_deep_listings
         self.store = RepoStore(root, lfs_threshold=lfs_threshold)
         self.page_size = page_size
         self.tree_page_size = tree_page_size or page_size
@@ -240,6 +273,7 @@ class HubServer:
         self.host, self._port, self._cdn_port = host, port, cdn_port
         self.counts: Counter = Counter({k: 0 for k in COUNTER_KINDS})
         self.request_log: list[tuple[str, str, int]] = []
+        self.user_agents: Counter = Counter()  # User-Agent header -> requests (the client identifies itself)
         self.faults: list[Fault] = []
         self._lock = threading.Lock()
         self._json_cache: dict[str, object] = {}
@@ -306,6 +340,7 @@ class HubServer:
             self.counts.clear()
             self.counts.update({k: 0 for k in COUNTER_KINDS})
             self.request_log.clear()
+            self.user_agents.clear()
 
     def add_fault(
         self,
@@ -449,6 +484,19 @@ class HubServer:
         return repo
 
     @staticmethod
+    def _check_gate(repo: Repo, headers) -> None:
+        """``/resolve`` of a gated repo (HUB-API §0.1.8, §0.1.10): 401 GatedRepo without a token, 403 GatedRepo
+        with a token that was not granted access (metadata ``gated_access``: the tokens that were). Listing,
+        model info, tree and paths-info stay open, as on the Hub."""
+        token = _token_of(headers)
+        if token is None:
+            raise HttpError(401, "GatedRepo", f"Access to model {repo.id} is restricted. You must have access to "
+                            "it and be authenticated to access it. Please log in.")
+        if token not in (repo.meta.get("gated_access") or ()):
+            raise HttpError(403, "GatedRepo", f"Access to model {repo.id} is restricted and you are not in the "
+                            f"authorized list. Visit https://huggingface.co/{repo.id} to ask for access.")
+
+    @staticmethod
     def _check_revision(repo: Repo, rev: str) -> None:
         if rev not in ("main", repo.sha):
             raise HttpError(404, "RevisionNotFound", f"Invalid rev id: {rev}")
@@ -559,20 +607,35 @@ class HubServer:
                 sib["lfs"] = {"sha256": fe.sha256, "size": fe.reported_size, "pointerSize": fe.pointer_size}
         return sib
 
-    def _model_json(self, repo: Repo, fields, blobs: bool = False) -> dict:
+    def _model_json(self, repo: Repo, fields, blobs: bool = False, listing: bool = False) -> dict:
         out = {"_id": self._field(repo, "_id"), "id": repo.id}
         for name in fields:
             try:
                 out[name] = self._field(repo, name, blobs)
             except KeyError:
                 pass
+        if listing and "siblings" in out:
+            out["siblings"] = self._listing_siblings(repo, out["siblings"])
         return out
+
+    def _listing_siblings(self, repo: Repo, siblings: list) -> list:
+        """A listing's ``siblings`` as the Hub's cache sometimes serves them (HUB-API §0.1.11: empty or
+        truncated; huggingface_hub PR #3241, #3565): per repo from ``listing_siblings``, else for a
+        ``lossy_siblings`` share of repos, chosen by a hash of id and sha (stable across pages)."""
+        lossy = repo.meta.get("listing_siblings")
+        if lossy is None and self.lossy_siblings > 0:
+            h = int(hashlib.sha1(f"{repo.id}@{repo.sha}".encode()).hexdigest()[:8], 16)
+            if h / 0xFFFFFFFF < self.lossy_siblings:
+                lossy = "empty" if h % 2 else max(0, len(siblings) // 3)
+        if lossy is None:
+            return siblings
+        return [] if lossy == "empty" else siblings[: int(lossy)]
 
     # -- endpoints -------------------------------------------------------------------------------
     def _list_models(self, query: dict, headers) -> Response:
-        cursor = _cursor(query)
+        raw_cursor = (query.get("cursor") or [""])[-1]
         _validate_expand(query.get("expand", []), EXPAND_LIST)
-        if self.auto_reload and cursor == 0:
+        if self.auto_reload and not raw_cursor:
             self.reload()
         with_token = _token_of(headers) is not None
         repos = [r for r in self.store.repos.values() if with_token or not r.private]
@@ -588,12 +651,18 @@ class HubServer:
         if "gated" in q1:
             want = q1["gated"].lower() == "true"
             repos = [r for r in repos if bool(r.gated) == want]
-        if q1.get("sort") in SORT_KEYS:  # descending, ties by id: a stable order across pages
-            repos.sort(key=lambda r: r.id)
-            repos.sort(key=SORT_KEYS[q1["sort"]], reverse=True)
+        sort = SORT_KEYS.get(q1.get("sort", ""))
+        if sort is not None:  # descending, ties by _id (HUB-API §0.1.13)
+            repos.sort(key=lambda r: self._field(r, "_id"))
+            repos.sort(key=sort, reverse=True)
+            cursor = _keyset_start(repos, raw_cursor, sort, lambda r: self._field(r, "_id"))
+        else:
+            cursor = _cursor(query)
         size = self.page_size
         if q1.get("limit", "").isdigit() and int(q1["limit"]) > 0:
             size = min(size, int(q1["limit"]))
+        if self.deep_listing_504 is not None and cursor >= self.deep_listing_504[0]:
+            self._deep_fault()
         page = repos[cursor : cursor + size]
 
         if "expand" in query:
@@ -606,16 +675,32 @@ class HubServer:
                 fields.append("config")
             if q1.get("cardData", "").lower() == "true":
                 fields.append("cardData")
-        items = [self._model_json(r, fields) for r in page]
+        items = [self._model_json(r, fields, listing=True) for r in page]
         link = {}
         if cursor + size < len(repos):
-            link["Link"] = self._next_link(headers, "/api/models", query, cursor + size)
+            last = page[-1]
+            nxt = (_keyset_cursor(sort(last), self._field(last, "_id")) if sort is not None
+                   else str(cursor + size))
+            link["Link"] = self._next_link(headers, "/api/models", query, nxt)
         return _json_response(items, headers=link)
+
+    def fail_deep_listings(self, depth: int, times: int | None = None) -> None:
+        """Listing pages that start ``depth`` or more items deep answer 504 (``times`` times; None: until
+        cleared with ``fail_deep_listings(None)``), as the Hub does on deep filtered listings (§0.1.5)."""
+        with self._lock:
+            self.deep_listing_504 = None if depth is None else (depth, times)
+
+    def _deep_fault(self) -> None:
+        with self._lock:
+            depth, times = self.deep_listing_504
+            if times is not None:
+                self.deep_listing_504 = (depth, times - 1) if times > 1 else None
+        raise HttpError(504, None, "Gateway Time-out")
 
     def _tags_for_filter(self, repo: Repo) -> set:
         return {*self._field(repo, "tags"), *(self._field(repo, k) for k in ("pipeline_tag", "library_name"))}
 
-    def _next_link(self, headers, path: str, query: dict, cursor: int) -> str:
+    def _next_link(self, headers, path: str, query: dict, cursor) -> str:
         """Absolute URL repeating every original parameter: the client follows it verbatim."""
         host = headers.get("Host") or f"{self.host}:{self.port}"
         params = [(k, v) for k, vals in query.items() if k != "cursor" for v in vals]
@@ -692,9 +777,7 @@ class HubServer:
         _clean_repo_path(path)
         repo = self._repo(repo_id, headers)
         if repo.gated:
-            raise HttpError(
-                401, "GatedRepo", f"Access to model {repo.id} is restricted. You must have access to it."
-            )
+            self._check_gate(repo, headers)
         if repo.disabled:
             raise HttpError(403, None, "Access to this resource is disabled.")
         self._check_revision(repo, rev)
@@ -802,6 +885,8 @@ class _Handler(BaseHTTPRequestHandler):
         raw_path, query = split.path, parse_qs(split.query, keep_blank_values=True)
         for kind in hub.classify(method, raw_path, self.server.role):
             hub._count(kind)
+        with hub._lock:
+            hub.user_agents[self.headers.get("User-Agent") or ""] += 1
         verdict = None
         if hub.limits is not None and self.server.role == "hub":
             token = _token_of(self.headers)

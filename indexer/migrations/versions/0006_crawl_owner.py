@@ -1,14 +1,14 @@
 """crawl owner (issue 18): which process runs a crawl, so concurrent crawls split the queue and only a
 dead crawl's run is marked interrupted
 
-Revision ID: 0006_crawl_owner
+Revision ID: 0006
 Revises: 0005
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0006_crawl_owner'
+revision = '0006'
 down_revision = '0005'
 branch_labels = None
 depends_on = None
