@@ -158,9 +158,10 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
     lineage and the verdict per engine (SGLang, vLLM); exit 0 when it fits on --engine, 1 when not.
 
-    Each verdict is works, useless (starts, drafts rejected), refused (raises at launch) or
-    no_speculation (llama-server serves without a draft). Exit status: 0 when the pair works on
-    --engine (default SGLang: equal vocab_size and equal get_vocab()), 1 when not, 2 on bad input.
+    Each verdict is works, degraded (starts; 50-99% of the target's text tokens mean the same in the draft),
+    useless (starts, drafts rejected), refused (raises at launch) or no_speculation (llama-server serves
+    without a draft). Exit status: 0 when the outcome on --engine is works (default SGLang: equal vocab_size
+    and the vocabularies agree), 1 when not, 2 on bad input.
     """
     from .sides import check as check_sides
 
@@ -189,8 +190,13 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
             both = "" if tli["same_count"] else f"; transformers counts {tli['intersection_transformers']}"
             click.echo(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
                        f"({tli['ratio']:.1%} of the draft){both}")
-        if result["fix"]:
-            click.echo(f"  fix: {result['fix']}")
+        if result["agreement"] is not None and not result["agreement"]["identical"]:
+            from .agreement import summary
+
+            click.echo(f"  agreement: {summary(result['agreement'])}")
+        for name, fix in result["fixes"].items():
+            if result["verdicts"][name]["outcome"] != "works":
+                click.echo(f"  fix ({name}): {fix or 'none: nothing changes this outcome on ' + name}")
     sys.exit(0 if result["verdicts"][engine]["compatible"] else 1)
 
 

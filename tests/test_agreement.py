@@ -1,0 +1,158 @@
+"""How far two vocabularies agree (issue 14): small tokenizers built here, and the corpus oracle."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import CORPUS, MODELS
+from tokfactory import make_text_model
+
+from indexer import agreement as agr
+from indexer.rules import check_pair
+from indexer.sides import side_from_dir
+from indexer.tokenstore import TokenStore
+
+CHAT = ["<|begin|>", "<|reserved_0|>", "<|reserved_1|>", "<|eot|>", "<|reserved_2|>"]
+STARTERS = ("sglang", "vllm", "transformers", "mlx", "lmstudio")  # engines that never compare token lists
+
+
+def pair(tmp_path, target_kw, draft_kw):
+    t = side_from_dir(make_text_model(tmp_path / "t", **target_kw))
+    d = side_from_dir(make_text_model(tmp_path / "d", **draft_kw))
+    return check_pair(t, d)
+
+
+def outcomes(r) -> set[str]:
+    return {r["verdicts"][e]["outcome"] for e in STARTERS}
+
+
+def test_thresholds_live_in_one_place():
+    assert (agr.WORKS_AT, agr.DEGRADED_AT) == (0.99, 0.5)
+    assert [agr.grade(x) for x in (1.0, 0.99, 0.989, 0.5, 0.499, 0.0)] == \
+        ["works", "works", "degraded", "degraded", "useless", "useless"]
+
+
+def test_renamed_reserved_token_works_and_names_it(tmp_path):
+    # Llama 3.0 -> 3.1: a reserved token gets a name; every id of text keeps its meaning.
+    r = pair(tmp_path, {"added": CHAT}, {"added": CHAT, "rename": {601: "<|python_tag|>"}})
+    assert outcomes(r) == {"works"}
+    a = r["agreement"]
+    assert (a["ids_differ"], a["only_target"], a["only_draft"], a["text_agreement"]) == (1, 0, 0, 1.0)
+    assert a["examples"] == [{"id": 601, "target": "<|reserved_0|>", "draft": "<|python_tag|>"}]
+    assert "1 token differ" in r["verdicts"]["sglang"]["reasons"][0]
+    assert "drafting one of the differing tokens is rejected" in r["verdicts"]["vllm"]["reasons"][0]
+    assert all(r["verdicts"][e]["compatible"] for e in STARTERS)
+
+
+def test_renamed_eos_is_warned(tmp_path):
+    r = pair(tmp_path, {"added": CHAT, "eos": "<|eot|>"}, {"added": CHAT, "rename": {603: "<|eom|>"}})
+    assert outcomes(r) == {"works"}
+    assert r["agreement"]["warnings"] == ["the target's eos token '<|eot|>' (id 603) means '<|eom|>' in the draft"]
+    assert any(x.startswith("warning: the target's eos token") for x in r["verdicts"]["sglang"]["reasons"])
+
+
+@pytest.mark.parametrize("side", ["target", "draft"])
+def test_appended_added_tokens_on_either_side_work(tmp_path, side):
+    more, fewer = {"added": CHAT + ["<think>", "</think>"]}, {"added": CHAT, "vocab_size": 607}
+    r = pair(tmp_path, more, fewer) if side == "target" else pair(tmp_path, {**fewer, "vocab_size": 607}, more)
+    assert outcomes(r) == {"works"}
+    a = r["agreement"]
+    assert (a["only_target"], a["only_draft"]) == ((2, 0) if side == "target" else (0, 2))
+    assert a["text_agreement"] == 1.0 and a["ids_differ"] == 0
+    assert (len(a["warnings"]) == 2) == (side == "target")  # the target's own special tokens are missing
+
+
+def test_swapped_chat_token_ids_work_with_a_warning(tmp_path):
+    r = pair(tmp_path, {"added": CHAT}, {"added": CHAT, "swap": ("<|begin|>", "<|eot|>")})
+    assert outcomes(r) == {"works"}
+    assert r["agreement"]["ids_differ"] == 2 and len(r["agreement"]["warnings"]) == 2
+    assert r["fixes"]["sglang"] is None and "copy the target's tokenizer files" not in json.dumps(r)
+
+
+def test_code_tokenizer_with_whitespace_tokens_is_degraded(tmp_path):
+    spaces = ["    ", "        ", "            ", "\n    ", "\n        "]
+    r = pair(tmp_path, {"plain_added": spaces}, {"vocab_size": 605})
+    assert outcomes(r) == {"degraded"}
+    a = r["agreement"]
+    assert agr.DEGRADED_AT <= a["text_agreement"] < agr.WORKS_AT and a["ids_agreement"] > 0.99
+    assert all(r["verdicts"][e]["accepted"] and not r["verdicts"][e]["compatible"] for e in STARTERS)
+    assert f"{a['text_agreement']:.1%}" in r["verdicts"]["sglang"]["reasons"][0]
+    # The other direction: the target never emits the whitespace ids, so the draft's extra ids cost nothing.
+    back = check_pair(side_from_dir(tmp_path / "d"), side_from_dir(tmp_path / "t"))
+    assert back["agreement"]["text_agreement"] == 1.0 and back["verdicts"]["sglang"]["outcome"] == "works"
+
+
+def test_unrelated_vocabulary_of_the_same_size_is_useless(tmp_path):
+    r = pair(tmp_path, {}, {"shuffle": 7})
+    assert outcomes(r) == {"useless"}
+    assert r["agreement"]["text_agreement"] < 0.05 and r["agreement"]["ids_common"] == r["agreement"]["ids_target"]
+    assert r["fixes"]["sglang"] is None  # SGLang has no TLI (PR #22883 is open)
+    assert "use_heterogeneous_vocab" in r["fixes"]["vllm"]
+
+
+def test_counts_are_stored_per_vocabulary_and_stale_text_is_ignored(tmp_path):
+    path = make_text_model(tmp_path / "m")
+    store = TokenStore(tmp_path / "tokens")
+    sha = "ab" * 32
+    assert agr.store_counts(store, sha, path)
+    counts = store.get_counts(sha, agr.reference_sha256())
+    assert counts == agr.count_text(path) and sum(counts.values()) > 10_000
+    assert store.get_counts(sha, "0" * 64) is None  # counted over another text: stale
+    assert not agr.store_counts(store, "cd" * 32, tmp_path / "missing")  # transformers cannot load it: False
+
+
+def test_without_counts_the_grade_rests_on_ids_and_says_so():
+    t = {"a": 0, "b": 1, "c": 2}
+    a = agr.agreement(t, {"a": 0, "b": 1, "x": 2})
+    assert a["basis"] == "ids" and a["text_agreement"] is None and a["ids_agreement"] == pytest.approx(2 / 3)
+    assert a["class"] == "degraded" and "text agreement unknown" in agr.summary(a)
+    assert agr.agreement(t, dict(t))["class"] == "identical"
+    assert agr.invert({"a": 0, "b": 0}) == {0: frozenset({"a", "b"})}
+
+
+def test_reference_text_is_shipped_with_its_provenance():
+    parts = agr.reference_parts()
+    assert len(parts) == len(agr.REFERENCE_PARTS) and 100_000 < sum(len(p.encode()) for p in parts) < 400_000
+    from importlib import resources
+
+    readme = (resources.files("indexer") / "reference_text" / "README.md").read_text()
+    for name in agr.REFERENCE_PARTS:
+        assert f"`{name}`" in readme
+    assert "GPL-3+" in readme and "PSF" in readme
+    assert any("def " in p for p in parts) and any("\u4e00" <= ch <= "\u9fff" for ch in parts[2])
+
+
+# ---------------------------------------------------------------- the corpus oracle
+
+
+@pytest.fixture(scope="module")
+def oracle_agreement():
+    path = CORPUS / "oracle-agreement.json"
+    if not path.is_file():
+        pytest.skip("../shared/corpus is absent")
+    return json.loads(path.read_text())
+
+
+def test_counts_and_classes_equal_the_oracle_for_every_pair(oracle_agreement):
+    from indexer.fingerprint import fingerprint_dir
+
+    fps, counts = {}, {}
+    for name in {n for p in oracle_agreement["pairs"] for n in (p["target"], p["draft"])}:
+        fps[name] = fingerprint_dir(MODELS / name)
+    near = 0
+    for p in oracle_agreement["pairs"]:
+        t, d = fps[p["target"]], fps[p["draft"]]
+        if p["target"] not in counts:
+            counts[p["target"]] = agr.count_text(MODELS / p["target"])
+        a = agr.agreement(t.vocab, d.vocab, counts[p["target"]], agr.special_ids(t.to_dict()))
+        key = (p["target"], p["draft"])
+        assert a["identical"] == p["identical"], key
+        assert (a["ids_common"], a["ids_differ"], a["only_target"], a["only_draft"]) == \
+            (p["ids_common"], p["ids_differ"], p["only_target"], p["only_draft"]), key
+        th = oracle_agreement["thresholds"]
+        if p["identical"] or abs(p["text_agree"] - th["works"]) > 0.03 and abs(p["text_agree"] - th["degraded"]) > 0.03:
+            assert a["class"] == p["cls"], (key, a["text_agreement"], p["text_agree"])
+        else:  # measured on another text: within 0.03 of a threshold either neighbouring class is right
+            near = "works" if abs(p["text_agree"] - th["works"]) <= 0.03 else "degraded"
+            assert a["class"] in ({"works", "degraded"} if near == "works" else {"degraded", "useless"}), key
