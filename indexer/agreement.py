@@ -152,6 +152,50 @@ def agreement(target: dict[str, int], draft: dict[str, int], counts: dict[int, i
     }
 
 
+def by_added(t_added: list[dict], d_added: list[dict], *, t_base: int | None, d_base: int | None,
+             ids_target: int, counts: dict[int, int] | None = None, specials: dict[int, str] | None = None) -> dict:
+    """:func:`agreement` for two tokenizers with the same base vocabulary, from their added tokens alone
+    (what the catalog keeps): an id below a side's base size that it does not list as added is taken to
+    hold the base vocabulary's string, which both sides share. Asked only of mappings known to differ, so
+    never ``identical`` (when the added tokens agree, the difference lies where they cannot see)."""
+    ta = {t["id"]: t["content"] for t in t_added or ()}
+    da = {t["id"]: t["content"] for t in d_added or ()}
+
+    def draft(i):
+        return da[i] if i in da else (ta.get(i) if d_base is not None and i < d_base else None)
+
+    differ = sorted(i for i in ta if draft(i) is not None and draft(i) != ta[i])
+    only_t = sorted(i for i in ta if draft(i) is None)
+    only_d = sorted(i for i in da if i not in ta and (t_base is None or i >= t_base))
+    text = None
+    if counts:
+        total = sum(counts.values())
+        lost = sum(counts.get(i, 0) for i in differ + only_t)
+        text = (total - lost) / total if total else None
+    ids_agreement = (ids_target - len(differ) - len(only_t)) / ids_target if ids_target else 0.0
+    changed = sorted(differ + only_t + only_d)
+    figure = text if text is not None else ids_agreement
+    return {
+        "identical": False,
+        "class": grade(figure),
+        "basis": "text" if text is not None else "ids",
+        "ids_target": ids_target,
+        "ids_common": ids_target - len(only_t),
+        "ids_differ": len(differ),
+        "only_target": len(only_t),
+        "only_draft": len(only_d),
+        "ids_agreement": round(ids_agreement, 6),
+        "text_agreement": None if text is None else round(text, 6),
+        "text_sha256": reference_sha256() if text is not None else None,
+        "differing_ids": len(changed),
+        "examples": [{"id": i, "target": ta.get(i), "draft": draft(i) if i in ta else da.get(i)}
+                     for i in changed[:EXAMPLES]],
+        "warnings": [f"the target's {what} {ta[i]!r} (id {i}) " +
+                     (f"means {draft(i)!r}" if draft(i) is not None else "does not exist") + " in the draft"
+                     for i, what in sorted((specials or {}).items()) if i in differ or i in only_t],
+    }
+
+
 def special_ids(tok: dict | None) -> dict[int, str]:
     """The target ids whose difference deserves a warning, from fingerprint facts: eos/bos/pad and the
     special added tokens (chat templates are written in them: <|im_start|>, <|eot_id|>, ...)."""

@@ -136,13 +136,21 @@ def target_counts(t: Side) -> dict[int, int] | None:
 
 def pair_agreement(t: Side, d: Side) -> dict | None:
     """The pair's ``agreement`` object (memoised on the target), or None when a vocabulary is unknown."""
-    if t.vocab is None or d.vocab is None:
-        return None
     key = (d.name, (d.tok or {}).get("vocab_sha256"))
-    if key not in t.agreements:
-        t.agreements[key] = _agreement.agreement(t.vocab, d.vocab, target_counts(t),
-                                                 _agreement.special_ids(t.tok))
-    return t.agreements[key]
+    if key in t.agreements:
+        return t.agreements[key]
+    if t.vocab is not None and d.vocab is not None:
+        a = _agreement.agreement(t.vocab, d.vocab, target_counts(t), _agreement.special_ids(t.tok))
+    elif t.tok and d.tok and t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256"):
+        # No vocabulary in the token store: one base vocabulary, so the added tokens tell (as compute does).
+        a = _agreement.by_added(t.tok.get("added_tokens") or [], d.tok.get("added_tokens") or [],
+                                t_base=t.tok.get("hf_vocab_size"), d_base=d.tok.get("hf_vocab_size"),
+                                ids_target=t.tok.get("vocab_len") or 0, counts=target_counts(t),
+                                specials=_agreement.special_ids(t.tok))
+    else:
+        return None
+    t.agreements[key] = a
+    return a
 
 
 GRADES = {_agreement.WORKS: WORKS, _agreement.DEGRADED: DEGRADED, _agreement.USELESS: USELESS}

@@ -156,3 +156,74 @@ def test_counts_and_classes_equal_the_oracle_for_every_pair(oracle_agreement):
         else:  # measured on another text: within 0.03 of a threshold either neighbouring class is right
             near = "works" if abs(p["text_agree"] - th["works"]) <= 0.03 else "degraded"
             assert a["class"] in ({"works", "degraded"} if near == "works" else {"degraded", "useless"}), key
+
+
+# ---------------------------------------------------------------- crawl, compute, query, check: one answer
+
+SPACES = ["    ", "        ", "            ", "\n    ", "\n        "]
+HUB = {  # repo id -> (make_text_model keyword arguments, params)
+    "code/Coder-7B": ({"plain_added": SPACES}, 7 * 10**9),  # text falls on its whitespace tokens
+    "code/Coder-0.5B": ({"plain_added": SPACES}, 5 * 10**8),  # the same tokenizer
+    "base/Base-0.5B": ({"vocab_size": 605}, 4 * 10**8),  # same base vocabulary, no whitespace tokens: degraded
+    "chat/Chat-0.3B": ({"added": CHAT}, 3 * 10**8),  # same base and size, other added tokens
+    "odd/Shuffled-0.2B": ({"shuffle": 3, "vocab_size": 605}, 2 * 10**8),  # unrelated, same size: useless
+}
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory):
+    from crawlkit import crawl, set_meta
+
+    from indexer.compute import compute
+    from indexer.db import upgrade
+    from indexer.hubsim import HubServer
+
+    root = tmp_path_factory.mktemp("agreement-hub")
+    for repo_id, (kw, params) in HUB.items():
+        make_text_model(root / "hub" / repo_id, **kw)
+        set_meta(root / "hub", repo_id, params=params)
+    db = str(root / "catalog.db")
+    upgrade(db)
+    with HubServer(str(root / "hub")) as server:
+        crawl(db, server)
+    return db, compute(db)
+
+
+def test_counts_are_taken_at_crawl_time_and_compute_measures_what_the_base_rule_cannot(crawled):
+    import sqlite3
+
+    from indexer.tokenstore import default_root
+
+    db, stats = crawled
+    store = TokenStore(default_root(db))
+    with sqlite3.connect(db) as conn:
+        toks = dict(conn.execute("SELECT vocab_sha256, agrees_by_base FROM tokenizers"))
+        rows = conn.execute("SELECT grade, basis FROM tokenizer_agreement").fetchall()
+    assert len(toks) == 4 and all(store.get_counts(sha, agr.reference_sha256()) for sha in toks)
+    assert sorted(toks.values()) == [0, 1, 1, 1]  # only the code tokenizer's text falls on added tokens
+    assert stats["agreement"]["measured"] == len(rows) == 2  # the code target against its two same-base drafts
+    assert sorted(rows) == [("degraded", "text"), ("degraded", "text")]
+
+
+def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
+    from indexer.catalog import side_from_catalog
+    from indexer.engines import verdicts
+    from indexer.query import render, run_query
+
+    db, _ = crawled
+    sides = {r: side_from_catalog(r, db=db) for r in HUB}
+    for engine in STARTERS:
+        for t in HUB:
+            drafts = run_query(t, engine=engine, all_members=True, db=db)["drafts"]
+            got = {d["repo_id"]: d["outcome"] for d in drafts}
+            want = {d: verdicts(sides[t], sides[d])[engine].outcome for d in HUB if d != t}
+            assert got == {d: o for d, o in want.items() if o in ("works", "degraded")}, (engine, t)
+    result = run_query("code/Coder-7B", db=db, near_misses=True)
+    assert [d["outcome"] for d in result["drafts"]] == ["works", "degraded", "degraded"]
+    assert result["drafts"][1]["agreement"]["text_agreement"] < agr.WORKS_AT
+    assert [m["repo_id"] for m in result["near_misses"]] == ["odd/Shuffled-0.2B"]
+    text = render(result, near_misses=True)
+    assert "DEGRADED: " in text and "agree" in text
+    chat = run_query("base/Base-0.5B", db=db, all_members=True)["drafts"]
+    flagged = next(d for d in chat if d["repo_id"] == "chat/Chat-0.3B")
+    assert flagged["outcome"] == "works" and flagged["agreement"]["only_draft"] == 5

@@ -114,7 +114,9 @@ def test_a_repo_with_no_size_is_listed_after_the_sized_ones(catalog):
 def test_near_misses_work_on_estimates_and_say_none(catalog):
     result = run_query(TARGET, db=catalog, near_misses=True)
     misses = by_id(result["near_misses"])
-    assert misses["acme/Variant-0.5B"]["failed_check"] == "mapping"
+    assert "acme/Variant-0.5B" not in misses  # same base vocabulary: it agrees, a draft (flagged)
+    variant = by_id(result["drafts"])["acme/Variant-0.5B"]
+    assert variant["outcome"] == "works" and variant["agreement"]["basis"] == "ids"
     assert misses["acme/Padded-1B"]["failed_check"] == "vocab_size"
     assert misses["acme/Padded-1B"]["params_source"] == "config"
     res = CliRunner().invoke(cli, ["query", "--target", "lonely/Alone-7B", "--near-misses", "--db", catalog])
@@ -141,12 +143,13 @@ def test_summary_line_names_engines_and_the_cheapest_fix(catalog):
     result = run_query(TARGET, db=catalog, near_misses=True)
     s = result["summary"]
     assert s["engines_with_drafts"] == ["sglang", "vllm", "transformers", "mlx", "lmstudio"]
-    # Copying tokenizer files (the mapping near miss) is cheaper than padding or TLI.
-    assert s["cheapest_fix"]["repo_id"] == "acme/Variant-0.5B"
-    assert "copy the target's tokenizer files" in s["cheapest_fix"]["fix"]
+    # Resizing the draft's embeddings is SGLang's only fix (it has no TLI; tokenizer files change nothing).
+    assert s["cheapest_fix"]["repo_id"] == "acme/Padded-1B"
+    assert s["cheapest_fix"]["fix"].startswith("resize the draft's embedding and lm_head to the target's 32000 rows")
     line = render(result, near_misses=True).splitlines()[-1]
     assert line.startswith("summary: drafts on sglang, vllm, transformers, mlx, lmstudio")
-    assert "cheapest near-miss fix (sglang, acme/Variant-0.5B): copy the target's tokenizer files" in line
+    assert "cheapest near-miss fix (sglang, acme/Padded-1B): resize the draft's embedding" in line
+    assert "use_heterogeneous_vocab" not in line and "copy the target's tokenizer files" not in line
     # Without drafts the fix is looked for even when --near-misses was not given.
     assert run_query("solo/Only-7B", db=catalog)["summary"]["cheapest_fix"]["repo_id"] == "solo/Pal-1B"
 
