@@ -194,9 +194,14 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
             from .agreement import summary
 
             click.echo(f"  agreement: {summary(result['agreement'])}")
+        stuck = []
         for name, fix in result["fixes"].items():
-            if result["verdicts"][name]["outcome"] != "works":
-                click.echo(f"  fix ({name}): {fix or 'none: nothing changes this outcome on ' + name}")
+            if fix:
+                click.echo(f"  fix ({name}): {fix}")
+            elif result["verdicts"][name]["outcome"] != "works":
+                stuck.append(name)
+        if stuck:
+            click.echo(f"  no fix changes the outcome on: {', '.join(stuck)}")
     sys.exit(0 if result["verdicts"][engine]["compatible"] else 1)
 
 

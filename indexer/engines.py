@@ -170,8 +170,9 @@ def _mapping_differs(t: Side, d: Side, size: int | None, starts: str, notes: lis
             USELESS: SLOWER}[outcome]
     above = (f" (ids >= vocab_size {size} only, which neither model can emit)"
              if differs_only_above(t, d, size) else "")
+    warnings = a["warnings"] if outcome != USELESS else []  # when everything differs, naming specials is noise
     return Verdict(outcome, [f"{starts}; {_agreement.summary(a)}{above}: {said}",
-                             *(f"warning: {w}" for w in a["warnings"]), *notes])
+                             *(f"warning: {w}" for w in warnings), *notes])
 
 
 def _tokenizer_missing(t: Side, d: Side) -> str | None:

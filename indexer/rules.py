@@ -162,8 +162,8 @@ def fix_for(engine: str, outcome: str, *, same_mapping: bool | None, same_base: 
             near = t_size is None or d_size is None or abs(t_size - d_size) <= LLAMACPP_MAX_VOCAB_DIFF
             if near:
                 return ("re-convert the draft GGUF with the target's tokenizer files (copy them into the draft's "
-                        "directory, then convert_hf_to_gguf.py): the ids whose texts differ are ones neither model "
-                        "normally emits")
+                        "directory, then convert_hf_to_gguf.py): llama.cpp then finds every token text equal; the "
+                        "draft's weights keep what its ids mean, so only drafting a differing id is rejected")
         return None
     return None  # MLX, LM Studio: no vocabulary translation; tokenizer.vocab_size is the base vocabulary
 

@@ -303,3 +303,30 @@ def test_lookup_estimates_and_gguf_on_postgresql(pg_url):
     with pytest.raises(QueryError, match=f"did you mean {TARGET}"):
         run_query("acme/Big-7B-Caht", db=db)
     assert side_from_catalog("acme/big-7b-CHAT", db=db).name == TARGET
+
+
+def test_near_misses_are_one_order_cut_at_every_limit(tmp_path):
+    """Issue 18: near misses used to reorder with --limit; now every limit shows a prefix of one list."""
+    repos = [_repo(TARGET, 1, 32000, estimate=int(7.24 * B))]
+    repos += [_repo(f"pad/P{i}-1B", 1, 32064 + 64 * (i % 3), estimate=B, downloads=10 * (i % 4)) for i in range(9)]
+    repos += [_repo(f"far/F{i}-1B", 2, 32000, estimate=int(0.2 * B * (i + 1)), downloads=i) for i in range(6)]
+    toks = [_tok(1, "a", "b", 32000), _tok(2, "c", "z", 32000)]  # 2: another base vocabulary: useless
+    db = build(tmp_path / "c.db", repos=repos, tokenizers=toks)
+    full = [m["repo_id"] for m in run_query(TARGET, db=db, near_misses=True, limit=100)["near_misses"]]
+    assert len(full) == 15
+    for limit in range(1, 16):
+        got = [m["repo_id"] for m in run_query(TARGET, db=db, near_misses=True, limit=limit)["near_misses"]]
+        assert got == full[:limit], limit
+
+
+def test_class_size_and_ratio_bounds_are_worded_right(tmp_path):
+    repos = [_repo(TARGET, 1, 32000, params=int(7.2 * B)), _repo("edge/Edge-1.5B", 1, 32000, params=int(1.5 * B)),
+             _repo("in/Fifth-1.44B", 1, 32000, params=int(1.44 * B)), _repo("solo/One-7B", 2, 32000, params=7 * B)]
+    db = build(tmp_path / "c.db", repos=repos, tokenizers=[_tok(1, "a", "b", 32000), _tok(2, "c", "x", 32000)])
+    result = run_query(TARGET, db=db)
+    reasons = {d["repo_id"]: " ".join(d["reasons"]) for d in result["drafts"]}
+    assert "a little over 1/5 of the target's 7.2B (outside the preferred 1/50..1/5)" in reasons["edge/Edge-1.5B"]
+    assert "1/5 of the target's 7.2B (inside the preferred 1/50..1/5)" in reasons["in/Fifth-1.44B"]
+    assert "(3 repos)" in render(result)
+    one = render(run_query("solo/One-7B", db=db, engine="vllm"))
+    assert "(1 repo)" in one and "(1 repos)" not in one
