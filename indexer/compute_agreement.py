@@ -75,7 +75,8 @@ def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit
     old = conn.execute(text("SELECT value FROM meta WHERE key = :k"), {"k": META_KEY}).scalar()
     if old != ref:  # another reference text: every figure is stale
         conn.exec_driver_sql("DELETE FROM tokenizer_agreement")
-        conn.exec_driver_sql("UPDATE tokenizers SET agrees_by_base = NULL, agreement_basis = NULL")
+        conn.exec_driver_sql("UPDATE tokenizers SET agrees_by_base = NULL, agreement_basis = NULL, text_tokens = NULL, "
+                             "added_text_counts = NULL")
         conn.execute(text("DELETE FROM meta WHERE key = :k"), {"k": META_KEY})
         conn.execute(text("INSERT INTO meta (key, value) VALUES (:k, :v)"), {"k": META_KEY, "v": ref})
     new = conn.exec_driver_sql("SELECT id, vocab_sha256, vocab_len, added_tokens FROM tokenizers "
@@ -86,10 +87,14 @@ def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit
         if counts is None and recounted < max_counts and store.has(sha):
             recounted += 1
             counts = _recount(conn, db, store, tid, sha)
-        share, basis = share_on_added(counts, added_ids(added), vocab_len)
-        flags.append({"t": tid, "ok": agr.grade(1.0 - share) == agr.WORKS, "b": basis})
+        ids = added_ids(added)
+        share, basis = share_on_added(counts, ids, vocab_len)
+        on_added = {str(i): n for i, n in sorted((counts or {}).items()) if i in ids}
+        flags.append({"t": tid, "ok": agr.grade(1.0 - share) == agr.WORKS, "b": basis,
+                      "n": sum(counts.values()) if counts else None, "c": json.dumps(on_added) if counts else None})
     if flags:
-        conn.execute(text("UPDATE tokenizers SET agrees_by_base = :ok, agreement_basis = :b WHERE id = :t"), flags)
+        conn.execute(text("UPDATE tokenizers SET agrees_by_base = :ok, agreement_basis = :b, text_tokens = :n, "
+                          "added_text_counts = :c WHERE id = :t"), flags)
 
     toks = conn.exec_driver_sql("SELECT id, base_vocab_sha256, vocab_len, vocab_sha256, agrees_by_base "
                                 "FROM tokenizers WHERE repo_count > 0").all()

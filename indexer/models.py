@@ -148,6 +148,10 @@ class Tokenizer(Base):
     # target (its text tokens, or ids, fall on added tokens under 1%); None until measured.
     agrees_by_base: Mapped[bool | None] = mapped_column(Boolean)
     agreement_basis: Mapped[str | None] = mapped_column(String(10))  # "text" (counts) or "ids" (no counts)
+    # Its tokens over the reference text, and those on its added-token ids ({id: count}, usually empty): what
+    # a same-base pair's text_agreement needs, so query and the site answer without the token store.
+    text_tokens: Mapped[int | None] = mapped_column(Integer)
+    added_text_counts: Mapped[dict | None] = mapped_column(JSON)
 
 
 class TokenizerAgreement(Base):

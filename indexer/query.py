@@ -321,7 +321,6 @@ class Query:
             self._agreeing_classes()
         self._roots: dict[int, str] = {}
         self._added: dict[int, tuple] = {}
-        self._counts: dict | None = None
 
     def _agreeing_classes(self) -> None:
         t = self.t
@@ -339,34 +338,35 @@ class Query:
                 (self.class_ids if grade == registry.WORKS else self.degraded_ids).append(cid)
 
     def _tokenizer_facts(self, tid: int) -> tuple:
+        """(added tokens, hf_vocab_size, vocab_len, eos, bos, pad ids, text tokens, counts on added ids)."""
         if tid not in self._added:
             row = self.cat.one("SELECT added_tokens, hf_vocab_size, vocab_len, eos_token_id, bos_token_id, "
-                               "pad_token_id FROM tokenizers WHERE id = :t", {"t": tid})
-            added = row[0] if row else None
-            added = json.loads(added) if isinstance(added, (str, bytes)) else (added or [])
-            self._added[tid] = (added, *(row[1:] if row else (None,) * 5))
+                               "pad_token_id, text_tokens, added_text_counts FROM tokenizers WHERE id = :t", {"t": tid})
+            row = list(row) if row else [None] * 8
+            for k in (0, 7):
+                row[k] = json.loads(row[k]) if isinstance(row[k], (str, bytes)) else row[k]
+            self._added[tid] = (row[0] or [], *row[1:])
         return self._added[tid]
 
     def pair_agreement(self, r: dict) -> dict | None:
         """The ``agreement`` object for a draft of an agreeing class (None: identical mapping): measured by
-        compute when it had to, else from the added tokens of two tokenizers with one base vocabulary."""
+        compute when it had to, else from the added tokens of two tokenizers with one base vocabulary and
+        the target's text counts on its added ids (catalog columns: the site needs no token store)."""
         if r["class_id"] not in self.grades:
             return None
         from .agreement import by_added, special_ids
-        from .tokenstore import TokenStore, default_root
 
         tid = self.t["tokenizer_id"]
-        t_added, t_hf, t_len, eos, bos, pad = self._tokenizer_facts(tid)
+        t_added, t_hf, t_len, eos, bos, pad, total, on_added = self._tokenizer_facts(tid)
         d_added, d_hf = self._tokenizer_facts(r["tokenizer_id"])[:2]
-        if self._counts is None:
-            from .agreement import reference_sha256
-
-            self._counts = TokenStore(default_root(self.cat.db)).get_counts(self.t["vocab_sha256"],
-                                                                            reference_sha256()) or {}
+        counts = None
+        if total:  # the base ids' share as one entry: only added ids can differ between same-base tokenizers
+            counts = {int(i): n for i, n in (on_added or {}).items()}
+            counts[-1] = total - sum(counts.values())
         specials = special_ids({"added_tokens": t_added, "eos_token_id": eos, "bos_token_id": bos,
                                 "pad_token_id": pad})
-        a = by_added(t_added, d_added, t_base=t_hf, d_base=d_hf, ids_target=t_len or 0,
-                     counts=self._counts or None, specials=specials)
+        a = by_added(t_added, d_added, t_base=t_hf, d_base=d_hf, ids_target=t_len or 0, counts=counts,
+                     specials=specials)
         if self.grades[r["class_id"]]["measured"]:
             row = self.cat.one("SELECT grade, basis, text_agreement, ids_agreement, differing_ids FROM "
                                "tokenizer_agreement WHERE target_tokenizer_id = :t AND draft_tokenizer_id = :d",

@@ -227,3 +227,22 @@ def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
     chat = run_query("base/Base-0.5B", db=db, all_members=True)["drafts"]
     flagged = next(d for d in chat if d["repo_id"] == "chat/Chat-0.3B")
     assert flagged["outcome"] == "works" and flagged["agreement"]["only_draft"] == 5
+
+
+def test_query_and_check_give_one_agreement_object(crawled):
+    from indexer.catalog import side_from_catalog
+    from indexer.engines import pair_agreement
+    from indexer.query import run_query
+
+    db, _ = crawled
+    sides = {r: side_from_catalog(r, db=db) for r in HUB}
+    seen = 0
+    for t in HUB:
+        for d in run_query(t, all_members=True, db=db)["drafts"]:
+            if d["agreement"] is None:
+                continue
+            want = pair_agreement(sides[t], sides[d["repo_id"]])
+            keys = ("class", "text_agreement", "differing_ids", "only_target", "only_draft")
+            assert {k: d["agreement"][k] for k in keys} == {k: want[k] for k in keys}, (t, d["repo_id"])
+            seen += 1
+    assert seen >= 4

@@ -18,6 +18,8 @@ def upgrade() -> None:
     with op.batch_alter_table('tokenizers', schema=None) as batch_op:
         batch_op.add_column(sa.Column('agrees_by_base', sa.Boolean(), nullable=True))
         batch_op.add_column(sa.Column('agreement_basis', sa.String(length=10), nullable=True))
+        batch_op.add_column(sa.Column('text_tokens', sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column('added_text_counts', sa.JSON(), nullable=True))
     op.create_table(
         'tokenizer_agreement',
         sa.Column('target_tokenizer_id', sa.Integer(), nullable=False),
@@ -36,5 +38,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table('tokenizer_agreement')
     with op.batch_alter_table('tokenizers', schema=None) as batch_op:
+        batch_op.drop_column('added_text_counts')
+        batch_op.drop_column('text_tokens')
         batch_op.drop_column('agreement_basis')
         batch_op.drop_column('agrees_by_base')
