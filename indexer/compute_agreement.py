@@ -102,9 +102,14 @@ def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit
     for tid, base, _, _, _ in toks:
         by_base.setdefault(base, []).append(tid)
     info = {t[0]: t for t in toks}
+    starts: dict[int, set] = {}  # tokenizer -> (engine, size) classes it is in: two that share one start together
+    for eng, size, tid in conn.exec_driver_sql(
+            "SELECT engine, vocab_size, tokenizer_id FROM compat_classes WHERE tokenizer_id IS NOT NULL"):
+        starts.setdefault(tid, set()).add((eng, size))
     wanted = {(t, d) for t, base, _, _, clean in toks if not clean for d in by_base[base] if d != t}
     wanted |= {(t, d) for t, d in candidate_pairs([(t[0], t[1], t[2]) for t in toks], families)
                if info[t][1] != info[d][1]}
+    wanted = {(t, d) for t, d in wanted if starts.get(t, set()) & starts.get(d, set())}
     done = {tuple(r) for r in conn.exec_driver_sql(
         "SELECT target_tokenizer_id, draft_tokenizer_id FROM tokenizer_agreement")}
     todo = sorted(wanted - done)

@@ -246,3 +246,34 @@ def test_query_and_check_give_one_agreement_object(crawled):
             assert {k: d["agreement"][k] for k in keys} == {k: want[k] for k in keys}, (t, d["repo_id"])
             seen += 1
     assert seen >= 4
+
+
+def test_a_catalog_crawled_before_counts_is_counted_by_compute(crawled, tmp_path):
+    """An old catalog (no counts in the token store, flags never measured) answers, and compute counts it
+    from the blob store: the same flags as a fresh crawl."""
+    import shutil
+    import sqlite3
+    from pathlib import Path
+
+    from indexer.compute import compute
+
+    db, _ = crawled
+    old = tmp_path / "old"
+    shutil.copytree(Path(db).parent, old)
+    old_db = str(old / Path(db).name)
+    for path in (old / "tokens").rglob("*.counts.z"):
+        path.unlink()
+    with sqlite3.connect(old_db) as conn:
+        fresh = dict(conn.execute("SELECT id, agrees_by_base FROM tokenizers"))
+        conn.execute("UPDATE tokenizers SET agrees_by_base = NULL, agreement_basis = NULL")
+        conn.execute("DELETE FROM tokenizer_agreement")
+    from indexer.catalog import side_from_catalog
+
+    side = side_from_catalog("code/Coder-7B", db=old_db)
+    assert side.counts is None  # check still answers, by ids
+    stats = compute(old_db)["agreement"]
+    assert stats["recounted"] == 4 and stats["flagged"] == 4
+    with sqlite3.connect(old_db) as conn:
+        assert dict(conn.execute("SELECT id, agrees_by_base FROM tokenizers")) == fresh
+        assert {b for (b,) in conn.execute("SELECT agreement_basis FROM tokenizers")} == {"text"}
+    assert side_from_catalog("code/Coder-7B", db=old_db).counts
