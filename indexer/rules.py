@@ -186,8 +186,10 @@ def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict 
     same = same_mapping(t, d)
     base = None if t.tok is None or d.tok is None else t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256")
     blocked = tli_constraints(t, d)
-    return {name: fix_for(name, v.outcome, same_mapping=same, same_base=base, sizes=engine_sizes(name, t, d),
-                          tli_info=tli_info, tli_blocked=blocked) for name, v in results.items()}
+    ambiguous = bool(t.text_config_error or d.text_config_error)  # vLLM and transformers raise before any size
+    return {name: None if ambiguous and "text_config_error" in ENGINES[name].facts else
+            fix_for(name, v.outcome, same_mapping=same, same_base=base, sizes=engine_sizes(name, t, d),
+                    tli_info=tli_info, tli_blocked=blocked) for name, v in results.items()}
 
 
 def check_pair(t: Side, d: Side) -> dict:

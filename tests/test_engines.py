@@ -158,6 +158,7 @@ def test_get_text_config_ambiguity_is_an_error_verdict(tmp_path):
     for engine in ("vllm", "transformers"):
         assert outcome(r, engine) == "refused", engine
         assert "ambiguous" in reasons(r, engine) and "decoder, text_config" in reasons(r, engine)
+        assert r["fixes"][engine] is None  # neither resizing nor TLI helps a config the engine cannot read
     assert outcome(r, "sglang") == "works"  # SGLang's own priority is not ambiguous
 
 
