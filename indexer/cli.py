@@ -346,6 +346,9 @@ def compute(as_json, quiet, db):
     f = stats["engine_facts"]
     click.echo(f"  engine facts: {f['derived']} derived, {f['blobs_missing']} without stored blobs, "
                f"{f['left']} left for the next run")
+    a = stats["agreement"]
+    click.echo(f"  vocabulary agreement: {a['flagged']} tokenizers measured ({a['agree_by_base']} agree with every "
+               f"same-base draft), {a['measured']} pairs measured, {a['left']} left for the next run")
     lp = stats["llamacpp_pairs"]
     click.echo(f"  llama.cpp pairs: {lp['computed']} computed of {lp['candidates']} new candidates")
     p = stats["pairs"]
@@ -359,7 +362,8 @@ def compute(as_json, quiet, db):
 @engine_option("Serving engine whose rule decides.")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many drafts.")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
-@click.option("--all", "all_", is_flag=True, help="Every repo the engine accepts with the target, unranked.")
+@click.option("--all", "all_", is_flag=True,
+              help="Every repo that works with the target on the engine, then the degraded ones, unranked.")
 @click.option("--method", type=click.Choice(list(QUERY_METHODS)), default="draft", show_default=True,
               help="draft: separate draft models; eagle / eagle3 / dflash: speculator heads that fit the target; "
                    "mtp: the target's own MTP layers; ngram: prompt lookup (needs nothing); all: every option "
