@@ -334,7 +334,7 @@ class Query:
             if grade is None and clean and base == t["base_vocab_sha256"]:
                 grade = registry.WORKS  # every same-base draft agrees >= WORKS_AT with this target
             if grade in (registry.WORKS, registry.DEGRADED):
-                self.grades[cid] = {"grade": grade, "measured": clean is False or base != t["base_vocab_sha256"]}
+                self.grades[cid] = {"grade": grade, "measured": not clean or base != t["base_vocab_sha256"]}
                 (self.class_ids if grade == registry.WORKS else self.degraded_ids).append(cid)
 
     def _tokenizer_facts(self, tid: int) -> tuple:
@@ -466,8 +466,9 @@ class Query:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
         params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
         size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+        classes = _in("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
         return bool(self.cat.all(
-            f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {_in('c', self.class_ids, params)} "
+            f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {classes} "
             f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT 1", params))
 
     def all_members(self) -> list[dict]:
