@@ -5,7 +5,8 @@ executemany): a few tokenizer classes with 100,000+ members and a long tail, ske
 parameter counts and downloads, base-model chains. Then measures, each as a subprocess:
 
 - `indexer compute`: wall time and peak RSS (getrusage RUSAGE_CHILDREN), against the
-  targets (<= 60 s, <= 2 GB) and, as a ratio, against compute on a catalog 10x smaller;
+  targets (<= 60 s, <= 2 GB) and, as a ratio, against compute on a catalog 10x smaller; the
+  vocabulary-agreement step (indexer/compute_agreement.py) is reported on its own line;
 - `indexer query --target X` for several targets: median wall time including process
   start, against the target (<= 0.5 s) and, as a ratio, against `python -c pass`.
 
@@ -197,6 +198,11 @@ def main() -> None:
          extra=f"  ({wall / wall_small:.1f}x the {n_small}-repo run's {wall_small:.2f} s; "
                f"{args.repos // n_small}x the repos)")
     line("compute peak RSS", rss_gb, "GB", 2.0)
+    agreement = stats.get("agreement") or {}
+    line("  of which the agreement step", agreement.get("seconds", 0.0), "s",
+         extra=f"  ({agreement.get('flagged', 0)} tokenizers flagged, {agreement.get('agree_by_base', 0)} agree by "
+               f"base vocabulary, {agreement.get('measured', 0)} pairs measured; "
+               f"{agreement.get('seconds', 0.0) / wall:.1%} of compute)")
 
     base = [timed([sys.executable, "-c", "pass"])[0] for _ in range(args.queries)]
     baseline = statistics.median(base)

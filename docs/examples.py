@@ -151,10 +151,12 @@ def engine_table() -> str:
     from indexer.engines import ENGINES
 
     words = {**SIZE_WORDS, "tok": "`get_vocab()` mapping", "gguf_sig": "GGUF token list"}
-    rows = ["| `--engine` | engine | version mirrored | works when equal | checks, with their source |",
+    # A size-keyed engine works when the size is equal and the vocabularies agree (indexer/agreement.py).
+    agree = {"tok": "vocabularies agreeing on >= 99% of the target's text tokens"}
+    rows = ["| `--engine` | engine | version mirrored | works when | checks, with their source |",
             "| --- | --- | --- | --- | --- |"]
     for name, e in ENGINES.items():
-        key = " and ".join(words.get(column, column) for column in e.class_key)
+        key = " and ".join(agree.get(column, f"equal {words.get(column, column)}") for column in e.class_key)
         checks = "; ".join(f"{check}: `{src}`" for check, src in e.sources.items())
         rows.append(f"| `{name}` | {e.display} | {e.version} | {key} | {checks} |")
     return "\n".join(rows) + "\n"

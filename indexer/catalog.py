@@ -71,8 +71,14 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
             vocab = store.get(facts["vocab_sha256"])
         except (KeyError, OSError, ValueError):
             vocab = None
+    counts = None
+    if facts is not None:
+        from .agreement import reference_sha256
+
+        counts = store.get_counts(facts["vocab_sha256"], reference_sha256())
     side = Side(
         name=name,
+        counts=counts,
         vocab_size=repo.vocab_size,
         vocab_size_transformers=repo.vocab_size_transformers,
         tok=facts,

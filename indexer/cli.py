@@ -288,9 +288,10 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
     lineage and the verdict per engine (SGLang, vLLM); exit 0 when it fits on --engine, 1 when not.
 
-    Each verdict is works, useless (starts, drafts rejected), refused (raises at launch) or
-    no_speculation (llama-server serves without a draft). Exit status: 0 when the pair works on
-    --engine (default SGLang: equal vocab_size and equal get_vocab()), 1 when not, 2 on bad input,
+    Each verdict is works, degraded (starts; 50-99% of the target's text tokens mean the same in the draft),
+    useless (starts, drafts rejected), refused (raises at launch) or no_speculation (llama-server serves
+    without a draft). Exit status: 0 when the outcome on --engine is works (default SGLang: equal vocab_size
+    and the vocabularies agree), 1 when not, 2 on bad input,
     3 when a repo is not in the catalog.
     """
     from .sides import check as check_sides
@@ -319,8 +320,18 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
             both = "" if tli["same_count"] else f"; transformers counts {tli['intersection_transformers']}"
             click.echo(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
                        f"({tli['ratio']:.1%} of the draft){both}")
-        if result["fix"]:
-            click.echo(f"  fix: {result['fix']}")
+        if result["agreement"] is not None and not result["agreement"]["identical"]:
+            from .agreement import summary
+
+            click.echo(f"  agreement: {summary(result['agreement'])}")
+        stuck = []
+        for name, fix in result["fixes"].items():
+            if fix:
+                click.echo(f"  fix ({name}): {fix}")
+            elif result["verdicts"][name]["outcome"] != "works":
+                stuck.append(name)
+        if stuck:
+            click.echo(f"  no fix changes the outcome on: {', '.join(stuck)}")
         for name, cmd in (result.get("launch") or {}).items():
             click.echo(f"  launch ({name}): {cmd}")
     sys.exit(0 if works_on(result, engine) else 1)
@@ -462,6 +473,9 @@ def compute(as_json, quiet, db):
     f = stats["engine_facts"]
     click.echo(f"  engine facts: {f['derived']} derived, {f['blobs_missing']} without stored blobs, "
                f"{f['left']} left for the next run")
+    a = stats["agreement"]
+    click.echo(f"  vocabulary agreement: {a['flagged']} tokenizers measured ({a['agree_by_base']} agree with every "
+               f"same-base draft), {a['measured']} pairs measured, {a['left']} left for the next run")
     lp = stats["llamacpp_pairs"]
     click.echo(f"  llama.cpp pairs: {lp['computed']} computed of {lp['candidates']} new candidates")
     p = stats["pairs"]
@@ -475,7 +489,8 @@ def compute(as_json, quiet, db):
 @engine_option("Serving engine whose rule decides.")
 @click.option("--limit", type=int, callback=valid_limit, default=10, show_default=True, help="How many drafts.")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
-@click.option("--all", "all_", is_flag=True, help="Every repo the engine accepts with the target, unranked.")
+@click.option("--all", "all_", is_flag=True,
+              help="Every repo that works with the target on the engine, then the degraded ones, unranked.")
 @click.option("--method", type=click.Choice(list(QUERY_METHODS)), default="draft", show_default=True,
               help="draft: separate draft models; eagle / eagle3 / dflash: speculator heads that fit the target; "
                    "mtp: the target's own MTP layers; ngram: prompt lookup (needs nothing); all: every option "

@@ -24,7 +24,8 @@ config blob) from the blob store, into ``engine_facts``, the token lists into th
 llama.cpp accepts some pairs of different GGUF vocabularies (sizes within 128, ids below 5);
 those are evaluated for candidate signature pairs only (a shared token-prefix bucket, which
 every passing pair has) and cached in ``llamacpp_pairs``. TLI intersections are cached per
-tokenizer pair in ``pair_verdicts``.
+tokenizer pair in ``pair_verdicts``. Which other tokenizers of a size class a target's drafts may use
+(their vocabularies agree: works or degraded) is the agreement step (``indexer.compute_agreement``).
 """
 
 from __future__ import annotations
@@ -219,6 +220,11 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql("DROP TABLE tmp_ok")
                 conn.exec_driver_sql("DROP TABLE tmp_repo")
             say("classes committed")
+            with conn.begin():
+                from .compute_agreement import compute_agreement
+
+                stats["agreement"] = compute_agreement(conn, db, families)
+            say(f"agreement: {stats['agreement']}")
             with conn.begin():
                 stats["llamacpp_pairs"] = compute_llamacpp_pairs(conn, db)
             say(f"llama.cpp pairs: {stats['llamacpp_pairs']}")

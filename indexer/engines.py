@@ -6,11 +6,15 @@ for ``compute``, its launch-command builder, and its words for the outcomes. ``r
 ``compute``, ``query``, the CLI choices, the models and the site all read :data:`ENGINES`;
 adding an engine means adding one entry here. docs/engines.md explains every rule.
 
-A verdict has one of four outcomes, because a user needs to know whether speculation *works*,
-not only whether the engine starts:
+A verdict has one of five outcomes, because a user needs to know whether speculation *works*,
+not only whether the engine starts. For the engines that start without comparing token lists
+(SGLang, vLLM, transformers, MLX, LM Studio), a started pair is graded by how far the two
+vocabularies agree (:mod:`indexer.agreement`, whose thresholds are the only ones):
 
-* ``works``: the engine accepts the pair and the draft speaks the target's vocabulary;
-* ``useless``: the engine starts, but the mappings differ, so nearly every drafted token is
+* ``works``: the engine accepts the pair and the ids text uses mean the same on both sides
+  (identical mappings, or at least 99% of the target's tokens of the reference text agree);
+* ``degraded``: it starts, and 50-99% agree: speculation pays less;
+* ``useless``: it starts, but under half agree, so nearly every drafted token is
   rejected and speculation is slower than none (the engine does not warn);
 * ``refused``: the engine raises at launch;
 * ``no_speculation``: llama-server starts, logs the failed check and serves without a draft.
@@ -23,11 +27,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import agreement as _agreement
 from .heads import HEAD_RULES
 from .heads import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --method choices, draft to all)
 
-WORKS, USELESS, REFUSED, NO_SPECULATION = "works", "useless", "refused", "no_speculation"
-OUTCOMES = (WORKS, USELESS, REFUSED, NO_SPECULATION)
+WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
+OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
 # llama.cpp commit this registry follows (the version vendored by llama-cpp-python 0.3.36).
 LLAMACPP_COMMIT = "0c1e57098"
@@ -49,6 +54,9 @@ class Side:
     gguf_missing: str | None = None  # why ``gguf`` is None
     model_type: str | None = None  # config.json model_type (mlx-lm picks its model class by it)
     gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
+    counts: dict[int, int] | None = None  # id counts of this tokenizer over the reference text (agreement)
+    source_dir: str | None = None  # a local directory to count in when ``counts`` is None
+    agreements: dict = field(default_factory=dict, repr=False, compare=False)  # draft name -> agreement (memo)
 
 
 @dataclass
@@ -59,7 +67,7 @@ class Verdict:
     @property
     def accepted(self) -> bool:
         """The engine starts with the pair (and drafts)."""
-        return self.outcome in (WORKS, USELESS)
+        return self.outcome in (WORKS, DEGRADED, USELESS)
 
     @property
     def compatible(self) -> bool:
@@ -131,14 +139,55 @@ def _sizes(what: str, ts, ds) -> str:
     return f"{what} differs: target {ts}, draft {ds}"
 
 
-def _mapping_differs(t: Side, d: Side, size: int | None, starts: str) -> list[str]:
-    """Why a started pair is useless; or, when the mappings differ only at ids no model emits, that it
-    is not (it still is not 'the same get_vocab()', which is what works means)."""
-    if differs_only_above(t, d, size):
-        return [f"{starts}; the get_vocab() mappings differ only at ids >= vocab_size {size}, which neither "
-                "model can emit (e.g. a <pad> appended after the embedding rows): drafting is not harmed, but "
-                "the mappings are not equal"]
-    return [f"{starts}; the get_vocab() mappings differ: {SLOWER}"]
+def target_counts(t: Side) -> dict[int, int] | None:
+    """The target's id counts over the reference text: stored ones, else counted once in its directory."""
+    if t.counts is None and t.source_dir is not None:
+        try:
+            t.counts = _agreement.count_text(t.source_dir)
+        except Exception:  # noqa: BLE001 - transformers cannot tokenize: the grade rests on ids, and says so
+            t.source_dir = None
+    return t.counts
+
+
+def pair_agreement(t: Side, d: Side) -> dict | None:
+    """The pair's ``agreement`` object (memoised on the target), or None when a vocabulary is unknown."""
+    key = (d.name, (d.tok or {}).get("vocab_sha256"))
+    if key in t.agreements:
+        return t.agreements[key]
+    if t.vocab is not None and d.vocab is not None:
+        a = _agreement.agreement(t.vocab, d.vocab, target_counts(t), _agreement.special_ids(t.tok))
+    elif t.tok and d.tok and t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256"):
+        # No vocabulary in the token store: one base vocabulary, so the added tokens tell (as compute does).
+        a = _agreement.by_added(t.tok.get("added_tokens") or [], d.tok.get("added_tokens") or [],
+                                t_base=t.tok.get("hf_vocab_size"), d_base=d.tok.get("hf_vocab_size"),
+                                ids_target=t.tok.get("vocab_len") or 0, counts=target_counts(t),
+                                specials=_agreement.special_ids(t.tok))
+    else:
+        return None
+    t.agreements[key] = a
+    return a
+
+
+GRADES = {_agreement.WORKS: WORKS, _agreement.DEGRADED: DEGRADED, _agreement.USELESS: USELESS}
+
+
+def _mapping_differs(t: Side, d: Side, size: int | None, starts: str, notes: list[str] = ()) -> Verdict:
+    """A started pair whose mappings differ, graded by how far they agree (works, degraded, useless)."""
+    a = pair_agreement(t, d)
+    if a is None:
+        return Verdict(USELESS, [f"{starts}; the get_vocab() mappings differ and a vocabulary is missing from the "
+                                 f"token store, so how far they agree is unknown: assume {SLOWER}", *notes])
+    outcome = GRADES[a["class"]] if not a["identical"] else WORKS
+    said = {WORKS: "drafting one of the differing tokens is rejected; every other drafted token is verified as "
+                   "with an identical vocabulary",
+            DEGRADED: "speculation pays less than with an identical vocabulary: the figure is the ceiling of "
+                      "acceptance",
+            USELESS: SLOWER}[outcome]
+    above = (f" (ids >= vocab_size {size} only, which neither model can emit)"
+             if differs_only_above(t, d, size) else "")
+    warnings = a["warnings"] if outcome != USELESS else []  # when everything differs, naming specials is noise
+    return Verdict(outcome, [f"{starts}; {_agreement.summary(a)}{above}: {said}",
+                             *(f"warning: {w}" for w in warnings), *notes])
 
 
 def _tokenizer_missing(t: Side, d: Side) -> str | None:
@@ -160,12 +209,12 @@ def sglang_rule(t: Side, d: Side) -> Verdict:
     if missing:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, _mapping_differs(t, d, ts, f"vocab_size {ts} on both, and the draft worker loads "
-                                                           "no tokenizer, so SGLang starts"))
+        return _mapping_differs(t, d, ts, f"vocab_size {ts} on both, and the draft worker loads no tokenizer, so "
+                                          "SGLang starts")
     return Verdict(WORKS, [f"vocab_size {ts} and get_vocab() mapping identical"])
 
 
-def _tli_constraints(t: Side, d: Side) -> list[str]:
+def tli_constraints(t: Side, d: Side) -> list[str]:
     """What vLLM's use_heterogeneous_vocab needs beyond method draft_model and a greedy draft."""
     out = []
     for role, side in (("target", t), ("draft", d)):
@@ -183,7 +232,7 @@ def vllm_rule(t: Side, d: Side) -> Verdict:
     ts, ds = t.vllm_vocab_size, d.vllm_vocab_size
     if ts is None or ds is None or ts != ds:
         why = _sizes("vocab_size", ts, ds) + " (draft_model raises ValueError at launch)"
-        tli = _tli_constraints(t, d)
+        tli = tli_constraints(t, d)
         hint = ("; `use_heterogeneous_vocab: true` (draft_model only, greedy draft) would run TLI"
                 if not tli else f"; TLI is not possible either: {'; '.join(tli)}")
         return Verdict(REFUSED, [why + hint])
@@ -191,8 +240,7 @@ def vllm_rule(t: Side, d: Side) -> Verdict:
     if missing:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, _mapping_differs(t, d, ts, f"vocab_size {ts} on both, so vLLM starts (it never "
-                                                           "compares tokenizers)"))
+        return _mapping_differs(t, d, ts, f"vocab_size {ts} on both, so vLLM starts (it never compares tokenizers)")
     return Verdict(WORKS, [f"vocab_size {ts} on both and the same get_vocab() mapping"])
 
 
@@ -210,9 +258,9 @@ def transformers_rule(t: Side, d: Side) -> Verdict:
     if missing:
         return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, _mapping_differs(t, d, ts, f"vocab_size {ts} on both, so transformers treats them "
-                                                           "as one tokenizer (passing assistant_tokenizer raises) and "
-                                                           "output stays correct, the target verifying every token"))
+        return _mapping_differs(t, d, ts, f"vocab_size {ts} on both, so transformers treats them as one tokenizer "
+                                          "(passing assistant_tokenizer raises) and output stays correct, the target "
+                                          "verifying every token")
     return Verdict(WORKS, [f"vocab_size {ts} on both and the same mapping"])
 
 
@@ -266,8 +314,8 @@ def mlx_rule(t: Side, d: Side) -> Verdict:
         return Verdict(REFUSED, [_sizes("tokenizer.vocab_size", ts, ds) + ": mlx_lm.generate raises ValueError; "
                                  f"mlx_lm.server only warns and proceeds, where {SLOWER}", *notes])
     if not same_mapping(t, d):
-        return Verdict(USELESS, [f"tokenizer.vocab_size {ts} on both (base vocabulary, added tokens not counted), "
-                                 f"but the mappings differ: {SLOWER}", *notes])
+        return _mapping_differs(t, d, None, f"tokenizer.vocab_size {ts} on both (base vocabulary, added tokens not "
+                                            "counted), so it starts", notes)
     return Verdict(WORKS, [f"tokenizer.vocab_size {ts} on both and the same mapping", *notes])
 
 
@@ -284,7 +332,7 @@ def lmstudio_rule(t: Side, d: Side) -> Verdict:
         return Verdict(REFUSED, [_sizes("tokenizer.vocab_size", ts, ds) + ": LM Studio reports the draft as "
                                  "incompatible and refuses to load it"])
     if not same_mapping(t, d):
-        return Verdict(USELESS, [f"tokenizer.vocab_size {ts} on both, but the mappings differ: {SLOWER}"])
+        return _mapping_differs(t, d, None, f"tokenizer.vocab_size {ts} on both, so LM Studio loads the draft")
     return Verdict(WORKS, [f"tokenizer.vocab_size {ts} on both and the same mapping"])
 
 
@@ -426,7 +474,8 @@ def launch_lmstudio(target: str, draft: str) -> str:
 
 # ---------------------------------------------------------------- the registry
 
-_SIZE_WORDS = {WORKS: "works", USELESS: "starts, but rejects nearly every drafted token: slower than no draft",
+_SIZE_WORDS = {WORKS: "works", DEGRADED: "starts; part of the drafted tokens mean something else: pays less",
+               USELESS: "starts, but rejects nearly every drafted token: slower than no draft",
                REFUSED: "refuses to start"}
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (

@@ -144,6 +144,30 @@ class Tokenizer(Base):
     transformers_version: Mapped[str | None] = mapped_column(String(20))
     repo_count: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # compute: True when every draft with the same base vocabulary agrees >= agreement.WORKS_AT with this
+    # target (its text tokens, or ids, fall on added tokens under 1%); None until measured.
+    agrees_by_base: Mapped[bool | None] = mapped_column(Boolean)
+    agreement_basis: Mapped[str | None] = mapped_column(String(10))  # "text" (counts) or "ids" (no counts)
+    # Its tokens over the reference text, and those on its added-token ids ({id: count}, usually empty): what
+    # a same-base pair's text_agreement needs, so query and the site answer without the token store.
+    text_tokens: Mapped[int | None] = mapped_column(Integer)
+    added_text_counts: Mapped[dict | None] = mapped_column(JSON)
+
+
+class TokenizerAgreement(Base):
+    """How far a draft tokenizer agrees with a target tokenizer (indexer.agreement), measured by compute
+    for the pairs the base-vocabulary rule does not settle: targets whose text falls on added tokens, and
+    same-family tokenizers with another base vocabulary. ``grade``: works, degraded or useless."""
+
+    __tablename__ = "tokenizer_agreement"
+
+    target_tokenizer_id: Mapped[int] = mapped_column(ForeignKey("tokenizers.id"), primary_key=True)
+    draft_tokenizer_id: Mapped[int] = mapped_column(ForeignKey("tokenizers.id"), primary_key=True)
+    grade: Mapped[str] = mapped_column(String(10))
+    basis: Mapped[str] = mapped_column(String(10))
+    text_agreement: Mapped[float | None] = mapped_column(Float)
+    ids_agreement: Mapped[float | None] = mapped_column(Float)
+    differing_ids: Mapped[int | None] = mapped_column(Integer)
 
 
 class FileSet(Base):

@@ -13,6 +13,7 @@ family), same kind (chat or base), not gated, then downloads.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from . import engines as registry
@@ -62,7 +63,7 @@ class Catalog:
             url = resolve_url(db)
         except CatalogError as e:
             raise QueryError(str(e)) from None
-        self.sa = None
+        self.sa, self.db = None, db
         path = sqlite_path(url)
         try:
             if url.startswith("sqlite:///"):
@@ -175,7 +176,7 @@ TOKENIZER_KEYS = ("tokenizer_id", "vocab_sha256", "base_vocab_sha256", "max_id",
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
-             "class_id")
+             "class_id", "win", "lin", "kind")  # the last three: _ranked's computed sort columns
 DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
               "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate "
               "FROM repos r WHERE r.id IN ")
@@ -370,7 +371,69 @@ class Query:
                     "WHERE p.target_signature = tc.class_key AND p.compatible", {"e": engine, "cid": self.class_id}):
                 self.class_ids.append(cid)
                 self.paired[cid] = reason
+        # Same-size classes whose tokenizer agrees with the target's (compute's agreement step): their drafts
+        # work (ranked with the class) or are degraded (listed after), like `check` says.
+        self.grades: dict[int, dict] = {}
+        self.degraded_ids: list[int] = []
+        if self.class_ids and self.entry.class_key != ("gguf_sig",) and self.size is not None:
+            self._agreeing_classes()
         self._roots: dict[int, str] = {}
+        self._added: dict[int, tuple] = {}
+
+    def _agreeing_classes(self) -> None:
+        t = self.t
+        rows = self.cat.all(
+            "SELECT c.id, k.base_vocab_sha256, a.grade, tk.agrees_by_base FROM compat_classes c "
+            "JOIN tokenizers k ON k.id = c.tokenizer_id JOIN tokenizers tk ON tk.id = :tid "
+            "LEFT JOIN tokenizer_agreement a ON a.target_tokenizer_id = :tid AND a.draft_tokenizer_id = c.tokenizer_id "
+            "WHERE c.engine = :e AND c.vocab_size = :vs AND c.tokenizer_id <> :tid ORDER BY c.id",
+            {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]})
+        for cid, base, grade, clean in rows:
+            if grade is None and clean and base == t["base_vocab_sha256"]:
+                grade = registry.WORKS  # every same-base draft agrees >= WORKS_AT with this target
+            if grade in (registry.WORKS, registry.DEGRADED):
+                self.grades[cid] = {"grade": grade, "measured": not clean or base != t["base_vocab_sha256"]}
+                (self.class_ids if grade == registry.WORKS else self.degraded_ids).append(cid)
+
+    def _tokenizer_facts(self, tid: int) -> tuple:
+        """(added tokens, hf_vocab_size, vocab_len, eos, bos, pad ids, text tokens, counts on added ids)."""
+        if tid not in self._added:
+            row = self.cat.one("SELECT added_tokens, hf_vocab_size, vocab_len, eos_token_id, bos_token_id, "
+                               "pad_token_id, text_tokens, added_text_counts FROM tokenizers WHERE id = :t", {"t": tid})
+            row = list(row) if row else [None] * 8
+            for k in (0, 7):
+                row[k] = json.loads(row[k]) if isinstance(row[k], (str, bytes)) else row[k]
+            self._added[tid] = (row[0] or [], *row[1:])
+        return self._added[tid]
+
+    def pair_agreement(self, r: dict) -> dict | None:
+        """The ``agreement`` object for a draft of an agreeing class (None: identical mapping): measured by
+        compute when it had to, else from the added tokens of two tokenizers with one base vocabulary and
+        the target's text counts on its added ids (catalog columns: the site needs no token store)."""
+        if r["class_id"] not in self.grades:
+            return None
+        from .agreement import by_added, special_ids
+
+        tid = self.t["tokenizer_id"]
+        t_added, t_hf, t_len, eos, bos, pad, total, on_added = self._tokenizer_facts(tid)
+        d_added, d_hf = self._tokenizer_facts(r["tokenizer_id"])[:2]
+        counts = None
+        if total:  # the base ids' share as one entry: only added ids can differ between same-base tokenizers
+            counts = {int(i): n for i, n in (on_added or {}).items()}
+            counts[-1] = total - sum(counts.values())
+        specials = special_ids({"added_tokens": t_added, "eos_token_id": eos, "bos_token_id": bos,
+                                "pad_token_id": pad})
+        a = by_added(t_added, d_added, t_base=t_hf, d_base=d_hf, ids_target=t_len or 0, counts=counts,
+                     specials=specials)
+        if self.grades[r["class_id"]]["measured"]:
+            row = self.cat.one("SELECT grade, basis, text_agreement, ids_agreement, differing_ids FROM "
+                               "tokenizer_agreement WHERE target_tokenizer_id = :t AND draft_tokenizer_id = :d",
+                               {"t": tid, "d": r["tokenizer_id"]})
+            if row is not None:
+                a.update({"class": row[0], "basis": row[1], "text_agreement": row[2], "ids_agreement": row[3],
+                          "differing_ids": row[4]})
+        a["class"] = self.grades[r["class_id"]]["grade"]
+        return a
 
     def _gguf_refusal(self) -> str | None:
         """A GGUF file target: engines that load no GGUF say so (llama.cpp answers from the file's facts)."""
@@ -457,31 +520,43 @@ class Query:
         if self.t["params"] is None:  # nothing to compare with: every member, sized ones first
             rows = self._ranked(self.class_ids, "AND NOT rc.disabled", {}, limit)
             rows.sort(key=lambda r: r["params"] is None)
-            return [self._entry(r) for r in rows]
-        rows = self._ranked(self.class_ids, "AND rc.params < :tp AND NOT rc.disabled", {}, limit)
-        if len(rows) < limit:
-            rows += self._ranked(self.class_ids, "AND rc.params IS NULL AND NOT rc.disabled", {}, limit - len(rows))
+            more = self._ranked(self.degraded_ids, "AND NOT rc.disabled", {}, limit - len(rows)) \
+                if len(rows) < limit else []
+            more.sort(key=lambda r: r["params"] is None)
+            return [self._entry(r) for r in rows + more]
+        rows = []
+        for ids in (self.class_ids, self.degraded_ids):  # degraded drafts come after every working one
+            if len(rows) < limit:
+                rows += self._ranked(ids, "AND rc.params < :tp AND NOT rc.disabled", {}, limit - len(rows))
+            if len(rows) < limit:
+                rows += self._ranked(ids, "AND rc.params IS NULL AND NOT rc.disabled", {}, limit - len(rows))
         return [self._entry(r) for r in rows]
 
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
         params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
         size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+        classes = _in("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
         return bool(self.cat.all(
-            f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {_in('c', self.class_ids, params)} "
+            f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {classes} "
             f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT 1", params))
 
     def all_members(self) -> list[dict]:
+        """Every draft that works, then every degraded one (each group by repo id)."""
         params: dict = {"pk": self.target.exclude_pk}
         sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
-               f"WHERE rc.class_id IN {_in('c', self.class_ids, params)} AND rc.repo_pk <> :pk")
-        rows = self._details([dict(zip(RANK_KEYS, row, strict=True)) for row in self.cat.all(sql, params)])
-        rows.sort(key=lambda r: r["repo_id"])
+               f"WHERE rc.class_id IN {_in('c', self.class_ids + self.degraded_ids, params)} AND rc.repo_pk <> :pk")
+        rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
+        rows.sort(key=lambda r: (r["class_id"] in self.degraded_ids, r["repo_id"]))
         return [self._entry(r, ranked=False) for r in rows]
 
     def near_misses(self, limit: int) -> list[dict]:
         """Drafts for which this engine's verdict is useless or refused because exactly one fact
-        differs (the mapping, or the size), or whose llama.cpp check fails once; each with its fix."""
+        differs (the mapping, or the size), or whose llama.cpp check fails once; each with the fix that
+        changes the outcome (rules.fix_for, the function `check` uses). Ranked like drafts, by one total
+        order, so every --limit shows a prefix of the same list."""
+        from .rules import fix_for
+
         t, out = self.t, []
         if self.refused_target:
             return out
@@ -495,49 +570,54 @@ class Query:
                 {"e": self.engine, "cid": self.class_id})
             for cid, reason in fails:
                 for r in self._ranked([cid], base, {}, limit):
-                    fix = self._tli_fix(r) if r["tokenizer_id"] is not None and t["tokenizer_id"] is not None else (
-                        "a GGUF side has no HF tokenizer for TLI: pick a draft GGUF converted from the target's "
-                        "tokenizer files (or re-convert this draft with them)")
-                    out.append(self._miss(r, "no_speculation", "token list",
+                    if r["tokenizer_id"] is not None and t["tokenizer_id"] is not None:
+                        fix = fix_for(self.engine, registry.NO_SPECULATION, same_mapping=False,
+                                      same_base=self._same_base(r), tli_info=self._tli(r))
+                    else:  # a GGUF repo: no HF tokenizer files to re-convert from, only other GGUF files
+                        fix = ("a GGUF side has no HF tokenizer to compare: pick a draft GGUF converted from the "
+                               "target's tokenizer files (or re-convert this draft with them)")
+                    out.append(self._miss(r, registry.NO_SPECULATION, "token list",
                                           f"{reason}: llama-server serves without a draft", fix))
         elif self.size is not None:
-            # useless: same size, another get_vocab() mapping (the engine starts, drafts are rejected).
+            # useless: same size, a get_vocab() mapping that does not agree (the engine starts, drafts are rejected).
             params = {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]}
             others = dict(self.cat.all(
                 "SELECT c.id, k.base_vocab_sha256 FROM compat_classes c JOIN tokenizers k ON k.id = c.tokenizer_id "
                 "WHERE c.engine = :e AND c.vocab_size = :vs AND c.tokenizer_id <> :tid", params))
-            for r in self._ranked(list(others), base, {}, limit):
-                if others[r["class_id"]] == t["base_vocab_sha256"]:
-                    reason = f"same size {self.size} and base vocabulary, but the added tokens differ"
-                    fix = ("copy the target's tokenizer files into the draft directory (every target id < the "
-                           "draft's vocab_size)" if t["max_id"] is not None and t["max_id"] < self.size else
-                           "some target ids exceed the draft's vocab_size: resize the draft's embeddings or use TLI")
-                else:
-                    reason = f"same size {self.size}, but the get_vocab() mappings differ"
-                    fix = self._tli_fix(r)
-                out.append(self._miss(r, "useless", "mapping", reason, fix))
+            useless = [cid for cid in others if cid not in self.grades]
+            for r in self._ranked(useless, base, {}, limit):
+                same_base = others[r["class_id"]] == t["base_vocab_sha256"]
+                reason = (f"same size {self.size} and base vocabulary, but the target's text falls on added tokens "
+                          "the draft does not share" if same_base else
+                          f"same size {self.size}, but the get_vocab() mappings disagree")
+                fix = fix_for(self.engine, registry.USELESS, same_mapping=False, same_base=same_base,
+                              sizes=(self.size, self.size), tli_info=self._tli(r))
+                out.append(self._miss(r, registry.USELESS, "mapping", reason, fix))
             # refused: the same mapping at another size (the engine raises at launch).
             sizes = dict(self.cat.all(
                 "SELECT id, vocab_size FROM compat_classes WHERE engine = :e AND tokenizer_id = :tid "
                 "AND vocab_size <> :vs", params))
             for r in self._ranked(list(sizes), base, {}, limit):
                 ds = sizes[r["class_id"]]
-                fix = "use TLI (vLLM `use_heterogeneous_vocab`, transformers tokenizer= and assistant_tokenizer=)"
-                if ds < self.size:
-                    fix += f", or pad the draft's embedding/lm_head to {self.size} rows"
-                out.append(self._miss(r, "refused", "vocab_size", "same get_vocab() mapping, but the size differs: "
-                                      f"target {self.size}, draft {ds}", fix))
+                fix = fix_for(self.engine, registry.REFUSED, same_mapping=True, same_base=True,
+                              sizes=(self.size, ds), tli_info=self._tli(r))
+                out.append(self._miss(r, registry.REFUSED, "vocab_size", "same get_vocab() mapping, but the size "
+                                      f"differs: target {self.size}, draft {ds}", fix))
         out.sort(key=lambda m: m["_rank"])
         for m in out:
             m.pop("_rank")
         return out[:limit]
 
-    def _tli_fix(self, r: dict) -> str | None:
+    def _same_base(self, r: dict) -> bool | None:
+        row = self.cat.one("SELECT base_vocab_sha256 FROM tokenizers WHERE id = :d", {"d": r["tokenizer_id"]})
+        return None if row is None else row[0] == self.t["base_vocab_sha256"]
+
+    def _tli(self, r: dict) -> dict | None:
         row = self.cat.one("SELECT tli_intersection, tli_ratio FROM pair_verdicts WHERE target_tokenizer_id = :t "
                            "AND draft_tokenizer_id = :d", {"t": self.t["tokenizer_id"], "d": r["tokenizer_id"]})
         if row is None or row[0] is None:
-            return "different vocabularies: use TLI (vLLM `use_heterogeneous_vocab`, greedy draft)"
-        return f"use TLI (vLLM `use_heterogeneous_vocab`, greedy draft): token intersection {row[0]} ({row[1]:.1%})"
+            return None
+        return {"intersection": row[0], "ratio": row[1]}
 
     # ------------------------------------------------------------ entries
 
@@ -559,6 +639,13 @@ class Query:
         name = ENGINE_NAMES[self.engine]
         if r["class_id"] in self.paired:
             return f"{name} works: {self.paired[r['class_id']] or 'the GGUF vocabularies pass its check'}"
+        a = r.get("agreement")
+        if a is not None:
+            from .agreement import summary
+
+            said = "works" if a["class"] == registry.WORKS else "starts, degraded"
+            return (f"{name} {said}: {(self.label or '').split(' and get_vocab()')[0]} on both; "
+                    f"{summary(a)}" + "".join(f"; warning: {w}" for w in a["warnings"]))
         return f"{name} works: {self.label} on both"
 
     def _reasons(self, r: dict, ranked: bool = True) -> list[str]:
@@ -571,9 +658,14 @@ class Query:
         elif ratio is None:
             reasons.append(f"{size}; the target's size is unknown")
         elif ranked or ratio < 1:
-            where = "inside" if RATIO_LOW <= ratio <= RATIO_HIGH else "outside"
-            reasons.append(f"{size}, {fmt_ratio(ratio)} of the target's "
-                           f"{fmt_size(t['params'], t['params_source'])} ({where} the preferred {PREFERRED_RATIO})")
+            # the ranking SQL's test, in integers: params * 50 >= target and params * 5 <= target
+            inside = (r["params"] * round(1 / RATIO_LOW) >= t["params"]
+                      and r["params"] * round(1 / RATIO_HIGH) <= t["params"])
+            shown = fmt_ratio(ratio)
+            if not inside and shown in ("1/5", "1/50"):  # rounds onto a bound it is just outside of
+                shown = f"{'a little over' if shown == '1/5' else 'a little under'} {shown}"
+            reasons.append(f"{size}, {shown} of the target's {fmt_size(t['params'], t['params_source'])} "
+                           f"({'inside' if inside else 'outside'} the preferred {PREFERRED_RATIO})")
         else:
             reasons.append(f"{size}, not smaller than the target")
         if self.lineage_id is not None and r["lineage_id"] == self.lineage_id:
@@ -610,8 +702,11 @@ class Query:
 
     def _entry(self, r: dict, ranked: bool = True) -> dict:
         source = self._source(r)
+        r["agreement"] = self.pair_agreement(r) if r.get("class_id") is not None else None
         return {
             "repo_id": r["repo_id"],
+            "outcome": r["agreement"]["class"] if r["agreement"] is not None else registry.WORKS,
+            "agreement": r["agreement"],
             "params": r["params"],
             "params_source": source,
             "params_active": r.get("params_active"),
@@ -632,8 +727,7 @@ class Query:
         e.pop("launch")
         e["reasons"] = e["reasons"][1:]
         e.update({"outcome": outcome, "failed_check": check, "reason": reason, "fix": fix})
-        ratio = e["ratio"]
-        e["_rank"] = (not (ratio is not None and RATIO_LOW <= ratio <= RATIO_HIGH), -(r["downloads"] or 0))
+        e["_rank"] = (-r["win"], -r["lin"], -r["kind"], bool(r["is_gated"]), -(r["downloads"] or 0), r["pk"])
         return e
 
     def target_info(self) -> dict:
@@ -653,8 +747,9 @@ class Query:
         }
 
 
-# Which near-miss fix costs least: copying tokenizer files, then resizing embeddings, then TLI.
-FIX_COST = {"mapping": 1, "vocab_size": 2, "token list": 3}
+# Which near-miss fix costs least: resizing embeddings (vocab_size), re-converting a GGUF (token list), then TLI
+# (a mapping that disagrees: only an engine with TLI has a fix for it).
+FIX_COST = {"vocab_size": 1, "token list": 2, "mapping": 3}
 SUMMARY_NEAR_MISSES = 3
 
 
@@ -738,7 +833,8 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     lines = [f"target: {t['repo_id']} ({size})"]
     if t.get("note"):
         lines.append(f"note: {t['note']}")
-    lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({t['class_members']} repos)")
+    n = t["class_members"]
+    lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({n} repo{'' if n == 1 else 's'})")
     drafts = result["drafts"]
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
@@ -758,6 +854,12 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
         lines.append(f"{'repo':{width}}  {'params':>{psize}}  {'ratio':>6}  {'downloads':>10}  why")
         for d in drafts:
             why = "; ".join(d["reasons"][1:])
+            a = d.get("agreement")
+            if a is not None:  # flagged differences beside the draft; degraded ones marked
+                mark = "DEGRADED: " if d["outcome"] == registry.DEGRADED else ""
+                figure = a["text_agreement"] if a["text_agreement"] is not None else a["ids_agreement"]
+                n = a["differing_ids"]
+                why = f"{mark}{figure:.1%} agree, {n} token{'' if n == 1 else 's'} differ; {why}"
             dl = d["downloads"] if d["downloads"] is not None else "?"
             size = fmt_size(d["params"], d["params_source"], d["params_active"])
             lines.append(f"{d['repo_id']:{width}}  {size:>{psize}}  {fmt_ratio(d['ratio']):>6}  {dl:>10}  {why}")

@@ -7,9 +7,22 @@ reads and, when the rule needs token text (diffs, TLI), its full token->id mappi
 
 from __future__ import annotations
 
-from .engines import ENGINES, Side, Verdict, differs_only_above, same_mapping, verdicts
+from .engines import (
+    DEFAULT_ENGINE,
+    ENGINES,
+    LLAMACPP_MAX_VOCAB_DIFF,
+    NO_SPECULATION,
+    REFUSED,
+    WORKS,
+    Side,
+    Verdict,
+    pair_agreement,
+    same_mapping,
+    tli_constraints,
+    verdicts,
+)
 
-__all__ = ["ENGINES", "RULES", "Side", "Verdict", "check_pair", "tli", "suggest_fix"]
+__all__ = ["ENGINES", "RULES", "Side", "Verdict", "check_pair", "tli", "fix_for", "suggest_fixes"]
 
 RULES = {name: e.rule for name, e in ENGINES.items()}
 sglang = ENGINES["sglang"].rule
@@ -109,31 +122,74 @@ def added_only(a: Side, b: Side) -> list[str]:
     return [t["content"] for t in a.tok.get("added_tokens") or [] if t["content"] not in theirs]
 
 
-def suggest_fix(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict | None) -> str | None:
-    """A precise way to make the pair work on SGLang (and the engines that share its rule)."""
-    if results["sglang"].compatible or t.tok is None or d.tok is None:
+TLI_VLLM = ("`use_heterogeneous_vocab: true` in --speculative-config (vLLM TLI, vllm/v1/spec_decode/vocab_mapping.py: "
+            "method draft_model, greedy draft)")
+UAG = ("pass tokenizer= and assistant_tokenizer= to generate() (transformers universal assisted generation, "
+       "generation/candidate_generator.py:762-795: any pair, TLI when sampling)")
+
+
+def fix_for(engine: str, outcome: str, *, same_mapping: bool | None, same_base: bool | None,
+            sizes: tuple[int | None, int | None] = (None, None), tli_info: dict | None = None,
+            tli_blocked: list[str] = ()) -> str | None:
+    """The one way to change this engine's outcome for a pair (``check`` and query's near misses both
+    ask here); None when nothing does, or nothing is needed.
+
+    Never "copy the target's tokenizer files" where it changes nothing: SGLang's and vLLM's draft loads
+    no tokenizer (the draft's weights decide what its ids mean), transformers and MLX decode the draft
+    with the target's tokenizer. Only llama.cpp reads the draft's token texts, from its GGUF file.
+    """
+    if outcome == WORKS:
         return None
-    if same_mapping(t, d):
-        return (f"same mapping, vocab_size differs ({t.vocab_size} vs {d.vocab_size}): use TLI "
-                "(vLLM `use_heterogeneous_vocab`, transformers tokenizer= and assistant_tokenizer=), or resize "
-                f"the draft's embeddings and lm_head to {t.vocab_size} rows")
-    if t.vocab_size == d.vocab_size and differs_only_above(t, d, t.vocab_size):
-        return (f"the mappings agree below vocab_size {t.vocab_size}: drop the tokens at ids >= {t.vocab_size} "
-                "from the side that has them, or copy the target's tokenizer files into the draft directory")
-    if t.tok["base_vocab_sha256"] == d.tok["base_vocab_sha256"] and t.vocab_size == d.vocab_size:
-        max_target_id = t.tok.get("max_id")
-        if max_target_id is not None and d.vocab_size is not None and max_target_id < d.vocab_size:
-            return ("identical base vocabulary, only added tokens differ, every target id < draft vocab_size: "
-                    "copy the target's tokenizer files into the draft directory")
-        return ("identical base vocabulary, only added tokens differ, but some target ids exceed the draft's "
-                "vocab_size: resize the draft's embeddings or use vLLM's TLI")
-    if tli_info is not None:
-        uag = ("transformers universal assisted generation (tokenizer= and assistant_tokenizer=)"
-               if t.vocab_size_transformers != d.vocab_size_transformers else
-               "transformers cannot (equal vocab_size makes it refuse assistant_tokenizer)")
-        return (f"different vocabularies: use TLI, vLLM `use_heterogeneous_vocab` (draft_model, greedy draft); "
-                f"{uag}; token intersection {tli_info['intersection']} ({tli_info['ratio']:.1%} of the draft)")
-    return None
+    t_size, d_size = sizes
+    shared = bool(same_mapping or same_base)  # the ids of ordinary text mean the same on both sides
+    resize = f"resize the draft's embedding and lm_head to the target's {t_size} rows (new rows are never drafted)"
+    tli = ""
+    if tli_info is not None and tli_info.get("intersection") is not None:
+        tli = f" (token intersection {tli_info['intersection']}, {tli_info['ratio']:.1%} of the draft)"
+    if engine == "sglang":  # no TLI in SGLang (PR #22883 open, not merged); sizes are all it compares
+        return resize if outcome == REFUSED and shared and t_size is not None else None
+    if engine == "vllm":
+        use_tli = None if tli_blocked else f"run TLI: {TLI_VLLM}{tli}"
+        if outcome == REFUSED and shared and t_size is not None:
+            return resize + (f", or {use_tli}" if use_tli else "")
+        return use_tli
+    if engine == "transformers":
+        if outcome != REFUSED or t_size is None or d_size is None or t_size == d_size:
+            return None  # equal vocab_size: transformers refuses assistant_tokenizer (generation/utils.py:1907-1919)
+        return UAG + tli + (f", or {resize}" if shared else "")
+    if engine == "llama.cpp":
+        if outcome == NO_SPECULATION and shared:
+            near = t_size is None or d_size is None or abs(t_size - d_size) <= LLAMACPP_MAX_VOCAB_DIFF
+            if near:
+                return ("re-convert the draft GGUF with the target's tokenizer files (copy them into the draft's "
+                        "directory, then convert_hf_to_gguf.py): llama.cpp then finds every token text equal; the "
+                        "draft's weights keep what its ids mean, so only drafting a differing id is rejected")
+        return None
+    return None  # MLX, LM Studio: no vocabulary translation; tokenizer.vocab_size is the base vocabulary
+
+
+def engine_sizes(engine: str, t: Side, d: Side) -> tuple[int | None, int | None]:
+    """The sizes an engine compares, for the fix's words."""
+    if engine == "vllm":
+        return t.vllm_vocab_size, d.vllm_vocab_size
+    if engine == "transformers":
+        return t.vocab_size_transformers, d.vocab_size_transformers
+    if engine == "llama.cpp":
+        return tuple(s.gguf.n_vocab if s.gguf is not None and s.gguf.converted else None for s in (t, d))
+    if engine in ("mlx", "lmstudio"):
+        return (t.tok or {}).get("hf_vocab_size"), (d.tok or {}).get("hf_vocab_size")
+    return t.vocab_size, d.vocab_size
+
+
+def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict | None) -> dict[str, str | None]:
+    """Per engine, the fix that changes its outcome (None: works already, or nothing helps)."""
+    same = same_mapping(t, d)
+    base = None if t.tok is None or d.tok is None else t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256")
+    blocked = tli_constraints(t, d)
+    ambiguous = bool(t.text_config_error or d.text_config_error)  # vLLM and transformers raise before any size
+    return {name: None if ambiguous and "text_config_error" in ENGINES[name].facts else
+            fix_for(name, v.outcome, same_mapping=same, same_base=base, sizes=engine_sizes(name, t, d),
+                    tli_info=tli_info, tli_blocked=blocked) for name, v in results.items()}
 
 
 def _gguf_details(side: Side) -> dict | None:
@@ -147,16 +203,20 @@ def _gguf_details(side: Side) -> dict | None:
 
 
 def check_pair(t: Side, d: Side) -> dict:
-    """Every engine's verdict, the TLI intersections, differences and a fix, as the CLI prints them."""
+    """Every engine's verdict, the agreement of the two vocabularies, the TLI intersections, differences
+    and the fix per engine, as the CLI prints them (``fix``: the default engine's)."""
     results = verdicts(t, d)
     tli_info = tli(t, d)
+    fixes = suggest_fixes(t, d, results, tli_info)
     gguf = {role: _gguf_details(side) for role, side in (("target", t), ("draft", d))}
     out = {
         "target": t.name,
         "draft": d.name,
         "verdicts": {name: v.to_dict() for name, v in results.items()},
+        "agreement": pair_agreement(t, d),
         "tli": tli_info,
-        "fix": suggest_fix(t, d, results, tli_info),
+        "fix": fixes[DEFAULT_ENGINE],
+        "fixes": fixes,
         "details": {
             "vocab_size": {"target": t.vocab_size, "draft": d.vocab_size},
             "vocab_size_transformers": {"target": t.vocab_size_transformers, "draft": d.vocab_size_transformers},

@@ -31,6 +31,7 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
         model_type=config.model_type,
         gguf=gguf,
         gguf_missing=missing,
+        source_dir=str(directory),  # the reference-text counts are taken here when a pair needs them
     )
 
 

@@ -7,7 +7,9 @@ idempotent and reading can verify the content against its name:
   sha256 *is* the vocabulary fingerprint;
 * ``<root>/<sha[:2]>/<sha>.tokens.z``: a GGUF token list (the text of every id, in id order),
   named by ``tokens_sha256`` (sha256 of each token's UTF-8 text followed by a NUL byte, the
-  definition of ../shared/corpus/oracle-engines.json), stored as a JSON list.
+  definition of ../shared/corpus/oracle-engines.json), stored as a JSON list;
+* ``<root>/<sha[:2]>/<sha>.counts.z``: the id counts of that vocabulary's tokenizer over the reference
+  text (``indexer.agreement``), with the sha256 of the text they were taken over, as JSON.
 """
 
 from __future__ import annotations
@@ -83,6 +85,24 @@ class TokenStore:
         except FileNotFoundError:
             raise KeyError(sha) from None
         return json.loads(raw.decode("utf-8", "surrogatepass"))
+
+    def counts_path(self, sha: str) -> Path:
+        return self.path(sha).with_name(f"{sha}.counts.z")
+
+    def put_counts(self, sha: str, text_sha256: str, counts: dict[int, int]) -> None:
+        """Store a tokenizer's id counts over the reference text (replacing counts of another text)."""
+        data = json.dumps({"text_sha256": text_sha256, "counts": sorted(counts.items())}).encode()
+        _write_compressed(self.counts_path(sha), data)
+
+    def get_counts(self, sha: str, text_sha256: str) -> dict[int, int] | None:
+        """The id counts stored for ``sha`` over the text ``text_sha256``; None when absent or stale."""
+        try:
+            data = json.loads(zlib.decompress(self.counts_path(sha).read_bytes()))
+        except (OSError, ValueError, zlib.error):
+            return None
+        if not isinstance(data, dict) or data.get("text_sha256") != text_sha256:
+            return None
+        return {int(i): int(n) for i, n in data.get("counts") or ()}
 
     def get(self, sha: str) -> dict[str, int]:
         """The token->id mapping stored under ``sha``."""

@@ -414,6 +414,9 @@ class CatalogWriter:
             raise_if_write_failed(e)
             return "error", f"fingerprint failed: {describe(e)}"
         self.fingerprinted += 1
+        from .agreement import store_counts
+
+        store_counts(self.tokens, fp.vocab_sha256, tmp)  # once per vocabulary: pairs then cost no tokenization
         return "ok", fp
 
     def _tokenizer(self, session, fp, now) -> int:

@@ -38,8 +38,8 @@ def test_classes_per_engine(db):
     assert stats["repos"] == len(ok)
     # Every size-based engine: (its size, mapping); llama.cpp: the GGUF signature, which needs the
     # engine facts derived from stored blobs (this hand-built catalog has none).
-    assert stats["classes"] == {"sglang": 4, "vllm": 4, "transformers": 4, "llama.cpp": 0, "mlx": 3,
-                                "lmstudio": 3}
+    assert stats["classes"] == {"sglang": 5, "vllm": 5, "transformers": 5, "llama.cpp": 0, "mlx": 4,
+                                "lmstudio": 4}
     for engine in ("sglang", "vllm", "transformers", "mlx", "lmstudio"):
         assert stats["memberships"][engine] == len(ok)
     assert stats["memberships"]["llama.cpp"] == 0 and stats["engine_facts"]["derived"] == 0
@@ -49,7 +49,7 @@ def test_classes_per_engine(db):
         labels = [row[0] for row in conn.execute("SELECT label FROM compat_classes")]
         assert all(labels) and any("vocab_size 152064" in s for s in labels)
         counts = dict(conn.execute("SELECT id, repo_count FROM tokenizers"))
-        assert counts == {1: sum(1 for r in REPOS if r[1] == 1), 2: 1, 3: 1}
+        assert counts == {1: sum(1 for r in REPOS if r[1] == 1), 2: 1, 3: 1, 4: 1}
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         assert meta["transformers_version"].startswith("5.")
         assert float(meta["compute_seconds"]) >= 0 and meta["computed_at"]
@@ -77,7 +77,7 @@ def test_compute_follows_catalog_changes(db):
         conn.execute("UPDATE repos SET status = 'error' WHERE repo_id = 'variant/added'")
     stats = compute(db)
     assert stats["repos"] == len(REPOS) - 1
-    assert stats["classes"]["sglang"] == 3
+    assert stats["classes"]["sglang"] == 4
 
 
 def test_cli_compute(db):
@@ -128,3 +128,17 @@ def test_candidate_pairs_bounded():
     assert max(per.values()) <= 32
     fam = candidate_pairs([(1, "x", 1000), (2, "y", 1100), (3, "z", 1300)], {1: {"f"}, 2: {"f"}, 3: {"f"}})
     assert fam == [(1, 2), (2, 1)]  # 1300 is more than 128 away from both
+
+
+def test_agreement_step_flags_tokenizers_once_and_recounts_after_a_text_change(db):
+    stats = compute(db)["agreement"]
+    # No added tokens and no counts (a hand-built catalog): every same-base draft agrees, by ids.
+    assert stats["flagged"] == 4 and stats["agree_by_base"] == 4 and stats["seconds"] >= 0
+    with sqlite3.connect(db) as conn:
+        flags = dict(conn.execute("SELECT id, agrees_by_base FROM tokenizers"))
+        assert flags == {1: 1, 2: 1, 3: 1, 4: 1}
+        assert {b for (b,) in conn.execute("SELECT agreement_basis FROM tokenizers")} == {"ids"}
+    assert compute(db)["agreement"]["flagged"] == 0  # measured once
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value = 'another text' WHERE key = 'agreement_text_sha256'")
+    assert compute(db)["agreement"]["flagged"] == 4  # counts over another text are stale: measured again

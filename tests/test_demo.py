@@ -45,7 +45,11 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     drafts = [d["repo_id"] for d in out["drafts"]]
-    assert set(drafts) == {"lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft"}
+    # The same mapping, then the base models whose vocabularies agree (they lack the chat tokens), flagged.
+    assert drafts == ["lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft", "lumen-ai/Lumen-0.5B",
+                      "lumen-ai/Lumen-7B"]
+    base = out["drafts"][2]
+    assert base["outcome"] == "works" and base["agreement"]["only_draft"] + base["agreement"]["only_target"] == 2
     assert DEMO_DRAFT_MISMATCH not in drafts
 
     # the gated original is a target like any other: its facts came from its public copy

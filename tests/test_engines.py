@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
-from tokfactory import BASE_WORDS, make_model
+from tokfactory import BASE_WORDS, make_model, make_text_model
 
 from indexer import engines as registry
 from indexer.cli import cli
@@ -109,21 +109,21 @@ def test_verdict_shape_and_outcomes():
 # ---------------------------------------------------------------- SGLang
 
 
-def test_sglang_same_size_other_mapping_starts_and_is_useless(tmp_path):
-    r = pair(tmp_path, lambda p: make_model(p, added=["<|im_start|>"], vocab_size=128),
-             lambda p: make_model(p, vocab_size=128))
+def test_sglang_same_size_unrelated_mapping_starts_and_is_useless(tmp_path):
+    r = pair(tmp_path, lambda p: make_text_model(p), lambda p: make_text_model(p, shuffle=1))
     v = r["verdicts"]["sglang"]
     assert v == {**v, "accepted": True, "compatible": False, "outcome": "useless"}
     assert "slower than none" in reasons(r, "sglang")
     assert outcome(r, "vllm") == outcome(r, "transformers") == outcome(r, "mlx") == "useless"
+    assert r["fixes"]["sglang"] is None and "use_heterogeneous_vocab" in r["fixes"]["vllm"]
 
 
-def test_sglang_mapping_differs_only_above_vocab_size_is_said(tmp_path):
+def test_sglang_mapping_differs_only_above_vocab_size_works_and_says_so(tmp_path):
     n = len(BASE_WORDS)
     r = pair(tmp_path, lambda p: make_model(p, added=["<pad>"], vocab_size=n), lambda p: make_model(p, vocab_size=n))
-    assert outcome(r, "sglang") == "useless" and not r["verdicts"]["sglang"]["compatible"]
-    assert f"only at ids >= vocab_size {n}" in reasons(r, "sglang")
-    assert "drop the tokens at ids >=" in r["fix"]
+    assert outcome(r, "sglang") == "works" and r["verdicts"]["sglang"]["compatible"]
+    assert f"ids >= vocab_size {n} only" in reasons(r, "sglang")
+    assert r["fix"] is None
 
 
 def test_sglang_different_size_is_refused(tmp_path):
@@ -158,6 +158,7 @@ def test_get_text_config_ambiguity_is_an_error_verdict(tmp_path):
     for engine in ("vllm", "transformers"):
         assert outcome(r, engine) == "refused", engine
         assert "ambiguous" in reasons(r, engine) and "decoder, text_config" in reasons(r, engine)
+        assert r["fixes"][engine] is None  # neither resizing nor TLI helps a config the engine cannot read
     assert outcome(r, "sglang") == "works"  # SGLang's own priority is not ambiguous
 
 
@@ -186,7 +187,7 @@ def test_transformers_uag_only_when_sizes_differ(tmp_path):
     assert outcome(same, "transformers") == "useless"
     assert "assistant_tokenizer raises" in reasons(same, "transformers")
     assert "output stays correct" in reasons(same, "transformers")
-    assert "transformers cannot" in same["fix"] and "universal" not in same["fix"]
+    assert same["fixes"]["transformers"] is None  # equal sizes: assistant_tokenizer raises, nothing helps
 
 
 # ---------------------------------------------------------------- MLX and LM Studio

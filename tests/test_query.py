@@ -43,6 +43,7 @@ REPOS = [
     ("gate/gated-chat", 1, 152064, 0.35 * B, "gate", None, True, 20_000_000, {"gated": "manual"}),
     ("variant/added", 2, 152064, 0.5 * B, "variant", None, True, 70, {}),
     ("meta-llama/Llama-3.2-1B", 3, 128256, 1.2 * B, "meta-llama", "llama3", False, 2_000_000, {}),
+    ("other/unrelated", 4, 152064, 0.6 * B, "other2", None, True, 60, {}),
 ]
 
 
@@ -55,6 +56,7 @@ def build_catalog(path) -> str:
             _tok(1, T1, "b" * 64, 151665, 151643),
             _tok(2, T2, "b" * 64, 151670, 151643),
             _tok(3, T3, "e" * 64, 128256, 128000),
+            _tok(4, "f" * 64, "9" * 64, 151665, 151643),  # another base vocabulary of the same size
         ])
         rows = []
         for i, (rid, tok, vs, params, author, family, chat, dl, extra) in enumerate(REPOS, start=1):
@@ -98,7 +100,11 @@ def test_never_bigger_never_disabled_and_lineage_first(catalog):
     # A draft of unknown size is still listed, after the sized ones (issue 10).
     assert drafts[-1] == "who/unknown-params" and result["drafts"][-1]["params"] is None
     assert "Qwen/Qwen2.5-0.5B-Instruct" not in drafts  # other vocab_size: SGLang rejects it
-    assert "variant/added" not in drafts  # other mapping
+    assert "other/unrelated" not in drafts  # another base vocabulary: useless
+    # Same base vocabulary, other added tokens: the vocabularies agree, so it works, its difference flagged.
+    added = result["drafts"][drafts.index("variant/added")]
+    assert added["outcome"] == "works" and added["agreement"]["class"] == "works"
+    assert "agree" in added["reasons"][0] and result["drafts"][0]["agreement"] is None
     # Lineage (same author, or shared base model) beats far more downloads from a stranger.
     assert drafts.index("Qwen/small-chat") < drafts.index("other/tiny-chat")
     assert drafts.index("ft/derived") < drafts.index("other/tiny-chat")
@@ -158,18 +164,18 @@ def test_missing_catalog_exit_2(tmp_path):
 
 def test_all_returns_exactly_the_class(catalog):
     result = run_query(TARGET, db=catalog, all_members=True)
-    expected = {r[0] for r in REPOS if r[1] == 1 and r[2] == 152064} - {TARGET}
+    expected = {r[0] for r in REPOS if r[1] in (1, 2) and r[2] == 152064} - {TARGET}  # 2: same base, agrees
     assert set(ids(result["drafts"])) == expected
     assert len(result["drafts"]) == len(expected)
-    assert result["target"]["class_members"] == len(expected) + 1
-    # vLLM starts with the other mapping too, but it is useless there: only the same mapping works.
+    assert result["target"]["class_members"] == len(expected)  # the class: the identical mapping; + variant/added
+    # vLLM starts with another mapping too: the same-base one works, the unrelated one is a useless near miss.
     vllm = run_query(TARGET, db=catalog, all_members=True, engine="vllm", near_misses=True)
     assert set(ids(vllm["drafts"])) == expected
-    added = next(m for m in vllm["near_misses"] if m["repo_id"] == "variant/added")
-    assert added["outcome"] == "useless" and "added tokens differ" in added["reason"]
-    # MLX compares tokenizer.vocab_size (the base vocabulary): every repo of the same mapping works.
+    other = next(m for m in vllm["near_misses"] if m["repo_id"] == "other/unrelated")
+    assert other["outcome"] == "useless" and "disagree" in other["reason"]
+    # MLX compares tokenizer.vocab_size (the base vocabulary): every repo of an agreeing mapping works.
     mlx = run_query(TARGET, db=catalog, all_members=True, engine="mlx")
-    assert set(ids(mlx["drafts"])) == {r[0] for r in REPOS if r[1] == 1} - {TARGET}
+    assert set(ids(mlx["drafts"])) == {r[0] for r in REPOS if r[1] in (1, 2)} - {TARGET}
     # llama.cpp needs the GGUF facts that compute derives from stored blobs: this catalog has none.
     with pytest.raises(QueryError) as e:
         run_query(TARGET, db=catalog, all_members=True, engine="llama.cpp")
@@ -182,11 +188,15 @@ def test_near_misses(catalog):
     size = misses["Qwen/Qwen2.5-0.5B-Instruct"]
     assert size["failed_check"] == "vocab_size"
     assert "151936" in size["reason"] and "152064" in size["reason"]
-    assert "pad" in size["fix"] and "TLI" in size["fix"]
-    added = misses["variant/added"]
-    assert added["failed_check"] == "mapping"
-    assert "added tokens differ" in added["reason"]
-    assert "copy the target's tokenizer files" in added["fix"]
+    assert size["fix"].startswith("resize the draft's embedding and lm_head to the target's 152064 rows")
+    assert "TLI" not in size["fix"]  # an SGLang fix: SGLang has no TLI
+    assert "variant/added" not in misses  # its vocabulary agrees: a draft, not a near miss
+    other = misses["other/unrelated"]
+    assert other["failed_check"] == "mapping" and other["outcome"] == "useless"
+    assert other["fix"] is None  # SGLang has no TLI; copying tokenizer files changes nothing there
+    vllm = {m["repo_id"]: m for m in run_query(TARGET, db=catalog, near_misses=True, engine="vllm")["near_misses"]}
+    assert "use_heterogeneous_vocab" in vllm["other/unrelated"]["fix"]
+    assert "resize" in vllm["Qwen/Qwen2.5-0.5B-Instruct"]["fix"] and "TLI" in vllm["Qwen/Qwen2.5-0.5B-Instruct"]["fix"]
     assert "meta-llama/Llama-3.2-1B" not in misses
     text = CliRunner().invoke(cli, ["query", "--target", TARGET, "--db", catalog, "--near-misses"]).output
     assert "near misses" in text and "fix:" in text

@@ -114,7 +114,9 @@ def test_a_repo_with_no_size_is_listed_after_the_sized_ones(catalog):
 def test_near_misses_work_on_estimates_and_say_none(catalog):
     result = run_query(TARGET, db=catalog, near_misses=True)
     misses = by_id(result["near_misses"])
-    assert misses["acme/Variant-0.5B"]["failed_check"] == "mapping"
+    assert "acme/Variant-0.5B" not in misses  # same base vocabulary: it agrees, a draft (flagged)
+    variant = by_id(result["drafts"])["acme/Variant-0.5B"]
+    assert variant["outcome"] == "works" and variant["agreement"]["basis"] == "ids"
     assert misses["acme/Padded-1B"]["failed_check"] == "vocab_size"
     assert misses["acme/Padded-1B"]["params_source"] == "config"
     res = CliRunner().invoke(cli, ["query", "--target", "lonely/Alone-7B", "--near-misses", "--db", catalog])
@@ -141,12 +143,13 @@ def test_summary_line_names_engines_and_the_cheapest_fix(catalog):
     result = run_query(TARGET, db=catalog, near_misses=True)
     s = result["summary"]
     assert s["engines_with_drafts"] == ["sglang", "vllm", "transformers", "mlx", "lmstudio"]
-    # Copying tokenizer files (the mapping near miss) is cheaper than padding or TLI.
-    assert s["cheapest_fix"]["repo_id"] == "acme/Variant-0.5B"
-    assert "copy the target's tokenizer files" in s["cheapest_fix"]["fix"]
+    # Resizing the draft's embeddings is SGLang's only fix (it has no TLI; tokenizer files change nothing).
+    assert s["cheapest_fix"]["repo_id"] == "acme/Padded-1B"
+    assert s["cheapest_fix"]["fix"].startswith("resize the draft's embedding and lm_head to the target's 32000 rows")
     line = render(result, near_misses=True).splitlines()[-1]
     assert line.startswith("summary: drafts on sglang, vllm, transformers, mlx, lmstudio")
-    assert "cheapest near-miss fix (sglang, acme/Variant-0.5B): copy the target's tokenizer files" in line
+    assert "cheapest near-miss fix (sglang, acme/Padded-1B): resize the draft's embedding" in line
+    assert "use_heterogeneous_vocab" not in line and "copy the target's tokenizer files" not in line
     # Without drafts the fix is looked for even when --near-misses was not given.
     assert run_query("solo/Only-7B", db=catalog)["summary"]["cheapest_fix"]["repo_id"] == "solo/Pal-1B"
 
@@ -304,3 +307,30 @@ def test_lookup_estimates_and_gguf_on_postgresql(pg_url):
     with pytest.raises(QueryError, match=f"did you mean {TARGET}"):
         run_query("acme/Big-7B-Caht", db=db)
     assert side_from_catalog("acme/big-7b-CHAT", db=db).name == TARGET
+
+
+def test_near_misses_are_one_order_cut_at_every_limit(tmp_path):
+    """Issue 18: near misses used to reorder with --limit; now every limit shows a prefix of one list."""
+    repos = [_repo(TARGET, 1, 32000, estimate=int(7.24 * B))]
+    repos += [_repo(f"pad/P{i}-1B", 1, 32064 + 64 * (i % 3), estimate=B, downloads=10 * (i % 4)) for i in range(9)]
+    repos += [_repo(f"far/F{i}-1B", 2, 32000, estimate=int(0.2 * B * (i + 1)), downloads=i) for i in range(6)]
+    toks = [_tok(1, "a", "b", 32000), _tok(2, "c", "z", 32000)]  # 2: another base vocabulary: useless
+    db = build(tmp_path / "c.db", repos=repos, tokenizers=toks)
+    full = [m["repo_id"] for m in run_query(TARGET, db=db, near_misses=True, limit=100)["near_misses"]]
+    assert len(full) == 15
+    for limit in range(1, 16):
+        got = [m["repo_id"] for m in run_query(TARGET, db=db, near_misses=True, limit=limit)["near_misses"]]
+        assert got == full[:limit], limit
+
+
+def test_class_size_and_ratio_bounds_are_worded_right(tmp_path):
+    repos = [_repo(TARGET, 1, 32000, params=int(7.2 * B)), _repo("edge/Edge-1.5B", 1, 32000, params=int(1.5 * B)),
+             _repo("in/Fifth-1.44B", 1, 32000, params=int(1.44 * B)), _repo("solo/One-7B", 2, 32000, params=7 * B)]
+    db = build(tmp_path / "c.db", repos=repos, tokenizers=[_tok(1, "a", "b", 32000), _tok(2, "c", "x", 32000)])
+    result = run_query(TARGET, db=db)
+    reasons = {d["repo_id"]: " ".join(d["reasons"]) for d in result["drafts"]}
+    assert "a little over 1/5 of the target's 7.2B (outside the preferred 1/50..1/5)" in reasons["edge/Edge-1.5B"]
+    assert "1/5 of the target's 7.2B (inside the preferred 1/50..1/5)" in reasons["in/Fifth-1.44B"]
+    assert "(3 repos)" in render(result)
+    one = render(run_query("solo/One-7B", db=db, engine="vllm"))
+    assert "(1 repo)" in one and "(1 repos)" not in one

@@ -29,23 +29,25 @@ def test_identical_models_work_on_every_engine_that_converts_them(tmp_path):
     assert r["tli"]["ratio"] == 1.0
 
 
-def test_chat_tokens_added_same_size_fails_sglang_with_copy_fix(tmp_path):
-    # Target has chat tokens, config vocab_size padded equally on both sides.
+def test_chat_tokens_added_same_size_works_with_the_tokens_named(tmp_path):
+    # Target has chat tokens, config vocab_size padded equally on both sides: every id of text agrees.
     r = verdicts(tmp_path, {"added": ["<|im_start|>", "<|im_end|>"], "vocab_size": 128},
                  {"vocab_size": 128})
-    assert not ok(r, "sglang")
-    # vLLM and transformers start (same size) but the mappings differ: useless, not corrupted.
-    assert r["verdicts"]["vllm"]["outcome"] == r["verdicts"]["transformers"]["outcome"] == "useless"
+    for engine in ("sglang", "vllm", "transformers", "mlx", "lmstudio"):
+        assert r["verdicts"][engine]["outcome"] == "works" and ok(r, engine), engine
+        assert r["fixes"][engine] is None
+    assert "2 tokens differ" in r["verdicts"]["sglang"]["reasons"][0]
     assert "output stays correct" in r["verdicts"]["transformers"]["reasons"][0]
-    assert r["verdicts"]["mlx"]["outcome"] == "useless"  # same base vocabulary size, other mapping
+    assert any("'<|im_start|>'" in w and "does not exist" in w for w in r["agreement"]["warnings"])
+    assert r["agreement"]["only_target"] == 2 and r["agreement"]["text_agreement"] == 1.0
     assert r["details"]["added_only_in_target"] == ["<|im_start|>", "<|im_end|>"]
     assert r["details"]["first_differing_ids"][0]["id"] == len(BASE_WORDS)
-    assert r["fix"].startswith("identical base vocabulary, only added tokens differ")
+    assert "copy the target's tokenizer files" not in json.dumps(r)
 
 
-def test_added_tokens_reordered_is_a_mapping_mismatch(tmp_path):
+def test_added_tokens_reordered_is_a_mapping_mismatch_that_works(tmp_path):
     r = verdicts(tmp_path, {"added": ["<|im_start|>", "<|im_end|>"]}, {"added": ["<|im_end|>", "<|im_start|>"]})
-    assert not ok(r, "sglang")
+    assert ok(r, "sglang") and r["agreement"]["ids_differ"] == 2 and not r["agreement"]["identical"]
     assert r["details"]["added_only_in_target"] == [] and r["details"]["added_only_in_draft"] == []
     diff = r["details"]["first_differing_ids"]
     assert [x["id"] for x in diff] == [len(BASE_WORDS), len(BASE_WORDS) + 1]
@@ -55,8 +57,11 @@ def test_padded_vocab_size_fails_sglang_and_vllm_not_mlx(tmp_path):
     r = verdicts(tmp_path, {"vocab_size": 256}, {})
     assert not ok(r, "sglang") and not ok(r, "vllm") and not ok(r, "transformers")
     assert ok(r, "mlx")
-    assert r["fix"].startswith("same mapping, vocab_size differs")
-    assert "assistant_tokenizer" in r["fix"]  # sizes differ: universal assisted generation is possible
+    assert r["fix"] == r["fixes"]["sglang"] and r["fix"].startswith("resize the draft's embedding and lm_head")
+    assert "use_heterogeneous_vocab" not in r["fixes"]["sglang"]  # SGLang has no TLI
+    assert "use_heterogeneous_vocab" in r["fixes"]["vllm"] and "resize" in r["fixes"]["vllm"]
+    assert "assistant_tokenizer" in r["fixes"]["transformers"]  # sizes differ: universal assisted generation
+    assert r["fixes"]["mlx"] is None
 
 
 def test_multimodal_text_config_vocab_size_is_used(tmp_path):

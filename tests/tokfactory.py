@@ -46,3 +46,63 @@ def make_model(
     cfg.update(config or {})
     (path / "config.json").write_text(json.dumps(cfg))
     return path
+
+
+_TRAINED: dict = {}
+
+
+def trained_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """A small byte-level BPE trained on the shipped reference text (once per session): a tokenizer whose
+    counts over that text fall on many ids, as a real one's do."""
+    if not _TRAINED:
+        from tokenizers import trainers
+
+        from indexer.agreement import reference_parts
+
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"],
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tok.train_from_iterator(reference_parts(), trainer)
+        data = json.loads(tok.to_str())["model"]
+        _TRAINED["vocab"] = data["vocab"]
+        _TRAINED["merges"] = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in data["merges"]]
+    return dict(_TRAINED["vocab"]), list(_TRAINED["merges"])
+
+
+def make_text_model(path: Path, *, added: list[str] = (), plain_added: list[str] = (), rename: dict[int, str] = (),
+                    swap: tuple[str, str] | None = None, shuffle: int | None = None, eos: str = "</s>",
+                    vocab_size: int | None = None) -> Path:
+    """A model directory around :func:`trained_bpe`: ``added`` special tokens appended (chat tokens),
+    ``plain_added`` non-special ones (a code tokenizer's whitespace runs), ``rename`` {id: new text} of
+    added tokens, ``swap`` two added tokens' ids, ``shuffle`` (a seed) the base ids: an unrelated
+    vocabulary of the same size. config vocab_size defaults to the full vocabulary."""
+    import random
+
+    vocab, merges = trained_bpe()
+    if shuffle is not None:
+        strings = sorted(vocab, key=vocab.get)
+        ids = list(range(3, len(strings)))
+        random.Random(shuffle).shuffle(ids)
+        vocab = {s: i for s, i in zip(strings, [0, 1, 2, *ids], strict=True)}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(t, special=True) for t in ("<unk>", "<s>", "</s>")])
+    n = len(vocab)
+    names = list(added)
+    for i, text in dict(rename).items():
+        names[i - n] = text
+    if swap:
+        a, b = names.index(swap[0]), names.index(swap[1])
+        names[a], names[b] = names[b], names[a]
+    tok.add_special_tokens([AddedToken(t, special=True) for t in names])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in plain_added])
+    path.mkdir(parents=True, exist_ok=True)
+    tok.save(str(path / "tokenizer.json"))
+    tc = {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "<unk>", "bos_token": "<s>", "eos_token": eos}
+    (path / "tokenizer_config.json").write_text(json.dumps(tc))
+    size = vocab_size if vocab_size is not None else tok.get_vocab_size(with_added_tokens=True)
+    (path / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+                                                  "vocab_size": size}))
+    return path
