@@ -328,13 +328,18 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
         for name, fix in result["fixes"].items():
             if fix:
                 click.echo(f"  fix ({name}): {fix}")
-            elif result["verdicts"][name]["outcome"] != "works":
+            elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(result["verdicts"][name]):
                 stuck.append(name)
         if stuck:
             click.echo(f"  no fix changes the outcome on: {', '.join(stuck)}")
         for name, cmd in (result.get("launch") or {}).items():
             click.echo(f"  launch ({name}): {cmd}")
     sys.exit(0 if works_on(result, engine) else 1)
+
+
+def _not_judged(verdict: dict) -> bool:
+    """A GGUF side on an engine that loads none: its reason says where to ask instead, no fix applies."""
+    return any(r.startswith("not judged") for r in verdict["reasons"])
 
 
 def _short(tokens: list[str], n: int = 8) -> str:

@@ -181,15 +181,38 @@ def engine_sizes(engine: str, t: Side, d: Side) -> tuple[int | None, int | None]
     return t.vocab_size, d.vocab_size
 
 
+def gguf_texts_shared(t: Side, d: Side) -> bool | None:
+    """Two GGUF token lists that are one vocabulary with a few texts renamed or appended: at most 1% of the
+    ids llama.cpp compares (from 5 to the smaller n_vocab, common/speculative.cpp:106-124) differ. None when
+    a side has no token list (read or predicted)."""
+    tt, dt = (s.gguf.tokens if s.gguf is not None else None for s in (t, d))
+    if tt is None or dt is None or min(len(tt), len(dt)) <= 5:
+        return None
+    n = min(len(tt), len(dt))
+    differ = sum(1 for i in range(5, n) if tt[i] != dt[i])
+    return differ <= max(1, (n - 5) // 100)
+
+
 def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict | None) -> dict[str, str | None]:
     """Per engine, the fix that changes its outcome (None: works already, or nothing helps)."""
     same = same_mapping(t, d)
     base = None if t.tok is None or d.tok is None else t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256")
     blocked = tli_constraints(t, d)
     ambiguous = bool(t.text_config_error or d.text_config_error)  # vLLM and transformers raise before any size
-    return {name: None if ambiguous and "text_config_error" in ENGINES[name].facts else
-            fix_for(name, v.outcome, same_mapping=same, same_base=base, sizes=engine_sizes(name, t, d),
-                    tli_info=tli_info, tli_blocked=blocked) for name, v in results.items()}
+    out = {}
+    for name, v in results.items():
+        if ambiguous and "text_config_error" in ENGINES[name].facts:
+            out[name] = None
+            continue
+        rule_of = name
+        if (t.gguf_file or d.gguf_file) and ENGINES[name].gguf_rule is not None:
+            rule_of = "llama.cpp"  # a GGUF file runs on llama.cpp (LM Studio's GGUF engine too): its fixes apply
+        shared = base
+        if shared is None and "gguf" in ENGINES[rule_of].facts:  # GGUF files: their token lists are all we have
+            shared = gguf_texts_shared(t, d)
+        out[name] = fix_for(rule_of, v.outcome, same_mapping=same, same_base=shared, sizes=engine_sizes(name, t, d),
+                            tli_info=tli_info, tli_blocked=blocked)
+    return out
 
 
 def _gguf_details(side: Side) -> dict | None:

@@ -67,6 +67,14 @@ def test_check_two_files_and_engines_that_load_no_gguf(tmp_path):
     for name in ("sglang", "vllm", "transformers", "mlx"):
         assert v[name]["outcome"] == "refused" and v[name]["reasons"][0].startswith("not judged:")
     assert out["launch"]["llama.cpp"] == f"llama-server -m {t} -md {d} --spec-type draft-simple"
+    # one renamed text of 300: re-converting the draft with the target's tokenizer files fixes both GGUF engines
+    for name in ("llama.cpp", "lmstudio"):
+        assert out["fixes"][name].startswith("re-convert the draft GGUF with the target's tokenizer files")
+    assert all(out["fixes"][name] is None for name in ("sglang", "vllm", "transformers", "mlx"))
+    text = run("check", t, d).output
+    assert "no fix changes the outcome" not in text  # engines that load no GGUF said where to ask instead
+    unrelated = write_gguf(tmp_path / "u.gguf", tokens=[f"u{i}" for i in range(300)])
+    assert json.loads(run("check", t, unrelated, "--json").stdout)["fixes"]["llama.cpp"] is None
     same = run("check", t, write_gguf(tmp_path / "e.gguf", tokens=bpe_tokens(300)), "--engine", "llama.cpp")
     assert same.exit_code == 0 and "read from the header of" in same.output
 
