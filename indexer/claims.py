@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from .db import is_write_conflict
-from .models import CrawlQueue, CrawlRun
+from .models import CrawlQueue, CrawlRun, Repo
 
 # A crawl on another host cannot be checked: its run counts as alive this long after it started.
 REMOTE_RUN_HOURS = 6
@@ -41,8 +41,13 @@ def run_alive(run: CrawlRun | None, now: datetime) -> bool:
     return True
 
 
-def claim(session, transaction, item, run_id: int, now: datetime) -> bool:
-    """Claim ``item`` (a ``hub.Listed``) for run ``run_id``; False when another live crawl holds it.
+class _DoneElsewhere(Exception):
+    """Raised inside the claim's transaction to roll it back: another crawl wrote the repo meanwhile."""
+
+
+def claim(session, transaction, item, run_id: int, now: datetime, seen: tuple | None = None) -> bool:
+    """Claim ``item`` (a ``hub.Listed``) for run ``run_id``; False when another live crawl holds it, or
+    wrote it since this crawl looked (``seen``: the repo row's (sha, status) then, None when absent).
 
     ``transaction`` is the writer's per-repo transaction context (commit or roll back).
     """
@@ -58,6 +63,15 @@ def claim(session, transaction, item, run_id: int, now: datetime) -> bool:
                 session.add(CrawlQueue(repo_id=item.id, item=item.to_json(), queued_at=now, crawl_run_id=run_id))
             else:
                 row.crawl_run_id, row.item = run_id, item.to_json()
+            session.flush()  # waits for a crawl that is writing this repo now (its claim row is locked)
+            # Checked after the claim row is ours: a crawl that wrote the repo has committed by now.
+            current = session.execute(select(Repo.sha, Repo.status).where(Repo.repo_id == item.id)
+                                      .execution_options(populate_existing=True)).one_or_none()
+            if (current is not None and tuple(current) != seen and current.sha == item.sha
+                    and current.status not in ("error", "gone")):
+                raise _DoneElsewhere
+    except _DoneElsewhere:
+        return False
     except Exception as e:
         if is_write_conflict(e):  # another crawl inserted the claim first
             return False

@@ -434,8 +434,9 @@ class Crawler:
         if early is not None:
             self._finish(session, item, pk, kind, early, queued)
             return None
-        if not claim(session, self.writer.transaction, item, self.run_id, now_utc()):
-            self.counts["elsewhere"] += 1  # another live crawl is fetching it
+        seen = (row.sha, row.status) if row is not None else None
+        if not claim(session, self.writer.transaction, item, self.run_id, now_utc(), seen):
+            self.counts["elsewhere"] += 1  # another live crawl is fetching it, or has just written it
             self._tick()
             return None
         return item, pk, kind, True  # claimed: the queue row goes when the repo is written

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import CORPUS, MODELS, needs_corpus
+from conftest import MODELS, needs_corpus, works_on_sglang
 from crawlkit import crawl, repos
 
 from indexer.catalog import side_from_catalog
@@ -57,15 +57,6 @@ def test_corpus_crawl_matches_oracle(crawled, oracle):
     names = sorted(oracle["models"])
     ours = {(t, d) for t, d in itertools.permutations(names, 2) if sglang_ok(rows[ids[t]], rows[ids[d]])}
     assert ours == {tuple(p) for p in oracle["pairs"]["compatible"]}
-
-
-def works_on_sglang(oracle) -> set[tuple[str, str]]:
-    """Identical mappings at equal vocab_size, and equal-size pairs whose vocabularies agree
-    (oracle-agreement.json's class, issue 14): the pairs that work on SGLang."""
-    agree = json.loads((CORPUS / "oracle-agreement.json").read_text())["pairs"]
-    agreeing = {(p["target"], p["draft"]) for p in agree if p["cls"] == "works"}
-    return ({tuple(p) for p in oracle["pairs"]["compatible"]}
-            | {tuple(p) for p in oracle["pairs"]["mapping_mismatch"] if tuple(p) in agreeing})
 
 
 def test_query_all_returns_exactly_the_oracle_compatible_drafts(crawled, oracle):
