@@ -32,7 +32,7 @@ from sqlalchemy import select, update
 
 from .blobstore import BlobStore
 from .claims import claim, owner_tag, run_alive
-from .db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
+from .db import immediate_transactions, is_write_conflict, open_catalog, resolve_url, session_factory, sqlite_path
 from .errors import CrawlFailed, CrawlInterrupted
 from .families import find_family, load_families
 from .fetch import Entry, Fetched, Fetcher, describe, early_status
@@ -277,9 +277,18 @@ class Crawler:
         if self.opt.limit:
             return
         now = now_utc()
-        for listing in self._listings:
-            listing.save(session, now)
-        session.commit()
+        for attempt in range(3):
+            try:
+                for listing in self._listings:
+                    listing.save(session, now)
+                session.commit()
+                return
+            except Exception as e:  # another crawl of the same scope saved its cursor first: merge into it
+                session.rollback()
+                if not is_write_conflict(e) or attempt == 2:
+                    raise
+                for listing in self._listings:
+                    listing.cursor = None  # read the row the other crawl committed
 
     def _mark_gone(self, session, scope: Scope, listed: set[str]) -> None:
         """After a complete listing: rows of the scope it no longer returned are ``gone``."""
