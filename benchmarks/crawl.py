@@ -103,7 +103,7 @@ def _estimate(s: dict) -> None:
 
 
 def _report(title: str, s: dict, args, db: Path, store: Path, cache: Path, new_blobs: int = 0) -> None:
-    from indexer.hub import least_seconds
+    from indexer.hub.client import least_seconds
 
     touched = s["new"] + s["changed"]
     beyond_list = s["api_calls"] - s["list_calls"]

@@ -82,7 +82,7 @@ def headers(dirs: list[Path], pad_mb: int, repeat: int) -> None:
 
     from indexer.gguf_header import parse_header
     from indexer.gguf_hub import GGUFHeaderReader
-    from indexer.hub import HubClient
+    from indexer.hub.client import HubClient
     from indexer.hubsim import HubServer
     from indexer.hubsim.gguf_repos import write_vocab_gguf
 

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .db import resolve_url, sqlite_path
-from .hub import safe_blob_id, safe_name
+from .hub.client import safe_blob_id, safe_name
 
 MAGIC = b"IXZ1"
 HEADER = struct.Struct(">4sQ")

@@ -145,7 +145,7 @@ def exit_interrupted(got: dict, message: str | None = None) -> None:
 
 
 def request_timeout_option(f):
-    from .hubguard import DEFAULT_CALL_SECONDS
+    from .hub.guard import DEFAULT_CALL_SECONDS
 
     return click.option(
         "--request-timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CALL_SECONDS,

@@ -37,8 +37,8 @@ from .errors import CrawlFailed, CrawlInterrupted
 from .families import find_family, load_families
 from .fetch import Entry, Fetched, Fetcher, describe, early_status
 from .files import DEFAULT_MAX_FILE_BYTES
-from .hub import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
-from .hubguard import DEFAULT_CALL_SECONDS
+from .hub.client import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
+from .hub.guard import DEFAULT_CALL_SECONDS
 from .listing import ScopeListing
 from .models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
 from .writefail import WriteFailed, storage_failure
@@ -73,7 +73,7 @@ class CrawlOptions:
     retries: int = 5
     base_delay: float = 1.0
     read_timeout: float = 60.0
-    call_timeout: float = DEFAULT_CALL_SECONDS  # one Hub call with all its retries (indexer/hubguard.py)
+    call_timeout: float = DEFAULT_CALL_SECONDS  # one Hub call with all its retries (indexer/hub/guard.py)
     blob_dir: str | None = None
     cache_dir: str | None = None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .blobstore import BlobStore
 from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
 from .gguf_hub import GGUFHeaderReader, gguf_names
-from .hub import (
+from .hub.client import (
     BudgetExhausted,
     Cancelled,
     HubClient,

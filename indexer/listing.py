@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from .errors import Cancelled, HubUnreachable
-from .hub import BudgetExhausted, HubClient, Listed
+from .hub.client import BudgetExhausted, HubClient, Listed
 from .models import ScopeCursor
 
 LISTING_MARGIN = timedelta(hours=1)  # the Hub's listing index may lag a commit by minutes

@@ -16,7 +16,7 @@ from indexer.cli import cli
 from indexer.compute import compute
 from indexer.crawl import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
 from indexer.families import family_of, load_families
-from indexer.hub import FixedWindow, HubClient, UnsafeName, safe_blob_id, safe_name
+from indexer.hub.client import FixedWindow, HubClient, UnsafeName, safe_blob_id, safe_name
 from indexer.hubsim import HubServer
 
 

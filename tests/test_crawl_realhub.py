@@ -15,7 +15,7 @@ from crawlkit import crawl, hermetic_env, repos, set_meta, snapshot, write_repo
 from indexer.blobstore import MAGIC, BlobStore
 from indexer.cli import cli
 from indexer.crawl import CrawlFailed
-from indexer.hub import HubClient, base_models_from_tags, least_seconds
+from indexer.hub.client import HubClient, base_models_from_tags, least_seconds
 from indexer.hubsim import HubServer
 
 

@@ -138,7 +138,7 @@ def test_a_second_crawl_reads_nothing(hub):
 
 
 def test_read_range_is_one_pinned_206_through_the_cdn(hub):
-    from indexer.hub import HubClient
+    from indexer.hub.client import HubClient
 
     db, _, _, hub_dir = hub
     path = hub_dir / "quant/Big-7B-GGUF" / "Big-7B-Q8_0.gguf"

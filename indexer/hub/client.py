@@ -40,9 +40,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__
-from .errors import TransientError, UnsafeName
-from .hubguard import (
+from .. import __version__
+from ..errors import TransientError, UnsafeName
+from .guard import (
     DEFAULT_CALL_SECONDS,
     CallTimedOut,
     Cancelled,
@@ -314,7 +314,7 @@ class HubClient:
         self.timeouts = {"connect": connect_timeout, "read": read_timeout, "write": read_timeout,
                          "pool": read_timeout}
         self.retries, self.base_delay, self.max_delay = retries, base_delay, max_delay
-        self.guard = Guard(self.endpoint, call_timeout)  # every call's overall deadline (indexer/hubguard.py)
+        self.guard = Guard(self.endpoint, call_timeout)  # every call's overall deadline (indexer/hub/guard.py)
         self.lock = threading.Lock()
         self.list_calls = 0
         self.other_calls = 0
@@ -452,7 +452,7 @@ class HubClient:
 
         for e in _cause_chain(exc):
             if isinstance(e, (BudgetExhausted, HubUnreachable, Cancelled, CallTimedOut)):
-                raise e  # the run's limits: never retried here (indexer/hubguard.py)
+                raise e  # the run's limits: never retried here (indexer/hub/guard.py)
             if isinstance(e, HfHubHTTPError) and _status_of(e) is not None:
                 status = _status_of(e)
                 return status in RETRY_STATUSES, status

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 
 import httpx2
 
-from .errors import CallTimedOut, Cancelled, HubUnreachable
+from ..errors import CallTimedOut, Cancelled, HubUnreachable
 from .pacing import BudgetExhausted
 
 DEFAULT_CALL_SECONDS = 120.0

@@ -12,7 +12,7 @@ import math
 import threading
 import time
 
-from .errors import BudgetExhausted
+from ..errors import BudgetExhausted
 
 WINDOW_SECONDS = 300.0
 TIER_QUOTAS = {"anonymous": (500, 3000), "free": (1000, 5000)}
