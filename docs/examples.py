@@ -151,7 +151,7 @@ def engine_table() -> str:
     from indexer.engines import ENGINES
 
     words = {**SIZE_WORDS, "tok": "`get_vocab()` mapping", "gguf_sig": "GGUF token list"}
-    # A size-keyed engine works when the size is equal and the vocabularies agree (indexer/agreement.py).
+    # A size-keyed engine works when the size is equal and the vocabularies agree (indexer/vocab/agreement.py).
     agree = {"tok": "vocabularies agreeing on >= 99% of the target's text tokens"}
     rows = ["| `--engine` | engine | version mirrored | works when | checks, with their source |",
             "| --- | --- | --- | --- | --- |"]

@@ -73,7 +73,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
             vocab = None
     counts = None
     if facts is not None:
-        from .agreement import reference_sha256
+        from .vocab.agreement import reference_sha256
 
         counts = store.get_counts(facts["vocab_sha256"], reference_sha256())
     side = Side(

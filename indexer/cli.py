@@ -210,9 +210,9 @@ def db_upgrade(db):
 def fingerprint(directory, as_json, reference, max_file_bytes):
     """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
     (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
-    from .fingerprint import fingerprint_dir, transformers_version
-    from .modelconfig import read_config
     from .sides import local_gguf_arg
+    from .vocab.fingerprint import fingerprint_dir, transformers_version
+    from .vocab.modelconfig import read_config
 
     try:
         gguf_path = local_gguf_arg(directory)
@@ -321,7 +321,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
             click.echo(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
                        f"({tli['ratio']:.1%} of the draft){both}")
         if result["agreement"] is not None and not result["agreement"]["identical"]:
-            from .agreement import summary
+            from .vocab.agreement import summary
 
             click.echo(f"  agreement: {summary(result['agreement'])}")
         stuck = []

@@ -41,8 +41,8 @@ from sqlalchemy import text
 from . import query
 from .db import open_catalog
 from .engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
-from .fingerprint import transformers_version
-from .params import estimate_from_name
+from .vocab.fingerprint import transformers_version
+from .vocab.params import estimate_from_name
 
 # What each size column of tmp_ok means, for class labels.
 SIZE_WORDS = {"vs": "config vocab_size", "vst": "text-config vocab_size", "vllm_vs": "text-config vocab_size",
@@ -284,8 +284,8 @@ def write_meta(conn, values: dict[str, str]) -> None:
 def facts_of_dir(directory: Path, tokens) -> dict:
     """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
     from .files import InputError
-    from .modelconfig import read_config
     from .sides import predict_gguf_facts
+    from .vocab.modelconfig import read_config
 
     row: dict = {"vllm": None, "tce": None, "vis": False}
     if (directory / "config.json").is_file():

@@ -6,7 +6,7 @@ such a pair, only the target's added-token ids can mean something else in the dr
 the target's tokens of the reference text (or, without counts, of its ids) are added tokens, *every*
 draft with the same base vocabulary works with it: one flag per tokenizer (``tokenizers.agrees_by_base``),
 and ``query`` joins on the base vocabulary. The rest is measured pair by pair with the same function
-``check`` uses (:func:`indexer.agreement.agreement`, full vocabularies from the token store) into
+``check`` uses (:func:`indexer.vocab.agreement.agreement`, full vocabularies from the token store) into
 ``tokenizer_agreement``: targets whose text falls on added tokens (code tokenizers with whitespace
 tokens), against their same-base drafts, and same-family tokenizers whose base vocabularies differ.
 Different base vocabularies outside a family are recognised early as useless and never loaded.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from . import agreement as agr
+from .vocab import agreement as agr
 
 MAX_NEW_AGREEMENTS = 5000  # pair measurements per compute run (the rest next run)
 MAX_NEW_COUNTS = 50  # tokenizers counted from the blob store per run (catalogs crawled before counts existed)

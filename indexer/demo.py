@@ -145,7 +145,7 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
 
 
 def _shape_for(params: int) -> dict:
-    """Layer sizes whose config estimate (indexer.params) is the repo's stated size within 5%.
+    """Layer sizes whose config estimate (indexer.vocab.params) is the repo's stated size within 5%.
 
     A local copy of a demo repo has no safetensors count, so ``query --target DIR`` sizes it from its
     config.json: the shape must say 7B where the Hub says 7B.

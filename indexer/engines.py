@@ -9,7 +9,7 @@ adding an engine means adding one entry here. docs/engines.md explains every rul
 A verdict has one of five outcomes, because a user needs to know whether speculation *works*,
 not only whether the engine starts. For the engines that start without comparing token lists
 (SGLang, vLLM, transformers, MLX, LM Studio), a started pair is graded by how far the two
-vocabularies agree (:mod:`indexer.agreement`, whose thresholds are the only ones):
+vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the only ones):
 
 * ``works``: the engine accepts the pair and the ids text uses mean the same on both sides
   (identical mappings, or at least 99% of the target's tokens of the reference text agree);
@@ -27,9 +27,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import agreement as _agreement
 from .heads import HEAD_RULES
 from .heads import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --method choices, draft to all)
+from .vocab import agreement as _agreement
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)

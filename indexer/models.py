@@ -155,7 +155,7 @@ class Tokenizer(Base):
 
 
 class TokenizerAgreement(Base):
-    """How far a draft tokenizer agrees with a target tokenizer (indexer.agreement), measured by compute
+    """How far a draft tokenizer agrees with a target tokenizer (indexer.vocab.agreement), measured by compute
     for the pairs the base-vocabulary rule does not settle: targets whose text falls on added tokens, and
     same-family tokenizers with another base vocabulary. ``grade``: works, degraded or useless."""
 

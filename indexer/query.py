@@ -200,8 +200,8 @@ def _dialect(cat: Catalog) -> str:
 
 
 def _with_size(t: dict, name: str) -> dict:
-    """The Hub's count, else the config estimate, else the size in the name (indexer/params.py)."""
-    from .params import best_params
+    """The Hub's count, else the config estimate, else the size in the name (indexer/vocab/params.py)."""
+    from .vocab.params import best_params
 
     est = best_params(t["params"], t["params_estimate"], t["params_estimate_source"], name,
                       t["params_active_estimate"])
@@ -267,8 +267,8 @@ def _hub_gguf(cat: Catalog, pk: int, repo_id: str) -> str | None:
 def _local_target(cat: Catalog, path: str) -> Target:
     """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
     from .files import InputError, check_dir
-    from .fingerprint import fingerprint_dir
-    from .modelconfig import read_config
+    from .vocab.fingerprint import fingerprint_dir
+    from .vocab.modelconfig import read_config
 
     try:
         directory = check_dir(path)
@@ -412,7 +412,7 @@ class Query:
         the target's text counts on its added ids (catalog columns: the site needs no token store)."""
         if r["class_id"] not in self.grades:
             return None
-        from .agreement import by_added, special_ids
+        from .vocab.agreement import by_added, special_ids
 
         tid = self.t["tokenizer_id"]
         t_added, t_hf, t_len, eos, bos, pad, total, on_added = self._tokenizer_facts(tid)
@@ -641,7 +641,7 @@ class Query:
             return f"{name} works: {self.paired[r['class_id']] or 'the GGUF vocabularies pass its check'}"
         a = r.get("agreement")
         if a is not None:
-            from .agreement import summary
+            from .vocab.agreement import summary
 
             said = "works" if a["class"] == registry.WORKS else "starts, degraded"
             return (f"{name} {said}: {(self.label or '').split(' and get_vocab()')[0]} on both; "
@@ -694,7 +694,7 @@ class Query:
             return "safetensors"
         if r.get("estimate_source"):
             return r["estimate_source"]
-        from .params import estimate_from_name  # compute took the size from the name
+        from .vocab.params import estimate_from_name  # compute took the size from the name
 
         named = estimate_from_name(r["repo_id"])
         r["params_active"] = named.active if named else None

@@ -7,9 +7,9 @@ from pathlib import Path
 from .engines import Side
 from .errors import IndexerError
 from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
-from .fingerprint import fingerprint_dir
 from .lookup import looks_like_dir  # noqa: F401  (re-exported: query imports it without this module's weight)
-from .modelconfig import read_config
+from .vocab.fingerprint import fingerprint_dir
+from .vocab.modelconfig import read_config
 
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
@@ -52,8 +52,8 @@ def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_B
 def local_gguf_arg(arg: str) -> Path | None:
     """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
     files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
-    from .fingerprint import has_tokenizer
     from .gguf_file import local_gguf
+    from .vocab.fingerprint import has_tokenizer
 
     p = Path(arg).expanduser()
     if p.is_dir() and has_tokenizer(p):

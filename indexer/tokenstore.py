@@ -9,7 +9,7 @@ idempotent and reading can verify the content against its name:
   named by ``tokens_sha256`` (sha256 of each token's UTF-8 text followed by a NUL byte, the
   definition of ../shared/corpus/oracle-engines.json), stored as a JSON list;
 * ``<root>/<sha[:2]>/<sha>.counts.z``: the id counts of that vocabulary's tokenizer over the reference
-  text (``indexer.agreement``), with the sha256 of the text they were taken over, as JSON.
+  text (``indexer.vocab.agreement``), with the sha256 of the text they were taken over, as JSON.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def file_set_key(files: dict[str, str]) -> str:
 
 
 def _config_fact_columns() -> list[str]:
-    from .modelconfig import ConfigFacts
+    from .vocab.modelconfig import ConfigFacts
 
     return [f.name for f in dataclasses.fields(ConfigFacts) if f.name in REPO_COLUMNS]
 
@@ -402,7 +402,7 @@ class CatalogWriter:
         return hit
 
     def _fingerprint(self, tok_files: dict[str, str]) -> tuple:
-        from .fingerprint import fingerprint_dir
+        from .vocab.fingerprint import fingerprint_dir
 
         tmp = self._scratch_dir("fs")
         self.store.export(tok_files, tmp)
@@ -414,7 +414,7 @@ class CatalogWriter:
             raise_if_write_failed(e)
             return "error", f"fingerprint failed: {describe(e)}"
         self.fingerprinted += 1
-        from .agreement import store_counts
+        from .vocab.agreement import store_counts
 
         store_counts(self.tokens, fp.vocab_sha256, tmp)  # once per vocabulary: pairs then cost no tokenization
         return "ok", fp
@@ -424,7 +424,7 @@ class CatalogWriter:
         tok = session.execute(q).scalar_one_or_none()
         if tok is not None:
             return tok.id
-        from .fingerprint import transformers_version
+        from .vocab.fingerprint import transformers_version
 
         facts = fp.to_dict()
         cols = {c.key for c in Tokenizer.__table__.columns}
@@ -438,7 +438,7 @@ class CatalogWriter:
     def _config(self, blob_id: str):
         if blob_id in self._config_memo:
             return self._config_memo[blob_id]
-        from .modelconfig import read_config
+        from .vocab.modelconfig import read_config
 
         tmp = self._scratch_dir("cfg")
         self.store.export({CONFIG_FILE: blob_id}, tmp)

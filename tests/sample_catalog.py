@@ -22,9 +22,9 @@ from tokfactory import BASE_WORDS, make_model
 
 from indexer import db as catalog_db
 from indexer.compute import compute
-from indexer.fingerprint import fingerprint_dir
 from indexer.models import CrawlRun, Repo, Tokenizer
 from indexer.tokenstore import TokenStore, default_root
+from indexer.vocab.fingerprint import fingerprint_dir
 
 TARGET = "acme/Big-7B-Instruct"
 SGLANG_DRAFTS = ("acme/Small-0.5B-Instruct", "fan/Small-0.5B-sft")

@@ -8,10 +8,10 @@ import pytest
 from conftest import CORPUS, MODELS
 from tokfactory import make_text_model
 
-from indexer import agreement as agr
 from indexer.rules import check_pair
 from indexer.sides import side_from_dir
 from indexer.tokenstore import TokenStore
+from indexer.vocab import agreement as agr
 
 CHAT = ["<|begin|>", "<|reserved_0|>", "<|reserved_1|>", "<|eot|>", "<|reserved_2|>"]
 STARTERS = ("sglang", "vllm", "transformers", "mlx", "lmstudio")  # engines that never compare token lists
@@ -116,7 +116,7 @@ def test_reference_text_is_shipped_with_its_provenance():
     assert len(parts) == len(agr.REFERENCE_PARTS) and 100_000 < sum(len(p.encode()) for p in parts) < 400_000
     from importlib import resources
 
-    readme = (resources.files("indexer") / "reference_text" / "README.md").read_text()
+    readme = (resources.files("indexer.vocab") / "reference_text" / "README.md").read_text()
     for name in agr.REFERENCE_PARTS:
         assert f"`{name}`" in readme
     assert "GPL-3+" in readme and "PSF" in readme
@@ -135,7 +135,7 @@ def oracle_agreement():
 
 
 def test_counts_and_classes_equal_the_oracle_for_every_pair(oracle_agreement):
-    from indexer.fingerprint import fingerprint_dir
+    from indexer.vocab.fingerprint import fingerprint_dir
 
     fps, counts = {}, {}
     for name in {n for p in oracle_agreement["pairs"] for n in (p["target"], p["draft"])}:

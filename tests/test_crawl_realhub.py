@@ -228,7 +228,7 @@ def test_blob_store_roundtrip_and_plain_legacy_blobs(tmp_path):
 
 def test_config_facts_flow_onto_same_named_columns_generically(small, catalog, monkeypatch):
     """A ConfigFacts field with a Repo column of the same name lands there without a crawler change."""
-    from indexer.modelconfig import ConfigFacts
+    from indexer.vocab.modelconfig import ConfigFacts
 
     real = ConfigFacts.to_dict
     monkeypatch.setattr(ConfigFacts, "to_dict", lambda self: {**real(self), "params": 4242, "not_a_column": 1})

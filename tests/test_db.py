@@ -48,8 +48,8 @@ def test_db_option_env_and_urls(tmp_path, monkeypatch):
 def test_tokenstore_roundtrip(tmp_path):
     from tokfactory import make_model
 
-    from indexer.fingerprint import fingerprint_dir
     from indexer.tokenstore import TokenStore
+    from indexer.vocab.fingerprint import fingerprint_dir
 
     fp = fingerprint_dir(make_model(tmp_path / "m"))
     store = TokenStore(tmp_path / "tokens")

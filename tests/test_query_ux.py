@@ -16,9 +16,9 @@ from tokfactory import make_model
 from indexer.cli import cli
 from indexer.compute import compute
 from indexer.db import make_engine, upgrade
-from indexer.fingerprint import fingerprint_dir
 from indexer.models import Repo, Tokenizer
 from indexer.query import QueryError, render, run_query
+from indexer.vocab.fingerprint import fingerprint_dir
 
 B = 1_000_000_000
 TARGET = "acme/Big-7B-Chat"
@@ -240,7 +240,7 @@ def corpus_catalog(tmp_path_factory):
     from conftest import MODELS
 
     from indexer.hubsim.repos import split_flat_name
-    from indexer.modelconfig import read_config
+    from indexer.vocab.modelconfig import read_config
 
     if not MODELS.is_dir():
         pytest.skip("../shared/corpus is absent")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import AmbiguousTextConfig
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
+from ..errors import AmbiguousTextConfig
+from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
 
 # SGLang 0.5.23 srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config): a Llava...ForCausalLM
 # keeps the top level, otherwise the first of these that exists (thinker_config: its text_config).

@@ -2,7 +2,7 @@
 
 AutoTokenizer picks the tokenizer class from these; the fast fingerprint path needs the same
 choice without importing transformers. ``tests/test_hf_tables.py`` fails when they drift from
-the installed transformers; regenerate them with ``python -m indexer.hf_tables`` after an upgrade.
+the installed transformers; regenerate them with ``python -m indexer.vocab.hf_tables`` after an upgrade.
 """
 
 # BEGIN GENERATED

@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from .errors import NeedsReference
-from .files import (
+from ..errors import NeedsReference
+from ..files import (
     DEFAULT_MAX_FILE_BYTES,
     VOCAB_FILES,
     InputError,

@@ -8,7 +8,7 @@ is taken on ``get_vocab()`` inverted to id -> strings:
 * ``only_target`` / ``only_draft``: ids one side defines;
 * ``ids_agreement``: (ids_common - ids_differ) / ids the target defines;
 * ``text_agreement``: the share of the target's tokens over the shipped reference text
-  (``indexer/reference_text``, tokenized by the target with ``add_special_tokens=False``) whose id
+  (``indexer/vocab/reference_text``, tokenized by the target with ``add_special_tokens=False``) whose id
   has the same strings in the draft: the ceiling of acceptance relative to an identical vocabulary.
 
 The counts are exact (``../shared/corpus/oracle-agreement.json`` defines them). The per-tokenizer id
@@ -44,7 +44,7 @@ def grade(figure: float) -> str:
 @lru_cache(maxsize=1)
 def reference_parts() -> tuple[str, ...]:
     """The reference text's parts, in order (package data, found with importlib.resources)."""
-    root = resources.files("indexer") / "reference_text"
+    root = resources.files("indexer.vocab") / "reference_text"
     return tuple(root.joinpath(name).read_text("utf-8") for name in REFERENCE_PARTS)
 
 
