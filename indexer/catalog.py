@@ -109,9 +109,9 @@ def gguf_from_facts(ef: EngineFacts, store: TokenStore):
     if ef.gguf is None:
         return None, ef.gguf_error or "no GGUF prediction"
     try:
-        from .gguf import GGUFVocab
+        from .gguf.predict import GGUFVocab
     except ImportError as e:
-        return None, f"the GGUF prediction (indexer.gguf) is not available: {e}"
+        return None, f"the GGUF prediction (indexer.gguf.predict) is not available: {e}"
     tokens = None
     if ef.gguf_converted and ef.gguf_tokens_sha256:
         try:

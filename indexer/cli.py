@@ -251,8 +251,8 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 
 
 def _fingerprint_gguf(path: Path, as_json: bool) -> None:
-    """What llama.cpp reads from the file's key/value section (indexer/gguf_file.py)."""
-    from .gguf_file import read_gguf
+    """What llama.cpp reads from the file's key/value section (indexer/gguf/file.py)."""
+    from .gguf.file import read_gguf
 
     try:
         facts = read_gguf(path).to_dict()

@@ -370,7 +370,7 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
         f"AND p.draft_signature = c.d WHERE p.target_signature IS NULL ORDER BY c.t, c.d LIMIT {int(limit) + 1}").all()
     if not todo:
         return {"candidates": 0, "computed": 0, "compatible": 0, "no_tokens": 0, "more_left": False}
-    from .gguf import GGUFVocab, speculative_compatible
+    from .gguf.predict import GGUFVocab, speculative_compatible
 
     store = TokenStore(default_root(db))
     memo: dict[str, object] = {}

@@ -124,7 +124,7 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     """A Llama-2-style tokenizer.json: BPE over ``▁``-marked pieces with byte fallback (<0x00>..<0xFF>).
 
     llama.cpp's converter takes such a Llama repo through its llama-hf path (vocab type SPM, no BPE
-    pre-tokenizer hash to recognise: ``indexer/gguf_convert.py`` ``_llama_hf``), so the demo shows
+    pre-tokenizer hash to recognise: ``indexer/gguf/convert.py`` ``_llama_hf``), so the demo shows
     llama.cpp drafts; the byte-level families show what it refuses.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -217,9 +217,9 @@ def build_demo_hub(out_dir) -> dict:
 
 
 def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
-    """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf predicts it),
+    """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf.predict predicts it),
     written with the gguf package's GGUFWriter and padded like real multi-GB files (sparse)."""
-    from .gguf import predict_gguf
+    from .gguf.predict import predict_gguf
     from .hubsim.gguf_repos import write_vocab_gguf
 
     vocab = predict_gguf(out / base)

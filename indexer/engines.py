@@ -50,7 +50,7 @@ class Side:
     vllm_vocab_size: int | None = None  # vLLM's hf_text_config.vocab_size (its model-type remaps)
     text_config_error: str | None = None  # get_text_config() raises (transformers, vLLM)
     has_vision_config: bool = False  # config.json has vision_config (LM Studio)
-    gguf: object | None = None  # indexer.gguf.GGUFVocab: what convert_hf_to_gguf.py would write
+    gguf: object | None = None  # indexer.gguf.predict.GGUFVocab: what convert_hf_to_gguf.py would write
     gguf_missing: str | None = None  # why ``gguf`` is None
     model_type: str | None = None  # config.json model_type (mlx-lm picks its model class by it)
     gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
@@ -356,7 +356,7 @@ def llamacpp_rule(t: Side, d: Side) -> Verdict:
             return Verdict(REFUSED, [f"the {role} ({side.gguf_file}): {g.error} (llama.cpp @{LLAMACPP_COMMIT})"])
         if not g.converted:
             return Verdict(REFUSED, [f"the {role} cannot be converted to GGUF: {g.error} {follows}"])
-    from .gguf import speculative_compatible  # the transcription of the C++ rule lives beside the prediction
+    from .gguf.predict import speculative_compatible  # the transcription of the C++ rule lives beside the prediction
 
     ok, reasons = speculative_compatible(t.gguf, d.gguf)
     origins = [_gguf_origin(r, s) for r, s in (("target", t), ("draft", d))] if t.gguf_file or d.gguf_file else []
@@ -517,8 +517,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
             "SPEC_VOCAB_MAX_SIZE_DIFFERENCE 128, CHECK_START_TOKEN_ID 5": "common/speculative.cpp:30-31",
             "draft-simple throws when incompatible": "common/speculative.cpp:242-249",
             "llama-server serves without speculation": "tools/server/server-context.cpp:1240-1260",
-            "GGUF vocabulary": "convert_hf_to_gguf.py (indexer/gguf.py models it), or the GGUF's own header "
-                               "(indexer/gguf_file.py: src/llama-vocab.cpp llama_vocab::impl::load)",
+            "GGUF vocabulary": "convert_hf_to_gguf.py (indexer/gguf/predict.py models it), or the GGUF's own header "
+                               "(indexer/gguf/file.py: src/llama-vocab.cpp llama_vocab::impl::load)",
         },
         facts=("gguf",),
         rule=llamacpp_rule, class_key=("gguf_sig",), launch=launch_llamacpp, gguf_rule=llamacpp_rule,

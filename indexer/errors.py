@@ -188,4 +188,4 @@ class ConverterError(IndexerError):
 
 
 class NotModelled(ConverterError):
-    """A converter path indexer.gguf_hf does not reproduce; the prediction says so instead of guessing."""
+    """A converter path indexer.gguf.hf does not reproduce; the prediction says so instead of guessing."""

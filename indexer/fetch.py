@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .blobstore import BlobStore
 from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
-from .gguf_hub import GGUFHeaderReader, gguf_names
+from .gguf.hub import GGUFHeaderReader, gguf_names
 from .hub.client import (
     BudgetExhausted,
     Cancelled,
@@ -184,7 +184,7 @@ class Fetcher:
         return out
 
     def _gguf(self, item: Listed, out: Fetched, files: dict) -> Fetched:
-        """A GGUF-only repo: one GGUF header, range-read (indexer/gguf_hub.py)."""
+        """A GGUF-only repo: one GGUF header, range-read (indexer/gguf/hub.py)."""
         read = self.gguf.read(item.id, item.sha, files)
         if read is None:
             out.status, out.reason = "no_tokenizer", "no tokenizer files and no GGUF model file (projectors only)"

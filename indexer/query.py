@@ -304,7 +304,7 @@ def _local_gguf_target(cat: Catalog, arg: str, path) -> Target:
     """A local GGUF file, answered as the catalog repo whose llama.cpp class has the same GGUF signature
     (its own header's facts: vocab type, add_bos/eos with their ids, token texts)."""
     from .files import InputError
-    from .gguf_file import read_gguf
+    from .gguf.file import read_gguf
 
     try:
         f = read_gguf(path)

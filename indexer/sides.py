@@ -38,9 +38,9 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
 def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
     """(GGUFVocab, None), or (None, why) when the prediction itself is unavailable."""
     try:
-        from .gguf import predict_gguf
+        from .gguf.predict import predict_gguf
     except ImportError as e:
-        return None, f"the GGUF prediction (indexer.gguf) is not available: {e}"
+        return None, f"the GGUF prediction (indexer.gguf.predict) is not available: {e}"
     try:
         return predict_gguf(directory, max_file_bytes=max_file_bytes), None
     except InputError as e:
@@ -52,7 +52,7 @@ def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_B
 def local_gguf_arg(arg: str) -> Path | None:
     """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
     files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
-    from .gguf_file import local_gguf
+    from .gguf.file import local_gguf
     from .vocab.fingerprint import has_tokenizer
 
     p = Path(arg).expanduser()
@@ -65,7 +65,7 @@ def local_gguf_arg(arg: str) -> Path | None:
 
 def side_from_gguf(path: Path, name: str | None = None) -> Side:
     """A local GGUF file as the rules see it: its own vocabulary facts, no HF config or tokenizer."""
-    from .gguf_file import read_gguf
+    from .gguf.file import read_gguf
 
     f = read_gguf(path)
     return Side(name=name or str(path), vocab_size=None, vocab_size_transformers=None, tok=None,

@@ -333,7 +333,7 @@ def test_check_json_and_engine_exit_status(tmp_path):
 
 
 def test_the_registry_and_the_gguf_prediction_follow_the_same_llama_cpp():
-    from indexer import gguf
+    from indexer.gguf import predict as gguf
 
     assert registry.LLAMACPP_COMMIT == gguf.LLAMACPP_COMMIT
     assert registry.LLAMACPP_MAX_VOCAB_DIFF == gguf.SPEC_VOCAB_MAX_SIZE_DIFFERENCE

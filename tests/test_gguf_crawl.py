@@ -19,7 +19,7 @@ from indexer.cli import cli
 from indexer.compute import compute
 from indexer.db import upgrade
 from indexer.engines import verdicts
-from indexer.gguf import predict_gguf
+from indexer.gguf.predict import predict_gguf
 from indexer.hubsim import HubServer
 from indexer.query import run_query
 

@@ -1,7 +1,7 @@
 """llama.cpp's view of a model's vocabulary, as its converter makes the GGUF and libllama reads it.
 
 Pinned: ggml-org/llama.cpp@0c1e57098 (vendored in the llama-cpp-python 0.3.36 sdist). ``predict_gguf`` runs
-the converter's vocabulary path in pure Python (indexer/gguf_convert.py, rules with file:line there), then
+the converter's vocabulary path in pure Python (indexer/gguf/convert.py, rules with file:line there), then
 applies what libllama's ``llama_vocab::impl::load`` does with those keys (src/llama-vocab.cpp, cited below).
 ``speculative_compatible`` is ``common_speculative_are_compatible`` (common/speculative.cpp:67-130).
 docs/llamacpp.md lists every rule.
@@ -13,10 +13,10 @@ import hashlib
 import os
 from dataclasses import dataclass, fields
 
-from .engines import LLAMACPP_COMMIT  # the registry's pin (one place)
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
-from .gguf_convert import Written, convert
-from .gguf_hf import ConverterError, NotModelled, file_cache
+from ..engines import LLAMACPP_COMMIT  # the registry's pin (one place)
+from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from .convert import Written, convert
+from .hf import ConverterError, NotModelled, file_cache
 
 LLAMA_TOKEN_NULL = -1
 # The error prefix of a converter path this indexer does not reproduce: unknown, not a refusal.

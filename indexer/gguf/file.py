@@ -1,7 +1,7 @@
 """A GGUF file's own facts, as libllama reads them from its key/value section (never a prediction).
 
-``indexer.gguf`` *predicts* the GGUF that convert_hf_to_gguf.py would write from HF files; this module *reads*
-one (local or, through indexer/gguf_hub.py, from the Hub with HTTP ranges) and applies what
+``indexer.gguf.predict`` *predicts* the GGUF that convert_hf_to_gguf.py would write from HF files; this module *reads*
+one (local or, through indexer/gguf/hub.py, from the Hub with HTTP ranges) and applies what
 ``llama_vocab::impl::load`` does with its keys (src/llama-vocab.cpp at llama.cpp@0c1e57098, lines cited below),
 so ``speculative_compatible`` judges read files exactly as the real llama-server does.
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from gguf.constants import GGUFValueType, Keys, LlamaFileType
 
-from .files import InputError
-from .gguf import KNOWN_BPE_PRE, LLAMA_TOKEN_NULL, PRE_ADD_BOS, PRE_NO_BOS, GGUFVocab, refused
-from .gguf_header import DEFAULT_MAX_KV_BYTES, Header, read_local
+from ..files import InputError
+from .header import DEFAULT_MAX_KV_BYTES, Header, read_local
+from .predict import KNOWN_BPE_PRE, LLAMA_TOKEN_NULL, PRE_ADD_BOS, PRE_NO_BOS, GGUFVocab, refused
 
 CANNOT_LOAD = "llama.cpp cannot load the GGUF: "
 _SPLIT = re.compile(r"^(.+)-([0-9]{5})-of-([0-9]{5})$", re.IGNORECASE)  # common/download.cpp:483

@@ -5,7 +5,7 @@ The converter (``get_vocab_base``, ``LlamaHfVocab``) runs under transformers 4.5
 same backend with the ``tokenizers`` library, following transformers 4.57.6 (``src/transformers/...``):
 
 * the class: ``tokenizer_class`` of tokenizer_config.json or config.json (its ``Fast`` variant), else the
-  config's ``model_type`` (models/auto/tokenization_auto.py, copied in indexer/gguf_tfmap.py);
+  config's ``model_type`` (models/auto/tokenization_auto.py, copied in indexer/gguf/tfmap.py);
 * the backend: ``tokenizer.json`` (tokenization_utils_fast.py:115-117) unless ``from_slow`` applies, else the
   slow files converted (convert_slow_tokenizer.py:331-368 GPT2Converter with its add_bos template, :402-445
   Qwen2Converter); classes without a slow tokenizer fail there as 4.57.6 does (convert_slow_tokenizer.py:1853-1873);
@@ -30,10 +30,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConverterError, NotModelled
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
-from .files import read_json as _read_json
-from .gguf_tfmap import CONFIG_MODEL_TYPES, FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
+from ..errors import ConverterError, NotModelled
+from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
+from ..files import read_json as _read_json
+from .tfmap import CONFIG_MODEL_TYPES, FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
 
 _CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
 

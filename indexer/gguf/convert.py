@@ -12,10 +12,10 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
-from .gguf_archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
-from .gguf_hf import ConverterError, NotModelled, load_hf_tokenizer, read_json, read_optional_json
-from .gguf_prehash import CHKTXT, PRE_BY_HASH
+from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
+from .archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
+from .hf import ConverterError, NotModelled, load_hf_tokenizer, read_json, read_optional_json
+from .prehash import CHKTXT, PRE_BY_HASH
 
 SPIECE_UNDERLINE = "\u2581"
 

@@ -14,8 +14,8 @@ import hashlib
 import threading
 from dataclasses import dataclass
 
-from .gguf_file import GGUFFile, choose_file, facts_from_header, is_model_file, split_info
-from .gguf_header import DEFAULT_MAX_KV_BYTES, FIRST_READ, read_kv_section
+from .file import GGUFFile, choose_file, facts_from_header, is_model_file, split_info
+from .header import DEFAULT_MAX_KV_BYTES, FIRST_READ, read_kv_section
 
 GGUF_SET_PREFIX = b"gguf-lfs-sha256:"
 
