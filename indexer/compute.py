@@ -442,7 +442,7 @@ def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
 
     ``llamacpp_ok`` / ``llamacpp_reason`` stay NULL: llama.cpp is decided on GGUF vocabularies
     (``llamacpp_pairs``), not on get_vocab() mappings."""
-    from .rules import Side, tli
+    from .engines.rules import Side, tli
     from .tokenstore import TokenStore, default_root
 
     store = TokenStore(default_root(db))

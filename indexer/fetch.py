@@ -65,8 +65,8 @@ def early_status(item: Listed, has_token: bool) -> Fetched | None:
 
 
 def _maybe_head(item: Listed) -> bool:
-    """A speculator head holds no tokenizer: its config.json decides (indexer/heads.py, head_candidate)."""
-    from .heads import head_candidate
+    """A speculator head holds no tokenizer: its config.json decides (indexer/engines/heads.py, head_candidate)."""
+    from .engines.heads import head_candidate
 
     return head_candidate(item.id, item.config)
 

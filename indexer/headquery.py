@@ -2,7 +2,7 @@
 
 On the interactive path like ``query``: stdlib only (no ORM, no transformers). The facts come from the crawl:
 ``heads`` rows (one per repo with status ``head``) and the target's ``repos`` columns (hidden size, layers, vocab
-sizes, MTP layers); the rules are ``indexer.heads`` through the engine registry (``Engine.heads``). Lineage is the
+sizes, MTP layers); the rules are ``engines.heads`` through the engine registry (``Engine.heads``). Lineage is the
 base-model chain in ``repos.base_models``: a head is ``lineage`` when its declared models and the target share a
 repo of their chains (the root included).
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 from . import engines as registry
-from . import heads as rules
-from .heads import HeadFacts, TargetShape
+from .engines import heads as rules
+from .engines.heads import HeadFacts, TargetShape
 
 HEAD_METHODS = tuple(rules.METHOD_ALGORITHMS)  # eagle, eagle3, dflash
 MAX_CHAIN = 20  # base-model hops followed (the Hub allows cycles in hand-written cards)

@@ -30,7 +30,7 @@ from .engines import ENGINES as ENGINE_REGISTRY
 
 # "gone": a complete listing of the row's scope no longer returned it (deleted, renamed, made private);
 # kept for history, never suggested or published as a draft (only "ok" rows are), revived when listed again.
-# "head": a speculator head (EAGLE / EAGLE-3 / DFlash / DSpark, indexer/heads.py): its facts are in ``heads``; it
+# "head": a speculator head (EAGLE / EAGLE-3 / DFlash / DSpark, engines/heads.py): its facts are in ``heads``; it
 # needs no tokenizer and is never a draft model (a head is not a standalone model).
 REPO_STATUSES = ("ok", "head", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error",
                  "gone")

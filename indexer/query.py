@@ -555,7 +555,7 @@ class Query:
         differs (the mapping, or the size), or whose llama.cpp check fails once; each with the fix that
         changes the outcome (rules.fix_for, the function `check` uses). Ranked like drafts, by one total
         order, so every --limit shows a prefix of the same list."""
-        from .rules import fix_for
+        from .engines.rules import fix_for
 
         t, out = self.t, []
         if self.refused_target:

@@ -118,8 +118,8 @@ def works_on(result: dict, engine: str) -> bool:
 
 
 def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict:
+    from .engines.rules import check_pair
     from .headquery import explain_head
-    from .rules import check_pair
 
     if not looks_like_dir(draft):
         head = explain_head(db, target, draft)

@@ -25,10 +25,10 @@ from sqlalchemy import delete, func, select
 
 from .blobstore import BlobStore
 from .db import is_write_conflict
+from .engines.heads import parse_head, target_shape
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
-from .heads import parse_head, target_shape
 from .hub.client import Listed, TransientError, base_models_from_tags
 from .models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
 from .writefail import raise_if_write_failed

@@ -8,7 +8,7 @@ import pytest
 from conftest import CORPUS, MODELS
 from tokfactory import make_text_model
 
-from indexer.rules import check_pair
+from indexer.engines.rules import check_pair
 from indexer.sides import side_from_dir
 from indexer.tokenstore import TokenStore
 from indexer.vocab import agreement as agr

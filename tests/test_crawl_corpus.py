@@ -14,9 +14,9 @@ from indexer.catalog import side_from_catalog
 from indexer.cli import cli
 from indexer.compute import compute
 from indexer.db import upgrade
+from indexer.engines.rules import sglang
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
-from indexer.rules import sglang
 
 pytestmark = needs_corpus
 

@@ -13,8 +13,8 @@ from tokfactory import BASE_WORDS, make_model, make_text_model
 
 from indexer import engines as registry
 from indexer.cli import cli
+from indexer.engines.rules import check_pair
 from indexer.resources import METADATA_PATH
-from indexer.rules import check_pair
 from indexer.sides import side_from_dir
 
 LAYERS = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
@@ -67,7 +67,8 @@ def _choices(command: str) -> list[str]:
 
 
 def test_every_part_names_exactly_the_registry_engines(tmp_path):
-    from indexer import models, query, rules
+    from indexer import models, query
+    from indexer.engines import rules
 
     names = list(registry.ENGINES)
     assert list(models.ENGINES) == names
@@ -232,7 +233,7 @@ def test_tli_counted_as_vllm_and_as_transformers(tmp_path):
 
 
 def test_vllm_tli_first_id_wins(tmp_path):
-    from indexer.rules import vllm_tli
+    from indexer.engines.rules import vllm_tli
 
     t = {"Ġa": 0, " a": 1, "b": 2}
     d = {" a": 5, "b": 0}

@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import CORPUS, needs_corpus
 
-from indexer.rules import sglang
+from indexer.engines.rules import sglang
 from indexer.sides import side_from_dir
 from indexer.vocab.fingerprint import fingerprint_dir
 

@@ -1,5 +1,5 @@
 """Speculator heads end to end: a crawl of the imitation (head repos + targets) through huggingface_hub, then
-``indexer query --method ...``, ``indexer check TARGET HEAD`` and the site, against the rules of indexer/heads.py.
+``indexer query --method ...``, ``indexer check TARGET HEAD`` and the site, against indexer/engines/heads.py.
 
 Two hubs: one with small synthetic targets (runs without ../shared) and one with the corpus targets
 (``build_heads_hub``), where every (head, target, engine) verdict is the designed one of tests/test_heads.py.
@@ -20,11 +20,11 @@ from crawlkit import crawl, set_meta, write_repo
 from test_heads import EXPECTED
 from test_site import Site
 
-from indexer import heads
 from indexer.cli import cli
 from indexer.compute import compute
 from indexer.db import upgrade
-from indexer.heads import parse_head
+from indexer.engines import heads
+from indexer.engines.heads import parse_head
 from indexer.hubsim import HubServer
 from indexer.hubsim import heads as hubheads
 from indexer.query import ENGINES, run_query

@@ -5,7 +5,7 @@ import json
 import pytest
 from tokfactory import BASE_WORDS, make_model
 
-from indexer.rules import check_pair
+from indexer.engines.rules import check_pair
 from indexer.sides import side_from_dir
 from indexer.vocab.fingerprint import fingerprint_dir
 
@@ -88,7 +88,7 @@ def test_tli_intersection_normalizes_one_leading_marker(tmp_path):
 
 
 def test_llamacpp_needs_gguf_facts():
-    from indexer.rules import Side, llamacpp
+    from indexer.engines.rules import Side, llamacpp
 
     side = Side("x", 10, 10, {"vocab_sha256": "a"}, None, gguf_missing="not derived")
     v = llamacpp(side, side)

@@ -67,7 +67,7 @@ def query_kwargs(args: dict) -> dict:
 
 
 def available_methods() -> tuple:
-    """Speculation methods the query can be asked for: ``indexer.query.METHODS`` (else ``indexer.heads``'),
+    """Speculation methods the query can be asked for: ``indexer.query.METHODS`` (else ``indexer.engines.heads``'),
     and only once ``run_query`` takes ``method`` (otherwise the drop-down would promise what it cannot do)."""
     from .. import query
 
@@ -76,7 +76,7 @@ def available_methods() -> tuple:
     methods = getattr(query, "METHODS", None)
     if methods is None:
         try:
-            from .. import heads
+            from ..engines import heads
 
             methods = getattr(heads, "METHODS", None)
         except ImportError:

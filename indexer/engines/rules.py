@@ -7,7 +7,7 @@ reads and, when the rule needs token text (diffs, TLI), its full token->id mappi
 
 from __future__ import annotations
 
-from .engines import (
+from . import (
     DEFAULT_ENGINE,
     ENGINES,
     LLAMACPP_MAX_VOCAB_DIFF,
@@ -252,7 +252,7 @@ def check_pair(t: Side, d: Side) -> dict:
         },
     }
     if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
-        from .engines import launch_llamacpp
+        from . import launch_llamacpp
 
         out["launch"] = {"llama.cpp": launch_llamacpp(t.gguf_file or t.name, d.gguf_file or d.name)}
     return out

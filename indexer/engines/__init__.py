@@ -27,9 +27,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..vocab import agreement as _agreement
 from .heads import HEAD_RULES
 from .heads import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --method choices, draft to all)
-from .vocab import agreement as _agreement
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
@@ -356,7 +356,7 @@ def llamacpp_rule(t: Side, d: Side) -> Verdict:
             return Verdict(REFUSED, [f"the {role} ({side.gguf_file}): {g.error} (llama.cpp @{LLAMACPP_COMMIT})"])
         if not g.converted:
             return Verdict(REFUSED, [f"the {role} cannot be converted to GGUF: {g.error} {follows}"])
-    from .gguf.predict import speculative_compatible  # the transcription of the C++ rule lives beside the prediction
+    from ..gguf.predict import speculative_compatible  # the transcription of the C++ rule lives beside the prediction
 
     ok, reasons = speculative_compatible(t.gguf, d.gguf)
     origins = [_gguf_origin(r, s) for r, s in (("target", t), ("draft", d))] if t.gguf_file or d.gguf_file else []

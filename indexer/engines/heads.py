@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from .vocab.modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
+from ..vocab.modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
 
 SGLANG_VERSION = "0.5.23"
 VLLM_VERSION = "0.33.0"
