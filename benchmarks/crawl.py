@@ -199,8 +199,8 @@ def main(argv=None) -> int:
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-crawl-"))
     tmp.mkdir(parents=True, exist_ok=True)
     _env(tmp)
+    from indexer.catalog.db import upgrade
     from indexer.crawl import Crawler, CrawlOptions
-    from indexer.db import upgrade
     from indexer.hubsim import generate_synthetic_hub
     from indexer.hubsim.repos import hub_date
 

@@ -147,7 +147,7 @@ def _render_block(session: Session, block: str) -> str:
 
 def engine_table() -> str:
     """The engine rules table, from the registry (one source of truth for names, versions and sources)."""
-    from indexer.compute import SIZE_WORDS
+    from indexer.catalog.compute import SIZE_WORDS
     from indexer.engines import ENGINES
 
     words = {**SIZE_WORDS, "tok": "`get_vocab()` mapping", "gguf_sig": "GGUF token list"}

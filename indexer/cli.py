@@ -24,12 +24,12 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
 # `check DIR DIR` needs no catalog: its server is reached only when a side is a repo id.
 CATALOG_OPTIONAL = {"check"}
-DB_META = "indexer.db"
+DB_META = "indexer.catalog.db"
 
 
 def check_db(ctx: click.Context, _param, value):
     """--db callback: refuse a bad catalog before the command starts, and remember it for error messages."""
-    from .db import preflight
+    from .catalog.db import preflight
 
     ctx.meta[DB_META] = value
     ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
@@ -166,7 +166,7 @@ def print_json(data) -> None:
 class IndexerGroup(click.Group):
     """The one place where errors become one line: any :class:`~indexer.errors.IndexerError` a command lets
     through prints ``error: ...`` and exits with the error's own exit code; a driver exception that
-    :func:`indexer.db.as_catalog_error` recognises is a CatalogError (exit 2)."""
+    :func:`indexer.catalog.db.as_catalog_error` recognises is a CatalogError (exit 2)."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -174,7 +174,7 @@ class IndexerGroup(click.Group):
         except IndexerError as e:
             fail(e.message, e.exit_code)
         except Exception as e:
-            from .db import as_catalog_error
+            from .catalog.db import as_catalog_error
 
             err = as_catalog_error(e, ctx.meta.get(DB_META))
             if isinstance(err, IndexerError):
@@ -197,7 +197,7 @@ def db():
 @db_option
 def db_upgrade(db):
     """Create the catalog or migrate it to the newest schema."""
-    from .db import safe_url, upgrade
+    from .catalog.db import safe_url, upgrade
 
     click.echo(f"catalog at head: {safe_url(upgrade(db))}")
 
@@ -390,9 +390,9 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
     (every listing failed, the Hub cannot be reached, a catalog write failed, or nothing resolved and
     every repo failed), 2 bad input, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
+    from .catalog.db import CatalogError
     from .crawl import CrawlFailed, CrawlInterrupted, CrawlOptions
     from .crawl import crawl as run_crawl
-    from .db import CatalogError
     from .runlog import route_logs
 
     if not (families or author or search or models or all_):
@@ -420,7 +420,7 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
         click.echo(f"error: {e}", err=True)
     if code == 0 and not no_compute:
         try:
-            from .compute import compute
+            from .catalog.compute import compute
         except ImportError:
             compute = None
         if compute is not None:
@@ -462,8 +462,8 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
 @db_option
 def compute(as_json, quiet, db):
     """Rebuild the compatibility classes per engine and the cached pair verdicts."""
-    from .compute import compute as run_compute
-    from .db import CatalogError
+    from .catalog.compute import compute as run_compute
+    from .catalog.db import CatalogError
 
     try:
         stats = run_compute(db, progress=not quiet and not as_json)
@@ -527,7 +527,7 @@ def serve(host, port, db):
 
     Exit status: 0 stopped, 2 bad catalog or busy port.
     """
-    from .db import CatalogError
+    from .catalog.db import CatalogError
     from .publish import PublishError, safe_url
     from .publish import serve as run_serve
 
@@ -626,7 +626,7 @@ def demo(db, host, port, no_serve):
 
     Exit status: 0 done or stopped, 1 the demo failed, 2 busy port.
     """
-    from .db import CatalogError
+    from .catalog.db import CatalogError
     from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
     from .publish import PublishError, check_port, free_port, stop_on_signals
     from .publish import serve as run_serve

@@ -269,7 +269,7 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
     It stays after the demo so the README's examples (``fingerprint``, ``crawl --family Lumen`` with
     ``INDEXER_FAMILIES=data/demo-hub/families.toml``) have real directories and families to work on.
     """
-    from .db import resolve_url, sqlite_path
+    from .catalog.db import resolve_url, sqlite_path
 
     db = db or DEFAULT_DEMO_DB
     if "://" not in db:
@@ -280,7 +280,7 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
 
 def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
-    from .db import resolve_url, upgrade
+    from .catalog.db import resolve_url, upgrade
 
     db = db or DEFAULT_DEMO_DB
     hub_dir = demo_hub_dir(db)
@@ -304,7 +304,7 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     gated = _status_of(db, DEMO_GATED)
     if gated is not None:
         log(f"gated {DEMO_GATED}: {gated[0]} ({gated[1]})")
-    from .compute import compute
+    from .catalog.compute import compute
 
     stats = compute(db)
     log(f"computed compatibility classes for {stats.get('repos')} repos")
@@ -314,8 +314,8 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
 def _status_of(db, repo_id: str):
     from sqlalchemy import select
 
-    from .db import open_catalog, session_factory
-    from .models import Repo
+    from .catalog.db import open_catalog, session_factory
+    from .catalog.models import Repo
 
     with session_factory(open_catalog(db))() as session:
         return session.execute(select(Repo.status, Repo.reason).where(Repo.repo_id == repo_id)).first()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from .blobstore import BlobStore
+from .catalog.blobstore import BlobStore
 from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
 from .gguf.hub import GGUFHeaderReader, gguf_names
 from .hub.client import (

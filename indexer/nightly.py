@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .db import resolve_url, sqlite_path
+from .catalog.db import resolve_url, sqlite_path
 from .errors import EXIT_FAILED, EXIT_LOCKED, LockBusy  # noqa: F401  (re-exported: the CLI imports them here)
 
 EXIT_OK = 0
@@ -130,8 +130,8 @@ def full_listing_due(db: str | None, days: float | None) -> bool:
 
     from sqlalchemy import select
 
-    from .db import open_catalog, session_factory
-    from .models import ScopeCursor
+    from .catalog.db import open_catalog, session_factory
+    from .catalog.models import ScopeCursor
 
     with session_factory(open_catalog(db))() as session:
         rows = session.scalars(select(ScopeCursor.full_at)).all()
@@ -165,7 +165,7 @@ def nightly(
 
 def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
          request_timeout=None, full_listing=False, full_listing_every=None) -> dict:
-    from .db import upgrade
+    from .catalog.db import upgrade
 
     started = time.perf_counter()
     if not families:
@@ -208,7 +208,7 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         crawl_status = _get(crawl_result, "status")
         if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")
-        from .compute import compute
+        from .catalog.compute import compute
 
         step("compute", lambda: compute(db))
         from .publish import integrity_check

@@ -42,13 +42,13 @@ def launch(engine: str, target: str, draft: str) -> str:
 class Catalog:
     """Named-parameter SQL (``:name``) over sqlite3, or SQLAlchemy Core for other URLs.
 
-    URLs and errors go through indexer.db (no SQLAlchemy import for SQLite files): an unknown
+    URLs and errors go through indexer.catalog.db (no SQLAlchemy import for SQLite files): an unknown
     scheme, a missing driver, an unreachable server or a file we cannot open is one QueryError;
     a catalog we cannot write is read read-only.
     """
 
     def __init__(self, db: str | None = None):
-        from .db import (
+        from .catalog.db import (
             CatalogError,
             as_catalog_error,
             busy_timeout,
@@ -250,7 +250,7 @@ def resolve_target(cat: Catalog, target: str) -> Target:
 
 def _hub_gguf(cat: Catalog, pk: int, repo_id: str) -> str | None:
     """``REPO:QUANT`` when the repo is a GGUF repo whose header was read (its engine facts say so)."""
-    from .catalog import hub_gguf_name
+    from .answer.rule_inputs import hub_gguf_name
 
     row = cat.one("SELECT e.gguf FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
                   "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": pk})

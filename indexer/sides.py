@@ -84,7 +84,7 @@ def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAU
         if gguf_path is not None:
             return side_from_gguf(gguf_path, arg if arg.lower().endswith(".gguf") else str(gguf_path))
         return side_from_dir(arg, max_file_bytes=max_file_bytes)
-    from .catalog import side_from_catalog
+    from .answer.rule_inputs import side_from_catalog
 
     return side_from_catalog(arg, db=db)
 

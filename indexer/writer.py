@@ -23,14 +23,14 @@ from pathlib import Path
 
 from sqlalchemy import delete, func, select
 
-from .blobstore import BlobStore
-from .db import is_write_conflict
+from .catalog.blobstore import BlobStore
+from .catalog.db import is_write_conflict
+from .catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
 from .engines.heads import parse_head, target_shape
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from .hub.client import Listed, TransientError, base_models_from_tags
-from .models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
 from .writefail import raise_if_write_failed
 
 CHAT_WORDS = ("instruct", "chat")

@@ -8,9 +8,9 @@ import pytest
 from conftest import CORPUS, MODELS
 from tokfactory import make_text_model
 
+from indexer.catalog.tokenstore import TokenStore
 from indexer.engines.rules import check_pair
 from indexer.sides import side_from_dir
-from indexer.tokenstore import TokenStore
 from indexer.vocab import agreement as agr
 
 CHAT = ["<|begin|>", "<|reserved_0|>", "<|reserved_1|>", "<|eot|>", "<|reserved_2|>"]
@@ -174,8 +174,8 @@ HUB = {  # repo id -> (make_text_model keyword arguments, params)
 def crawled(tmp_path_factory):
     from crawlkit import crawl, set_meta
 
-    from indexer.compute import compute
-    from indexer.db import upgrade
+    from indexer.catalog.compute import compute
+    from indexer.catalog.db import upgrade
     from indexer.hubsim import HubServer
 
     root = tmp_path_factory.mktemp("agreement-hub")
@@ -192,7 +192,7 @@ def crawled(tmp_path_factory):
 def test_counts_are_taken_at_crawl_time_and_compute_measures_what_the_base_rule_cannot(crawled):
     import sqlite3
 
-    from indexer.tokenstore import default_root
+    from indexer.catalog.tokenstore import default_root
 
     db, stats = crawled
     store = TokenStore(default_root(db))
@@ -206,7 +206,7 @@ def test_counts_are_taken_at_crawl_time_and_compute_measures_what_the_base_rule_
 
 
 def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
-    from indexer.catalog import side_from_catalog
+    from indexer.answer.rule_inputs import side_from_catalog
     from indexer.engines import verdicts
     from indexer.query import render, run_query
 
@@ -230,7 +230,7 @@ def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
 
 
 def test_query_and_check_give_one_agreement_object(crawled):
-    from indexer.catalog import side_from_catalog
+    from indexer.answer.rule_inputs import side_from_catalog
     from indexer.engines import pair_agreement
     from indexer.query import run_query
 
@@ -255,7 +255,7 @@ def test_a_catalog_crawled_before_counts_is_counted_by_compute(crawled, tmp_path
     import sqlite3
     from pathlib import Path
 
-    from indexer.compute import compute
+    from indexer.catalog.compute import compute
 
     db, _ = crawled
     old = tmp_path / "old"
@@ -267,7 +267,7 @@ def test_a_catalog_crawled_before_counts_is_counted_by_compute(crawled, tmp_path
         fresh = dict(conn.execute("SELECT id, agrees_by_base FROM tokenizers"))
         conn.execute("UPDATE tokenizers SET agrees_by_base = NULL, agreement_basis = NULL")
         conn.execute("DELETE FROM tokenizer_agreement")
-    from indexer.catalog import side_from_catalog
+    from indexer.answer.rule_inputs import side_from_catalog
 
     side = side_from_catalog("code/Coder-7B", db=old_db)
     assert side.counts is None  # check still answers, by ids

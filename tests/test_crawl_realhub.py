@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from crawlkit import crawl, hermetic_env, repos, set_meta, snapshot, write_repo
 
-from indexer.blobstore import MAGIC, BlobStore
+from indexer.catalog.blobstore import MAGIC, BlobStore
 from indexer.cli import cli
 from indexer.crawl import CrawlFailed
 from indexer.hub.client import HubClient, base_models_from_tags, least_seconds
@@ -149,7 +149,7 @@ def test_deleted_and_renamed_repos_become_gone_and_come_back(small, catalog, tmp
         assert summary["changed"] == 1 and summary["gone"] == 1
     rows = repos(catalog)
     assert rows["user1/ft-1"]["status"] == "ok" and rows["user1/renamed"]["status"] == "gone"
-    from indexer.compute import compute
+    from indexer.catalog.compute import compute
 
     compute(catalog)
     con = sqlite3.connect(catalog)

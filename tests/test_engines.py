@@ -67,7 +67,8 @@ def _choices(command: str) -> list[str]:
 
 
 def test_every_part_names_exactly_the_registry_engines(tmp_path):
-    from indexer import models, query
+    from indexer import query
+    from indexer.catalog import models
     from indexer.engines import rules
 
     names = list(registry.ENGINES)
@@ -79,7 +80,7 @@ def test_every_part_names_exactly_the_registry_engines(tmp_path):
     assert list(result["verdicts"]) == names
     from test_query import build_catalog
 
-    from indexer.compute import compute
+    from indexer.catalog.compute import compute
 
     stats = compute(build_catalog(tmp_path / "catalog.db"))
     assert list(stats["classes"]) == names and list(stats["memberships"]) == names

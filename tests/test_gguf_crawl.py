@@ -14,10 +14,10 @@ from crawlkit import crawl, set_meta
 from ggufkit import write_vocab_gguf
 from test_engines import make_spm
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
 from indexer.engines import verdicts
 from indexer.gguf.predict import predict_gguf
 from indexer.hubsim import HubServer

@@ -20,9 +20,9 @@ from crawlkit import crawl, set_meta, write_repo
 from test_heads import EXPECTED
 from test_site import Site
 
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
 from indexer.engines import heads
 from indexer.engines.heads import parse_head
 from indexer.hubsim import HubServer

@@ -30,7 +30,7 @@ def test_shipped_files_live_inside_the_package():
 
 def test_package_data_lists_every_shipped_file():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["indexer"]
-    for sub in ("migrations", "data"):
+    for sub in ("catalog/migrations", "data", "vocab/reference_text"):
         for path in (PACKAGE / sub).rglob("*"):
             if path.is_dir() or "__pycache__" in path.parts:
                 continue

@@ -213,7 +213,7 @@ def pg_catalog(pg_url, tmp_path, monkeypatch):
 def test_publish_and_serve_a_postgresql_catalog(pg_catalog, tmp_path):
     import sqlalchemy as sa
 
-    from indexer.models import Base
+    from indexer.catalog.models import Base
 
     out = tmp_path / "site"
     res = CliRunner().invoke(cli, ["publish", str(out), "--db", pg_catalog, "--json"])

@@ -10,12 +10,12 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import make_engine, upgrade
+from indexer.catalog.models import Repo, Tokenizer
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import make_engine, upgrade
 from indexer.lookup import RepoNotFound
-from indexer.models import Repo, Tokenizer
 from indexer.query import QueryError, run_query
 
 T1, T2, T3 = "a" * 64, "c" * 64, "d" * 64

@@ -13,10 +13,10 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from tokfactory import make_model
 
+from indexer.catalog.compute import compute
+from indexer.catalog.db import make_engine, upgrade
+from indexer.catalog.models import Repo, Tokenizer
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import make_engine, upgrade
-from indexer.models import Repo, Tokenizer
 from indexer.query import QueryError, render, run_query
 from indexer.vocab.fingerprint import fingerprint_dir
 
@@ -287,8 +287,8 @@ def test_lookup_estimates_and_gguf_on_postgresql(pg_url):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from indexer.catalog import side_from_catalog
-    from indexer.models import Base
+    from indexer.answer.rule_inputs import side_from_catalog
+    from indexer.catalog.models import Base
 
     db = build(pg_url)
     engine = make_engine(db)

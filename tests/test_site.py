@@ -161,8 +161,8 @@ def test_demo_printed_pair_is_what_check_says(demo_db):
 def test_corpus_catalog_agrees_with_the_cli(tmp_path_factory):
     from crawlkit import crawl
 
-    from indexer.compute import compute
-    from indexer.db import upgrade
+    from indexer.catalog.compute import compute
+    from indexer.catalog.db import upgrade
     from indexer.hubsim import HubServer
 
     db = str(tmp_path_factory.mktemp("site-corpus") / "catalog.db")

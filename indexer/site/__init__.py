@@ -113,7 +113,7 @@ def engine_summary(db: str, target: str, args: dict) -> list[dict]:
 
 def explain(db: str, args: dict) -> dict:
     """``GET /explain.json``: the JSON of ``indexer check T D --json``."""
-    from ..db import readonly_url
+    from ..catalog.db import readonly_url
     from ..sides import check
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")

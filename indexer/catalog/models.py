@@ -26,7 +26,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.functions import FunctionElement
 
-from .engines import ENGINES as ENGINE_REGISTRY
+from ..engines import ENGINES as ENGINE_REGISTRY
 
 # "gone": a complete listing of the row's scope no longer returned it (deleted, renamed, made private);
 # kept for history, never suggested or published as a draft (only "ok" rows are), revived when listed again.

@@ -1,4 +1,4 @@
-"""Alembic environment: the URL comes from the Config set by ``indexer.db.alembic_config``.
+"""Alembic environment: the URL comes from the Config set by ``indexer.catalog.db.alembic_config``.
 
 Every migration commits whole or not at all (issue 18): ``transaction_per_migration`` runs each revision
 and its ``alembic_version`` update in one transaction, and ``transactional_ddl=True`` tells Alembic that
@@ -7,15 +7,15 @@ pysqlite itself would still run DDL outside any transaction, "autocommitted" at 
 ``dialects/sqlite/base.py:177-180``, "Incorrect support for transactional DDL", in the section
 "Transactions with SQLite and the sqlite3 driver", which ``dialects/sqlite/pysqlite.py:496-503``
 "Serializable isolation / Savepoints / Transactional DDL" points to); that section gives the recipe the
-SQLite engine gets here (``indexer.db.immediate_transactions``: no driver BEGIN, ours from the ``begin``
-event). PostgreSQL concurrent upgrades wait on an advisory lock (``indexer.db.migration_lock``).
+SQLite engine gets here (``indexer.catalog.db.immediate_transactions``: no driver BEGIN, ours from the ``begin``
+event). PostgreSQL concurrent upgrades wait on an advisory lock (``indexer.catalog.db.migration_lock``).
 """
 
 from alembic import context
 from sqlalchemy import create_engine
 
-from indexer.db import immediate_transactions, migration_lock
-from indexer.models import Base
+from indexer.catalog.db import immediate_transactions, migration_lock
+from indexer.catalog.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -20,8 +20,8 @@ import struct
 import tempfile
 from pathlib import Path
 
+from ..hub.client import safe_blob_id, safe_name
 from .db import resolve_url, sqlite_path
-from .hub.client import safe_blob_id, safe_name
 
 MAGIC = b"IXZ1"
 HEADER = struct.Struct(">4sQ")

@@ -25,7 +25,7 @@ llama.cpp accepts some pairs of different GGUF vocabularies (sizes within 128, i
 those are evaluated for candidate signature pairs only (a shared token-prefix bucket, which
 every passing pair has) and cached in ``llamacpp_pairs``. TLI intersections are cached per
 tokenizer pair in ``pair_verdicts``. Which other tokenizers of a size class a target's drafts may use
-(their vocabularies agree: works or degraded) is the agreement step (``indexer.compute_agreement``).
+(their vocabularies agree: works or degraded) is the agreement step (``indexer.catalog.compute_agreement``).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from . import query
+from .. import query
+from ..engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
+from ..vocab.fingerprint import transformers_version
+from ..vocab.params import estimate_from_name
 from .db import open_catalog
-from .engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
-from .vocab.fingerprint import transformers_version
-from .vocab.params import estimate_from_name
 
 # What each size column of tmp_ok means, for class labels.
 SIZE_WORDS = {"vs": "config vocab_size", "vst": "text-config vocab_size", "vllm_vs": "text-config vocab_size",
@@ -283,9 +283,9 @@ def write_meta(conn, values: dict[str, str]) -> None:
 
 def facts_of_dir(directory: Path, tokens) -> dict:
     """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
-    from .files import InputError
-    from .sides import predict_gguf_facts
-    from .vocab.modelconfig import read_config
+    from ..files import InputError
+    from ..sides import predict_gguf_facts
+    from ..vocab.modelconfig import read_config
 
     row: dict = {"vllm": None, "tce": None, "vis": False}
     if (directory / "config.json").is_file():
@@ -370,7 +370,7 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
         f"AND p.draft_signature = c.d WHERE p.target_signature IS NULL ORDER BY c.t, c.d LIMIT {int(limit) + 1}").all()
     if not todo:
         return {"candidates": 0, "computed": 0, "compatible": 0, "no_tokens": 0, "more_left": False}
-    from .gguf.predict import GGUFVocab, speculative_compatible
+    from ..gguf.predict import GGUFVocab, speculative_compatible
 
     store = TokenStore(default_root(db))
     memo: dict[str, object] = {}
@@ -442,7 +442,7 @@ def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
 
     ``llamacpp_ok`` / ``llamacpp_reason`` stay NULL: llama.cpp is decided on GGUF vocabularies
     (``llamacpp_pairs``), not on get_vocab() mappings."""
-    from .engines.rules import Side, tli
+    from ..engines.rules import Side, tli
     from .tokenstore import TokenStore, default_root
 
     store = TokenStore(default_root(db))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from .vocab import agreement as agr
+from ..vocab import agreement as agr
 
 MAX_NEW_AGREEMENTS = 5000  # pair measurements per compute run (the rest next run)
 MAX_NEW_COUNTS = 50  # tokenizers counted from the blob store per run (catalogs crawled before counts existed)

@@ -15,7 +15,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import CatalogError
+from ..errors import CatalogError
 
 DEFAULT_DB = "data/catalog.db"
 POSTGRES_FIX = "pip install 'indexer[postgres]'"
@@ -102,7 +102,7 @@ def sqlite_path(url: str) -> Path | None:
 
 def missing_hint(path: Path) -> str:
     """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
-    from .demo import DEFAULT_DEMO_DB
+    from ..demo import DEFAULT_DEMO_DB
 
     demo = Path(DEFAULT_DEMO_DB)
     if path == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
@@ -286,7 +286,7 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
 def alembic_config(url: str):
     from alembic.config import Config
 
-    from .resources import MIGRATIONS_DIR
+    from ..resources import MIGRATIONS_DIR
 
     if not (MIGRATIONS_DIR / "env.py").exists():
         raise CatalogError(f"migrations not found at {MIGRATIONS_DIR}; reinstall the package (`pip install .`)")
@@ -417,7 +417,7 @@ def upgrade_lock(path: Path):
                 break
             except BlockingIOError:
                 if time.monotonic() >= give_up:
-                    from .nightly import lock_holder
+                    from ..nightly import lock_holder
 
                     holder = lock_holder(lock, os.pread(fd, 200, 0).decode(errors="replace").strip())
                     raise CatalogError(f"catalog {path} is being upgraded by another process ({holder}); try "

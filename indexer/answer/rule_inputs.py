@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from sqlalchemy import select, text
 
-from .db import CatalogError, open_catalog, session_factory
-from .engines import Side
-from .files import InputError
-from .models import EngineFacts, Repo, Tokenizer
-from .tokenstore import TokenStore, default_root
+from ..catalog.db import CatalogError, open_catalog, session_factory
+from ..catalog.models import EngineFacts, Repo, Tokenizer
+from ..catalog.tokenstore import TokenStore, default_root
+from ..engines import Side
+from ..files import InputError
 
 TOKENIZER_FACTS = (
     "vocab_sha256", "base_vocab_sha256", "vocab_len", "max_id", "id_holes", "hf_vocab_size", "added_tokens",
@@ -33,7 +33,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
     tag names a catalogued base takes the tokenizer and config vocab sizes of that base, and says so
     in its name.
     """
-    from .lookup import find_repo_id, gguf_base
+    from ..lookup import find_repo_id, gguf_base
 
     try:
         engine = open_catalog(db)
@@ -73,7 +73,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
             vocab = None
     counts = None
     if facts is not None:
-        from .vocab.agreement import reference_sha256
+        from ..vocab.agreement import reference_sha256
 
         counts = store.get_counts(facts["vocab_sha256"], reference_sha256())
     side = Side(
@@ -109,7 +109,7 @@ def gguf_from_facts(ef: EngineFacts, store: TokenStore):
     if ef.gguf is None:
         return None, ef.gguf_error or "no GGUF prediction"
     try:
-        from .gguf.predict import GGUFVocab
+        from ..gguf.predict import GGUFVocab
     except ImportError as e:
         return None, f"the GGUF prediction (indexer.gguf.predict) is not available: {e}"
     tokens = None
