@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     tmp.mkdir(parents=True, exist_ok=True)
     _env(tmp)
     from indexer.catalog.db import upgrade
-    from indexer.crawl import Crawler, CrawlOptions
+    from indexer.crawl.loop import Crawler, CrawlOptions
     from indexer.hubsim import generate_synthetic_hub
     from indexer.hubsim.repos import hub_date
 

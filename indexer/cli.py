@@ -391,8 +391,8 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
     every repo failed), 2 bad input, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
     from .catalog.db import CatalogError
-    from .crawl import CrawlFailed, CrawlInterrupted, CrawlOptions
-    from .crawl import crawl as run_crawl
+    from .crawl.loop import CrawlFailed, CrawlInterrupted, CrawlOptions
+    from .crawl.loop import crawl as run_crawl
     from .runlog import route_logs
 
     if not (families or author or search or models or all_):

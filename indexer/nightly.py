@@ -111,7 +111,7 @@ def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, requ
 
     A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
     """
-    from .crawl import CrawlOptions, crawl
+    from .crawl.loop import CrawlOptions, crawl
 
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
     opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
@@ -169,7 +169,7 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
 
     started = time.perf_counter()
     if not families:
-        from .families import load_families
+        from .crawl.families import load_families
 
         families = [f.name for f in load_families()]
     rep: dict = {
@@ -239,14 +239,14 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
 
 
 def _interrupted(e: BaseException) -> bool:
-    from .crawl import CrawlInterrupted
+    from .crawl.loop import CrawlInterrupted
 
     return isinstance(e, (KeyboardInterrupt, CrawlInterrupted))
 
 
 def _reason(e: BaseException) -> str:
     """The cause in words: the crawl's own one-line message, else the exception's."""
-    from .crawl import CrawlFailed
+    from .crawl.loop import CrawlFailed
 
     if isinstance(e, CrawlFailed):
         return f"crawl failed: {e}"

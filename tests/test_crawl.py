@@ -14,8 +14,8 @@ from crawlkit import copy_repo, crawl, repos, set_meta, write_repo
 from indexer.catalog.blobstore import BlobStore
 from indexer.catalog.compute import compute
 from indexer.cli import cli
-from indexer.crawl import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
-from indexer.families import family_of, load_families
+from indexer.crawl.families import family_of, load_families
+from indexer.crawl.loop import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
 from indexer.hub.client import FixedWindow, HubClient, UnsafeName, safe_blob_id, safe_name
 from indexer.hubsim import HubServer
 

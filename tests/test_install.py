@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import indexer
-from indexer import families, publish, resources
+from indexer import publish, resources
+from indexer.crawl import families
 
 if sys.version_info >= (3, 11):
     import tomllib

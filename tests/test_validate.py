@@ -113,7 +113,7 @@ def test_every_error_carries_its_exit_code_and_http_status():
     assert errors.CatalogError("x").http_status == 503 and errors.LockBusy("p", "pid 1").exit_code == 75
     # The classes stay importable where they were defined before (small merges).
     from indexer.catalog.db import CatalogError
-    from indexer.crawl import CrawlFailed
+    from indexer.crawl.loop import CrawlFailed
     from indexer.files import InputError
     from indexer.lookup import RepoNotFound
     from indexer.query import QueryError

@@ -214,7 +214,7 @@ class CrawlRun(Base):
     errors: Mapped[list | None] = mapped_column(JSON)
     unresolved: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # listed, not yet written
     rate_limited: Mapped[int] = mapped_column(Integer, default=0, server_default="0")  # 429 answers
-    owner: Mapped[str | None] = mapped_column(String(200))  # "host:pid" of the crawl (indexer/claims.py)
+    owner: Mapped[str | None] = mapped_column(String(200))  # "host:pid" of the crawl (indexer/crawl/claims.py)
 
 
 class CrawlQueue(Base):

@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from .catalog.db import is_write_conflict
-from .catalog.models import CrawlQueue, CrawlRun
+from ..catalog.db import is_write_conflict
+from ..catalog.models import CrawlQueue, CrawlRun
 
 # A crawl on another host cannot be checked: its run counts as alive this long after it started.
 REMOTE_RUN_HOURS = 6

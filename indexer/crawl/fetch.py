@@ -11,10 +11,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from .catalog.blobstore import BlobStore
-from .files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
-from .gguf.hub import GGUFHeaderReader, gguf_names
-from .hub.client import (
+from ..catalog.blobstore import BlobStore
+from ..files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
+from ..gguf.hub import GGUFHeaderReader, gguf_names
+from ..hub.client import (
     BudgetExhausted,
     Cancelled,
     HubClient,
@@ -66,7 +66,7 @@ def early_status(item: Listed, has_token: bool) -> Fetched | None:
 
 def _maybe_head(item: Listed) -> bool:
     """A speculator head holds no tokenizer: its config.json decides (indexer/engines/heads.py, head_candidate)."""
-    from .engines.heads import head_candidate
+    from ..engines.heads import head_candidate
 
     return head_candidate(item.id, item.config)
 

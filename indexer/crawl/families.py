@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .resources import FAMILIES_PATH
+from ..resources import FAMILIES_PATH
 
 if sys.version_info >= (3, 11):
     import tomllib

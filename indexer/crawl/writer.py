@@ -23,14 +23,14 @@ from pathlib import Path
 
 from sqlalchemy import delete, func, select
 
-from .catalog.blobstore import BlobStore
-from .catalog.db import is_write_conflict
-from .catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
-from .engines.heads import parse_head, target_shape
+from ..catalog.blobstore import BlobStore
+from ..catalog.db import is_write_conflict
+from ..catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
+from ..engines.heads import parse_head, target_shape
+from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
+from ..hub.client import Listed, TransientError, base_models_from_tags
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
-from .files import CONFIG_FILE, TOKENIZER_FILES, InputError
-from .hub.client import Listed, TransientError, base_models_from_tags
 from .writefail import raise_if_write_failed
 
 CHAT_WORDS = ("instruct", "chat")
@@ -53,7 +53,7 @@ def file_set_key(files: dict[str, str]) -> str:
 
 
 def _config_fact_columns() -> list[str]:
-    from .vocab.modelconfig import ConfigFacts
+    from ..vocab.modelconfig import ConfigFacts
 
     return [f.name for f in dataclasses.fields(ConfigFacts) if f.name in REPO_COLUMNS]
 
@@ -91,7 +91,7 @@ class CatalogWriter:
         self._pending_blobs.clear()
         self._pending_sets.clear()
 
-    transaction = _transaction  # one repo's claim (indexer/claims.py) commits the same way
+    transaction = _transaction  # one repo's claim (indexer/crawl/claims.py) commits the same way
 
     # -- the per-repo transaction ----------------------------------------------------------------
     def write(self, session, item: Listed, existing_pk: int | None, fetched: Fetched, run_id: int,
@@ -236,7 +236,7 @@ class CatalogWriter:
         return status, (read.reason() if status == "ok" else fs_reason)
 
     def _gguf_facts(self, session, fs_id: int, file, now) -> None:
-        from .engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
+        from ..engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 
         v = file.vocab
         tsha = sig = hi = lo = None
@@ -402,7 +402,7 @@ class CatalogWriter:
         return hit
 
     def _fingerprint(self, tok_files: dict[str, str]) -> tuple:
-        from .vocab.fingerprint import fingerprint_dir
+        from ..vocab.fingerprint import fingerprint_dir
 
         tmp = self._scratch_dir("fs")
         self.store.export(tok_files, tmp)
@@ -414,7 +414,7 @@ class CatalogWriter:
             raise_if_write_failed(e)
             return "error", f"fingerprint failed: {describe(e)}"
         self.fingerprinted += 1
-        from .vocab.agreement import store_counts
+        from ..vocab.agreement import store_counts
 
         store_counts(self.tokens, fp.vocab_sha256, tmp)  # once per vocabulary: pairs then cost no tokenization
         return "ok", fp
@@ -424,7 +424,7 @@ class CatalogWriter:
         tok = session.execute(q).scalar_one_or_none()
         if tok is not None:
             return tok.id
-        from .vocab.fingerprint import transformers_version
+        from ..vocab.fingerprint import transformers_version
 
         facts = fp.to_dict()
         cols = {c.key for c in Tokenizer.__table__.columns}
@@ -438,7 +438,7 @@ class CatalogWriter:
     def _config(self, blob_id: str):
         if blob_id in self._config_memo:
             return self._config_memo[blob_id]
-        from .vocab.modelconfig import read_config
+        from ..vocab.modelconfig import read_config
 
         tmp = self._scratch_dir("cfg")
         self.store.export({CONFIG_FILE: blob_id}, tmp)

@@ -30,16 +30,16 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
-from .catalog.blobstore import BlobStore
-from .catalog.db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
-from .catalog.models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
+from ..catalog.blobstore import BlobStore
+from ..catalog.db import immediate_transactions, open_catalog, resolve_url, session_factory, sqlite_path
+from ..catalog.models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
+from ..errors import CrawlFailed, CrawlInterrupted
+from ..files import DEFAULT_MAX_FILE_BYTES
+from ..hub.client import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
+from ..hub.guard import DEFAULT_CALL_SECONDS
 from .claims import claim, owner_tag, run_alive
-from .errors import CrawlFailed, CrawlInterrupted
 from .families import find_family, load_families
 from .fetch import Entry, Fetched, Fetcher, describe, early_status
-from .files import DEFAULT_MAX_FILE_BYTES
-from .hub.client import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
-from .hub.guard import DEFAULT_CALL_SECONDS
 from .listing import ScopeListing
 from .writefail import WriteFailed, storage_failure
 from .writer import CatalogWriter, file_set_key, now_utc
@@ -168,14 +168,14 @@ class Crawler:
         self._listings: list[ScopeListing] = []
         self._written_gated: set[str] = set()
         self._gated_listed: dict[str, Listed] = {}  # this run's listing of gated repos (fresher than a wait's)
-        from .catalog.tokenstore import TokenStore, default_root
+        from ..catalog.tokenstore import TokenStore, default_root
 
         self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
         self.fetcher = Fetcher(self.client, self.store, options.max_file_bytes, gguf_known=self._gguf_known())
 
     def _gguf_known(self) -> set[str]:
         """file_sets keys without a tokenizer: GGUF files already read (by LFS sha256) among failed sets."""
-        from .catalog.models import FileSet
+        from ..catalog.models import FileSet
 
         with self.Session() as session:
             return set(session.scalars(select(FileSet.key).where(FileSet.tokenizer_id.is_(None))))

@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .catalog.models import ScopeCursor
-from .errors import Cancelled, HubUnreachable
-from .hub.client import BudgetExhausted, HubClient, Listed
+from ..catalog.models import ScopeCursor
+from ..errors import Cancelled, HubUnreachable
+from ..hub.client import BudgetExhausted, HubClient, Listed
 
 LISTING_MARGIN = timedelta(hours=1)  # the Hub's listing index may lag a commit by minutes
 CAUSAL_LM_PIPELINES = ("text-generation", "image-text-to-text")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 
-from .errors import WriteFailed
+from ..errors import WriteFailed
 
 # ENOSPC / EDQUOT: no space or quota; EFBIG: a file-size limit (RLIMIT_FSIZE); EIO: the device;
 # EROFS: a read-only filesystem.
