@@ -59,26 +59,26 @@ def max_bytes_option(f):
 
 
 def valid_target(ctx: click.Context, param: click.Parameter, value):
-    """Callback of every TARGET/DRAFT: checked once (indexer.validate), one line and exit 2 when it cannot be right."""
-    from .validate import target
+    """Callback of every TARGET/DRAFT: checked once (answer.validate), one line and exit 2 when it cannot be right."""
+    from .answer.validate import target
 
     return None if value is None else target(value, param.name)
 
 
 def valid_repo_ids(_ctx, _param: click.Parameter, values):
-    from .validate import repo_id
+    from .answer.validate import repo_id
 
     return tuple(repo_id(v) for v in values)
 
 
 def valid_path(_ctx, param: click.Parameter, value):
-    from .validate import local_path
+    from .answer.validate import local_path
 
     return local_path(value, param.name)
 
 
 def valid_output_file(_ctx, param: click.Parameter, value):
-    from .validate import output_file
+    from .answer.validate import output_file
 
     output_file(value, param.opts[0])
     return value
@@ -86,7 +86,7 @@ def valid_output_file(_ctx, param: click.Parameter, value):
 
 def valid_output_dir(_ctx, param: click.Parameter, value):
     """An output directory, checked before hours of work, not after (created when it is written)."""
-    from .validate import output_dir
+    from .answer.validate import output_dir
 
     if value:
         output_dir(value, param.opts[0], create=False)
@@ -95,7 +95,7 @@ def valid_output_dir(_ctx, param: click.Parameter, value):
 
 def valid_limit(_ctx, _param: click.Parameter, value):
     """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
-    from .validate import limit
+    from .answer.validate import limit
 
     return None if value is None else limit(value, name="--limit")
 
@@ -210,7 +210,7 @@ def db_upgrade(db):
 def fingerprint(directory, as_json, reference, max_file_bytes):
     """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
     (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
-    from .sides import local_gguf_arg
+    from .answer.sides import local_gguf_arg
     from .vocab.fingerprint import fingerprint_dir, transformers_version
     from .vocab.modelconfig import read_config
 
@@ -294,14 +294,14 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
     and the vocabularies agree), 1 when not, 2 on bad input,
     3 when a repo is not in the catalog.
     """
-    from .sides import check as check_sides
-    from .sides import works_on
+    from .answer.sides import check as check_sides
+    from .answer.sides import works_on
 
     result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
     if as_json:
         print_json(result)
     elif result.get("kind") == "head":
-        from .headquery import render_explain
+        from .answer.headquery import render_explain
 
         click.echo(render_explain(result))
     else:
@@ -507,7 +507,7 @@ def query(target, engine, limit, near_misses, all_, method, as_json, db):
 
     Exit status: 0 answered, 2 bad input or catalog, 3 target not in the catalog.
     """
-    from .query import render, run_query
+    from .answer.query import render, run_query
 
     result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db,
                        method=method)  # errors (RepoNotFound: exit 3, ...): IndexerGroup

@@ -38,7 +38,7 @@ class IndexerError(Exception):
 
 
 class BadInput(IndexerError):
-    """An argument or URL parameter that cannot be right (indexer/validate.py): nothing was read."""
+    """An argument or URL parameter that cannot be right (indexer/answer/validate.py): nothing was read."""
 
 
 class InputError(BadInput):

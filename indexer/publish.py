@@ -47,7 +47,7 @@ def catalog_file(db: str | None) -> Path:
     if not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first"
                            + missing_hint(path))
-    from .query import Catalog
+    from .answer.query import Catalog
 
     Catalog(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
     return path
@@ -412,8 +412,8 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     copies the token store too (``tokens/`` beside ``catalog.db``), so the site's explain view can
     run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
     """
+    from .answer.validate import output_dir
     from .site import PLUGINS_DIR
-    from .validate import output_dir
 
     url = resolve_url(db)
     out = output_dir(outdir)  # a file in the way, no permission: one line, exit 2

@@ -8,9 +8,9 @@ import pytest
 from conftest import CORPUS, MODELS
 from tokfactory import make_text_model
 
+from indexer.answer.sides import side_from_dir
 from indexer.catalog.tokenstore import TokenStore
 from indexer.engines.rules import check_pair
-from indexer.sides import side_from_dir
 from indexer.vocab import agreement as agr
 
 CHAT = ["<|begin|>", "<|reserved_0|>", "<|reserved_1|>", "<|eot|>", "<|reserved_2|>"]
@@ -206,9 +206,9 @@ def test_counts_are_taken_at_crawl_time_and_compute_measures_what_the_base_rule_
 
 
 def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
+    from indexer.answer.query import render, run_query
     from indexer.answer.rule_inputs import side_from_catalog
     from indexer.engines import verdicts
-    from indexer.query import render, run_query
 
     db, _ = crawled
     sides = {r: side_from_catalog(r, db=db) for r in HUB}
@@ -230,9 +230,9 @@ def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
 
 
 def test_query_and_check_give_one_agreement_object(crawled):
+    from indexer.answer.query import run_query
     from indexer.answer.rule_inputs import side_from_catalog
     from indexer.engines import pair_agreement
-    from indexer.query import run_query
 
     db, _ = crawled
     sides = {r: side_from_catalog(r, db=db) for r in HUB}

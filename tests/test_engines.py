@@ -12,10 +12,10 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
 from tokfactory import BASE_WORDS, make_model, make_text_model
 
 from indexer import engines as registry
+from indexer.answer.sides import side_from_dir
 from indexer.cli import cli
 from indexer.engines.rules import check_pair
 from indexer.resources import METADATA_PATH
-from indexer.sides import side_from_dir
 
 LAYERS = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
           "max_position_embeddings": 128}
@@ -67,7 +67,7 @@ def _choices(command: str) -> list[str]:
 
 
 def test_every_part_names_exactly_the_registry_engines(tmp_path):
-    from indexer import query
+    from indexer.answer import query
     from indexer.catalog import models
     from indexer.engines import rules
 

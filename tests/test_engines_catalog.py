@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from crawlkit import crawl, set_meta
 from test_engines import SPM_WORDS, make_spm
 
+from indexer.answer.query import QueryError, run_query
 from indexer.answer.rule_inputs import side_from_catalog
 from indexer.catalog.compute import compute
 from indexer.catalog.db import upgrade
@@ -20,7 +21,6 @@ from indexer.catalog.tokenstore import TokenStore, default_root
 from indexer.cli import cli
 from indexer.engines import ENGINES, verdicts
 from indexer.hubsim import HubServer
-from indexer.query import QueryError, run_query
 
 B = 10**9
 EXTRA = tuple(f"<extra_{i}>" for i in range(100))

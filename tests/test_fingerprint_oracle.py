@@ -5,8 +5,8 @@ import json
 import pytest
 from conftest import CORPUS, needs_corpus
 
+from indexer.answer.sides import side_from_dir
 from indexer.engines.rules import sglang
-from indexer.sides import side_from_dir
 from indexer.vocab.fingerprint import fingerprint_dir
 
 pytestmark = needs_corpus

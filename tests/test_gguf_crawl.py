@@ -14,6 +14,7 @@ from crawlkit import crawl, set_meta
 from ggufkit import write_vocab_gguf
 from test_engines import make_spm
 
+from indexer.answer.query import run_query
 from indexer.answer.rule_inputs import side_from_catalog
 from indexer.catalog.compute import compute
 from indexer.catalog.db import upgrade
@@ -21,7 +22,6 @@ from indexer.cli import cli
 from indexer.engines import verdicts
 from indexer.gguf.predict import predict_gguf
 from indexer.hubsim import HubServer
-from indexer.query import run_query
 
 B, MB = 10**9, 1 << 20
 EXTRA = tuple(f"<extra_{i}>" for i in range(20))

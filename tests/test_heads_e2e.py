@@ -20,6 +20,7 @@ from crawlkit import crawl, set_meta, write_repo
 from test_heads import EXPECTED
 from test_site import Site
 
+from indexer.answer.query import ENGINES, run_query
 from indexer.catalog.compute import compute
 from indexer.catalog.db import upgrade
 from indexer.cli import cli
@@ -27,7 +28,6 @@ from indexer.engines import heads
 from indexer.engines.heads import parse_head
 from indexer.hubsim import HubServer
 from indexer.hubsim import heads as hubheads
-from indexer.query import ENGINES, run_query
 
 TINY = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
 TINY_FT = "someone/TinyLlama-1.1B-chat-finetune"
@@ -345,7 +345,7 @@ def test_heads_follow_their_config_across_crawls(tmp_path, catalog):
 
 def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, monkeypatch):
     """The same crawl into PostgreSQL: heads rows, the head answers and the head check equal SQLite's."""
-    from indexer.headquery import explain_head
+    from indexer.answer.headquery import explain_head
 
     monkeypatch.chdir(tmp_path)  # the PostgreSQL catalog's blob and token stores go under the working directory
     monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))

@@ -15,9 +15,9 @@ import yaml
 from click.testing import CliRunner
 from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, ServedCatalog, build_sample_catalog
 
+from indexer.answer.query import run_query
 from indexer.cli import cli
 from indexer.publish import METADATA_PATH, bundle_command, load_metadata
-from indexer.query import run_query
 
 
 @pytest.fixture

@@ -10,13 +10,13 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+from indexer.answer.lookup import RepoNotFound
+from indexer.answer.query import QueryError, run_query
 from indexer.answer.rule_inputs import side_from_catalog
 from indexer.catalog.compute import compute
 from indexer.catalog.db import make_engine, upgrade
 from indexer.catalog.models import Repo, Tokenizer
 from indexer.cli import cli
-from indexer.lookup import RepoNotFound
-from indexer.query import QueryError, run_query
 
 T1, T2, T3 = "a" * 64, "c" * 64, "d" * 64
 TARGET = "Qwen/Qwen2.5-7B-Instruct"

@@ -13,11 +13,11 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from tokfactory import make_model
 
+from indexer.answer.query import QueryError, render, run_query
 from indexer.catalog.compute import compute
 from indexer.catalog.db import make_engine, upgrade
 from indexer.catalog.models import Repo, Tokenizer
 from indexer.cli import cli
-from indexer.query import QueryError, render, run_query
 from indexer.vocab.fingerprint import fingerprint_dir
 
 B = 1_000_000_000

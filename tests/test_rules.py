@@ -5,8 +5,8 @@ import json
 import pytest
 from tokfactory import BASE_WORDS, make_model
 
+from indexer.answer.sides import side_from_dir
 from indexer.engines.rules import check_pair
-from indexer.sides import side_from_dir
 from indexer.vocab.fingerprint import fingerprint_dir
 
 

@@ -18,8 +18,8 @@ from conftest import MODELS, needs_corpus
 from markupsafe import escape
 from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, build_sample_catalog
 
+from indexer.answer.query import ENGINE_NAMES, ENGINES, run_query
 from indexer.cli import cli
-from indexer.query import ENGINE_NAMES, ENGINES, run_query
 
 PAIRS_PER_CATALOG = 12
 
@@ -278,7 +278,7 @@ def test_home_asks_the_questions_first_and_tables_keep_human_labels(sample_db):
 def test_method_drop_down_appears_once_the_query_takes_a_method(sample_db, monkeypatch):
     import inspect
 
-    from indexer import query
+    from indexer.answer import query
     from indexer.site import available_methods
 
     site = Site(sample_db)

@@ -33,7 +33,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
     tag names a catalogued base takes the tokenizer and config vocab sizes of that base, and says so
     in its name.
     """
-    from ..lookup import find_repo_id, gguf_base
+    from .lookup import find_repo_id, gguf_base
 
     try:
         engine = open_catalog(db)

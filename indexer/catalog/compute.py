@@ -38,7 +38,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from .. import query
+from ..answer import query
 from ..engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..vocab.fingerprint import transformers_version
 from ..vocab.params import estimate_from_name
@@ -283,8 +283,8 @@ def write_meta(conn, values: dict[str, str]) -> None:
 
 def facts_of_dir(directory: Path, tokens) -> dict:
     """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
+    from ..answer.sides import predict_gguf_facts
     from ..files import InputError
-    from ..sides import predict_gguf_facts
     from ..vocab.modelconfig import read_config
 
     row: dict = {"vllm": None, "tce": None, "vis": False}

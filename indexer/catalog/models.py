@@ -398,6 +398,6 @@ class ScopeCursor(Base):
     updated_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
-# Case-insensitive repo id lookup and "did you mean" (indexer/lookup.py) read these two expression indexes.
+# Case-insensitive repo id lookup and "did you mean" (indexer/answer/lookup.py) read these two expression indexes.
 Index("ix_repos_repo_id_lower", func.lower(Repo.repo_id))
 Index("ix_repos_name_lower", func.lower(repo_name_part(Repo.repo_id)))

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import engines as registry
-from .errors import EXIT_NOT_FOUND, QueryError
+from .. import engines as registry
+from ..errors import EXIT_NOT_FOUND, QueryError
 
 ENGINES = tuple(registry.ENGINES)  # the names, re-exported from the registry (the site imports them)
 ENGINE_NAMES = registry.ENGINE_NAMES
@@ -26,7 +26,7 @@ RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
 PREFERRED_RATIO = f"1/{round(1 / RATIO_LOW)}..1/{round(1 / RATIO_HIGH)}"  # as the reasons word it
 # repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute.py's SQL uses these.
 NOT_GATED = ("", "false", "False", "0", "no")
-# --method: "draft" (separate draft models, the default) or a speculator head method (indexer/headquery.py).
+# --method: "draft" (separate draft models, the default) or a speculator head method (indexer/answer/headquery.py).
 METHODS = registry.QUERY_METHODS
 __all__ = ["ENGINES", "ENGINE_NAMES", "METHODS", "Catalog", "Query", "QueryError", "launch", "render", "run_query"]
 
@@ -48,7 +48,7 @@ class Catalog:
     """
 
     def __init__(self, db: str | None = None):
-        from .catalog.db import (
+        from ..catalog.db import (
             CatalogError,
             as_catalog_error,
             busy_timeout,
@@ -186,7 +186,7 @@ DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "voca
 
 @dataclass
 class Target:
-    """Whom the answer is for, and whose class memberships answer it (see indexer/lookup.py)."""
+    """Whom the answer is for, and whose class memberships answer it (see indexer/answer/lookup.py)."""
 
     facts: dict  # TARGET_KEYS, with params / params_source / params_active the best known size
     class_pk: int  # the catalog repo whose classes are used: the target, a GGUF repo's base, a directory's twin
@@ -201,7 +201,7 @@ def _dialect(cat: Catalog) -> str:
 
 def _with_size(t: dict, name: str) -> dict:
     """The Hub's count, else the config estimate, else the size in the name (indexer/vocab/params.py)."""
-    from .vocab.params import best_params
+    from ..vocab.params import best_params
 
     est = best_params(t["params"], t["params_estimate"], t["params_estimate_source"], name,
                       t["params_active_estimate"])
@@ -215,7 +215,7 @@ def resolve_target(cat: Catalog, target: str) -> Target:
     from .lookup import find_repo_id, gguf_base, looks_like_dir
 
     if looks_like_dir(target) or target.lower().endswith(".gguf"):
-        from .files import InputError
+        from ..files import InputError
         from .sides import local_gguf_arg
 
         try:
@@ -250,7 +250,7 @@ def resolve_target(cat: Catalog, target: str) -> Target:
 
 def _hub_gguf(cat: Catalog, pk: int, repo_id: str) -> str | None:
     """``REPO:QUANT`` when the repo is a GGUF repo whose header was read (its engine facts say so)."""
-    from .answer.rule_inputs import hub_gguf_name
+    from .rule_inputs import hub_gguf_name
 
     row = cat.one("SELECT e.gguf FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
                   "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": pk})
@@ -266,9 +266,9 @@ def _hub_gguf(cat: Catalog, pk: int, repo_id: str) -> str | None:
 
 def _local_target(cat: Catalog, path: str) -> Target:
     """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
-    from .files import InputError, check_dir
-    from .vocab.fingerprint import fingerprint_dir
-    from .vocab.modelconfig import read_config
+    from ..files import InputError, check_dir
+    from ..vocab.fingerprint import fingerprint_dir
+    from ..vocab.modelconfig import read_config
 
     try:
         directory = check_dir(path)
@@ -303,8 +303,8 @@ def _local_target(cat: Catalog, path: str) -> Target:
 def _local_gguf_target(cat: Catalog, arg: str, path) -> Target:
     """A local GGUF file, answered as the catalog repo whose llama.cpp class has the same GGUF signature
     (its own header's facts: vocab type, add_bos/eos with their ids, token texts)."""
-    from .files import InputError
-    from .gguf.file import read_gguf
+    from ..files import InputError
+    from ..gguf.file import read_gguf
 
     try:
         f = read_gguf(path)
@@ -412,7 +412,7 @@ class Query:
         the target's text counts on its added ids (catalog columns: the site needs no token store)."""
         if r["class_id"] not in self.grades:
             return None
-        from .vocab.agreement import by_added, special_ids
+        from ..vocab.agreement import by_added, special_ids
 
         tid = self.t["tokenizer_id"]
         t_added, t_hf, t_len, eos, bos, pad, total, on_added = self._tokenizer_facts(tid)
@@ -555,7 +555,7 @@ class Query:
         differs (the mapping, or the size), or whose llama.cpp check fails once; each with the fix that
         changes the outcome (rules.fix_for, the function `check` uses). Ranked like drafts, by one total
         order, so every --limit shows a prefix of the same list."""
-        from .engines.rules import fix_for
+        from ..engines.rules import fix_for
 
         t, out = self.t, []
         if self.refused_target:
@@ -641,7 +641,7 @@ class Query:
             return f"{name} works: {self.paired[r['class_id']] or 'the GGUF vocabularies pass its check'}"
         a = r.get("agreement")
         if a is not None:
-            from .vocab.agreement import summary
+            from ..vocab.agreement import summary
 
             said = "works" if a["class"] == registry.WORKS else "starts, degraded"
             return (f"{name} {said}: {(self.label or '').split(' and get_vocab()')[0]} on both; "
@@ -694,7 +694,7 @@ class Query:
             return "safetensors"
         if r.get("estimate_source"):
             return r["estimate_source"]
-        from .vocab.params import estimate_from_name  # compute took the size from the name
+        from ..vocab.params import estimate_from_name  # compute took the size from the name
 
         named = estimate_from_name(r["repo_id"])
         r["params_active"] = named.active if named else None
@@ -778,7 +778,7 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
               all_members: bool = False, db: str | None = None, method: str = "draft") -> dict:
     """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary.
 
-    ``method`` other than "draft" answers with speculator heads, MTP or n-gram (indexer/headquery.py) in the
+    ``method`` other than "draft" answers with speculator heads, MTP or n-gram (indexer/answer/headquery.py) in the
     same shape; "all" gives one overview per engine instead."""
     if method not in METHODS:
         raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")

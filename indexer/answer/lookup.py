@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import RepoNotFound
+from ..errors import RepoNotFound
 
 Rows = Callable[[str, dict], list[tuple]]
 

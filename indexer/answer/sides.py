@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .engines import Side
-from .errors import IndexerError
-from .files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from ..engines import Side
+from ..errors import IndexerError
+from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from ..vocab.fingerprint import fingerprint_dir
+from ..vocab.modelconfig import read_config
 from .lookup import looks_like_dir  # noqa: F401  (re-exported: query imports it without this module's weight)
-from .vocab.fingerprint import fingerprint_dir
-from .vocab.modelconfig import read_config
 
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
@@ -38,7 +38,7 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
 def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
     """(GGUFVocab, None), or (None, why) when the prediction itself is unavailable."""
     try:
-        from .gguf.predict import predict_gguf
+        from ..gguf.predict import predict_gguf
     except ImportError as e:
         return None, f"the GGUF prediction (indexer.gguf.predict) is not available: {e}"
     try:
@@ -52,8 +52,8 @@ def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_B
 def local_gguf_arg(arg: str) -> Path | None:
     """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
     files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
-    from .gguf.file import local_gguf
-    from .vocab.fingerprint import has_tokenizer
+    from ..gguf.file import local_gguf
+    from ..vocab.fingerprint import has_tokenizer
 
     p = Path(arg).expanduser()
     if p.is_dir() and has_tokenizer(p):
@@ -65,7 +65,7 @@ def local_gguf_arg(arg: str) -> Path | None:
 
 def side_from_gguf(path: Path, name: str | None = None) -> Side:
     """A local GGUF file as the rules see it: its own vocabulary facts, no HF config or tokenizer."""
-    from .gguf.file import read_gguf
+    from ..gguf.file import read_gguf
 
     f = read_gguf(path)
     return Side(name=name or str(path), vocab_size=None, vocab_size_transformers=None, tok=None,
@@ -84,7 +84,7 @@ def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAU
         if gguf_path is not None:
             return side_from_gguf(gguf_path, arg if arg.lower().endswith(".gguf") else str(gguf_path))
         return side_from_dir(arg, max_file_bytes=max_file_bytes)
-    from .answer.rule_inputs import side_from_catalog
+    from .rule_inputs import side_from_catalog
 
     return side_from_catalog(arg, db=db)
 
@@ -118,7 +118,7 @@ def works_on(result: dict, engine: str) -> bool:
 
 
 def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict:
-    from .engines.rules import check_pair
+    from ..engines.rules import check_pair
     from .headquery import explain_head
 
     if not looks_like_dir(draft):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from . import engines as registry
-from .engines import heads as rules
-from .engines.heads import HeadFacts, TargetShape
+from .. import engines as registry
+from ..engines import heads as rules
+from ..engines.heads import HeadFacts, TargetShape
 
 HEAD_METHODS = tuple(rules.METHOD_ALGORITHMS)  # eagle, eagle3, dflash
 MAX_CHAIN = 20  # base-model hops followed (the Hub allows cycles in hand-written cards)

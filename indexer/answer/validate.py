@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from .errors import BadInput
+from ..errors import BadInput
 
 # The Hub's repo id: huggingface_hub 2.4 utils/_validators.py:28 REPO_ID_REGEX and validate_repo_id (:97-152):
 # an optional namespace and a name of 1..96 ASCII letters, digits, "-", "_", "."; neither starting nor ending
