@@ -34,7 +34,8 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-DEFAULT_DEMO_DB = "data/demo.db"
+from .catalog.db import DEFAULT_DEMO_DB
+
 DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
 DEMO_DRAFT_MISMATCH = "lumen-ai/Lumen-1.5B-Instruct"
 DEMO_GATED = "lumen-ai/Lumen-70B-Instruct"

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 
 from .. import engines as registry
+from ..catalog.db import NOT_GATED
 from ..errors import EXIT_NOT_FOUND, QueryError
 
 ENGINES = tuple(registry.ENGINES)  # the names, re-exported from the registry (the site imports them)
@@ -24,8 +25,6 @@ ENGINE_NAMES = registry.ENGINE_NAMES
 DEFAULT_ENGINE = registry.DEFAULT_ENGINE
 RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
 PREFERRED_RATIO = f"1/{round(1 / RATIO_LOW)}..1/{round(1 / RATIO_HIGH)}"  # as the reasons word it
-# repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute.py's SQL uses these.
-NOT_GATED = ("", "false", "False", "0", "no")
 # --method: "draft" (separate draft models, the default) or a speculator head method (indexer/answer/headquery.py).
 METHODS = registry.QUERY_METHODS
 __all__ = ["ENGINES", "ENGINE_NAMES", "METHODS", "Catalog", "Query", "QueryError", "launch", "render", "run_query"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from ..engines import Side
 from ..errors import IndexerError
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from ..gguf import predict_gguf_facts
 from ..vocab.fingerprint import fingerprint_dir
 from ..vocab.modelconfig import read_config
 from .lookup import looks_like_dir  # noqa: F401  (re-exported: query imports it without this module's weight)
@@ -33,20 +34,6 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
         gguf_missing=missing,
         source_dir=str(directory),  # the reference-text counts are taken here when a pair needs them
     )
-
-
-def predict_gguf_facts(directory: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
-    """(GGUFVocab, None), or (None, why) when the prediction itself is unavailable."""
-    try:
-        from ..gguf.predict import predict_gguf
-    except ImportError as e:
-        return None, f"the GGUF prediction (indexer.gguf.predict) is not available: {e}"
-    try:
-        return predict_gguf(directory, max_file_bytes=max_file_bytes), None
-    except InputError as e:
-        return None, f"the GGUF prediction cannot read the files: {e.message}"
-    except Exception as e:  # noqa: BLE001 - one engine's prediction must not abort the other verdicts
-        return None, f"the GGUF prediction failed: {type(e).__name__}: {e}"
 
 
 def local_gguf_arg(arg: str) -> Path | None:

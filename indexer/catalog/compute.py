@@ -38,17 +38,17 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from ..answer import query
 from ..engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..vocab.fingerprint import transformers_version
 from ..vocab.params import estimate_from_name
+from . import db
 from .db import open_catalog
 
 # What each size column of tmp_ok means, for class labels.
 SIZE_WORDS = {"vs": "config vocab_size", "vst": "text-config vocab_size", "vllm_vs": "text-config vocab_size",
               "hf": "tokenizer.vocab_size"}
 MAX_NEW_FACTS = 2000  # engine-fact derivations (one converter prediction each) per compute run
-NOT_GATED = "(" + ", ".join(f"'{v}'" for v in query.NOT_GATED) + ")"  # SQL list of query.NOT_GATED
+NOT_GATED = "(" + ", ".join(f"'{v}'" for v in db.NOT_GATED) + ")"  # SQL list of db.NOT_GATED
 CLASS_INDEX = "ix_repo_classes_class_params"
 CLASS_INDEX_COLUMNS = ("class_id, params, downloads, lineage_id, author_id, family_id, is_chat, gated, "
                        "disabled, repo_pk")
@@ -283,8 +283,8 @@ def write_meta(conn, values: dict[str, str]) -> None:
 
 def facts_of_dir(directory: Path, tokens) -> dict:
     """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
-    from ..answer.sides import predict_gguf_facts
     from ..files import InputError
+    from ..gguf import predict_gguf_facts
     from ..vocab.modelconfig import read_config
 
     row: dict = {"vllm": None, "tce": None, "vis": False}

@@ -18,6 +18,10 @@ from pathlib import Path
 from ..errors import CatalogError
 
 DEFAULT_DB = "data/catalog.db"
+DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)
+# repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute's SQL and
+# the query's ranking both read these.
+NOT_GATED = ("", "false", "False", "0", "no")
 POSTGRES_FIX = "pip install 'indexer[postgres]'"
 # How long a writer waits for another writer's lock before giving up (seconds; env INDEXER_BUSY_TIMEOUT).
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -102,8 +106,6 @@ def sqlite_path(url: str) -> Path | None:
 
 def missing_hint(path: Path) -> str:
     """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
-    from ..demo import DEFAULT_DEMO_DB
-
     demo = Path(DEFAULT_DEMO_DB)
     if path == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
         return f"; the demo catalog is {demo}: add --db {demo} (or set INDEXER_DB={demo})"
@@ -417,7 +419,7 @@ def upgrade_lock(path: Path):
                 break
             except BlockingIOError:
                 if time.monotonic() >= give_up:
-                    from ..nightly import lock_holder
+                    from ..lockfile import lock_holder
 
                     holder = lock_holder(lock, os.pread(fd, 200, 0).decode(errors="replace").strip())
                     raise CatalogError(f"catalog {path} is being upgraded by another process ({holder}); try "

@@ -27,6 +27,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
 from ..vocab import agreement as _agreement
 from .heads import HEAD_RULES
 from .heads import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --method choices, draft to all)
@@ -34,8 +35,6 @@ from .heads import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --m
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
-# llama.cpp commit this registry follows (the version vendored by llama-cpp-python 0.3.36).
-LLAMACPP_COMMIT = "0c1e57098"
 
 
 @dataclass

@@ -13,8 +13,8 @@ import hashlib
 import os
 from dataclasses import dataclass, fields
 
-from ..engines import LLAMACPP_COMMIT  # the registry's pin (one place)
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from . import LLAMACPP_COMMIT  # the pin (one place: indexer/gguf/__init__.py)
 from .convert import Written, convert
 from .hf import ConverterError, NotModelled, file_cache
 
