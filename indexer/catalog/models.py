@@ -34,7 +34,7 @@ from ..engines import ENGINES as ENGINE_REGISTRY
 # needs no tokenizer and is never a draft model (a head is not a standalone model).
 REPO_STATUSES = ("ok", "head", "no_tokenizer", "gated", "needs_remote_code", "too_large", "malformed", "error",
                  "gone")
-ENGINES = tuple(ENGINE_REGISTRY)  # engine names, from the registry (indexer/engines.py)
+ENGINES = tuple(ENGINE_REGISTRY)  # engine names, from the registry (indexer/engines/__init__.py)
 
 
 class Base(DeclarativeBase):
