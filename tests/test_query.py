@@ -246,6 +246,20 @@ def test_query_stays_light(catalog):
         "heavy = [m for m in ('transformers', 'tokenizers', 'huggingface_hub', 'sqlalchemy', 'torch') "
         "if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"
+        "print('OURS', ' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'indexer')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out, out
+    ours = set(out.split("OURS ", 1)[1].split())
+    # No more of our modules than before the move into packages (15) plus five near-empty layer __init__s.
+    assert ours <= QUERY_PATH_MODULES, sorted(ours - QUERY_PATH_MODULES)
+    assert "indexer.answer.query" in ours
+
+
+QUERY_PATH_MODULES = {
+    "indexer", "indexer.cli", "indexer.errors", "indexer.files",
+    "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
+    "indexer.catalog", "indexer.catalog.db", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
+    "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
+    "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.params",
+}
