@@ -103,7 +103,7 @@ def _estimate(s: dict) -> None:
 
 
 def _report(title: str, s: dict, args, db: Path, store: Path, cache: Path, new_blobs: int = 0) -> None:
-    from indexer.hub import least_seconds
+    from indexer.hub.client import least_seconds
 
     touched = s["new"] + s["changed"]
     beyond_list = s["api_calls"] - s["list_calls"]
@@ -199,8 +199,8 @@ def main(argv=None) -> int:
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-crawl-"))
     tmp.mkdir(parents=True, exist_ok=True)
     _env(tmp)
-    from indexer.crawl import Crawler, CrawlOptions
-    from indexer.db import upgrade
+    from indexer.catalog.db import upgrade
+    from indexer.crawl.loop import Crawler, CrawlOptions
     from indexer.hubsim import generate_synthetic_hub
     from indexer.hubsim.repos import hub_date
 

@@ -47,7 +47,7 @@ def main() -> int:
     import transformers  # noqa: F401  (warm import, outside the timings)
     from transformers import AutoTokenizer
 
-    from indexer.fingerprint import fingerprint_dir
+    from indexer.vocab.fingerprint import fingerprint_dir
 
     def baseline(d):
         return AutoTokenizer.from_pretrained(str(d), trust_remote_code=False).get_vocab()

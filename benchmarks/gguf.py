@@ -10,7 +10,7 @@ Both are timed in the same run (best of ``--repeat``), and the ratio is printed 
 Headers (``--headers``): GGUF-only repos served by hubsim (LFS, 302 to its CDN, 206 ranges), one per
 vocabulary: the corpus directories' predicted vocabularies written as GGUF files with their real merges (BPE) or
 scores (SPM), plus synthetic vocabularies of 10 and 20 MiB, each file padded to ``--pad-mb`` (sparse). The crawl's
-reader (indexer/gguf_hub.py over HubClient.read_range) reads each header once; printed per repo, next to the
+reader (indexer/gguf/hub.py over HubClient.read_range) reads each header once; printed per repo, next to the
 targets: bytes read / key/value section size (target <= 1.2, plus one range's slack of 8 MiB), range requests
 (target <= 2 below 16 MiB), and the header parse time against reading the same bytes from a local file (best of
 ``--repeat``).
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-from indexer.gguf import predict_gguf  # noqa: E402
+from indexer.gguf.predict import predict_gguf  # noqa: E402
 
 JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
               "config.json", "vocab.json", "generation_config.json")
@@ -71,7 +71,7 @@ def _merges(directory: Path) -> list[str] | None:
 
 
 def _synthetic(n: int):
-    from indexer.gguf import GGUFVocab
+    from indexer.gguf.predict import GGUFVocab
 
     toks = tuple(["<unk>", "<s>", "</s>"] + [f"tok_{i:07d}_{'x' * (i % 13)}" for i in range(3, n)])
     return GGUFVocab(True, None, "bpe", n, False, False, 11, 11, "qwen2", toks)
@@ -80,9 +80,9 @@ def _synthetic(n: int):
 def headers(dirs: list[Path], pad_mb: int, repeat: int) -> None:
     import tempfile
 
-    from indexer.gguf_header import parse_header
-    from indexer.gguf_hub import GGUFHeaderReader
-    from indexer.hub import HubClient
+    from indexer.gguf.header import parse_header
+    from indexer.gguf.hub import GGUFHeaderReader
+    from indexer.hub.client import HubClient
     from indexer.hubsim import HubServer
     from indexer.hubsim.gguf_repos import write_vocab_gguf
 

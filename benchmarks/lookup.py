@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402
 
-from indexer.lookup import RepoNotFound, find_repo_id  # noqa: E402
+from indexer.answer.lookup import RepoNotFound, find_repo_id  # noqa: E402
 
 LIMIT_S = 0.1
 TARGET = "Qwen/Qwen2.5-7B-Instruct"
@@ -74,7 +74,7 @@ def main() -> None:
         ok &= passed
         print(f"query {label:24} {wall:7.3f} s  limit {LIMIT_S} s: {'PASS' if passed else 'FAIL'}  "
               f"({wall / exact:.2f}x exact id, {wall / base:.1f}x python startup)  {first[:90]}")
-    print(f"\nin-process lookup alone (indexer.lookup.find_repo_id, median of {args.queries}):")
+    print(f"\nin-process lookup alone (indexer.answer.lookup.find_repo_id, median of {args.queries}):")
     con = sqlite3.connect(db)
     rows = lambda sql, params: con.execute(sql, params).fetchall()  # noqa: E731
     for label, typed, _ in CASES:

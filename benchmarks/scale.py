@@ -6,7 +6,7 @@ parameter counts and downloads, base-model chains. Then measures, each as a subp
 
 - `indexer compute`: wall time and peak RSS (getrusage RUSAGE_CHILDREN), against the
   targets (<= 60 s, <= 2 GB) and, as a ratio, against compute on a catalog 10x smaller; the
-  vocabulary-agreement step (indexer/compute_agreement.py) is reported on its own line;
+  vocabulary-agreement step (indexer/catalog/compute_agreement.py) is reported on its own line;
 - `indexer query --target X` for several targets: median wall time including process
   start, against the target (<= 0.5 s) and, as a ratio, against `python -c pass`.
 
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from indexer.db import upgrade
+from indexer.catalog.db import upgrade
 
 # (name, vocab_len, hf_vocab_size, config vocab sizes, share of repos)
 MAJOR = [

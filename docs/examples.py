@@ -147,11 +147,11 @@ def _render_block(session: Session, block: str) -> str:
 
 def engine_table() -> str:
     """The engine rules table, from the registry (one source of truth for names, versions and sources)."""
-    from indexer.compute import SIZE_WORDS
+    from indexer.catalog.compute import SIZE_WORDS
     from indexer.engines import ENGINES
 
     words = {**SIZE_WORDS, "tok": "`get_vocab()` mapping", "gguf_sig": "GGUF token list"}
-    # A size-keyed engine works when the size is equal and the vocabularies agree (indexer/agreement.py).
+    # A size-keyed engine works when the size is equal and the vocabularies agree (indexer/vocab/agreement.py).
     agree = {"tok": "vocabularies agreeing on >= 99% of the target's text tokens"}
     rows = ["| `--engine` | engine | version mirrored | works when | checks, with their source |",
             "| --- | --- | --- | --- | --- |"]

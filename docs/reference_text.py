@@ -1,7 +1,7 @@
-"""Rebuild indexer/reference_text/ (the text whose token counts measure vocabulary agreement).
+"""Rebuild indexer/vocab/reference_text/ (the text whose token counts measure vocabulary agreement).
 
 Run once, offline, from the worktree root: ``python docs/reference_text.py``. Every part comes from
-files a Debian system with CPython 3.11 has, under the licence stated in indexer/reference_text/README.md.
+files a Debian system with CPython 3.11 has, under the licence stated in indexer/vocab/reference_text/README.md.
 The output is deterministic for the same inputs; the counts stored per tokenizer depend on it, so a
 change of the text means recounting (``indexer compute`` recounts tokenizers whose counts are stale).
 """
@@ -13,7 +13,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "indexer" / "reference_text"
+OUT = Path(__file__).resolve().parent.parent / "indexer" / "vocab" / "reference_text"
 LICENCES = ("/usr/share/common-licenses/GPL-3", "/usr/share/common-licenses/Apache-2.0")
 LANGUAGES = ("de", "fr", "es", "it", "pl", "pt_BR", "ru", "uk", "el", "tr", "vi", "he", "ja", "zh_CN", "ko")
 PYTHON_MODULES = ("textwrap.py", "heapq.py", "bisect.py", "json/encoder.py", "json/decoder.py", "shlex.py")

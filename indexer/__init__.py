@@ -8,7 +8,7 @@ import os
 # repo revision on xet-read-token and downloads from the Xet CAS, outside the crawler's request hook.
 # With Xet disabled the client GETs the /resolve URL and follows its redirect (file_download.py:1818,
 # :2015-2024): plain HTTP, a resolver call instead of an API call, every byte counted and paced by us.
-# Every entry point (the CLI, nightly, ``import indexer.crawl``) imports this package first.
+# Every entry point (the CLI, nightly, ``import indexer.crawl.loop``) imports this package first.
 os.environ["HF_HUB_DISABLE_XET"] = "1"
 # No telemetry (constants.py:244-248 reads it at import): no unpaced GET /api/agent-harnesses on the first
 # request (utils/_detect_agent.py:189-204), nothing about the machine in the user agent (_headers.py:183-189).

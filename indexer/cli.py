@@ -24,12 +24,12 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
 # `check DIR DIR` needs no catalog: its server is reached only when a side is a repo id.
 CATALOG_OPTIONAL = {"check"}
-DB_META = "indexer.db"
+DB_META = "indexer.catalog.db"
 
 
 def check_db(ctx: click.Context, _param, value):
     """--db callback: refuse a bad catalog before the command starts, and remember it for error messages."""
-    from .db import preflight
+    from .catalog.db import preflight
 
     ctx.meta[DB_META] = value
     ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
@@ -59,26 +59,26 @@ def max_bytes_option(f):
 
 
 def valid_target(ctx: click.Context, param: click.Parameter, value):
-    """Callback of every TARGET/DRAFT: checked once (indexer.validate), one line and exit 2 when it cannot be right."""
-    from .validate import target
+    """Callback of every TARGET/DRAFT: checked once (answer.validate), one line and exit 2 when it cannot be right."""
+    from .answer.validate import target
 
     return None if value is None else target(value, param.name)
 
 
 def valid_repo_ids(_ctx, _param: click.Parameter, values):
-    from .validate import repo_id
+    from .answer.validate import repo_id
 
     return tuple(repo_id(v) for v in values)
 
 
 def valid_path(_ctx, param: click.Parameter, value):
-    from .validate import local_path
+    from .answer.validate import local_path
 
     return local_path(value, param.name)
 
 
 def valid_output_file(_ctx, param: click.Parameter, value):
-    from .validate import output_file
+    from .answer.validate import output_file
 
     output_file(value, param.opts[0])
     return value
@@ -86,7 +86,7 @@ def valid_output_file(_ctx, param: click.Parameter, value):
 
 def valid_output_dir(_ctx, param: click.Parameter, value):
     """An output directory, checked before hours of work, not after (created when it is written)."""
-    from .validate import output_dir
+    from .answer.validate import output_dir
 
     if value:
         output_dir(value, param.opts[0], create=False)
@@ -95,7 +95,7 @@ def valid_output_dir(_ctx, param: click.Parameter, value):
 
 def valid_limit(_ctx, _param: click.Parameter, value):
     """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
-    from .validate import limit
+    from .answer.validate import limit
 
     return None if value is None else limit(value, name="--limit")
 
@@ -145,7 +145,7 @@ def exit_interrupted(got: dict, message: str | None = None) -> None:
 
 
 def request_timeout_option(f):
-    from .hubguard import DEFAULT_CALL_SECONDS
+    from .hub.guard import DEFAULT_CALL_SECONDS
 
     return click.option(
         "--request-timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CALL_SECONDS,
@@ -166,7 +166,7 @@ def print_json(data) -> None:
 class IndexerGroup(click.Group):
     """The one place where errors become one line: any :class:`~indexer.errors.IndexerError` a command lets
     through prints ``error: ...`` and exits with the error's own exit code; a driver exception that
-    :func:`indexer.db.as_catalog_error` recognises is a CatalogError (exit 2)."""
+    :func:`indexer.catalog.db.as_catalog_error` recognises is a CatalogError (exit 2)."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -174,7 +174,7 @@ class IndexerGroup(click.Group):
         except IndexerError as e:
             fail(e.message, e.exit_code)
         except Exception as e:
-            from .db import as_catalog_error
+            from .catalog.db import as_catalog_error
 
             err = as_catalog_error(e, ctx.meta.get(DB_META))
             if isinstance(err, IndexerError):
@@ -197,7 +197,7 @@ def db():
 @db_option
 def db_upgrade(db):
     """Create the catalog or migrate it to the newest schema."""
-    from .db import safe_url, upgrade
+    from .catalog.db import safe_url, upgrade
 
     click.echo(f"catalog at head: {safe_url(upgrade(db))}")
 
@@ -210,9 +210,9 @@ def db_upgrade(db):
 def fingerprint(directory, as_json, reference, max_file_bytes):
     """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
     (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
-    from .fingerprint import fingerprint_dir, transformers_version
-    from .modelconfig import read_config
-    from .sides import local_gguf_arg
+    from .answer.sides import local_gguf_arg
+    from .vocab.fingerprint import fingerprint_dir, transformers_version
+    from .vocab.modelconfig import read_config
 
     try:
         gguf_path = local_gguf_arg(directory)
@@ -251,8 +251,8 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 
 
 def _fingerprint_gguf(path: Path, as_json: bool) -> None:
-    """What llama.cpp reads from the file's key/value section (indexer/gguf_file.py)."""
-    from .gguf_file import read_gguf
+    """What llama.cpp reads from the file's key/value section (indexer/gguf/file.py)."""
+    from .gguf.file import read_gguf
 
     try:
         facts = read_gguf(path).to_dict()
@@ -294,14 +294,14 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
     and the vocabularies agree), 1 when not, 2 on bad input,
     3 when a repo is not in the catalog.
     """
-    from .sides import check as check_sides
-    from .sides import works_on
+    from .answer.sides import check as check_sides
+    from .answer.sides import works_on
 
     result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
     if as_json:
         print_json(result)
     elif result.get("kind") == "head":
-        from .headquery import render_explain
+        from .answer.headquery import render_explain
 
         click.echo(render_explain(result))
     else:
@@ -321,7 +321,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
             click.echo(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
                        f"({tli['ratio']:.1%} of the draft){both}")
         if result["agreement"] is not None and not result["agreement"]["identical"]:
-            from .agreement import summary
+            from .vocab.agreement import summary
 
             click.echo(f"  agreement: {summary(result['agreement'])}")
         stuck = []
@@ -390,9 +390,9 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
     (every listing failed, the Hub cannot be reached, a catalog write failed, or nothing resolved and
     every repo failed), 2 bad input, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
-    from .crawl import CrawlFailed, CrawlInterrupted, CrawlOptions
-    from .crawl import crawl as run_crawl
-    from .db import CatalogError
+    from .catalog.db import CatalogError
+    from .crawl.loop import CrawlFailed, CrawlInterrupted, CrawlOptions
+    from .crawl.loop import crawl as run_crawl
     from .runlog import route_logs
 
     if not (families or author or search or models or all_):
@@ -420,7 +420,7 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
         click.echo(f"error: {e}", err=True)
     if code == 0 and not no_compute:
         try:
-            from .compute import compute
+            from .catalog.compute import compute
         except ImportError:
             compute = None
         if compute is not None:
@@ -462,8 +462,8 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
 @db_option
 def compute(as_json, quiet, db):
     """Rebuild the compatibility classes per engine and the cached pair verdicts."""
-    from .compute import compute as run_compute
-    from .db import CatalogError
+    from .catalog.compute import compute as run_compute
+    from .catalog.db import CatalogError
 
     try:
         stats = run_compute(db, progress=not quiet and not as_json)
@@ -507,7 +507,7 @@ def query(target, engine, limit, near_misses, all_, method, as_json, db):
 
     Exit status: 0 answered, 2 bad input or catalog, 3 target not in the catalog.
     """
-    from .query import render, run_query
+    from .answer.query import render, run_query
 
     result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db,
                        method=method)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
@@ -527,7 +527,7 @@ def serve(host, port, db):
 
     Exit status: 0 stopped, 2 bad catalog or busy port.
     """
-    from .db import CatalogError
+    from .catalog.db import CatalogError
     from .publish import PublishError, safe_url
     from .publish import serve as run_serve
 
@@ -626,7 +626,7 @@ def demo(db, host, port, no_serve):
 
     Exit status: 0 done or stopped, 1 the demo failed, 2 busy port.
     """
-    from .db import CatalogError
+    from .catalog.db import CatalogError
     from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
     from .publish import PublishError, check_port, free_port, stop_on_signals
     from .publish import serve as run_serve

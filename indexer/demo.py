@@ -34,7 +34,8 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-DEFAULT_DEMO_DB = "data/demo.db"
+from .catalog.db import DEFAULT_DEMO_DB
+
 DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
 DEMO_DRAFT_MISMATCH = "lumen-ai/Lumen-1.5B-Instruct"
 DEMO_GATED = "lumen-ai/Lumen-70B-Instruct"
@@ -124,7 +125,7 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     """A Llama-2-style tokenizer.json: BPE over ``▁``-marked pieces with byte fallback (<0x00>..<0xFF>).
 
     llama.cpp's converter takes such a Llama repo through its llama-hf path (vocab type SPM, no BPE
-    pre-tokenizer hash to recognise: ``indexer/gguf_convert.py`` ``_llama_hf``), so the demo shows
+    pre-tokenizer hash to recognise: ``indexer/gguf/convert.py`` ``_llama_hf``), so the demo shows
     llama.cpp drafts; the byte-level families show what it refuses.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -145,7 +146,7 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
 
 
 def _shape_for(params: int) -> dict:
-    """Layer sizes whose config estimate (indexer.params) is the repo's stated size within 5%.
+    """Layer sizes whose config estimate (indexer.vocab.params) is the repo's stated size within 5%.
 
     A local copy of a demo repo has no safetensors count, so ``query --target DIR`` sizes it from its
     config.json: the shape must say 7B where the Hub says 7B.
@@ -217,9 +218,9 @@ def build_demo_hub(out_dir) -> dict:
 
 
 def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
-    """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf predicts it),
+    """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf.predict predicts it),
     written with the gguf package's GGUFWriter and padded like real multi-GB files (sparse)."""
-    from .gguf import predict_gguf
+    from .gguf.predict import predict_gguf
     from .hubsim.gguf_repos import write_vocab_gguf
 
     vocab = predict_gguf(out / base)
@@ -269,7 +270,7 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
     It stays after the demo so the README's examples (``fingerprint``, ``crawl --family Lumen`` with
     ``INDEXER_FAMILIES=data/demo-hub/families.toml``) have real directories and families to work on.
     """
-    from .db import resolve_url, sqlite_path
+    from .catalog.db import resolve_url, sqlite_path
 
     db = db or DEFAULT_DEMO_DB
     if "://" not in db:
@@ -280,7 +281,7 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
 
 def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
-    from .db import resolve_url, upgrade
+    from .catalog.db import resolve_url, upgrade
 
     db = db or DEFAULT_DEMO_DB
     hub_dir = demo_hub_dir(db)
@@ -290,7 +291,7 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     log(f"demo hub: {len(meta)} repos in 3 families, tokenizers built with the `tokenizers` library, in {hub_dir}")
     with _env(INDEXER_FAMILIES=str(hub_dir / "families.toml"), HF_HUB_OFFLINE=None,
               HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1"):
-        from .crawl import CrawlOptions, crawl
+        from .crawl.loop import CrawlOptions, crawl
         from .hubsim import HubServer
 
         upgrade(db)
@@ -304,7 +305,7 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     gated = _status_of(db, DEMO_GATED)
     if gated is not None:
         log(f"gated {DEMO_GATED}: {gated[0]} ({gated[1]})")
-    from .compute import compute
+    from .catalog.compute import compute
 
     stats = compute(db)
     log(f"computed compatibility classes for {stats.get('repos')} repos")
@@ -314,8 +315,8 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
 def _status_of(db, repo_id: str):
     from sqlalchemy import select
 
-    from .db import open_catalog, session_factory
-    from .models import Repo
+    from .catalog.db import open_catalog, session_factory
+    from .catalog.models import Repo
 
     with session_factory(open_catalog(db))() as session:
         return session.execute(select(Repo.status, Repo.reason).where(Repo.repo_id == repo_id)).first()

@@ -38,7 +38,7 @@ class IndexerError(Exception):
 
 
 class BadInput(IndexerError):
-    """An argument or URL parameter that cannot be right (indexer/validate.py): nothing was read."""
+    """An argument or URL parameter that cannot be right (indexer/answer/validate.py): nothing was read."""
 
 
 class InputError(BadInput):
@@ -188,4 +188,4 @@ class ConverterError(IndexerError):
 
 
 class NotModelled(ConverterError):
-    """A converter path indexer.gguf_hf does not reproduce; the prediction says so instead of guessing."""
+    """A converter path indexer.gguf.hf does not reproduce; the prediction says so instead of guessing."""

@@ -10,7 +10,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import tempfile
 import time
 import traceback
@@ -18,8 +17,9 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .db import resolve_url, sqlite_path
+from .catalog.db import resolve_url, sqlite_path
 from .errors import EXIT_FAILED, EXIT_LOCKED, LockBusy  # noqa: F401  (re-exported: the CLI imports them here)
+from .lockfile import lock_holder
 
 EXIT_OK = 0
 DEFAULT_PUBLISH_DIR = "data/publish"
@@ -55,48 +55,6 @@ def exclusive_lock(path: Path):
         os.close(fd)  # releases the flock
 
 
-def lock_holder(path: Path, recorded: str) -> str:
-    """Who really holds the lock: the PID written in the file only while that process is alive and has
-    the file open; else the processes that have it open (a child that inherited the lock outlives the PID
-    written by its parent, issue 18), found in /proc/*/fd on Linux."""
-    pids = _openers(path)
-    m = re.match(r"pid (\d+)", recorded)
-    if m and (int(m.group(1)) in pids or (pids is None and _alive(int(m.group(1))))):
-        return recorded
-    if pids:
-        return ", ".join(f"pid {p}" for p in sorted(pids)) + (f"; the file still says {recorded!r}" if recorded else "")
-    return recorded or "unknown holder"
-
-
-def _openers(path: Path) -> set[int] | None:
-    """PIDs with ``path`` open (None where /proc cannot tell)."""
-    proc = Path("/proc")
-    if not (proc / "self" / "fd").is_dir():
-        return None
-    target = str(path.resolve())
-    found = set()
-    for fd_dir in proc.glob("[0-9]*/fd"):
-        try:
-            for fd in fd_dir.iterdir():
-                if os.readlink(fd) == target:
-                    found.add(int(fd_dir.parent.name))
-                    break
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    found.discard(os.getpid())
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -111,7 +69,7 @@ def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, requ
 
     A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
     """
-    from .crawl import CrawlOptions, crawl
+    from .crawl.loop import CrawlOptions, crawl
 
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
     opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
@@ -130,8 +88,8 @@ def full_listing_due(db: str | None, days: float | None) -> bool:
 
     from sqlalchemy import select
 
-    from .db import open_catalog, session_factory
-    from .models import ScopeCursor
+    from .catalog.db import open_catalog, session_factory
+    from .catalog.models import ScopeCursor
 
     with session_factory(open_catalog(db))() as session:
         rows = session.scalars(select(ScopeCursor.full_at)).all()
@@ -165,11 +123,11 @@ def nightly(
 
 def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
          request_timeout=None, full_listing=False, full_listing_every=None) -> dict:
-    from .db import upgrade
+    from .catalog.db import upgrade
 
     started = time.perf_counter()
     if not families:
-        from .families import load_families
+        from .crawl.families import load_families
 
         families = [f.name for f in load_families()]
     rep: dict = {
@@ -208,7 +166,7 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         crawl_status = _get(crawl_result, "status")
         if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")
-        from .compute import compute
+        from .catalog.compute import compute
 
         step("compute", lambda: compute(db))
         from .publish import integrity_check
@@ -239,14 +197,14 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
 
 
 def _interrupted(e: BaseException) -> bool:
-    from .crawl import CrawlInterrupted
+    from .crawl.loop import CrawlInterrupted
 
     return isinstance(e, (KeyboardInterrupt, CrawlInterrupted))
 
 
 def _reason(e: BaseException) -> str:
     """The cause in words: the crawl's own one-line message, else the exception's."""
-    from .crawl import CrawlFailed
+    from .crawl.loop import CrawlFailed
 
     if isinstance(e, CrawlFailed):
         return f"crawl failed: {e}"

@@ -25,11 +25,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
+from .catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
+from .catalog.tokenstore import default_root
 from .errors import PortBusy, PublishError
 from .files import sha256_file
 from .resources import METADATA_PATH, package_path
-from .tokenstore import default_root
 
 METADATA_DB_KEY = "catalog"
 PUBLISHED_DB = "catalog.db"
@@ -47,7 +47,7 @@ def catalog_file(db: str | None) -> Path:
     if not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first"
                            + missing_hint(path))
-    from .query import Catalog
+    from .answer.query import Catalog
 
     Catalog(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
     return path
@@ -64,8 +64,8 @@ def export_sqlite(db: str, dest: Path) -> dict:
     """
     from sqlalchemy import create_engine, select
 
-    from .db import upgrade
-    from .models import Base
+    from .catalog.db import upgrade
+    from .catalog.models import Base
 
     url = resolve_url(db)
     try:
@@ -286,7 +286,7 @@ def compact_into(src: Path, dest: Path) -> dict:
     tmp = Path(tmp_name)
     tmp.unlink()  # VACUUM INTO refuses an existing file
     try:
-        # A catalog we cannot write may need immutable=1 to be read at all (indexer.db.read_only_uri).
+        # A catalog we cannot write may need immutable=1 to be read at all (indexer.catalog.db.read_only_uri).
         con = sqlite3.connect(read_only_uri(src) or f"file:{src}?mode=ro", uri=True, timeout=30)
         try:
             con.execute("VACUUM INTO ?", (str(tmp),))
@@ -412,8 +412,8 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     copies the token store too (``tokens/`` beside ``catalog.db``), so the site's explain view can
     run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
     """
+    from .answer.validate import output_dir
     from .site import PLUGINS_DIR
-    from .validate import output_dir
 
     url = resolve_url(db)
     out = output_dir(outdir)  # a file in the way, no permission: one line, exit 2

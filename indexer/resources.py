@@ -2,7 +2,7 @@
 
 Found through ``importlib.resources`` so a wheel installed into site-packages works like a checkout;
 nothing is looked up beside the package (the user's own catalog and blobs default to ``data/`` under
-the working directory, see :data:`indexer.db.DEFAULT_DB`).
+the working directory, see :data:`indexer.catalog.db.DEFAULT_DB`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def package_path(*parts: str) -> Path:
     return Path(str(files("indexer").joinpath(*parts)))
 
 
-_SHIPPED = {"MIGRATIONS_DIR": ("migrations",), "FAMILIES_PATH": ("data", "families.toml"),
+_SHIPPED = {"MIGRATIONS_DIR": ("catalog", "migrations"), "FAMILIES_PATH": ("data", "families.toml"),
             "METADATA_PATH": ("data", "metadata.yml")}
 
 

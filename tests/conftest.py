@@ -68,7 +68,7 @@ def no_client_sleep(monkeypatch):
 @pytest.fixture
 def catalog(tmp_path) -> str:
     """A real, freshly migrated SQLite catalog; returns its path."""
-    from indexer.db import upgrade
+    from indexer.catalog.db import upgrade
 
     path = tmp_path / "catalog.db"
     upgrade(str(path))

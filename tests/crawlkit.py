@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tokfactory import make_model
 
-from indexer.crawl import Crawler, CrawlOptions
+from indexer.crawl.loop import Crawler, CrawlOptions
 
 
 def write_repo(hub_dir: Path, repo_id: str, **kw) -> Path:

@@ -2,7 +2,7 @@
 
 Tokenizers are built with the `tokenizers` library (tests/tokfactory.py) and fingerprinted by
 ``fingerprint_dir``; their token lists go to the token store, repos are inserted with SQLAlchemy
-Core, and ``indexer.compute.compute`` builds every class and pair verdict (nothing hand-written).
+Core, and ``indexer.catalog.compute.compute`` builds every class and pair verdict (nothing hand-written).
 
 Target ``acme/Big-7B-Instruct``: every engine accepts ``acme/Small-0.5B-Instruct`` and
 ``fan/Small-0.5B-sft`` (same tokenizer, same vocab_size); ``acme/Small-1B-Instruct`` has a padded
@@ -20,11 +20,11 @@ from pathlib import Path
 import sqlalchemy as sa
 from tokfactory import BASE_WORDS, make_model
 
-from indexer import db as catalog_db
-from indexer.compute import compute
-from indexer.fingerprint import fingerprint_dir
-from indexer.models import CrawlRun, Repo, Tokenizer
-from indexer.tokenstore import TokenStore, default_root
+from indexer.catalog import db as catalog_db
+from indexer.catalog.compute import compute
+from indexer.catalog.models import CrawlRun, Repo, Tokenizer
+from indexer.catalog.tokenstore import TokenStore, default_root
+from indexer.vocab.fingerprint import fingerprint_dir
 
 TARGET = "acme/Big-7B-Instruct"
 SGLANG_DRAFTS = ("acme/Small-0.5B-Instruct", "fan/Small-0.5B-sft")

@@ -8,10 +8,10 @@ import pytest
 from conftest import CORPUS, MODELS
 from tokfactory import make_text_model
 
-from indexer import agreement as agr
-from indexer.rules import check_pair
-from indexer.sides import side_from_dir
-from indexer.tokenstore import TokenStore
+from indexer.answer.sides import side_from_dir
+from indexer.catalog.tokenstore import TokenStore
+from indexer.engines.rules import check_pair
+from indexer.vocab import agreement as agr
 
 CHAT = ["<|begin|>", "<|reserved_0|>", "<|reserved_1|>", "<|eot|>", "<|reserved_2|>"]
 STARTERS = ("sglang", "vllm", "transformers", "mlx", "lmstudio")  # engines that never compare token lists
@@ -116,7 +116,7 @@ def test_reference_text_is_shipped_with_its_provenance():
     assert len(parts) == len(agr.REFERENCE_PARTS) and 100_000 < sum(len(p.encode()) for p in parts) < 400_000
     from importlib import resources
 
-    readme = (resources.files("indexer") / "reference_text" / "README.md").read_text()
+    readme = (resources.files("indexer.vocab") / "reference_text" / "README.md").read_text()
     for name in agr.REFERENCE_PARTS:
         assert f"`{name}`" in readme
     assert "GPL-3+" in readme and "PSF" in readme
@@ -135,7 +135,7 @@ def oracle_agreement():
 
 
 def test_counts_and_classes_equal_the_oracle_for_every_pair(oracle_agreement):
-    from indexer.fingerprint import fingerprint_dir
+    from indexer.vocab.fingerprint import fingerprint_dir
 
     fps, counts = {}, {}
     for name in {n for p in oracle_agreement["pairs"] for n in (p["target"], p["draft"])}:
@@ -174,8 +174,8 @@ HUB = {  # repo id -> (make_text_model keyword arguments, params)
 def crawled(tmp_path_factory):
     from crawlkit import crawl, set_meta
 
-    from indexer.compute import compute
-    from indexer.db import upgrade
+    from indexer.catalog.compute import compute
+    from indexer.catalog.db import upgrade
     from indexer.hubsim import HubServer
 
     root = tmp_path_factory.mktemp("agreement-hub")
@@ -192,7 +192,7 @@ def crawled(tmp_path_factory):
 def test_counts_are_taken_at_crawl_time_and_compute_measures_what_the_base_rule_cannot(crawled):
     import sqlite3
 
-    from indexer.tokenstore import default_root
+    from indexer.catalog.tokenstore import default_root
 
     db, stats = crawled
     store = TokenStore(default_root(db))
@@ -206,9 +206,9 @@ def test_counts_are_taken_at_crawl_time_and_compute_measures_what_the_base_rule_
 
 
 def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
-    from indexer.catalog import side_from_catalog
+    from indexer.answer.query import render, run_query
+    from indexer.answer.rule_inputs import side_from_catalog
     from indexer.engines import verdicts
-    from indexer.query import render, run_query
 
     db, _ = crawled
     sides = {r: side_from_catalog(r, db=db) for r in HUB}
@@ -230,9 +230,9 @@ def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
 
 
 def test_query_and_check_give_one_agreement_object(crawled):
-    from indexer.catalog import side_from_catalog
+    from indexer.answer.query import run_query
+    from indexer.answer.rule_inputs import side_from_catalog
     from indexer.engines import pair_agreement
-    from indexer.query import run_query
 
     db, _ = crawled
     sides = {r: side_from_catalog(r, db=db) for r in HUB}
@@ -255,7 +255,7 @@ def test_a_catalog_crawled_before_counts_is_counted_by_compute(crawled, tmp_path
     import sqlite3
     from pathlib import Path
 
-    from indexer.compute import compute
+    from indexer.catalog.compute import compute
 
     db, _ = crawled
     old = tmp_path / "old"
@@ -267,7 +267,7 @@ def test_a_catalog_crawled_before_counts_is_counted_by_compute(crawled, tmp_path
         fresh = dict(conn.execute("SELECT id, agrees_by_base FROM tokenizers"))
         conn.execute("UPDATE tokenizers SET agrees_by_base = NULL, agreement_basis = NULL")
         conn.execute("DELETE FROM tokenizer_agreement")
-    from indexer.catalog import side_from_catalog
+    from indexer.answer.rule_inputs import side_from_catalog
 
     side = side_from_catalog("code/Coder-7B", db=old_db)
     assert side.counts is None  # check still answers, by ids

@@ -195,8 +195,8 @@ def cli_json(*args) -> dict | None:
 
 
 def test_a_person_finds_a_draft_and_its_explanation(demo_site, browser, tmp_path):
+    from indexer.answer.query import ENGINE_NAMES, ENGINES
     from indexer.demo import DEMO_TARGET
-    from indexer.query import ENGINE_NAMES, ENGINES
 
     answers = {e: cli_json("query", "--db", demo_site.db, "--target", DEMO_TARGET, "--engine", e, "--json")
                for e in ENGINES}

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 from test_query import REPOS, TARGET, build_catalog
 
+from indexer.catalog.compute import candidate_pairs, compute
+from indexer.catalog.tokenstore import TokenStore, default_root
 from indexer.cli import cli
-from indexer.compute import candidate_pairs, compute
-from indexer.fingerprint import canonical_bytes
-from indexer.tokenstore import TokenStore, default_root
+from indexer.vocab.fingerprint import canonical_bytes
 
 TABLES = {
     "compat_classes": "SELECT id, engine, class_key, vocab_size, tokenizer_id, members, label "

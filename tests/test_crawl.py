@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 from crawlkit import copy_repo, crawl, repos, set_meta, write_repo
 
-from indexer.blobstore import BlobStore
+from indexer.catalog.blobstore import BlobStore
+from indexer.catalog.compute import compute
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.crawl import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
-from indexer.families import family_of, load_families
-from indexer.hub import FixedWindow, HubClient, UnsafeName, safe_blob_id, safe_name
+from indexer.crawl.families import family_of, load_families
+from indexer.crawl.loop import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
+from indexer.hub.client import FixedWindow, HubClient, UnsafeName, safe_blob_id, safe_name
 from indexer.hubsim import HubServer
 
 

@@ -10,13 +10,13 @@ from click.testing import CliRunner
 from conftest import MODELS, needs_corpus, works_on_sglang
 from crawlkit import crawl, repos
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
+from indexer.engines.rules import sglang
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
-from indexer.rules import sglang
 
 pytestmark = needs_corpus
 

@@ -13,7 +13,7 @@ from crawlkit import copy_repo, crawl, repos, set_meta, write_repo
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import GatedRepoError
 
-from indexer.hub import HubClient
+from indexer.hub.client import HubClient
 from indexer.hubsim import HubServer
 
 

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from crawlkit import crawl, hermetic_env, repos, set_meta, snapshot, write_repo
 
-from indexer.blobstore import MAGIC, BlobStore
+from indexer.catalog.blobstore import MAGIC, BlobStore
 from indexer.cli import cli
-from indexer.crawl import CrawlFailed
-from indexer.hub import HubClient, base_models_from_tags, least_seconds
+from indexer.crawl.loop import CrawlFailed
+from indexer.hub.client import HubClient, base_models_from_tags, least_seconds
 from indexer.hubsim import HubServer
 
 
@@ -65,7 +65,7 @@ def test_every_entry_point_disables_xet_before_huggingface_hub_is_imported(tmp_p
     env.pop("HF_HUB_DISABLE_XET", None)
     code = ("import {mod}; from huggingface_hub import constants; "
             "print(constants.HF_HUB_DISABLE_XET)")
-    for mod in ("indexer.crawl", "indexer.cli", "indexer.nightly"):
+    for mod in ("indexer.crawl.loop", "indexer.cli", "indexer.nightly"):
         out = subprocess.run([sys.executable, "-c", code.format(mod=mod)], env=env, capture_output=True,
                              text=True, timeout=60)
         assert out.stdout.strip() == "True", (mod, out.stderr)
@@ -149,7 +149,7 @@ def test_deleted_and_renamed_repos_become_gone_and_come_back(small, catalog, tmp
         assert summary["changed"] == 1 and summary["gone"] == 1
     rows = repos(catalog)
     assert rows["user1/ft-1"]["status"] == "ok" and rows["user1/renamed"]["status"] == "gone"
-    from indexer.compute import compute
+    from indexer.catalog.compute import compute
 
     compute(catalog)
     con = sqlite3.connect(catalog)
@@ -228,7 +228,7 @@ def test_blob_store_roundtrip_and_plain_legacy_blobs(tmp_path):
 
 def test_config_facts_flow_onto_same_named_columns_generically(small, catalog, monkeypatch):
     """A ConfigFacts field with a Repo column of the same name lands there without a crawler change."""
-    from indexer.modelconfig import ConfigFacts
+    from indexer.vocab.modelconfig import ConfigFacts
 
     real = ConfigFacts.to_dict
     monkeypatch.setattr(ConfigFacts, "to_dict", lambda self: {**real(self), "params": 4242, "not_a_column": 1})

@@ -11,7 +11,7 @@ import time
 import pytest
 from crawlkit import crawl, hermetic_env, snapshot
 
-from indexer.db import upgrade
+from indexer.catalog.db import upgrade
 from indexer.hubsim import HubServer, generate_synthetic_hub
 
 N_REPOS = 150

@@ -6,9 +6,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 
+from indexer.catalog.db import CatalogError, current_revision, make_engine, resolve_url
+from indexer.catalog.models import Base
 from indexer.cli import cli
-from indexer.db import CatalogError, current_revision, make_engine, resolve_url
-from indexer.models import Base
 
 
 def test_migrations_and_models_do_not_drift(catalog):
@@ -48,8 +48,8 @@ def test_db_option_env_and_urls(tmp_path, monkeypatch):
 def test_tokenstore_roundtrip(tmp_path):
     from tokfactory import make_model
 
-    from indexer.fingerprint import fingerprint_dir
-    from indexer.tokenstore import TokenStore
+    from indexer.catalog.tokenstore import TokenStore
+    from indexer.vocab.fingerprint import fingerprint_dir
 
     fp = fingerprint_dir(make_model(tmp_path / "m"))
     store = TokenStore(tmp_path / "tokens")
@@ -59,7 +59,7 @@ def test_tokenstore_roundtrip(tmp_path):
 
 
 def test_safe_url_masks_passwords():
-    from indexer.db import safe_url
+    from indexer.catalog.db import safe_url
 
     assert safe_url("postgresql+psycopg://u:s3cret@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
     assert safe_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
@@ -68,7 +68,7 @@ def test_safe_url_masks_passwords():
 def test_write_conflict_and_explain_on_real_sqlite_errors(catalog):
     from sqlalchemy.exc import IntegrityError, OperationalError
 
-    from indexer.db import explain, is_write_conflict
+    from indexer.catalog.db import explain, is_write_conflict
 
     engine = make_engine(catalog)
     insert = sa.text("INSERT INTO blobs (blob_id, sha256, size, first_seen_at) VALUES ('b', 's', 1, '2026-01-01')")

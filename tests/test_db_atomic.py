@@ -20,8 +20,8 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+from indexer.catalog.db import current_revision, make_engine, upgrade
 from indexer.cli import cli
-from indexer.db import current_revision, make_engine, upgrade
 
 LAUNCHER = textwrap.dedent("""
     import os, signal, sys
@@ -54,7 +54,7 @@ def _upgrade_proc(db: str, env_extra: dict | None = None, fsize: int | None = No
 def _head() -> str:
     from alembic.script import ScriptDirectory
 
-    from indexer.db import alembic_config
+    from indexer.catalog.db import alembic_config
 
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 

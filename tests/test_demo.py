@@ -8,9 +8,9 @@ import sqlite3
 
 from click.testing import CliRunner
 
+from indexer.answer.query import run_query
 from indexer.cli import cli
 from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_GATED_COPY, DEMO_TARGET, REPOS, build_demo_hub
-from indexer.query import run_query
 
 
 def test_demo_hub_has_the_tricky_cases(tmp_path):

@@ -12,10 +12,10 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
 from tokfactory import BASE_WORDS, make_model, make_text_model
 
 from indexer import engines as registry
+from indexer.answer.sides import side_from_dir
 from indexer.cli import cli
+from indexer.engines.rules import check_pair
 from indexer.resources import METADATA_PATH
-from indexer.rules import check_pair
-from indexer.sides import side_from_dir
 
 LAYERS = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
           "max_position_embeddings": 128}
@@ -67,7 +67,9 @@ def _choices(command: str) -> list[str]:
 
 
 def test_every_part_names_exactly_the_registry_engines(tmp_path):
-    from indexer import models, query, rules
+    from indexer.answer import query
+    from indexer.catalog import models
+    from indexer.engines import rules
 
     names = list(registry.ENGINES)
     assert list(models.ENGINES) == names
@@ -78,7 +80,7 @@ def test_every_part_names_exactly_the_registry_engines(tmp_path):
     assert list(result["verdicts"]) == names
     from test_query import build_catalog
 
-    from indexer.compute import compute
+    from indexer.catalog.compute import compute
 
     stats = compute(build_catalog(tmp_path / "catalog.db"))
     assert list(stats["classes"]) == names and list(stats["memberships"]) == names
@@ -232,7 +234,7 @@ def test_tli_counted_as_vllm_and_as_transformers(tmp_path):
 
 
 def test_vllm_tli_first_id_wins(tmp_path):
-    from indexer.rules import vllm_tli
+    from indexer.engines.rules import vllm_tli
 
     t = {"Ġa": 0, " a": 1, "b": 2}
     d = {" a": 5, "b": 0}
@@ -333,7 +335,7 @@ def test_check_json_and_engine_exit_status(tmp_path):
 
 
 def test_the_registry_and_the_gguf_prediction_follow_the_same_llama_cpp():
-    from indexer import gguf
+    from indexer.gguf import predict as gguf
 
     assert registry.LLAMACPP_COMMIT == gguf.LLAMACPP_COMMIT
     assert registry.LLAMACPP_MAX_VOCAB_DIFF == gguf.SPEC_VOCAB_MAX_SIZE_DIFFERENCE

@@ -13,14 +13,14 @@ from click.testing import CliRunner
 from crawlkit import crawl, set_meta
 from test_engines import SPM_WORDS, make_spm
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.query import QueryError, run_query
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
+from indexer.catalog.tokenstore import TokenStore, default_root
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
 from indexer.engines import ENGINES, verdicts
 from indexer.hubsim import HubServer
-from indexer.query import QueryError, run_query
-from indexer.tokenstore import TokenStore, default_root
 
 B = 10**9
 EXTRA = tuple(f"<extra_{i}>" for i in range(100))
@@ -123,8 +123,8 @@ def test_query_all_equals_check_for_every_pair_and_engine(catalog):
 
 
 def test_llamacpp_pair_evaluations_are_bounded_per_run(catalog):
-    from indexer.compute import compute_llamacpp_pairs
-    from indexer.db import open_catalog
+    from indexer.catalog.compute import compute_llamacpp_pairs
+    from indexer.catalog.db import open_catalog
 
     db, _ = catalog
     with sqlite3.connect(db) as conn:

@@ -11,15 +11,15 @@ from click.testing import CliRunner
 from conftest import CORPUS, MODELS, needs_corpus
 from crawlkit import crawl
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.query import QueryError, run_query
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.answer.sides import side_from_dir
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
 from indexer.engines import ENGINES, verdicts
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
-from indexer.query import QueryError, run_query
-from indexer.sides import side_from_dir
 
 pytestmark = needs_corpus
 

@@ -103,7 +103,7 @@ def _fsize(limit: int):
 
 def test_a_failed_write_fails_the_crawl_and_loses_nothing(hub_dir, tmp_path):
     """Writes past a file-size limit fail with EFBIG, as on a full disk: the run fails in one line."""
-    from indexer.db import upgrade
+    from indexer.catalog.db import upgrade
 
     db = tmp_path / "c.db"
     upgrade(str(db))
@@ -124,7 +124,7 @@ def test_a_failed_write_fails_the_crawl_and_loses_nothing(hub_dir, tmp_path):
 
 
 def test_a_failed_write_stops_the_nightly_before_compute_and_publish(hub_dir, tmp_path):
-    from indexer.db import upgrade
+    from indexer.catalog.db import upgrade
 
     db = tmp_path / "c.db"
     upgrade(str(db))
@@ -264,7 +264,7 @@ def test_two_crawls_at_once_split_the_work(tmp_path):
 
 def test_a_failed_download_write_fails_the_crawl(tmp_path):
     """A repo whose files cannot be written (EFBIG, as ENOSPC) is the run's failure, not the repo's."""
-    from indexer.db import upgrade
+    from indexer.catalog.db import upgrade
 
     hub_dir = tmp_path / "hub"
     write_repo(hub_dir, "big/model", words=[f"tok{j}" for j in range(12000)])

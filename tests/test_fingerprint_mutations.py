@@ -12,7 +12,7 @@ import pytest
 from conftest import MODELS, needs_corpus
 
 from indexer.files import InputError
-from indexer.fingerprint import fingerprint_dir
+from indexer.vocab.fingerprint import fingerprint_dir
 
 pytestmark = needs_corpus
 

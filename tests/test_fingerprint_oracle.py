@@ -5,9 +5,9 @@ import json
 import pytest
 from conftest import CORPUS, needs_corpus
 
-from indexer.fingerprint import fingerprint_dir
-from indexer.rules import sglang
-from indexer.sides import side_from_dir
+from indexer.answer.sides import side_from_dir
+from indexer.engines.rules import sglang
+from indexer.vocab.fingerprint import fingerprint_dir
 
 pytestmark = needs_corpus
 

@@ -14,14 +14,14 @@ from crawlkit import crawl, set_meta
 from ggufkit import write_vocab_gguf
 from test_engines import make_spm
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.query import run_query
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
 from indexer.engines import verdicts
-from indexer.gguf import predict_gguf
+from indexer.gguf.predict import predict_gguf
 from indexer.hubsim import HubServer
-from indexer.query import run_query
 
 B, MB = 10**9, 1 << 20
 EXTRA = tuple(f"<extra_{i}>" for i in range(20))
@@ -138,7 +138,7 @@ def test_a_second_crawl_reads_nothing(hub):
 
 
 def test_read_range_is_one_pinned_206_through_the_cdn(hub):
-    from indexer.hub import HubClient
+    from indexer.hub.client import HubClient
 
     db, _, _, hub_dir = hub
     path = hub_dir / "quant/Big-7B-GGUF" / "Big-7B-Q8_0.gguf"

@@ -1,4 +1,4 @@
-"""The GGUF header reader (indexer/gguf_header.py) and libllama's reading of the keys (indexer/gguf_file.py),
+"""The GGUF header reader (indexer/gguf/header.py) and libllama's reading of the keys (indexer/gguf/file.py),
 on files written by the gguf package's GGUFWriter."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from gguf import GGUFReader
 from gguf.constants import GGUFValueType, TokenType
 from ggufkit import ALL_TYPES, bpe_tokens, write_gguf
 
+from indexer.catalog.tokenstore import TokenStore, tokens_sha256
 from indexer.files import InputError
-from indexer.gguf import speculative_compatible
-from indexer.gguf_file import choose_file, facts_from_header, local_gguf, read_gguf, split_info
-from indexer.gguf_header import TAIL, parse_header, read_kv_section
-from indexer.tokenstore import TokenStore, tokens_sha256
+from indexer.gguf.file import choose_file, facts_from_header, local_gguf, read_gguf, split_info
+from indexer.gguf.header import TAIL, parse_header, read_kv_section
+from indexer.gguf.predict import speculative_compatible
 
 
 def header_of(path: Path):

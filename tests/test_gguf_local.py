@@ -10,12 +10,12 @@ from crawlkit import crawl, set_meta
 from ggufkit import bpe_tokens, write_gguf, write_vocab_gguf
 from test_engines import make_spm
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.query import run_query
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
 from indexer.hubsim import HubServer
-from indexer.query import run_query
 
 B = 10**9
 EXTRA = tuple(f"<extra_{i}>" for i in range(20))

@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import CORPUS, MODELS
 
-from indexer.gguf import GGUFVocab, predict_gguf, speculative_compatible
+from indexer.gguf.predict import GGUFVocab, predict_gguf, speculative_compatible
 
 ENGINES = CORPUS / "oracle-engines.json"
 pytestmark = pytest.mark.skipif(not ENGINES.is_file(), reason="../shared/corpus is absent")

@@ -9,8 +9,8 @@ import pytest
 from conftest import CORPUS, MODELS, needs_corpus
 from huggingface_hub import HfApi, hf_hub_download
 
-from indexer import heads
-from indexer.heads import fit, launch, mtp, mtp_launch, parse_head, target_shape
+from indexer.engines import heads
+from indexer.engines.heads import fit, launch, mtp, mtp_launch, parse_head, target_shape
 from indexer.hubsim import HubServer
 from indexer.hubsim import heads as hubheads
 

@@ -1,5 +1,5 @@
 """Speculator heads end to end: a crawl of the imitation (head repos + targets) through huggingface_hub, then
-``indexer query --method ...``, ``indexer check TARGET HEAD`` and the site, against the rules of indexer/heads.py.
+``indexer query --method ...``, ``indexer check TARGET HEAD`` and the site, against indexer/engines/heads.py.
 
 Two hubs: one with small synthetic targets (runs without ../shared) and one with the corpus targets
 (``build_heads_hub``), where every (head, target, engine) verdict is the designed one of tests/test_heads.py.
@@ -20,14 +20,14 @@ from crawlkit import crawl, set_meta, write_repo
 from test_heads import EXPECTED
 from test_site import Site
 
-from indexer import heads
+from indexer.answer.query import ENGINES, run_query
+from indexer.catalog.compute import compute
+from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import upgrade
-from indexer.heads import parse_head
+from indexer.engines import heads
+from indexer.engines.heads import parse_head
 from indexer.hubsim import HubServer
 from indexer.hubsim import heads as hubheads
-from indexer.query import ENGINES, run_query
 
 TINY = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
 TINY_FT = "someone/TinyLlama-1.1B-chat-finetune"
@@ -345,7 +345,7 @@ def test_heads_follow_their_config_across_crawls(tmp_path, catalog):
 
 def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, monkeypatch):
     """The same crawl into PostgreSQL: heads rows, the head answers and the head check equal SQLite's."""
-    from indexer.headquery import explain_head
+    from indexer.answer.headquery import explain_head
 
     monkeypatch.chdir(tmp_path)  # the PostgreSQL catalog's blob and token stores go under the working directory
     monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))

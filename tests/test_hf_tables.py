@@ -1,6 +1,6 @@
 """The class-resolution tables copied from transformers match the installed transformers."""
 
-from indexer import hf_tables
+from indexer.vocab import hf_tables
 
 
 def test_tables_match_installed_transformers():

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import indexer
-from indexer import families, publish, resources
+from indexer import publish, resources
+from indexer.crawl import families
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,7 +31,7 @@ def test_shipped_files_live_inside_the_package():
 
 def test_package_data_lists_every_shipped_file():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["indexer"]
-    for sub in ("migrations", "data"):
+    for sub in ("catalog/migrations", "data", "vocab/reference_text"):
         for path in (PACKAGE / sub).rglob("*"):
             if path.is_dir() or "__pycache__" in path.parts:
                 continue

@@ -5,12 +5,12 @@ import sqlite3
 import pytest
 import sqlalchemy as sa
 
-from indexer.catalog import side_from_catalog
-from indexer.compute import compute
-from indexer.db import make_engine, upgrade
+from indexer.answer.lookup import RepoNotFound, find_repo_id, gguf_base, repo_ref, suggest
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import make_engine, upgrade
+from indexer.catalog.models import Repo, Tokenizer
 from indexer.files import InputError
-from indexer.lookup import RepoNotFound, find_repo_id, gguf_base, repo_ref, suggest
-from indexer.models import Repo, Tokenizer
 
 IDS = ["lumen-ai/Lumen-7B-Instruct", "lumen-ai/Lumen-1.5B-Instruct", "lumen-ai/Lumen-0.5B",
        "quietfox/Lumen-0.5B-Instruct-sft", "Qwen/Qwen2.5-7B-Instruct", "other/Qwen2.5-7B-Instruct",

@@ -5,8 +5,8 @@ import json
 import pytest
 from conftest import MODELS, needs_corpus
 
-from indexer.modelconfig import read_config
-from indexer.params import best_params, estimate_from_config, estimate_from_name
+from indexer.vocab.modelconfig import read_config
+from indexer.vocab.params import best_params, estimate_from_config, estimate_from_name
 
 # Corpus directory -> the published parameter count of the model it copies (the Hub's safetensors total,
 # or the model card's figure where the checkpoint is .bin only).

@@ -19,13 +19,13 @@ from click.testing import CliRunner
 from conftest import MODELS, needs_corpus, works_on_sglang
 from crawlkit import crawl, hermetic_env, write_repo
 
+from indexer.answer.query import ENGINES
+from indexer.catalog.compute import compute
+from indexer.catalog.db import current_revision, make_engine, upgrade
+from indexer.catalog.models import Base
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import current_revision, make_engine, upgrade
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
-from indexer.models import Base
-from indexer.query import ENGINES
 
 
 @pytest.fixture(autouse=True)

@@ -15,9 +15,9 @@ import yaml
 from click.testing import CliRunner
 from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, ServedCatalog, build_sample_catalog
 
+from indexer.answer.query import run_query
 from indexer.cli import cli
 from indexer.publish import METADATA_PATH, bundle_command, load_metadata
-from indexer.query import run_query
 
 
 @pytest.fixture
@@ -213,7 +213,7 @@ def pg_catalog(pg_url, tmp_path, monkeypatch):
 def test_publish_and_serve_a_postgresql_catalog(pg_catalog, tmp_path):
     import sqlalchemy as sa
 
-    from indexer.models import Base
+    from indexer.catalog.models import Base
 
     out = tmp_path / "site"
     res = CliRunner().invoke(cli, ["publish", str(out), "--db", pg_catalog, "--json"])

@@ -10,13 +10,13 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from indexer.catalog import side_from_catalog
+from indexer.answer.lookup import RepoNotFound
+from indexer.answer.query import QueryError, run_query
+from indexer.answer.rule_inputs import side_from_catalog
+from indexer.catalog.compute import compute
+from indexer.catalog.db import make_engine, upgrade
+from indexer.catalog.models import Repo, Tokenizer
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import make_engine, upgrade
-from indexer.lookup import RepoNotFound
-from indexer.models import Repo, Tokenizer
-from indexer.query import QueryError, run_query
 
 T1, T2, T3 = "a" * 64, "c" * 64, "d" * 64
 TARGET = "Qwen/Qwen2.5-7B-Instruct"
@@ -246,6 +246,20 @@ def test_query_stays_light(catalog):
         "heavy = [m for m in ('transformers', 'tokenizers', 'huggingface_hub', 'sqlalchemy', 'torch') "
         "if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"
+        "print('OURS', ' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'indexer')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out, out
+    ours = set(out.split("OURS ", 1)[1].split())
+    # No more of our modules than before the move into packages (15) plus five near-empty layer __init__s.
+    assert ours <= QUERY_PATH_MODULES, sorted(ours - QUERY_PATH_MODULES)
+    assert "indexer.answer.query" in ours
+
+
+QUERY_PATH_MODULES = {
+    "indexer", "indexer.cli", "indexer.errors", "indexer.files",
+    "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
+    "indexer.catalog", "indexer.catalog.db", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
+    "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
+    "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.params",
+}

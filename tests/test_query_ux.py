@@ -13,12 +13,12 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from tokfactory import make_model
 
+from indexer.answer.query import QueryError, render, run_query
+from indexer.catalog.compute import compute
+from indexer.catalog.db import make_engine, upgrade
+from indexer.catalog.models import Repo, Tokenizer
 from indexer.cli import cli
-from indexer.compute import compute
-from indexer.db import make_engine, upgrade
-from indexer.fingerprint import fingerprint_dir
-from indexer.models import Repo, Tokenizer
-from indexer.query import QueryError, render, run_query
+from indexer.vocab.fingerprint import fingerprint_dir
 
 B = 1_000_000_000
 TARGET = "acme/Big-7B-Chat"
@@ -240,7 +240,7 @@ def corpus_catalog(tmp_path_factory):
     from conftest import MODELS
 
     from indexer.hubsim.repos import split_flat_name
-    from indexer.modelconfig import read_config
+    from indexer.vocab.modelconfig import read_config
 
     if not MODELS.is_dir():
         pytest.skip("../shared/corpus is absent")
@@ -287,8 +287,8 @@ def test_lookup_estimates_and_gguf_on_postgresql(pg_url):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from indexer.catalog import side_from_catalog
-    from indexer.models import Base
+    from indexer.answer.rule_inputs import side_from_catalog
+    from indexer.catalog.models import Base
 
     db = build(pg_url)
     engine = make_engine(db)

@@ -5,9 +5,9 @@ import json
 import pytest
 from tokfactory import BASE_WORDS, make_model
 
-from indexer.fingerprint import fingerprint_dir
-from indexer.rules import check_pair
-from indexer.sides import side_from_dir
+from indexer.answer.sides import side_from_dir
+from indexer.engines.rules import check_pair
+from indexer.vocab.fingerprint import fingerprint_dir
 
 
 def verdicts(tmp_path, target_kw, draft_kw):
@@ -88,7 +88,7 @@ def test_tli_intersection_normalizes_one_leading_marker(tmp_path):
 
 
 def test_llamacpp_needs_gguf_facts():
-    from indexer.rules import Side, llamacpp
+    from indexer.engines.rules import Side, llamacpp
 
     side = Side("x", 10, 10, {"vocab_sha256": "a"}, None, gguf_missing="not derived")
     v = llamacpp(side, side)
@@ -121,7 +121,7 @@ def test_fast_path_matches_reference_or_falls_back(tmp_path, case):
 def test_fast_canonical_serialization_equals_json_dumps_on_tricky_tokens():
     import random
 
-    from indexer.fingerprint import _dense_canonical, _sorted_canonical
+    from indexer.vocab.fingerprint import _dense_canonical, _sorted_canonical
 
     every_ascii = [chr(c) for c in range(128)] + ["\u2028", "\ufeff", "é", "\U0001F600", "\ud800"]
     vocab = {t: i for i, t in enumerate(every_ascii)}

@@ -18,8 +18,8 @@ from conftest import MODELS, needs_corpus
 from markupsafe import escape
 from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, build_sample_catalog
 
+from indexer.answer.query import ENGINE_NAMES, ENGINES, run_query
 from indexer.cli import cli
-from indexer.query import ENGINE_NAMES, ENGINES, run_query
 
 PAIRS_PER_CATALOG = 12
 
@@ -161,8 +161,8 @@ def test_demo_printed_pair_is_what_check_says(demo_db):
 def test_corpus_catalog_agrees_with_the_cli(tmp_path_factory):
     from crawlkit import crawl
 
-    from indexer.compute import compute
-    from indexer.db import upgrade
+    from indexer.catalog.compute import compute
+    from indexer.catalog.db import upgrade
     from indexer.hubsim import HubServer
 
     db = str(tmp_path_factory.mktemp("site-corpus") / "catalog.db")
@@ -278,7 +278,7 @@ def test_home_asks_the_questions_first_and_tables_keep_human_labels(sample_db):
 def test_method_drop_down_appears_once_the_query_takes_a_method(sample_db, monkeypatch):
     import inspect
 
-    from indexer import query
+    from indexer.answer import query
     from indexer.site import available_methods
 
     site = Site(sample_db)

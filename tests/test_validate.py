@@ -1,4 +1,4 @@
-"""Input validation at the edges (indexer/validate.py) and one error model (indexer/errors.py), through the CLI.
+"""Input validation at the edges (indexer/answer/validate.py) and one error model (indexer/errors.py), through the CLI.
 
 Long or strange input is one `error:` line and exit 2, before anything touches the disk or the catalog.
 """
@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from indexer import errors, validate
+from indexer import errors
+from indexer.answer import validate
 from indexer.cli import cli
 
 LONG = "a" * 10_000
@@ -112,11 +113,11 @@ def test_every_error_carries_its_exit_code_and_http_status():
     assert (errors.QueryError("x").exit_code, errors.QueryError("x").http_status) == (2, 400)
     assert errors.CatalogError("x").http_status == 503 and errors.LockBusy("p", "pid 1").exit_code == 75
     # The classes stay importable where they were defined before (small merges).
-    from indexer.crawl import CrawlFailed
-    from indexer.db import CatalogError
+    from indexer.answer.lookup import RepoNotFound
+    from indexer.answer.query import QueryError
+    from indexer.catalog.db import CatalogError
+    from indexer.crawl.loop import CrawlFailed
     from indexer.files import InputError
-    from indexer.lookup import RepoNotFound
-    from indexer.query import QueryError
 
     assert (CrawlFailed, CatalogError, InputError, RepoNotFound, QueryError) == (
         errors.CrawlFailed, errors.CatalogError, errors.InputError, errors.RepoNotFound, errors.QueryError)

@@ -57,7 +57,7 @@ def trained_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
     if not _TRAINED:
         from tokenizers import trainers
 
-        from indexer.agreement import reference_parts
+        from indexer.vocab.agreement import reference_parts
 
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

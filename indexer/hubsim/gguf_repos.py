@@ -95,7 +95,7 @@ GGUF_MODEL = {"spm": "llama", "bpe": "gpt2", "wpm": "bert", "ugm": "t5"}  # llam
 
 
 def write_vocab_gguf(path: Path, vocab, *, rename: dict[int, str] | None = None, **kw) -> Path:
-    """A GGUF whose keys give back ``vocab`` (an indexer.gguf.GGUFVocab) when libllama reads them."""
+    """A GGUF whose keys give back ``vocab`` (an indexer.gguf.predict.GGUFVocab) when libllama reads them."""
     tokens = list(vocab.tokens)
     for i, text in (rename or {}).items():
         tokens[i] = text

@@ -224,7 +224,7 @@ def _card(spec: HeadSpec) -> str:
 
 def decoy_size(spec: HeadSpec) -> int:
     """The listed size of the decoy weights file: the head's own parameter estimate in bf16."""
-    from ..heads import parse_head
+    from ..engines.heads import parse_head
 
     head = parse_head(spec.config, spec.repo_id)
     return 2 * (head.params or 1) if head else len(DECOY)

@@ -1,8 +1,8 @@
 """The site: a datasette plugin whose pages answer from the same library calls as the CLI.
 
-``/drafts`` and ``/drafts.json`` call :func:`indexer.query.run_query` (what ``indexer query`` calls);
-``/explain`` and ``/explain.json`` call :func:`indexer.sides.check` (what ``indexer check`` calls).
-Nothing here re-implements a rule: the functions below only check URL parameters (indexer/validate.py,
+``/drafts`` and ``/drafts.json`` call :func:`indexer.answer.query.run_query` (what ``indexer query`` calls);
+``/explain`` and ``/explain.json`` call :func:`indexer.answer.sides.check` (what ``indexer check`` calls).
+Nothing here re-implements a rule: the functions below only check URL parameters (indexer/answer/validate.py,
 repo ids only) and translate them into the library's keyword arguments. The library's errors carry their
 own HTTP status (indexer/errors.py); the hooks answer with it.
 
@@ -32,7 +32,7 @@ def _flag(value: str | None) -> bool:
 
 def _repo_id(args: dict, name: str) -> str:
     """A repo id (or Hub URL) from the URL, by its form alone: the server's disk is never consulted."""
-    from ..validate import target
+    from ..answer.validate import target
 
     if not (args.get(name) or "").strip():
         raise SiteError(f"give ?{name}=owner/name")
@@ -41,7 +41,7 @@ def _repo_id(args: dict, name: str) -> str:
 
 def query_kwargs(args: dict) -> dict:
     """URL parameters -> the keyword arguments of ``run_query`` exactly as the CLI passes them."""
-    from .. import query
+    from ..answer import query
 
     kwargs = {
         "engine": (args.get("engine") or query.DEFAULT_ENGINE).strip(),
@@ -50,7 +50,7 @@ def query_kwargs(args: dict) -> dict:
         "limit": DEFAULT_LIMIT,
     }
     if args.get("limit"):
-        from ..validate import limit
+        from ..answer.validate import limit
 
         kwargs["limit"] = limit(args["limit"], MAX_LIMIT)
     if kwargs["engine"] not in query.ENGINES:
@@ -67,16 +67,16 @@ def query_kwargs(args: dict) -> dict:
 
 
 def available_methods() -> tuple:
-    """Speculation methods the query can be asked for: ``indexer.query.METHODS`` (else ``indexer.heads``'),
+    """Speculation methods the query can be asked for: ``answer.query.METHODS`` (else ``engines.heads``'),
     and only once ``run_query`` takes ``method`` (otherwise the drop-down would promise what it cannot do)."""
-    from .. import query
+    from ..answer import query
 
     if "method" not in inspect.signature(query.run_query).parameters:
         return ()
     methods = getattr(query, "METHODS", None)
     if methods is None:
         try:
-            from .. import heads
+            from ..engines import heads
 
             methods = getattr(heads, "METHODS", None)
         except ImportError:
@@ -86,8 +86,8 @@ def available_methods() -> tuple:
 
 def drafts(db: str, args: dict) -> dict:
     """``GET /drafts.json``: the JSON of ``indexer query --target T --engine E [--all] --json``."""
-    from ..lookup import repo_ids_only
-    from ..query import run_query
+    from ..answer.lookup import repo_ids_only
+    from ..answer.query import run_query
 
     target = _repo_id(args, "target")
     kwargs = query_kwargs(args)
@@ -97,7 +97,7 @@ def drafts(db: str, args: dict) -> dict:
 
 def engine_summary(db: str, target: str, args: dict) -> list[dict]:
     """How many ranked drafts and near misses each engine has for ``target`` (one line per engine)."""
-    from .. import query
+    from ..answer import query
 
     out = []
     for engine in query.ENGINES:
@@ -113,8 +113,8 @@ def engine_summary(db: str, target: str, args: dict) -> list[dict]:
 
 def explain(db: str, args: dict) -> dict:
     """``GET /explain.json``: the JSON of ``indexer check T D --json``."""
-    from ..db import readonly_url
-    from ..sides import check
+    from ..answer.sides import check
+    from ..catalog.db import readonly_url
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
     # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.

@@ -53,7 +53,7 @@ def _json(payload, status: int = 200) -> Response:
 
 
 def _engines():
-    from .. import query
+    from ..answer import query
 
     return [(e, query.ENGINE_NAMES.get(e, e)) for e in query.ENGINES]
 
@@ -100,7 +100,7 @@ async def drafts_page(request, datasette):
 
 
 async def explain_page(request, datasette):
-    from .. import query
+    from ..answer import query
 
     args = _args(request)
     ctx = {"args": args, "result": None, "error": None, "engine_names": query.ENGINE_NAMES}
@@ -180,7 +180,7 @@ def prepare_jinja2_environment(env, datasette):
     """Put the plugin's templates first (index.html override, the question pages) and add filters."""
     from jinja2 import ChoiceLoader, FileSystemLoader
 
-    from ..query import fmt_params, fmt_ratio
+    from ..answer.query import fmt_params, fmt_ratio
 
     env.loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES_DIR)), env.loader])
     env.filters["params"] = fmt_params
@@ -198,7 +198,7 @@ def _hub_link(repo_id: str, datasette) -> Markup:
 @hookimpl
 def render_cell(row, value, column, table, database, datasette):
     """Human labels on the raw tables: params in words, Hub links, short hashes; the raw value stays in JSON."""
-    from ..query import fmt_params
+    from ..answer.query import fmt_params
 
     if value is None or isinstance(value, bytes):
         return None

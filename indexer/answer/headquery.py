@@ -1,0 +1,310 @@
+"""``indexer query --method eagle|eagle3|dflash|mtp|ngram|all`` and ``indexer check TARGET HEAD``, from the catalog.
+
+On the interactive path like ``query``: stdlib only (no ORM, no transformers). The facts come from the crawl:
+``heads`` rows (one per repo with status ``head``) and the target's ``repos`` columns (hidden size, layers, vocab
+sizes, MTP layers); the rules are ``engines.heads`` through the engine registry (``Engine.heads``). Lineage is the
+base-model chain in ``repos.base_models``: a head is ``lineage`` when its declared models and the target share a
+repo of their chains (the root included).
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import engines as registry
+from ..engines import heads as rules
+from ..engines.heads import HeadFacts, TargetShape
+
+HEAD_METHODS = tuple(rules.METHOD_ALGORITHMS)  # eagle, eagle3, dflash
+MAX_CHAIN = 20  # base-model hops followed (the Hub allows cycles in hand-written cards)
+TARGET_COLS = ("id", "repo_id", "status", "reason", "model_type", "architectures", "hidden_size", "num_hidden_layers",
+               "vocab_size", "vocab_size_transformers", "mtp_layers", "mtp_key", "text_config_key",
+               "text_model_type", "base_models", "params", "params_estimate", "params_estimate_source")
+HEAD_COLS = ("algorithm", "format", "layer_model_type", "verifier", "hidden_size", "target_hidden_size", "vocab_size",
+             "draft_vocab_size", "aux_layer_ids", "aux_key", "num_target_layers", "mask_token_id",
+             "speculative_tokens", "params")
+HEAD_SQL = ("SELECT r.repo_id, r.downloads, r.architectures, r.base_models, "
+            + ", ".join(f"h.{c}" for c in HEAD_COLS) +
+            " FROM heads h JOIN repos r ON r.id = h.repo_pk WHERE r.status = 'head' AND NOT r.disabled")
+
+
+def _json(value):
+    """JSON columns come back as text from sqlite3 and as objects from some drivers."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+class HeadCatalog:
+    """The catalog reads a head answer needs, over ``query.Catalog`` (sqlite3 or SQLAlchemy Core)."""
+
+    def __init__(self, cat):
+        self.cat = cat
+        self._chains: dict[str, list[str]] = {}
+
+    def resolve(self, text: str) -> dict:
+        from .lookup import find_repo_id
+        from .query import _dialect
+
+        match = find_repo_id(self.cat.all, text, _dialect(self.cat))  # RepoNotFound is a QueryError (exit 3, 404)
+        row = self.cat.one(f"SELECT {', '.join(TARGET_COLS)} FROM repos WHERE repo_id = :r", {"r": match.repo_id})
+        out = dict(zip(TARGET_COLS, row, strict=True))
+        out["architectures"] = _json(out["architectures"]) or []
+        out["base_models"] = _json(out["base_models"]) or []
+        out["note"] = f"{match.asked!r} matched {out['repo_id']}" if match.asked else None
+        return out
+
+    def target(self, text: str) -> tuple[dict, TargetShape]:
+        from .query import EXIT_NOT_FOUND, QueryError
+
+        t = self.resolve(text)
+        if t["status"] == "head":
+            raise QueryError(f"{t['repo_id']} is a speculator head ({t['reason']}), not a target; "
+                             f"`indexer check TARGET {t['repo_id']}` explains it against a target")
+        if t["hidden_size"] is None and t["num_hidden_layers"] is None:
+            why = f"status {t['status']}" + (f" ({t['reason']})" if t["reason"] else "")
+            raise QueryError(f"{t['repo_id']} has no config facts in the catalog ({why}); recrawl it with "
+                             f"`indexer crawl --model {t['repo_id']}`", EXIT_NOT_FOUND)
+        shape = TargetShape(repo_id=t["repo_id"], model_type=t["model_type"], architectures=t["architectures"],
+                            hidden_size=t["hidden_size"], num_hidden_layers=t["num_hidden_layers"],
+                            vocab_size=t["vocab_size"], vocab_size_transformers=t["vocab_size_transformers"],
+                            mtp_layers=t["mtp_layers"], mtp_key=t["mtp_key"], text_config_key=t["text_config_key"],
+                            text_model_type=t["text_model_type"])
+        return t, shape
+
+    def heads(self, algorithms: tuple[str, ...] | None = None, repo_id: str | None = None
+              ) -> tuple[list[HeadFacts], dict]:
+        """Head facts (and downloads by id) of the catalog's heads, of some algorithms or one repo."""
+        sql, params = HEAD_SQL, {}
+        if algorithms:
+            sql += " AND h.algorithm IN (" + ", ".join(f":a{i}" for i in range(len(algorithms))) + ")"
+            params.update({f"a{i}": a for i, a in enumerate(algorithms)})
+        if repo_id:
+            sql += " AND r.repo_id = :rid"
+            params["rid"] = repo_id
+        out, downloads = [], {}
+        for row in self.cat.all(sql, params):
+            repo, dl, archs, bases, *facts = row
+            f = dict(zip(HEAD_COLS, facts, strict=True))
+            f["aux_layer_ids"] = _json(f["aux_layer_ids"])
+            out.append(HeadFacts(repo_id=repo, architectures=_json(archs) or [], base_models=_json(bases) or [], **f))
+            downloads[repo] = dl
+        return out, downloads
+
+    def chain(self, repo_id: str) -> list[str]:
+        """``repo_id`` and its base-model ancestors in the catalog (every parent, breadth first)."""
+        key = repo_id.lower()
+        if key not in self._chains:
+            seen, todo = [repo_id], [repo_id]
+            while todo and len(seen) < MAX_CHAIN:
+                row = self.cat.one("SELECT base_models FROM repos WHERE lower(repo_id) = :r",
+                                   {"r": todo.pop(0).lower()})
+                for parent in (_json(row[0]) or []) if row else []:
+                    if isinstance(parent, str) and parent.lower() not in {s.lower() for s in seen}:
+                        seen.append(parent)
+                        todo.append(parent)
+            self._chains[key] = seen
+        return self._chains[key]
+
+
+def _sized(entry: dict, target_params: int | None) -> dict:
+    """The draft-entry keys the CLI table and the site read (a head's size is its own config estimate)."""
+    p = entry.get("params")
+    entry.update(params_source="config" if p is not None else None, params_active=None,
+                 ratio=round(p / target_params, 4) if p is not None and target_params else None)
+    return entry
+
+
+def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
+    params = t["params"] if t["params"] is not None else t["params_estimate"]
+    source = "safetensors" if t["params"] is not None else t["params_estimate_source"]
+    return {"repo_id": t["repo_id"], "params": params, "params_source": source, "params_active": None,
+            "note": t["note"], "hidden_size": shape.hidden_size, "num_hidden_layers": shape.num_hidden_layers,
+            "vocab_size": shape.vocab_size, "vocab_size_transformers": shape.vocab_size_transformers,
+            "mtp_layers": shape.mtp_layers, "model_type": shape.model_type,
+            "class": f"hidden size {shape.hidden_size}, {shape.num_hidden_layers} layers, vocab {shape.vocab_size}",
+            "class_members": heads_known}
+
+
+def _not_loading(engine: str, method: str) -> str:
+    from .query import QueryError
+
+    what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
+            "layers"}.get(method, "loads no speculator heads")
+    able = [name for name, e in registry.ENGINES.items() if method in e.heads]
+    raise QueryError(f"{registry.ENGINE_NAMES[engine]} {what} (--method {method}); "
+                     f"choose --engine {' or '.join(able or registry.HEAD_ENGINES)}")
+
+
+def method_query(cat, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
+                 all_members: bool = False) -> dict:
+    """``--method eagle|eagle3|dflash|mtp|ngram`` on one engine, in the JSON shape of the draft answer."""
+    if method not in registry.ENGINES[engine].heads:
+        _not_loading(engine, method)
+    hc = HeadCatalog(cat)
+    t, shape = hc.target(target)
+    misses: list[dict] = []
+    note = None
+    if method == "ngram":
+        found = [rules.ngram(t["repo_id"], engine)]
+        known = 0
+    elif method == "mtp":
+        v = rules.mtp(shape, engine)
+        known = 1
+        if v.fits:
+            found = [{"repo_id": t["repo_id"], "params": None, "downloads": None, "algorithm": "mtp",
+                      "format": "built-in", "tier": "exact", "method": v.method, "reasons": v.reasons,
+                      "launch": rules.mtp_launch(shape, engine)}]
+        else:
+            found = []
+            note = "; ".join(v.reasons)
+            misses = [{"repo_id": t["repo_id"], "params": None, "downloads": None, "algorithm": "mtp",
+                       "format": "built-in", "failed_check": v.failed_check, "reason": v.reasons[0],
+                       "reasons": v.reasons[1:], "fix": None}] if near_misses else []
+    else:
+        candidates, downloads = hc.heads(rules.METHOD_ALGORITHMS[method])
+        known = len(candidates)
+        found, missed = rules.fitting_heads(shape, candidates, engine, method, target_lineage=hc.chain(t["repo_id"]),
+                                            lineage_of=hc.chain, downloads=downloads)
+        if not all_members:
+            found = found[:limit]
+        misses = missed[:limit] if near_misses else []
+    tp = target_info(t, shape, known)["params"]
+    for e in (*found, *misses):
+        _sized(e, tp)
+    return {"target": target_info(t, shape, known), "engine": engine, "method": method,
+            "drafts": found, "near_misses": misses, "note": note,
+            "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "cheapest_fix": None},
+            "refused": None}
+
+
+def overview_all(cat, target: str, *, limit: int = 3, db: str | None = None) -> dict:
+    """``--method all``: per engine, built-in MTP, the fitting heads per method, draft models and n-gram."""
+    from .query import QueryError, run_query
+
+    hc = HeadCatalog(cat)
+    t, shape = hc.target(target)
+    candidates, downloads = hc.heads()
+    out = {"target": target_info(t, shape, len(candidates)), "method": "all", "engines": {}}
+    for engine, entry in registry.ENGINES.items():
+        view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine]}
+        if entry.heads:
+            ov = rules.overview(shape, candidates, engine, target_lineage=hc.chain(t["repo_id"]),
+                                lineage_of=hc.chain, downloads=downloads)
+            view.update(mtp=ov["mtp"], heads={m: hs[:limit] for m, hs in ov["heads"].items()}, ngram=ov["ngram"])
+        else:
+            view.update(mtp=None, heads=None, ngram=None, note="loads no speculator heads")
+        try:
+            view["drafts"] = run_query(t["repo_id"], engine=engine, limit=limit, db=db)["drafts"]
+        except QueryError as e:
+            view["drafts"], view["drafts_error"] = [], e.message
+        out["engines"][engine] = view
+    return out
+
+
+def explain_head(db: str | None, target: str, head: str) -> dict | None:
+    """``indexer check TARGET HEAD`` when HEAD is a catalog head: every check, the lineage, a verdict per engine.
+    None when HEAD is not a head in the catalog (the draft-model check answers then)."""
+    from .query import Catalog, QueryError
+
+    try:
+        cat = Catalog(db)
+    except QueryError:
+        return None
+    try:
+        hc = HeadCatalog(cat)
+        try:
+            h = hc.resolve(head)
+        except QueryError:
+            return None
+        if h["status"] != "head":
+            return None
+        facts, _ = hc.heads(repo_id=h["repo_id"])
+        if not facts:
+            return None
+        t, shape = hc.target(target)
+        lineage = {"target_lineage": hc.chain(t["repo_id"]),
+                   "head_lineage": [i for d in facts[0].declared_for for i in hc.chain(d)]}
+        out = rules.explain(facts[0], shape, **lineage)
+        out["lineage"] = lineage
+        out["declared_for"] = facts[0].declared_for
+        out["kind"] = "head"
+        return out
+    finally:
+        cat.close()
+
+
+def render_method(result: dict) -> str:
+    """The readable answer of a head method (the draft table's layout: repo, tier, size, why, launch)."""
+    t, engine, method = result["target"], result["engine"], result["method"]
+    lines = [f"target: {t['repo_id']} ({t['class']}" + (f", {t['mtp_layers']} MTP layer(s))" if t["mtp_layers"]
+                                                        else ")"),
+             f"engine: {engine}; method: {method}"]
+    if t.get("note"):
+        lines.append(f"note: {t['note']}")
+    if not result["drafts"]:
+        lines.append(f"no {method} {'for this target' if method == 'mtp' else 'heads fit this target'} on "
+                     f"{engine}" + (f": {result['note']}" if result.get("note") else ""))
+    for d in result["drafts"]:
+        tier = f" [{d['tier']}]" if d.get("tier") else ""
+        size = f" ({rules_params(d['params'])})" if d.get("params") else ""
+        lines.append(f"{d['repo_id']}{tier}{size}")
+        lines += [f"  - {r}" for r in d["reasons"]]
+        lines.append(f"  $ {d['launch']}")
+    if result["near_misses"]:
+        lines.append("near misses (a shape check fails):")
+        for m in result["near_misses"]:
+            lines.append(f"  {m['repo_id']}: {m['failed_check']}: {m['reason']}")
+    return "\n".join(lines)
+
+
+def rules_params(n: int | None) -> str:
+    from .query import fmt_size
+
+    return f"{fmt_size(n, 'config')} parameters, estimated from config"
+
+
+def render_overview(result: dict) -> str:
+    t = result["target"]
+    lines = [f"target: {t['repo_id']} ({t['class']})"]
+    for view in result["engines"].values():
+        lines.append(f"{view['engine']}:")
+        if view["mtp"] is not None:
+            m = view["mtp"]
+            lines.append(f"  mtp: {'$ ' + m['launch'] if m['fits'] else 'no (' + '; '.join(m['reasons']) + ')'}")
+            for method, hs in view["heads"].items():
+                if hs:
+                    lines.append(f"  {method}: {hs[0]['repo_id']} [{hs[0]['tier']}]"
+                                 + (f" (+{len(hs) - 1} more)" if len(hs) > 1 else ""))
+                    lines.append(f"    $ {hs[0]['launch']}")
+                else:
+                    lines.append(f"  {method}: no fitting head")
+        else:
+            lines.append(f"  heads: {view['note']}")
+        if view["drafts"]:
+            lines.append(f"  draft: {view['drafts'][0]['repo_id']}\n    $ {view['drafts'][0]['launch']}")
+        else:
+            lines.append(f"  draft: none{' (' + view['drafts_error'] + ')' if view.get('drafts_error') else ''}")
+        if view["ngram"] is not None:
+            lines.append(f"  ngram: needs nothing\n    $ {view['ngram']['launch']}")
+    return "\n".join(lines)
+
+
+def render_explain(result: dict) -> str:
+    h, t = result["head"], result["target"]
+    lines = [f"target: {t['repo_id']}", f"head:   {h['repo_id']} ({h['algorithm']}, {h['format']} format; "
+             f"trained for {', '.join(result['declared_for']) or 'nothing declared'})"]
+    for engine, v in result["engines"].items():
+        verdict = f"FITS ({v['tier']})" if v["fits"] else f"NO FIT ({v['failed_check']})"
+        lines.append(f"  {verdict:20} {engine}")
+        for c in v["checks"]:
+            lines.append(f"    {'ok ' if c['ok'] else 'NO '} {c['check']:12} {c['detail']}  [{c['source']}]")
+        lines.append(f"    lineage: {v['reasons'][-1]}")
+        if v.get("warning"):
+            lines.append(f"    ! {v['warning']}")
+        if v["launch"]:
+            lines.append(f"    $ {v['launch']}")
+    return "\n".join(lines)

@@ -1,0 +1,164 @@
+"""Finding the repo a person means: any letter case, a Hub URL, a bare name, a close misspelling.
+
+Called by ``indexer query`` (over its light :class:`query.Catalog`) and by the catalog side of
+``indexer check`` (``catalog.side_from_catalog``, over SQLAlchemy), so both take the same path: a
+``rows(sql, params) -> list[tuple]`` callable and the SQL dialect's name. Every probe is one range or
+equality over an index (``repos.repo_id``, and the expression indexes ``lower(repo_id)`` and
+``lower(<name part>)`` of migration 0004), so a miss with suggestions stays fast on a million repos.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import RepoNotFound
+
+Rows = Callable[[str, dict], list[tuple]]
+
+# Web URLs of a model repo: https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...]. The hosts are
+# those the client treats as the Hub (huggingface_hub 2.4 constants.py:76-89 HF_URL_HOSTS: huggingface.co and its
+# hf.co short domain); files live under /{repo_id}/resolve/{revision}/ (constants.py:70), so a segment after the
+# name is a page of the repo, never part of its id.
+_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)", re.IGNORECASE)
+REPO_PAGES = {"tree", "blob", "resolve", "commit", "commits", "discussions", "settings", "edit", "raw"}
+NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizations"}
+PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
+SUGGESTIONS = 3
+# The real Hub tags every repo whose card declares base_model with base_model:<id> and base_model:<relation>:<id>,
+# relation finetune/quantized/adapter/merge (shared/HUB-API.md section 0.1, item 2).
+GGUF_BASE_TAG = "base_model:quantized:"
+
+
+@dataclass(frozen=True)
+class Match:
+    repo_id: str  # as stored in the catalog
+    asked: str  # what the person typed, when it differs from repo_id (shown as "matched from")
+
+
+# Off while the site answers: a web visitor's text is a repo id, never a path on the server (validate.target).
+_LOCAL_DIRS = ContextVar("indexer_local_dirs", default=True)
+
+
+@contextmanager
+def repo_ids_only() -> Iterator[None]:
+    """Within this block no argument is taken for a local directory: the server's disk is never read."""
+    token = _LOCAL_DIRS.set(False)
+    try:
+        yield
+    finally:
+        _LOCAL_DIRS.reset(token)
+
+
+def looks_like_dir(arg: str) -> bool:
+    """A CLI argument names a local directory (else it is a catalog repo id); never inside repo_ids_only()."""
+    if not _LOCAL_DIRS.get():
+        return False
+    return arg.startswith((".", "/", "~")) or Path(arg).is_dir()
+
+
+def repo_ref(text: str) -> str:
+    """``org/name`` (or a bare name) from what was typed: a repo id or a Hub URL of the repo or a page of it."""
+    ref = text.strip()
+    m = _URL.match(ref)
+    if m:
+        parts = [p for p in m.group("path").split("/") if p]
+        if parts and parts[0] == "models":
+            parts = parts[1:]
+        if not parts:
+            raise RepoNotFound(f"{text} names no repo")
+        if parts[0] in NOT_MODELS:
+            raise RepoNotFound(f"{text} is a Hub {parts[0].rstrip('s')} page, not a model repo")
+        ref = "/".join(parts[:2]) if len(parts) > 1 and parts[1] not in REPO_PAGES else parts[0]
+    return ref.strip("/")
+
+
+def _name_sql(dialect: str) -> str:
+    """The exact expression of the ``ix_repos_name_lower`` index (SQLite only uses an index it matches)."""
+    find = "strpos" if dialect == "postgresql" else "instr"
+    return f"lower(substr(repo_id, {find}(repo_id, '/') + 1))"
+
+
+def find_repo_id(rows: Rows, text: str, dialect: str = "sqlite", where: str = "this catalog") -> Match:
+    """The catalog repo id ``text`` means, else :class:`RepoNotFound` with the closest ids."""
+    ref = repo_ref(text)
+    asked = text if text != ref else ""
+    hit = rows("SELECT repo_id FROM repos WHERE repo_id = :r", {"r": ref})
+    if hit:
+        return Match(hit[0][0], asked)
+    low = ref.lower()
+    hits = [r for (r,) in rows("SELECT repo_id FROM repos WHERE lower(repo_id) = :r LIMIT 10", {"r": low})]
+    if not hits and "/" not in ref:
+        hits = [r for (r,) in rows(f"SELECT repo_id FROM repos WHERE {_name_sql(dialect)} = :r "
+                                   "ORDER BY COALESCE(downloads, 0) DESC LIMIT 10", {"r": low})]
+    if len(hits) == 1:
+        return Match(hits[0], text)
+    if hits:
+        raise RepoNotFound(f"{text} matches several repos: {', '.join(hits)}; give the full id", hits)
+    close = suggest(rows, ref, dialect)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    add = (f"add it with `indexer crawl --model {ref}`" if "/" in ref
+           else "give the full ORG/NAME id, or add the repo with `indexer crawl --model ORG/NAME`")
+    raise RepoNotFound(f"{text} is not in {where}{hint} ({'or ' if close else ''}{add})", close)
+
+
+def _range(rows: Rows, expr: str, prefix: str) -> list[str]:
+    if not prefix:
+        return []
+    return [r for (r,) in rows(f"SELECT repo_id FROM repos WHERE {expr} >= :lo AND {expr} < :hi "
+                               f"LIMIT {PROBE_ROWS}", {"lo": prefix, "hi": prefix + "\uffff"})]
+
+
+def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS) -> list[str]:
+    """The catalog ids closest to ``ref``: candidates from prefix ranges of the two lookup indexes
+    (same organisation; same start of the id; the name's first 3/4, 1/2, ... characters), scored with difflib."""
+    from difflib import SequenceMatcher  # only on a miss: not on every query's start-up
+
+    low = ref.lower()
+    org, _, name = low.rpartition("/")
+    name_expr = _name_sql(dialect)
+    cands: set[str] = set()
+    if org:
+        cands.update(_range(rows, "lower(repo_id)", org + "/"))
+        cands.update(_range(rows, "lower(repo_id)", low[:max(3, len(org) // 2)]))
+    for k in sorted({len(name) - 1, 3 * len(name) // 4, len(name) // 2, 3}, reverse=True):
+        if k >= 3:  # longest prefixes first: a long name's neighbours are not in the first rows of "mod"
+            cands.update(_range(rows, name_expr, name[:k]))
+
+    def score(cand: str) -> float:
+        c = cand.lower()
+        cname = c.rpartition("/")[2]
+        best = SequenceMatcher(None, low, c).ratio()
+        if not org:
+            best = max(best, SequenceMatcher(None, name, cname).ratio())
+        if name in cname:  # what was typed is part of the name (a suffix like -sft left out)
+            best += 0.1
+        return best
+
+    scored = sorted(((score(c), c) for c in cands), key=lambda sc: (-sc[0], sc[1]))
+    if not scored:
+        return []
+    floor = max(0.6, scored[0][0] - 0.1)  # only ids about as close as the closest
+    return [c for s, c in scored if s >= floor][:n]
+
+
+def gguf_base(tags) -> str | None:
+    """The base a GGUF repo quantizes, from its ``base_model:quantized:<id>`` tag (first one wins).
+
+    ``tags`` is the JSON column as a driver returns it: a list, or its text from stdlib sqlite3."""
+    if isinstance(tags, str | bytes):
+        try:
+            tags = json.loads(tags)
+        except ValueError:
+            return None
+    if not isinstance(tags, list):
+        return None
+    for tag in tags:
+        if isinstance(tag, str) and tag.startswith(GGUF_BASE_TAG):
+            return tag[len(GGUF_BASE_TAG):] or None
+    return None

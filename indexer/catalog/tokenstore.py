@@ -1,0 +1,132 @@
+"""Content-addressed store of full vocabularies, beside the catalog (not published with it).
+
+Two formats, both zlib-compressed and named by the sha256 of their content, so writing is
+idempotent and reading can verify the content against its name:
+
+* ``<root>/<sha[:2]>/<sha>.json.z``: a get_vocab() mapping, the canonical serialization whose
+  sha256 *is* the vocabulary fingerprint;
+* ``<root>/<sha[:2]>/<sha>.tokens.z``: a GGUF token list (the text of every id, in id order),
+  named by ``tokens_sha256`` (sha256 of each token's UTF-8 text followed by a NUL byte, the
+  definition of ../shared/corpus/oracle-engines.json), stored as a JSON list;
+* ``<root>/<sha[:2]>/<sha>.counts.z``: the id counts of that vocabulary's tokenizer over the reference
+  text (``indexer.vocab.agreement``), with the sha256 of the text they were taken over, as JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zlib
+from pathlib import Path
+
+from .db import resolve_url, sqlite_path
+
+DEFAULT_ROOT = "data/tokens"
+
+
+def default_root(db: str | None = None) -> Path:
+    """``tokens/`` next to a SQLite catalog; ``$INDEXER_TOKENS`` or data/tokens otherwise."""
+    if os.environ.get("INDEXER_TOKENS"):
+        return Path(os.environ["INDEXER_TOKENS"])
+    path = sqlite_path(resolve_url(db))
+    return path.parent / "tokens" if path is not None else Path(DEFAULT_ROOT)
+
+
+class TokenStore:
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def path(self, sha: str) -> Path:
+        if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+            raise ValueError(f"not a sha256 fingerprint: {sha!r}")
+        return self.root / sha[:2] / f"{sha}.json.z"
+
+    def has(self, sha: str) -> bool:
+        return self.path(sha).exists()
+
+    def put(self, sha: str, canonical: bytes) -> bool:
+        """Store the canonical bytes of a vocabulary; False when it was already there."""
+        dest = self.path(sha)
+        if dest.exists():
+            return False
+        if hashlib.sha256(canonical).hexdigest() != sha:
+            raise ValueError("canonical bytes do not match their fingerprint")
+        _write_compressed(dest, canonical)
+        return True
+
+    def put_fingerprint(self, fp) -> bool:
+        if self.has(fp.vocab_sha256):
+            return False
+        return self.put(fp.vocab_sha256, fp.canonical_bytes())
+
+    def tokens_path(self, sha: str) -> Path:
+        return self.path(sha).with_name(f"{sha}.tokens.z")
+
+    def has_tokens(self, sha: str) -> bool:
+        return self.tokens_path(sha).exists()
+
+    def put_tokens(self, sha: str, tokens: list[str] | tuple[str, ...]) -> bool:
+        """Store a GGUF token list under its ``tokens_sha256``; False when it was already there."""
+        dest = self.tokens_path(sha)
+        if dest.exists():
+            return False
+        if tokens_sha256(tokens) != sha:
+            raise ValueError("token list does not match its tokens_sha256")
+        data = json.dumps(list(tokens), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        _write_compressed(dest, data)
+        return True
+
+    def get_tokens(self, sha: str) -> list[str]:
+        """The GGUF token list stored under ``sha`` (KeyError when absent)."""
+        try:
+            raw = zlib.decompress(self.tokens_path(sha).read_bytes())
+        except FileNotFoundError:
+            raise KeyError(sha) from None
+        return json.loads(raw.decode("utf-8", "surrogatepass"))
+
+    def counts_path(self, sha: str) -> Path:
+        return self.path(sha).with_name(f"{sha}.counts.z")
+
+    def put_counts(self, sha: str, text_sha256: str, counts: dict[int, int]) -> None:
+        """Store a tokenizer's id counts over the reference text (replacing counts of another text)."""
+        data = json.dumps({"text_sha256": text_sha256, "counts": sorted(counts.items())}).encode()
+        _write_compressed(self.counts_path(sha), data)
+
+    def get_counts(self, sha: str, text_sha256: str) -> dict[int, int] | None:
+        """The id counts stored for ``sha`` over the text ``text_sha256``; None when absent or stale."""
+        try:
+            data = json.loads(zlib.decompress(self.counts_path(sha).read_bytes()))
+        except (OSError, ValueError, zlib.error):
+            return None
+        if not isinstance(data, dict) or data.get("text_sha256") != text_sha256:
+            return None
+        return {int(i): int(n) for i, n in data.get("counts") or ()}
+
+    def get(self, sha: str) -> dict[str, int]:
+        """The token->id mapping stored under ``sha``."""
+        path = self.path(sha)
+        try:
+            raw = zlib.decompress(path.read_bytes())
+        except FileNotFoundError:
+            raise KeyError(sha) from None
+        return dict(json.loads(raw))
+
+
+def tokens_sha256(tokens) -> str:
+    """sha256 over each token's UTF-8 text + b"\\0", in id order (oracle-engines.json ``rules``)."""
+    h = hashlib.sha256()
+    for tok in tokens:
+        h.update(tok.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _write_compressed(dest: Path, data: bytes) -> None:
+    """zlib-compress ``data`` into ``dest`` atomically (temp file + rename): readers never see half a file."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(zlib.compress(data, 6))
+    os.replace(tmp, dest)

@@ -1,0 +1,587 @@
+"""The crawl loop (docs/architecture.md): list → (unchanged? stop) → resolve → fetch new blobs → fingerprint → row.
+
+Three parts along the data flow:
+
+* the loop (this module): the queue left by the previous run first, then the listings of the scope,
+  scheduling onto the fetch workers, the run's bookkeeping and its budget;
+* the fetch side (``fetch.Fetcher``): resolve and download on worker threads, no database;
+* the writer side (``writer.CatalogWriter``): one transaction per repo on this thread.
+
+A repo whose listed sha equals the catalog's (and whose row is neither ``error`` nor ``gone``) costs
+nothing beyond its listing page, unless ``full``. Scopes are listed by ``listing.ScopeListing``: newest
+modified first, down to the scope's high-water mark, resumable where a listing failed part-way; only a
+listing read to its end marks the scope's rows it no longer returned ``gone``. Private repos (listed only
+with a token) are never written. Gated repos whose blobs are not all held wait in ``blob_waits``; the end
+of every run settles those whose blobs public copies have brought since, with zero requests.
+
+Time-boxed runs (``max_minutes``, ``max_api_calls``) stop starting repos when the budget is spent,
+queue the listed repos still unresolved in ``crawl_queue`` (the next run starts with them), and end
+as ``partial``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import select, update
+
+from ..catalog.blobstore import BlobStore
+from ..catalog.db import (
+    immediate_transactions,
+    is_write_conflict,
+    open_catalog,
+    resolve_url,
+    session_factory,
+    sqlite_path,
+)
+from ..catalog.models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
+from ..errors import CrawlFailed, CrawlInterrupted
+from ..files import DEFAULT_MAX_FILE_BYTES
+from ..hub.client import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
+from ..hub.guard import DEFAULT_CALL_SECONDS
+from .claims import claim, owner_tag, run_alive
+from .families import find_family, load_families
+from .fetch import Entry, Fetched, Fetcher, describe, early_status
+from .listing import ScopeListing
+from .writefail import WriteFailed, storage_failure
+from .writer import CatalogWriter, file_set_key, now_utc
+
+__all__ = ["CrawlFailed", "CrawlInterrupted", "CrawlOptions", "Crawler", "crawl", "file_set_key"]
+
+MAX_RUN_ERRORS = 200
+# --max-minutes is a hard box: work still in flight this long after the deadline is abandoned (and queued).
+ABANDON_AFTER_SECONDS = 5.0
+
+
+@dataclass
+class CrawlOptions:
+    families: tuple[str, ...] = ()
+    author: str | None = None
+    search: str | None = None
+    models: tuple[str, ...] = ()
+    all: bool = False
+    limit: int | None = None
+    full: bool = False
+    full_listing: bool = False  # walk every scope to its end (finds deleted and renamed repos)
+    endpoint: str | None = None
+    token: str | bool | None = None
+    api_budget: int | None = None  # None: learned from RateLimit-Policy, the tier's quota until then
+    resolver_budget: int | None = None
+    max_minutes: float | None = None
+    max_api_calls: int | None = None
+    workers: int = 4
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    quiet: bool = False
+    retries: int = 5
+    base_delay: float = 1.0
+    read_timeout: float = 60.0
+    call_timeout: float = DEFAULT_CALL_SECONDS  # one Hub call with all its retries (indexer/hub/guard.py)
+    blob_dir: str | None = None
+    cache_dir: str | None = None
+
+    def scope(self) -> str:
+        parts = [f"family={f}" for f in self.families]
+        if self.author:
+            parts.append(f"author={self.author}")
+        if self.search:
+            parts.append(f"search={self.search}")
+        parts += [f"model={m}" for m in self.models]
+        if self.all:
+            parts.append("all")
+        if self.limit:
+            parts.append(f"limit={self.limit}")
+        if self.full:
+            parts.append("full")
+        if self.full_listing:
+            parts.append("full-listing")
+        return " ".join(parts)
+
+
+@dataclass
+class Scope:
+    """One listing call and the catalog rows it covers (for ``gone``)."""
+
+    label: str
+    kwargs: dict
+
+    def rows(self):
+        q = select(Repo).where(Repo.status != "gone")
+        if self.kwargs.get("author"):
+            q = q.where(Repo.repo_id.like(_like(self.kwargs["author"]) + "/%", escape="\\"))
+        if self.kwargs.get("search"):
+            q = q.where(Repo.repo_id.like("%" + _like(self.kwargs["search"]) + "%", escape="\\"))
+        if self.kwargs.get("pipeline_tag"):
+            q = q.where(Repo.pipeline_tag == self.kwargs["pipeline_tag"])
+        return q
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def catalog_dir(db: str | None) -> Path:
+    path = sqlite_path(resolve_url(db))
+    return path.parent if path is not None else Path("data")
+
+
+class Crawler:
+    def __init__(self, db: str | None, options: CrawlOptions, *, client: HubClient | None = None,
+                 progress=None, engine=None):
+        self.db = db
+        self.opt = options
+        self.families = load_families()
+        for name in options.families:
+            if find_family(name, self.families) is None:
+                raise ValueError(f"unknown family {name!r} (see indexer/data/families.toml or $INDEXER_FAMILIES)")
+        if engine is None:
+            engine = open_catalog(db, create=True)  # a first crawl creates the catalog
+            immediate_transactions(engine)  # concurrent crawls wait for each other's repo transactions
+        self.engine = engine
+        self.Session = session_factory(self.engine)
+        base = catalog_dir(db)
+        self.store = BlobStore(Path(options.blob_dir) if options.blob_dir else base / "blobs")
+        cache = Path(options.cache_dir) if options.cache_dir else base / "cache"
+        self.client = client or HubClient(
+            options.endpoint,
+            token=options.token,
+            scratch_dir=cache,
+            api_budget=options.api_budget,
+            resolver_budget=options.resolver_budget,
+            retries=options.retries,
+            base_delay=options.base_delay,
+            read_timeout=options.read_timeout,
+            call_timeout=options.call_timeout,
+        )
+        self._own_client = client is None
+        self.progress = progress
+        self.counts = {"listed": 0, "resumed": 0, "unchanged": 0, "new": 0, "changed": 0, "failed": 0,
+                       "gone": 0, "private": 0, "unresolved": 0, "elsewhere": 0, "settled": 0, "from_copies": 0}
+        self.statuses: dict[str, int] = {}
+        self.errors: list[dict] = []
+        self.listing_failures = 0
+        self.scopes_listed = 0
+        self.stopped: str | None = None  # why the budget stopped the run
+        self.run_id: int | None = None
+        self._started = 0.0
+        self._seen: set[str] = set()
+        self._queued: set[str] = set()
+        self._leftover: list[Listed] = []
+        self._abandoned = False
+        self._listings: list[ScopeListing] = []
+        self._written_gated: set[str] = set()
+        self._gated_listed: dict[str, Listed] = {}  # this run's listing of gated repos (fresher than a wait's)
+        from ..catalog.tokenstore import TokenStore, default_root
+
+        self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
+        self.fetcher = Fetcher(self.client, self.store, options.max_file_bytes, gguf_known=self._gguf_known())
+
+    def _gguf_known(self) -> set[str]:
+        """file_sets keys without a tokenizer: GGUF files already read (by LFS sha256) among failed sets."""
+        from ..catalog.models import FileSet
+
+        with self.Session() as session:
+            return set(session.scalars(select(FileSet.key).where(FileSet.tokenizer_id.is_(None))))
+
+    # -- budget ------------------------------------------------------------------------------------
+    def _deadline(self) -> float | None:
+        return self._started + self.opt.max_minutes * 60 if self.opt.max_minutes else None
+
+    def _budget_spent(self) -> bool:
+        if self.stopped:
+            return True
+        deadline = self._deadline()
+        if deadline is not None and time.monotonic() >= deadline:
+            self.stopped = f"--max-minutes {self.opt.max_minutes:g} reached"
+        elif self.opt.max_api_calls is not None and self.client.api_calls >= self.opt.max_api_calls:
+            self.stopped = f"--max-api-calls {self.opt.max_api_calls} reached"
+        return self.stopped is not None
+
+    # -- what to crawl -----------------------------------------------------------------------------
+    def scopes(self) -> list[Scope]:
+        o = self.opt
+        out = []
+        for name in o.families:
+            fam = find_family(name, self.families)
+            out += [Scope(f"family={fam.name} author={a}", {"author": a}) for a in fam.authors]
+            out += [Scope(f"family={fam.name} search={s}", {"search": s}) for s in fam.search]
+        if o.author or o.search:
+            kw = {k: v for k, v in (("author", o.author), ("search", o.search)) if v}
+            out.append(Scope(" ".join(f"{k}={v}" for k, v in kw.items()), kw))
+        if o.all:
+            out += [Scope(f"pipeline_tag={p}", {"pipeline_tag": p}) for p in ALL_PIPELINES]
+        return out
+
+    def _items(self, session) -> Iterator[tuple[Listed, bool]]:
+        """(item, queued) pairs: the previous run's unresolved repos first, then every scope."""
+        o = self.opt
+        n = 0
+        now = now_utc()
+        busy = {r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
+                if r.id != self.run_id and run_alive(r, now)}  # their claims are theirs to finish
+        for q in session.scalars(select(CrawlQueue).order_by(CrawlQueue.queued_at, CrawlQueue.repo_id)).all():
+            item = Listed.from_json(q.item)
+            if item.id in self._seen or q.crawl_run_id in busy:
+                continue
+            self._seen.add(item.id)
+            self._queued.add(item.id)
+            self.counts["resumed"] += 1
+            yield item, True
+        for model_id in o.models:
+            if o.limit and n >= o.limit:
+                return
+            try:
+                item = self.client.model_info(model_id)
+            except BudgetExhausted:
+                self.stopped = self.stopped or "budget spent"
+                return
+            except HubUnreachable:
+                raise
+            except Exception as e:  # a typo'd or vanished id: reported, no row
+                self._gone_by_id(session, model_id, e)
+                self._record_error(model_id, f"model_info failed: {describe(e)}")
+                self.counts["failed"] += 1
+                continue
+            if item.id not in self._seen:
+                self._seen.add(item.id)
+                n += 1
+                yield item, False
+        for scope in self.scopes():
+            if o.limit and n >= o.limit:
+                return
+            listing = ScopeListing(scope.label, scope.kwargs, self.client, session.get(ScopeCursor, scope.label),
+                                   full=o.full_listing)
+            self._listings.append(listing)
+            try:
+                for item in listing.items():
+                    if item.id in self._seen:
+                        continue
+                    self._seen.add(item.id)
+                    n += 1
+                    yield item, False
+                    if o.limit and n >= o.limit:
+                        return
+            except BudgetExhausted:
+                self.stopped = self.stopped or "budget spent while listing"
+                return
+            except HubUnreachable:
+                raise
+            for error in listing.errors:  # e.g. a 504 after the retries: the other scopes go on
+                self._record_error(None, error)
+            if listing.errors:
+                self.listing_failures += 1
+                continue
+            self.scopes_listed += 1
+            if listing.saw_everything:  # only a listing read to its end proves a repo gone
+                self._mark_gone(session, scope, listing.ids)
+
+    def _save_listings(self, session) -> None:
+        """Each scope's high-water mark and unfinished places (not for --limit: a deliberately cut listing)."""
+        if self.opt.limit:
+            return
+        now = now_utc()
+        for attempt in range(3):
+            try:
+                for listing in self._listings:
+                    listing.save(session, now)
+                session.commit()
+                return
+            except Exception as e:  # another crawl of the same scope saved its cursor first: merge into it
+                session.rollback()
+                if not is_write_conflict(e) or attempt == 2:
+                    raise
+                for listing in self._listings:
+                    listing.cursor = None  # read the row the other crawl committed
+
+    def _mark_gone(self, session, scope: Scope, listed: set[str]) -> None:
+        """After a complete listing: rows of the scope it no longer returned are ``gone``."""
+        stale = [r for r in session.scalars(scope.rows()).all() if r.repo_id not in listed]
+        if stale:
+            self.writer.mark_gone(session, stale, f"not listed by {scope.label} (run {self.run_id})", self.run_id)
+            self.counts["gone"] += len(stale)
+
+    def _gone_by_id(self, session, repo_id: str, exc) -> None:
+        from huggingface_hub.errors import RepositoryNotFoundError
+
+        if isinstance(exc, RepositoryNotFoundError):
+            row = session.execute(select(Repo).where(Repo.repo_id == repo_id)).scalar_one_or_none()
+            if row is not None and row.status != "gone":
+                self.writer.mark_gone(session, [row], "repository not found", self.run_id)
+                self.counts["gone"] += 1
+
+    # -- main loop ---------------------------------------------------------------------------------
+    def run(self) -> dict:
+        self._started = time.monotonic()
+        deadline = self._deadline()
+        self.client.set_budget(deadline=deadline, max_api_calls=self.opt.max_api_calls)
+        self._start_run()
+        workers = max(1, self.opt.workers)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="crawl")
+        pending: dict[Future, tuple] = {}
+        status = "ok"
+        failure = None
+        try:
+            with self.Session() as session:
+                for item, queued in self._items(session):
+                    if self._budget_spent():
+                        self._leftover.append(item)
+                        break
+                    if not queued:
+                        self.counts["listed"] += 1
+                    job = self._triage(session, item, queued)
+                    if job is not None:
+                        pending[pool.submit(self.fetcher.fetch, item)] = job
+                    while len(pending) >= workers * 16:  # keep resolving while this thread fingerprints
+                        self._drain(session, pending, block=True)
+                    self._drain(session, pending, block=False)
+                    if (self.counts["listed"] + self.counts["resumed"]) % 200 == 0:
+                        self._save_run(session, "running")
+                while pending:
+                    self._drain(session, pending, block=True)
+                self._settle_waits(session)
+                self.writer.refresh_gated_notes(session)
+                self._save_listings(session)
+                if self._leftover:
+                    self.writer.queue(session, self._leftover, self.run_id)
+                self.counts["unresolved"] = len(self._leftover)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            self.client.guard.cancel()  # requests not yet sent are dropped; stalled ones are abandoned
+        except HubUnreachable as e:  # nothing can succeed: stop now, in one line
+            status, failure = "failed", str(e)
+            self._record_error(None, failure)
+        except Exception as e:  # a failed write (disk full, I/O, read-only) or a bug: the run fails
+            status = "failed"
+            failure = storage_failure(e) or f"{type(e).__name__}: {str(e)[:500]}"
+            self._record_error(None, failure)
+        finally:
+            for fut in pending:
+                fut.cancel()
+            # In-flight requests end by their call's deadline; an interrupted, failed or time-boxed run whose
+            # work was abandoned does not wait for them.
+            pool.shutdown(wait=status == "ok" and not self._abandoned, cancel_futures=True)
+            if status == "ok":
+                status, failure = self._final_status()
+            self._save_final(status)
+            if self._own_client:
+                self.client.close()
+            self.writer.close()
+        summary = self.summary(status)
+        if status == "interrupted":
+            raise CrawlInterrupted(summary)
+        if status == "failed":
+            raise CrawlFailed(failure or "crawl failed", summary)
+        return summary
+
+    def _final_status(self) -> tuple[str, str | None]:
+        scopes = len(self.scopes())
+        if scopes and self.listing_failures == scopes and not self.counts["resumed"]:
+            return "failed", "every listing failed: " + (self.errors[-1]["reason"] if self.errors else "")
+        resolved = self.counts["unchanged"] + sum(n for s, n in self.statuses.items() if s != "error")
+        if resolved == 0 and self.counts["failed"] > 0:
+            first = next((e for e in self.errors if e["repo"]), self.errors[0] if self.errors else {})
+            which = f"{first['repo']}: " if first.get("repo") else ""
+            return "failed", f"nothing resolved, every repo failed (first: {which}{first.get('reason')})"
+        if self.stopped or self.listing_failures or self.counts["unresolved"]:
+            return "partial", None
+        return "ok", None
+
+    def _drain(self, session, pending: dict, block: bool) -> None:
+        if not pending:
+            return
+        done, _ = wait(list(pending), timeout=self._block_seconds() if block else 0, return_when=FIRST_COMPLETED)
+        if block and not done:  # the run's time is up and these are still in flight: leave them for next run
+            self._abandon(pending)
+            return
+        for fut in done:
+            item, existing_pk, kind, queued = pending.pop(fut)
+            try:
+                fetched = fut.result()
+            except (HubUnreachable, WriteFailed):
+                raise
+            except Exception as e:  # a bug in a worker must not kill the crawl
+                fetched = Fetched("error", f"internal: {describe(e)}")
+            if fetched.deferred:
+                self.stopped = self.stopped or "budget spent"
+                self._leftover.append(item)
+                continue
+            self._finish(session, item, existing_pk, kind, fetched, queued)
+
+    def _block_seconds(self) -> float | None:
+        deadline = self._deadline()
+        return None if deadline is None else max(0.0, deadline + ABANDON_AFTER_SECONDS - time.monotonic())
+
+    def _abandon(self, pending: dict) -> None:
+        """--max-minutes is a hard box: repos still being fetched are queued for the next run, not waited for."""
+        self.stopped = self.stopped or f"--max-minutes {self.opt.max_minutes:g} reached"
+        self._abandoned = True
+        for fut, (item, *_rest) in list(pending.items()):
+            fut.cancel()
+            self._leftover.append(item)
+        pending.clear()
+
+    def _triage(self, session, item: Listed, queued: bool):
+        """Unchanged → bookkeeping only; decided without the Hub → row now; else a worker job."""
+        row = session.execute(select(Repo).where(Repo.repo_id == item.id)).scalar_one_or_none()
+        if item.private:  # listed because a token is set: a public catalog never holds it
+            self.counts["private"] += 1
+            if row is not None and row.status != "gone":
+                self.writer.mark_gone(session, [row], "private on the Hub", self.run_id)
+                self.counts["gone"] += 1
+            if queued:
+                self.writer.dequeue(session, item.id)
+            self._tick()
+            return None
+        if item.gated:
+            self._gated_listed[item.id] = item
+        if (row is not None and not self.opt.full and item.sha and row.sha == item.sha
+                and row.status not in ("error", "gone") and not self._unsettled_gate(session, row, item)):
+            self.counts["unchanged"] += 1
+            self.writer.touch_unchanged(session, row, item, self.run_id, queued)
+            self._tick()
+            return None
+        kind = "new" if row is None else "changed"
+        pk = row.id if row is not None else None
+        early = early_status(item, self.client.has_token)
+        if early is not None:
+            self._finish(session, item, pk, kind, early, queued)
+            return None
+        seen = (row.sha, row.status) if row is not None else None
+        if not claim(session, self.writer.transaction, item, self.run_id, now_utc(), seen):
+            self.counts["elsewhere"] += 1  # another live crawl is fetching it, or has just written it
+            self._tick()
+            return None
+        return item, pk, kind, True  # claimed: the queue row goes when the repo is written
+
+    @staticmethod
+    def _unsettled_gate(session, row: Repo, item: Listed) -> bool:
+        """A gated row with no wait for its blobs (written before waits existed): resolve it once more."""
+        return bool(row.status == "gated" and item.gated
+                    and session.get(BlobWait, row.repo_id) is None)
+
+    def _settle_waits(self, session) -> None:
+        """Gated repos whose missing blobs public copies have brought since (this run or an earlier one):
+        fingerprinted from the store with zero requests, without waiting for a new commit."""
+        for wait_row in session.scalars(select(BlobWait).order_by(BlobWait.repo_id)).all():
+            entries = {name: Entry(name, blob, int(size or 0), lfs)
+                       for name, (blob, size, lfs) in wait_row.entries.items()}
+            if not all(self.store.has(e.blob_id) for e in entries.values()):
+                continue
+            item = self._gated_listed.get(wait_row.repo_id) or Listed.from_json(wait_row.item)
+            if item.sha != wait_row.sha:
+                continue  # a newer commit: resolved (or queued) by the listing's own path
+            pk = session.scalar(select(Repo.id).where(Repo.repo_id == item.id))
+            self.counts["settled"] += 1
+            kind = None  # written as gated earlier in this run: counted then
+            if item.id in self._written_gated:
+                self.statuses["gated"] -= 1
+            else:
+                kind = "changed" if pk else "new"
+            self._finish(session, item, pk, kind, Fetched(entries=entries, from_copies=""), False)
+
+    def _finish(self, session, item, existing_pk, kind, fetched: Fetched, queued: bool) -> None:
+        status, reason = self.writer.write(session, item, existing_pk, fetched, self.run_id, queued)
+        if status == "ok" and fetched.from_copies is not None:
+            self.counts["from_copies"] += 1
+        if status == "gated":
+            self._written_gated.add(item.id)
+        if kind is not None:
+            self.counts[kind] += 1
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        if status == "error":
+            self.counts["failed"] += 1
+            self._record_error(item.id, reason)
+        self._tick()
+
+    # -- run bookkeeping ---------------------------------------------------------------------------
+    def _start_run(self) -> None:
+        with self.Session() as session:
+            # A run still "running" whose process is gone was killed: nothing else can finish it.
+            now = now_utc()
+            dead = [r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
+                    if not run_alive(r, now)]
+            if dead:
+                session.execute(update(CrawlRun).where(CrawlRun.id.in_(dead)).values(status="interrupted"))
+            run = CrawlRun(started_at=now, status="running", scope=self.opt.scope(), errors=[], owner=owner_tag())
+            session.add(run)
+            session.commit()
+            self.run_id = run.id
+
+    def _save_final(self, status: str) -> None:
+        """Record how the run ended; when even that write fails, the next run marks it interrupted."""
+        try:
+            with self.Session() as session:
+                self._save_run(session, status, final=True)
+        except Exception as e:  # noqa: BLE001 - the run's own failure is what gets reported
+            if storage_failure(e) is None:
+                raise
+
+    def _save_run(self, session, status: str, final: bool = False) -> None:
+        run = session.get(CrawlRun, self.run_id)
+        c = self.client.counts()
+        for k in ("listed", "unchanged", "new", "changed", "failed", "unresolved"):
+            setattr(run, k, self.counts[k])
+        run.api_calls, run.resolver_calls = c["api_calls"], c["resolver_calls"]
+        run.bytes_downloaded = c["bytes_downloaded"]
+        run.rate_limited = sum(c["rate_limited"].values())
+        run.errors = list(self.errors)
+        run.status = status
+        if final:
+            run.finished_at = now_utc()
+        session.commit()
+
+    def _record_error(self, repo_id, reason) -> None:
+        if len(self.errors) < MAX_RUN_ERRORS:
+            self.errors.append({"repo": repo_id, "reason": reason})
+
+    def _tick(self) -> None:
+        if self.progress is not None:
+            self.progress.update(1)
+            c = self.client.counts()
+            self.progress.set_postfix(new=self.counts["new"], changed=self.counts["changed"],
+                                      failed=self.counts["failed"], api=c["api_calls"], refresh=False)
+
+    def summary(self, status: str) -> dict:
+        c = self.client.counts()
+        elapsed = time.monotonic() - self._started
+        return {
+            "run_id": self.run_id,
+            "status": status,
+            "scope": self.opt.scope(),
+            **self.counts,
+            "stopped": self.stopped,
+            "statuses": dict(sorted(self.statuses.items())),
+            "api_calls": c["api_calls"],
+            "list_calls": c["list_calls"],
+            "resolver_calls": c["resolver_calls"],
+            "bytes_downloaded": c["bytes_downloaded"],
+            "client_retries": c["retries"],
+            "rate_limited": c["rate_limited"],
+            "quota": c["quota"],
+            "pacing_wait_seconds": c["pacing_wait_seconds"],
+            "file_sets_fingerprinted": self.writer.fingerprinted,
+            "gguf": self.fetcher.gguf.stats(),
+            "scopes": {x.label: x.report() for x in self._listings},
+            "seconds": round(elapsed, 3),
+            "errors": self.errors[:20],
+        }
+
+
+def crawl(db: str | None, options: CrawlOptions, *, progress: bool | None = None) -> dict:
+    """Run one crawl; a tqdm bar on stderr unless quiet or stderr is not a terminal."""
+    show = (not options.quiet and sys.stderr.isatty()) if progress is None else progress
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=options.limit, unit="repo", file=sys.stderr, dynamic_ncols=True)
+    try:
+        return Crawler(db, options, progress=bar).run()
+    finally:
+        if bar is not None:
+            bar.close()
+

@@ -1,0 +1,473 @@
+"""The writer side of a crawl: one transaction per repo, on the crawl's main thread (SQLite).
+
+It owns the caches that make a crawl cheap (blobs known to the catalog, tokenizer file sets,
+fingerprints, parsed configs) and keeps them consistent with the database through one
+commit/rollback path (``_transaction``): entries added inside a repo's transaction become visible
+to later repos only when it commits.
+
+Engine facts flow generically: every field of ``modelconfig.ConfigFacts.to_dict()`` is copied onto
+the ``repos`` column of the same name when there is one. ``Tokenizer.repo_count`` is not touched
+here: ``compute`` owns it (it recounts from the ok rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import tempfile
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sqlalchemy import delete, func, select
+
+from ..catalog.blobstore import BlobStore
+from ..catalog.db import is_write_conflict
+from ..catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
+from ..engines.heads import parse_head, target_shape
+from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
+from ..hub.client import Listed, TransientError, base_models_from_tags
+from .families import family_of
+from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
+from .writefail import raise_if_write_failed
+
+CHAT_WORDS = ("instruct", "chat")
+REPO_COLUMNS = frozenset(c.key for c in Repo.__table__.columns)
+HEAD_COLUMNS = tuple(c.key for c in Head.__table__.columns if c.key != "repo_pk")
+# TargetShape fields stored on repos (model_type, architectures, vocab sizes come from ConfigFacts).
+TARGET_SHAPE_COLUMNS = ("hidden_size", "num_hidden_layers", "mtp_layers", "mtp_key", "text_model_type")
+
+
+WRITE_ATTEMPTS = 4  # per repo, when concurrent crawls collide on a unique key or deadlock
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def file_set_key(files: dict[str, str]) -> str:
+    """sha256 of the sorted (filename, blob id) pairs of a tokenizer file set."""
+    return hashlib.sha256(json.dumps(sorted(files.items()), separators=(",", ":")).encode()).hexdigest()
+
+
+def _config_fact_columns() -> list[str]:
+    from ..vocab.modelconfig import ConfigFacts
+
+    return [f.name for f in dataclasses.fields(ConfigFacts) if f.name in REPO_COLUMNS]
+
+
+class CatalogWriter:
+    def __init__(self, store: BlobStore, tokens, families, max_file_bytes: int):
+        self.store, self.tokens, self.families = store, tokens, families
+        self.max_file_bytes = max_file_bytes
+        self.fingerprinted = 0
+        self._fp_memo: dict[str, tuple] = {}  # file set key -> ("ok", fp) | (status, reason)
+        self._config_memo: dict[str, object] = {}  # config blob -> ConfigFacts | InputError
+        self._known_blobs: set[str] = set()  # committed rows in ``blobs``
+        self._pending_blobs: set[str] = set()  # added in the open transaction
+        self._file_sets: dict[str, tuple] = {}  # key -> (id, status, reason, tokenizer_id), committed
+        self._pending_sets: dict[str, tuple] = {}
+        self._scratch = Path(tempfile.mkdtemp(prefix="indexer-write-"))
+        self._fact_columns = _config_fact_columns()
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    @contextmanager
+    def _transaction(self, session):
+        """Commit the repo's changes and publish its cache entries, or roll both back."""
+        try:
+            yield
+            session.commit()
+        except BaseException:
+            session.rollback()
+            self._pending_blobs.clear()
+            self._pending_sets.clear()
+            raise
+        self._known_blobs.update(self._pending_blobs)
+        self._file_sets.update(self._pending_sets)
+        self._pending_blobs.clear()
+        self._pending_sets.clear()
+
+    transaction = _transaction  # one repo's claim (indexer/crawl/claims.py) commits the same way
+
+    # -- the per-repo transaction ----------------------------------------------------------------
+    def write(self, session, item: Listed, existing_pk: int | None, fetched: Fetched, run_id: int,
+              queued: bool = False) -> tuple[str, str | None]:
+        """Write the repo's row (and new blobs / file set / tokenizer); returns (status, reason)."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self._transaction(session):
+                    return self._write_repo(session, item, existing_pk, fetched, run_id, queued, fingerprint=True)
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:
+                raise_if_write_failed(e, f"writing {item.id}")  # a full disk is the run's failure, not this repo's
+                if is_write_conflict(e) and attempt + 1 < WRITE_ATTEMPTS:
+                    # Another crawl committed this repo, blob, file set or tokenizer first (or this was a
+                    # deadlock victim): its rows are visible now, so the retry reuses them instead of inserting.
+                    existing_pk = session.scalar(select(Repo.id).where(Repo.repo_id == item.id))
+                    continue
+                fetched = Fetched("error", f"internal: {describe(e)}", fetched.entries)
+                break
+        with self._transaction(session):
+            return self._write_repo(session, item, existing_pk, fetched, run_id, queued, fingerprint=False)
+
+    def touch_unchanged(self, session, row: Repo, item: Listed, run_id: int, queued: bool = False) -> None:
+        """An unchanged repo: refresh what the listing says (downloads, likes, tags), nothing else."""
+        with self._transaction(session):
+            self.listing_fields(row, item)
+            if queued:
+                session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
+
+    def mark_gone(self, session, rows: list[Repo], reason: str, run_id: int) -> None:
+        with self._transaction(session):
+            for row in rows:
+                row.status, row.reason = "gone", reason
+                row.updated_at, row.crawl_run_id = now_utc(), run_id
+            # a gone (deleted, moved, now private) repo waits for nothing: it must not be revived by a copy
+            session.execute(delete(BlobWait).where(BlobWait.repo_id.in_([r.repo_id for r in rows])))
+
+    def dequeue(self, session, repo_id: str) -> None:
+        with self._transaction(session):
+            session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == repo_id))
+
+    def queue(self, session, items: list[Listed], run_id: int) -> None:
+        """Remember listed repos this run could not resolve (the next run starts with them)."""
+        with self._transaction(session):
+            for item in items:
+                session.merge(CrawlQueue(repo_id=item.id, item=item.to_json(), queued_at=now_utc(),
+                                         crawl_run_id=run_id))
+
+    def _write_repo(self, session, item: Listed, existing_pk, fetched: Fetched, run_id: int, queued: bool,
+                    fingerprint: bool) -> tuple[str, str | None]:
+        now = now_utc()
+        row = session.get(Repo, existing_pk) if existing_pk else None
+        if row is None:  # added last: a half-filled row must never be flushed
+            row = Repo(repo_id=item.id, first_seen_at=now)
+        self.listing_fields(row, item)
+        row.sha = item.sha
+        status, reason = fetched.status, fetched.reason
+        row.file_set_id = row.tokenizer_id = None
+        row.config_blob = None
+        entries = fetched.entries
+        tok_files = {n: entries[n].blob_id for n in TOKENIZER_FILES if n in entries}
+        facts = None
+        chat_template = False
+        head = shape = None
+        if status is None and fingerprint and fetched.gguf is not None:  # a GGUF-only repo: its header's facts
+            status, reason = self._gguf_repo(session, row, fetched.gguf, now)
+            file = fetched.gguf.file
+            chat_template = bool(file is not None and file.has_chat_template)
+        if status is None and fingerprint:
+            self._ensure_blobs(session, entries, fetched.downloaded, now)
+            raw = self._config_json(entries[CONFIG_FILE].blob_id) if CONFIG_FILE in entries else None
+            head = parse_head(raw, item.id, item.tags or ()) if raw is not None else None
+            if head is not None:  # a speculator head: its config is the fact, it needs no tokenizer
+                status, reason = "head", f"speculator head: {head.algorithm}, {head.format} format"
+            elif not tok_files:  # fetched only because the listing looked like a head
+                status, reason = "no_tokenizer", "no tokenizer vocabulary file at the repo root"
+            else:
+                fs_id, status, reason, tok_id = self._file_set(session, tok_files, now)
+                row.file_set_id, row.tokenizer_id = fs_id, tok_id
+                shape = target_shape(raw, item.id) if raw is not None else None
+            if CONFIG_FILE in entries and head is None:
+                row.config_blob = entries[CONFIG_FILE].blob_id
+                facts = self._config(entries[CONFIG_FILE].blob_id)
+                if isinstance(facts, InputError):
+                    if status == "ok":
+                        status, reason = facts.status, facts.message
+                    facts = None
+            elif status == "ok":
+                reason = "no config.json"
+            if "tokenizer_config.json" in entries:
+                chat_template = self._has_chat_template(entries["tokenizer_config.json"].blob_id)
+        if status == "ok" and fetched.from_copies is not None:
+            copy = self._public_copy(session, item.id, row.file_set_id, entries, fetched.from_copies)
+            note = COPY_NOTE.format(copy=copy)
+            reason = f"{note}; {reason}" if reason else note
+        row.status, row.reason = status, reason
+        self._config_facts(row, facts, item.config)
+        if head is not None:
+            row.config_blob = entries[CONFIG_FILE].blob_id
+        for key in TARGET_SHAPE_COLUMNS:
+            setattr(row, key, getattr(shape, key) if shape is not None else None)
+        tc = item.config.get("tokenizer_config")
+        name = item.id.split("/", 1)[-1].lower()
+        row.is_chat = bool(
+            "conversational" in (row.tags or [])
+            or chat_template
+            or (isinstance(tc, dict) and tc.get("chat_template"))
+            or any(w in name for w in CHAT_WORDS)
+        )
+        row.updated_at = now
+        row.crawl_run_id = run_id
+        session.add(row)
+        if queued:
+            session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
+        self._blob_wait(session, item, fetched, now)
+        session.flush()
+        self._head_row(session, row.id, head, existed=existing_pk is not None)
+        return status, reason
+
+    def _gguf_repo(self, session, row: Repo, read, now) -> tuple[str, str | None]:
+        """Link the repo to its GGUF's file set (keyed by the LFS sha256), creating the set and its engine
+        facts (read, not predicted; token list into the token store) the first time the file is seen."""
+        key = read.key
+        hit = self._file_sets.get(key) or self._pending_sets.get(key)
+        if hit is None:
+            fs = session.execute(select(FileSet).where(FileSet.key == key)).scalar_one_or_none()
+            if fs is not None:
+                hit = self._file_sets[key] = (fs.id, fs.status, fs.reason, fs.tokenizer_id)
+        if hit is None:
+            if read.file is None and read.status == "ok":
+                raise TransientError(f"GGUF {read.filename}: sha256 {read.sha256[:12]} marked known, not in catalog")
+            fs = FileSet(key=key, files={read.filename: read.sha256}, status=read.status,
+                         reason=read.error if read.status != "ok" else f"GGUF {read.filename}", created_at=now)
+            session.add(fs)
+            session.flush()
+            if read.file is not None:
+                self._gguf_facts(session, fs.id, read.file, now)
+            hit = self._pending_sets[key] = (fs.id, fs.status, fs.reason, None)
+        fs_id, status, fs_reason, _ = hit
+        row.file_set_id = fs_id
+        return status, (read.reason() if status == "ok" else fs_reason)
+
+    def _gguf_facts(self, session, fs_id: int, file, now) -> None:
+        from ..engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
+
+        v = file.vocab
+        tsha = sig = hi = lo = None
+        if v.converted and v.tokens is not None:
+            tsha = v.tokens_sha256()
+            self.tokens.put_tokens(tsha, v.tokens)
+            sig, (hi, lo) = gguf_signature(v, tsha), gguf_buckets(v.tokens)
+        session.add(EngineFacts(
+            file_set_id=fs_id, config_blob="", vllm_vocab_size=None, text_config_error=None, has_vision_config=False,
+            gguf_converted=v.converted, gguf_error=v.error, gguf_n_vocab=v.n_vocab, gguf_tokens_sha256=tsha,
+            gguf=file.to_dict(), gguf_signature=sig, gguf_bucket_hi=hi, gguf_bucket_lo=lo,
+            llamacpp_commit=LLAMACPP_COMMIT, derived_at=now))
+        session.flush()
+
+    def refresh_gated_notes(self, session) -> None:
+        """Make gated notes independent of the order work happened in (workers race, runs get killed):
+        waiting repos name what the store still lacks; repos answered from copies name the first public
+        repo (by id) with the same file set. Run when no download is in flight (end of a run)."""
+        with self._transaction(session):
+            for wait in session.scalars(select(BlobWait)).all():
+                row = session.execute(select(Repo).where(Repo.repo_id == wait.repo_id)).scalar_one_or_none()
+                if row is None or row.status != "gated" or MISSING_MARK not in (row.reason or ""):
+                    continue
+                missing = sorted(n for n, (blob, _, _) in wait.entries.items() if not self.store.has(blob))
+                reason = row.reason.split(MISSING_MARK)[0] + MISSING_MARK + ", ".join(missing)
+                if reason != row.reason:
+                    row.reason = reason
+            prefix = COPY_NOTE.split("{copy}")[0]
+            answered = session.scalars(select(Repo).where(Repo.status == "ok", Repo.gated.is_not(None),
+                                                          Repo.reason.like(prefix + "%"))).all()
+            sets = {r.file_set_id for r in answered if r.file_set_id is not None}
+            first = dict(session.execute(
+                select(Repo.file_set_id, func.min(Repo.repo_id))
+                .where(Repo.file_set_id.in_(sets), Repo.gated.is_(None), Repo.status == "ok")
+                .group_by(Repo.file_set_id)).all()) if sets else {}
+            for r in answered:
+                copy = first.get(r.file_set_id)
+                if copy is None:
+                    continue
+                note = COPY_NOTE.format(copy=copy)
+                rest = r.reason.split("nothing downloaded", 1)[1]
+                if r.reason != note + rest:
+                    r.reason = note + rest
+
+    @staticmethod
+    def _blob_wait(session, item: Listed, fetched: Fetched, now) -> None:
+        """A gated repo missing some blobs waits for public copies; any other outcome ends its wait."""
+        session.execute(delete(BlobWait).where(BlobWait.repo_id == item.id))
+        if fetched.waiting:
+            entries = {e.filename: [e.blob_id, e.size, e.lfs_sha256] for e in fetched.entries.values()}
+            session.add(BlobWait(repo_id=item.id, sha=item.sha, item=item.to_json(), entries=entries, since=now))
+
+    @staticmethod
+    def _public_copy(session, repo_id: str, file_set_id, entries: dict[str, Entry], hint: str) -> str:
+        """One public repo holding the same files: the run's own download, else the catalog."""
+        if hint:
+            return hint
+        public = (Repo.repo_id != repo_id, Repo.gated.is_(None), Repo.status == "ok")
+        if file_set_id is not None:
+            found = session.scalar(select(Repo.repo_id).where(Repo.file_set_id == file_set_id, *public).limit(1))
+            if found:
+                return found
+        blobs = [e.blob_id for e in entries.values()]
+        found = session.scalar(select(Repo.repo_id).where(Repo.config_blob.in_(blobs), *public).limit(1))
+        return found or "an earlier crawl"
+
+    @staticmethod
+    def _head_row(session, repo_pk: int, head, existed: bool) -> None:
+        """The repo's ``heads`` row follows its latest config: replaced, or removed when it is no head."""
+        if existed:
+            session.execute(delete(Head).where(Head.repo_pk == repo_pk))
+        if head is not None:
+            facts = head.to_dict()
+            session.add(Head(repo_pk=repo_pk, **{k: facts[k] for k in HEAD_COLUMNS}))
+            session.flush()
+
+    def _config_json(self, blob_id: str) -> dict | None:
+        """config.json as a dict (None when it is not one), read once per blob; the fetch capped its size."""
+        key = "json:" + blob_id
+        if key not in self._config_memo:
+            try:
+                data = json.loads(self.store.read(blob_id))
+            except (OSError, ValueError, KeyError):
+                data = None
+            self._config_memo[key] = data if isinstance(data, dict) else None
+        return self._config_memo[key]
+
+    def _config_facts(self, row: Repo, facts, digest: dict) -> None:
+        """Every ConfigFacts field onto its same-named column; the listing's digest when unparsed."""
+        if facts is not None:
+            for key, value in facts.to_dict().items():
+                if key in REPO_COLUMNS:
+                    setattr(row, key, value)
+            return
+        for key in self._fact_columns:
+            setattr(row, key, None)
+        mt, archs = digest.get("model_type"), digest.get("architectures")
+        row.model_type = mt if isinstance(mt, str) else None
+        row.architectures = archs if isinstance(archs, list) else None
+
+    def listing_fields(self, row: Repo, item: Listed) -> None:
+        row.author = item.author or item.id.split("/", 1)[0]
+        row.last_modified = Listed.when(item.last_modified)
+        row.created_at = Listed.when(item.created_at)
+        row.pipeline_tag = item.pipeline_tag
+        row.library_name = item.library_name
+        row.tags = item.tags
+        row.gated = item.gated
+        row.disabled = item.disabled
+        row.downloads = item.downloads
+        row.likes = item.likes
+        row.params = item.params
+        row.base_models, row.base_model_relations = base_models_from_tags(item.tags)
+        row.family = family_of(item.id, row.base_models or (), self.families)
+
+    # -- caches ------------------------------------------------------------------------------------
+    def _ensure_blobs(self, session, entries: dict[str, Entry], downloaded: dict, now) -> None:
+        todo = {e.blob_id: e for e in entries.values() if e.blob_id not in self._known_blobs}
+        if todo:
+            found = session.scalars(select(Blob.blob_id).where(Blob.blob_id.in_(list(todo)))).all()
+            self._known_blobs.update(found)
+        for e in todo.values():
+            if e.blob_id in self._known_blobs or e.blob_id in self._pending_blobs:
+                continue
+            if e.blob_id in downloaded:
+                size, sha256 = downloaded[e.blob_id]
+            elif self.store.has(e.blob_id):
+                data = self.store.read(e.blob_id)
+                size, sha256 = len(data), hashlib.sha256(data).hexdigest()
+            else:
+                raise TransientError(f"blob {e.blob_id} of {e.filename} is missing locally")
+            session.add(Blob(blob_id=e.blob_id, sha256=sha256, size=size, first_seen_at=now))
+            self._pending_blobs.add(e.blob_id)
+
+    def _file_set(self, session, tok_files: dict[str, str], now):
+        key = file_set_key(tok_files)
+        hit = self._file_sets.get(key) or self._pending_sets.get(key)
+        if hit is None:
+            fs = session.execute(select(FileSet).where(FileSet.key == key)).scalar_one_or_none()
+            if fs is not None:
+                hit = self._file_sets[key] = (fs.id, fs.status, fs.reason, fs.tokenizer_id)
+        if hit is not None:
+            return hit
+        memo = self._fp_memo.get(key)
+        if memo is None:
+            memo = self._fingerprint(tok_files)
+            self._fp_memo[key] = memo
+        if memo[0] == "error":  # not persisted: retried on the next run
+            return None, "error", memo[1], None
+        tokenizer_id = None
+        if memo[0] == "ok":
+            fp = memo[1]
+            self.tokens.put_fingerprint(fp)
+            tokenizer_id = self._tokenizer(session, fp, now)
+            fs_status, fs_reason = "ok", None
+        else:
+            fs_status, fs_reason = memo
+        fs = FileSet(key=key, files=dict(sorted(tok_files.items())), status=fs_status, reason=fs_reason,
+                     tokenizer_id=tokenizer_id, created_at=now)
+        session.add(fs)
+        session.flush()
+        hit = self._pending_sets[key] = (fs.id, fs_status, fs_reason, tokenizer_id)
+        return hit
+
+    def _fingerprint(self, tok_files: dict[str, str]) -> tuple:
+        from ..vocab.fingerprint import fingerprint_dir
+
+        tmp = self._scratch_dir("fs")
+        self.store.export(tok_files, tmp)
+        try:
+            fp = fingerprint_dir(tmp, max_file_bytes=self.max_file_bytes)
+        except InputError as e:
+            return e.status, _without_dir(e.message, tmp)
+        except Exception as e:
+            raise_if_write_failed(e)
+            return "error", f"fingerprint failed: {describe(e)}"
+        self.fingerprinted += 1
+        from ..vocab.agreement import store_counts
+
+        store_counts(self.tokens, fp.vocab_sha256, tmp)  # once per vocabulary: pairs then cost no tokenization
+        return "ok", fp
+
+    def _tokenizer(self, session, fp, now) -> int:
+        q = select(Tokenizer).where(Tokenizer.vocab_sha256 == fp.vocab_sha256)
+        tok = session.execute(q).scalar_one_or_none()
+        if tok is not None:
+            return tok.id
+        from ..vocab.fingerprint import transformers_version
+
+        facts = fp.to_dict()
+        cols = {c.key for c in Tokenizer.__table__.columns}
+        tok = Tokenizer(**{k: v for k, v in facts.items() if k in cols and k != "repo_count"})
+        tok.transformers_version = transformers_version()
+        tok.created_at = now
+        session.add(tok)
+        session.flush()
+        return tok.id
+
+    def _config(self, blob_id: str):
+        if blob_id in self._config_memo:
+            return self._config_memo[blob_id]
+        from ..vocab.modelconfig import read_config
+
+        tmp = self._scratch_dir("cfg")
+        self.store.export({CONFIG_FILE: blob_id}, tmp)
+        try:
+            facts = read_config(tmp, self.max_file_bytes)
+        except InputError as e:
+            facts = InputError(e.status, _without_dir(e.message, tmp))
+        self._config_memo[blob_id] = facts
+        return facts
+
+    def _scratch_dir(self, name: str) -> Path:
+        """A reusable empty directory (mkdtemp + rmtree per use is slow on some filesystems)."""
+        path = self._scratch / name
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir()
+        return path
+
+    def _has_chat_template(self, blob_id: str) -> bool:
+        try:
+            if self.store.size(blob_id) > self.max_file_bytes:
+                return False
+            data = json.loads(self.store.read(blob_id))
+        except (OSError, ValueError, KeyError):
+            return False
+        return isinstance(data, dict) and bool(data.get("chat_template"))
+
+
+def _without_dir(message: str, directory: Path) -> str:
+    """A reason without the scratch directory the files were read from: it means nothing in the catalog."""
+    message = message.removeprefix(f"{directory}: ")
+    return message.replace(f"{directory}/", "").replace(str(directory), "the repo's files")

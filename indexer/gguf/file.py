@@ -1,0 +1,253 @@
+"""A GGUF file's own facts, as libllama reads them from its key/value section (never a prediction).
+
+``indexer.gguf.predict`` *predicts* the GGUF that convert_hf_to_gguf.py would write from HF files; this module *reads*
+one (local or, through indexer/gguf/hub.py, from the Hub with HTTP ranges) and applies what
+``llama_vocab::impl::load`` does with its keys (src/llama-vocab.cpp at llama.cpp@0c1e57098, lines cited below),
+so ``speculative_compatible`` judges read files exactly as the real llama-server does.
+
+File choice follows llama-server's own ``-hf REPO[:QUANT]`` download code (common/download.cpp:482-510
+``get_gguf_split_info``, :637-653 ``gguf_filename_is_model``): the quant tag is the last ``[-.]TAG`` of the
+name before ``.gguf`` and a ``-00001-of-00003`` suffix; split files keep all metadata in shard 1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gguf.constants import GGUFValueType, Keys, LlamaFileType
+
+from ..files import InputError
+from .header import DEFAULT_MAX_KV_BYTES, Header, read_local
+from .predict import KNOWN_BPE_PRE, LLAMA_TOKEN_NULL, PRE_ADD_BOS, PRE_NO_BOS, GGUFVocab, refused
+
+CANNOT_LOAD = "llama.cpp cannot load the GGUF: "
+_SPLIT = re.compile(r"^(.+)-([0-9]{5})-of-([0-9]{5})$", re.IGNORECASE)  # common/download.cpp:483
+_TAG = re.compile(r"[-.]([A-Z0-9_]+)$", re.IGNORECASE)  # common/download.cpp:484
+_NOT_MODEL = ("mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-")  # common/download.cpp:647-652
+
+
+def split_info(filename: str) -> tuple[str, int, int]:
+    """(quant tag upper-cased or "", shard index, shard count), as llama-server parses a GGUF name."""
+    prefix = filename.rsplit("/", 1)[-1]
+    if not prefix.lower().endswith(".gguf"):
+        return "", 1, 1
+    prefix = prefix[:-5]
+    index = count = 1
+    m = _SPLIT.match(prefix)
+    if m:
+        prefix, index, count = m.group(1), int(m.group(2)), int(m.group(3))
+    t = _TAG.search(prefix)
+    return (t.group(1).upper() if t else ""), index, count
+
+
+def is_model_file(filename: str) -> bool:
+    """A .gguf that llama-server would load as a model (not a projector, imatrix or speculator head)."""
+    name = filename.rsplit("/", 1)[-1]
+    return name.lower().endswith(".gguf") and not any(w in name for w in _NOT_MODEL)
+
+
+def choose_file(files: dict[str, int]) -> str | None:
+    """The one GGUF to read of a repo's ``{path: size}``: shard 1 of each model, then the smallest.
+
+    Every quant of a repo carries the same vocabulary keys; the smallest first shard costs the least when
+    a read has to go long (a huge vocabulary)."""
+    firsts = {p: s for p, s in files.items() if is_model_file(p) and split_info(p)[1] == 1}
+    return min(firsts, key=lambda p: (firsts[p], p)) if firsts else None
+
+
+class WrongType(Exception):
+    pass
+
+
+def _get(h: Header, key: str, typ: GGUFValueType, required: bool = False):
+    """llama_model_loader::get_key: a required key missing or a key of another type throws
+    (src/llama-model-loader.cpp:420-433, 164-170)."""
+    if key not in h.types:
+        if required:
+            raise WrongType(f"key not found in model: {key}")
+        return None
+    if h.types[key] != typ:
+        raise WrongType(f"key {key} has wrong type {GGUFValueType(h.types[key]).name.lower()} but expected type "
+                        f"{typ.name.lower()}")
+    return h.values[key]
+
+
+def _array_of(h: Header, key: str, types: tuple[GGUFValueType, ...]):
+    arr = h.arrays.get(key)
+    if key in h.types and (arr is None or arr.type not in types):
+        raise WrongType(f"invalid gguf type for {key}")
+    return arr
+
+
+def vocab_from_header(h: Header) -> GGUFVocab:
+    """llama_vocab::impl::load (src/llama-vocab.cpp:1939-2660) on the read keys."""
+    try:
+        return _load(h)
+    except WrongType as e:
+        return refused(CANNOT_LOAD + str(e))
+
+
+def _load(h: Header) -> GGUFVocab:
+    model = _get(h, Keys.Tokenizer.MODEL, GGUFValueType.STRING, required=True)  # :1945
+    pre = _get(h, Keys.Tokenizer.PRE, GGUFValueType.STRING)  # :1944
+    add_bos = add_eos = False  # member defaults (src/llama-vocab.cpp:1831-1832)
+    if model in ("no_vocab", "none"):  # :1949-1969: dummy tokens, no special ids, no keys read after
+        arch = h.values.get(Keys.General.ARCHITECTURE)
+        n = _get(h, Keys.LLM.VOCAB_SIZE.format(arch=arch), GGUFValueType.UINT32) or 0
+        return GGUFVocab(True, None, "none", n, False, False, LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, pre,
+                         tuple("" for _ in range(n)))
+    merges_needed = False
+    if model == "llama":  # :1971-1980
+        vtype, bos, eos = "spm", 1, 2
+    elif model == "bert":  # :1981-1992
+        vtype, bos, eos = "wpm", 101, LLAMA_TOKEN_NULL
+    elif model in ("gpt2", "whitespace"):  # :1993-2037 ("hybriddna" rewrites token texts: not modelled)
+        vtype, bos, eos = "bpe", 11, 11
+        merges_needed = pre != "kimi-k2"  # :1997-2006: Kimi-K2 has no merges
+    elif model == "t5":  # :2038-2080
+        vtype, bos, eos = "ugm", LLAMA_TOKEN_NULL, 1
+        _array_of(h, Keys.Tokenizer.PRECOMPILED_CHARSMAP, (GGUFValueType.INT8, GGUFValueType.UINT8))
+    elif model == "rwkv":  # :2081-2089
+        vtype, bos, eos = "rwkv", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL
+    elif model == "plamo2":  # :2100-2109
+        vtype, bos, eos = "plamo2", 1, 2
+    elif model == "gemma4":  # :2110-2148: BPE with merges, no default ids, pre forced to gemma4
+        vtype, bos, eos, pre, merges_needed = "bpe", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, "gemma4", True
+    elif model == "hybriddna":
+        return refused(f"not modelled: libllama loading tokenizer model '{model}'")
+    else:
+        return refused(CANNOT_LOAD + f"unknown tokenizer: '{model}'")  # :2150-2151
+    if merges_needed and _array_of(h, Keys.Tokenizer.MERGES, (GGUFValueType.STRING,)) is None:
+        return refused(CANNOT_LOAD + "cannot find tokenizer merges in model file")  # :2000-2004
+    if vtype == "bpe":  # :2153-2429
+        name = pre or "default"  # :2157-2167: a missing pre is 'default'
+        if name not in KNOWN_BPE_PRE:
+            return refused(CANNOT_LOAD + f"unknown pre-tokenizer type: '{name}'")  # :2428
+        add_bos = name in PRE_ADD_BOS  # :2174-2185, :2303-2307 tekken, :2330-2334 chameleon
+        if name in PRE_NO_BOS:  # :2285-2293
+            bos = LLAMA_TOKEN_NULL
+    elif vtype in ("spm", "wpm"):  # :2430-2442
+        add_bos = True
+    elif vtype == "ugm":  # :2443-2446
+        add_eos = True
+    tokens_arr = h.arrays.get(Keys.Tokenizer.LIST)
+    if tokens_arr is None:
+        return refused(CANNOT_LOAD + "cannot find tokenizer vocab in model file")  # :2461-2464
+    if tokens_arr.type != GGUFValueType.STRING or h.tokens is None:
+        return refused(CANNOT_LOAD + f"invalid gguf type for {Keys.Tokenizer.LIST}")  # :2466-2469
+    n = len(h.tokens)
+    for key, types, what in ((Keys.Tokenizer.SCORES, (GGUFValueType.INT32, GGUFValueType.FLOAT32), "scores"),
+                             (Keys.Tokenizer.TOKEN_TYPE, (GGUFValueType.INT32,), "toktypes")):
+        arr = _array_of(h, key, types)  # :2471-2505: the type, then at least one entry per token
+        if arr is not None and arr.count < n:
+            return refused(CANNOT_LOAD + f"Index out of array bounds for {what} ({arr.count} < {n})")
+    # :2511-2515: an empty text becomes "[EMPTY_i]"; texts must then be unique (GGML_ASSERT, :2544)
+    tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(h.tokens))
+    if len(set(tokens)) != n:
+        seen: set[str] = set()
+        dup = next(t for t in tokens if t in seen or seen.add(t))
+        return refused(f"llama.cpp aborts loading the GGUF: GGML_ASSERT(id_to_token.size() == token_to_id.size()) "
+                       f"(token text {dup!r} appears twice)")
+    ids = {"bos": bos, "eos": eos}
+    for typ, key in (("bos", Keys.Tokenizer.BOS_ID), ("eos", Keys.Tokenizer.EOS_ID)):  # :2591-2635
+        if ids[typ] >= n:  # a default beyond the vocabulary is disabled
+            ids[typ] = LLAMA_TOKEN_NULL
+        new = _get(h, key, GGUFValueType.UINT32)
+        if new is not None and new < n:  # a written id beyond it is ignored
+            ids[typ] = new
+    written_bos = _get(h, Keys.Tokenizer.ADD_BOS, GGUFValueType.BOOL)  # :2637-2649
+    written_eos = _get(h, Keys.Tokenizer.ADD_EOS, GGUFValueType.BOOL)
+    add_bos = add_bos if written_bos is None else written_bos
+    add_eos = add_eos if written_eos is None else written_eos
+    if vtype == "bpe" and pre in ("gemma4", "granite-embed-multi-311m") and not add_bos:  # :2232-2234, :2651-2657
+        add_bos = True
+    return GGUFVocab(True, None, vtype, n, bool(add_bos), bool(add_eos), ids["bos"], ids["eos"], pre, tokens)
+
+
+@dataclass
+class GGUFFile:
+    """What one GGUF file says about itself: libllama's vocabulary and the general.* facts."""
+
+    file: str  # the name read (a path, or REPO/FILE on the Hub)
+    vocab: GGUFVocab
+    architecture: str | None = None
+    name: str | None = None  # general.name
+    file_type: str | None = None  # general.file_type as llama.cpp names it (LlamaFileType), e.g. MOSTLY_Q4_K_M
+    has_chat_template: bool = False
+    quant: str = ""  # the tag llama-server's -hf REPO:QUANT matches
+    split_count: int = 1
+    kv_bytes: int | None = None  # the size of the key/value section
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {**self.vocab.to_dict(), "source": "read", "file": self.file, "architecture": self.architecture,
+                "name": self.name, "file_type": self.file_type, "has_chat_template": self.has_chat_template,
+                "quant": self.quant, "split_count": self.split_count, "kv_bytes": self.kv_bytes,
+                "notes": list(self.notes)}
+
+
+def _file_type(value) -> str | None:
+    if not isinstance(value, int):
+        return None
+    try:
+        return LlamaFileType(value).name
+    except ValueError:
+        return str(value)
+
+
+def facts_from_header(h: Header, file: str) -> GGUFFile:
+    """The GGUFFile of a parsed header (``h.ok``); shard 2+ of a split holds no vocabulary."""
+    quant, index, count = split_info(file)
+    split_no = h.values.get(Keys.Split.LLM_KV_SPLIT_NO)
+    split_count = h.values.get(Keys.Split.LLM_KV_SPLIT_COUNT)
+    if isinstance(split_count, int) and split_count > 1:
+        count = split_count
+    notes = []
+    if isinstance(split_no, int) and split_no > 0 and Keys.Tokenizer.LIST not in h.types:
+        vocab = refused(f"{file} is shard {split_no + 1} of {count} of a split GGUF: the vocabulary is in shard 1")
+    else:
+        vocab = vocab_from_header(h)
+    if count > 1:
+        notes.append(f"split GGUF: read shard 1 of {count}")
+    arch = h.values.get(Keys.General.ARCHITECTURE)
+    name = h.values.get(Keys.General.NAME)
+    return GGUFFile(
+        file=file, vocab=vocab, architecture=arch if isinstance(arch, str) else None,
+        name=name if isinstance(name, str) else None, file_type=_file_type(h.values.get(Keys.General.FILE_TYPE)),
+        has_chat_template=bool(h.values.get(Keys.Tokenizer.CHAT_TEMPLATE)), quant=quant, split_count=count,
+        kv_bytes=h.kv_end, notes=notes)
+
+
+def local_gguf(path: str | Path) -> Path | None:
+    """The .gguf a local argument names: the file itself, or the one model .gguf (shard 1) in a directory."""
+    p = Path(path).expanduser()
+    if p.is_file() and p.name.lower().endswith(".gguf"):
+        return p
+    if p.is_dir():
+        found = {str(f): f.stat().st_size for f in p.iterdir() if f.is_file() and is_model_file(f.name)}
+        if not found:
+            return None
+        firsts = [f for f in found if split_info(f)[1] == 1]
+        if len(firsts) > 1:
+            names = ", ".join(sorted(Path(f).name for f in firsts))
+            raise InputError("error", f"{p}: holds {len(firsts)} GGUF models ({names}); name the file")
+        return Path(firsts[0]) if firsts else None
+    return None
+
+
+def read_gguf(path: str | Path, *, max_bytes: int = DEFAULT_MAX_KV_BYTES) -> GGUFFile:
+    """The facts of a local .gguf file (only its key/value section is read); bad files raise InputError."""
+    p = Path(path)
+    try:
+        r = read_local(p, max_bytes=max_bytes)
+    except OSError as e:
+        raise InputError("error", f"{p}: cannot read: {e.strerror or e}") from None
+    if not r.header.ok:
+        raise InputError("malformed", f"{p}: {r.header.reason}")
+    return facts_from_header(r.header, p.name)
+
+
+__all__ = ["GGUFFile", "choose_file", "facts_from_header", "is_model_file", "local_gguf", "read_gguf", "split_info",
+           "vocab_from_header"]

@@ -1,0 +1,202 @@
+"""llama.cpp's view of a model's vocabulary, as its converter makes the GGUF and libllama reads it.
+
+Pinned: ggml-org/llama.cpp@0c1e57098 (vendored in the llama-cpp-python 0.3.36 sdist). ``predict_gguf`` runs
+the converter's vocabulary path in pure Python (indexer/gguf/convert.py, rules with file:line there), then
+applies what libllama's ``llama_vocab::impl::load`` does with those keys (src/llama-vocab.cpp, cited below).
+``speculative_compatible`` is ``common_speculative_are_compatible`` (common/speculative.cpp:67-130).
+docs/llamacpp.md lists every rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, fields
+
+from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from . import LLAMACPP_COMMIT  # the pin (one place: indexer/gguf/__init__.py)
+from .convert import Written, convert
+from .hf import ConverterError, NotModelled, file_cache
+
+LLAMA_TOKEN_NULL = -1
+# The error prefix of a converter path this indexer does not reproduce: unknown, not a refusal.
+NOT_MODELLED = "not modelled: "
+
+# include/llama.h:73-80, enum llama_vocab_type; names as oracle-engines.json's vocab_type_name.
+VOCAB_TYPE_NAMES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2"}
+
+# src/llama-vocab.cpp:2155-2428: the tokenizer.ggml.pre values libllama accepts for BPE vocabularies;
+# any other value throws "unknown pre-tokenizer type". Those in PRE_ADD_BOS also turn add_bos on, those in
+# PRE_NO_BOS set special_bos_id to LLAMA_TOKEN_NULL.
+KNOWN_BPE_PRE = frozenset("""
+default minicpm5 llama3 llama-v3 llama-bpe falcon3 falcon-h1 pixtral midm-2.0 lfm2 jina-v5-nano deepseek-llm
+deepseek-coder deepseek-v3 spark2_5 youtu falcon mpt starcoder gpt-2 phi-2 jina-es jina-de gigachat jina-v2-es
+jina-v2-de a.x-4.0 mellum modern-bert jais-2 gemma4 granite-embed-multi-311m sarvam-moe jina-v1-en jina-v2-code
+roberta-bpe whitespace refact command-r qwen2 deepseek-r1-qwen kormo f2llmv2 qwen35 stablelm2 olmo dbrx smaug-bpe
+poro-chat chatglm-bpe glm4 glm5 viking jais tekken smollm codeshell bloom gpt3-finnish exaone exaone4 exaone-moe
+chameleon minerva-7b megrez gpt-4o llama4 kanana2 talkie granite-embed-multi-97m tiny_aya cohere2moe superbpe
+trillion granite-docling bailingmoe bailingmoe2 llada-moe seed-coder hunyuan hunyuan-dense hy_v4 joyai-llm kimi-k2
+ufakzeka grok-2 afmoe laguna minimax-m2 solar-open mellum2
+""".split())
+PRE_ADD_BOS = frozenset({  # llama-vocab.cpp:2175-2185 (llama3 group), :2296 tekken, :2322 chameleon
+    "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano",
+    "tekken", "chameleon",
+})
+PRE_NO_BOS = frozenset({"chatglm-bpe", "glm4", "glm5"})  # llama-vocab.cpp:2279-2289
+
+
+@dataclass(frozen=True)
+class GGUFVocab:
+    converted: bool
+    error: str | None  # why convert_hf_to_gguf.py refuses (or libllama cannot load), in their words
+    vocab_type: str | None  # "spm", "bpe", ... (oracle-engines.json gguf.vocab_type_name)
+    n_vocab: int | None
+    add_bos: bool | None
+    add_eos: bool | None
+    bos: int | None  # as libllama reports them; LLAMA_TOKEN_NULL = -1
+    eos: int | None
+    pre: str | None  # tokenizer.ggml.pre
+    tokens: tuple[str, ...] | None = None  # llama_vocab_get_text(i) for every id 0..n_vocab-1
+
+    def tokens_sha256(self) -> str | None:
+        """The oracle's definition: sha256 of the concatenation of text_i.encode() + b"\\0"."""
+        if self.tokens is None:
+            return None
+        h = hashlib.sha256()
+        for text in self.tokens:
+            h.update(text.encode("utf-8", "surrogatepass"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
+        d["tokens_sha256"] = self.tokens_sha256()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, tokens=None) -> GGUFVocab:
+        names = {f.name for f in fields(cls)} - {"tokens"}
+        return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None)
+
+
+def is_not_modelled(v: GGUFVocab) -> bool:
+    """True when ``converted=False`` only means the indexer does not model that converter path."""
+    return not v.converted and (v.error or "").startswith(NOT_MODELLED)
+
+
+def refused(error: str) -> GGUFVocab:
+    return GGUFVocab(False, error, None, None, None, None, None, None, None, None)
+
+
+def load_vocab(written: Written) -> GGUFVocab:
+    """What libllama makes of the written keys (llama_vocab::impl::load, src/llama-vocab.cpp:1939-2720)."""
+    add_bos = add_eos = False  # member defaults, llama-vocab.cpp:1831-1832
+    if written.model == "llama":  # :1971-1980
+        vocab_type, bos, eos = 1, 1, 2
+        add_bos, add_eos = True, False  # :2430-2435
+    elif written.model == "gpt2":  # :1991-2035
+        vocab_type, bos, eos = 2, 11, 11
+        if not written.has_merges:
+            return refused("llama.cpp cannot load the GGUF: cannot find tokenizer merges in model file")
+        pre = written.pre or "default"
+        if pre not in KNOWN_BPE_PRE:
+            return refused(f"llama.cpp cannot load the GGUF: unknown pre-tokenizer type: '{pre}'")
+        add_bos = pre in PRE_ADD_BOS
+        if pre in PRE_NO_BOS:
+            bos = LLAMA_TOKEN_NULL
+    elif written.model == "bert":  # :1981-1990, :2437-2442
+        vocab_type, bos, eos = 3, 101, LLAMA_TOKEN_NULL
+        add_bos, add_eos = True, False
+    elif written.model == "t5":  # :2036-2046, :2443-2446
+        vocab_type, bos, eos = 4, LLAMA_TOKEN_NULL, 1
+        add_bos, add_eos = False, True
+    else:
+        return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{written.model}'")
+
+    # :2509-2515: an empty text becomes "[EMPTY_i]"; token_to_id must then be a bijection (GGML_ASSERT :2540).
+    tokens = tuple(written.tokens)
+    if "" in tokens:
+        tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens))
+    if len(set(tokens)) != len(tokens):
+        seen: set[str] = set()
+        dup = next(t for t in tokens if t in seen or seen.add(t))
+        return refused(f"llama.cpp aborts loading the GGUF: GGML_ASSERT(id_to_token.size() == token_to_id.size()) "
+                       f"(token text {dup!r} appears twice)")
+    n = len(tokens)
+    # :2602-2624: a default id out of range is disabled; a written id in range replaces it, else is ignored.
+    ids = {"bos": bos, "eos": eos}
+    for typ in ids:
+        if ids[typ] >= 0 and ids[typ] >= n:
+            ids[typ] = LLAMA_TOKEN_NULL
+        new = written.special_ids.get(typ)
+        if new is not None and new < n:
+            ids[typ] = new
+    # :2627-2636: tokenizer.ggml.add_bos_token / add_eos_token override the type defaults.
+    add_bos = written.add_special.get("bos", add_bos)
+    add_eos = written.add_special.get("eos", add_eos)
+    return GGUFVocab(True, None, VOCAB_TYPE_NAMES[vocab_type], n, add_bos, add_eos, ids["bos"], ids["eos"],
+                     written.pre, tokens)
+
+
+def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> GGUFVocab:
+    """What ``convert_hf_to_gguf.py --vocab-only`` writes for a local model directory, as libllama reads it.
+
+    Bad files raise :class:`InputError`; what the converter itself refuses comes back as ``converted=False``.
+    """
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    d = check_dir(directory)
+    try:
+        with file_cache():
+            _, written = convert(d, max_file_bytes)
+    except NotModelled as e:
+        return refused(f"{NOT_MODELLED}{e}")
+    except ConverterError as e:
+        return refused(str(e))
+    except InputError:
+        raise
+    return load_vocab(written)
+
+
+def _text(s: str) -> str:
+    return s.split("\0", 1)[0]  # the rule compares with strcmp (common/speculative.cpp:119)
+
+
+SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128  # common/speculative.cpp:30
+SPEC_VOCAB_CHECK_START_TOKEN_ID = 5  # common/speculative.cpp:31
+
+
+def speculative_compatible(target: GGUFVocab, draft: GGUFVocab) -> tuple[bool, list[str]]:
+    """common_speculative_are_compatible (common/speculative.cpp:67-130) on the predicted GGUF vocabularies.
+
+    False means llama-server runs without speculation (common/speculative.cpp:242), not that it fails.
+    """
+    where = f"llama.cpp@{LLAMACPP_COMMIT}"
+    for side, v in (("target", target), ("draft", draft)):
+        if not v.converted:
+            return False, [f"cannot be converted to GGUF: the {side}: {v.error} ({where})"]
+    if target.vocab_type != draft.vocab_type:  # :79-83
+        return False, [f"vocab_type {target.vocab_type} != {draft.vocab_type} ({where} common/speculative.cpp:79)"]
+    if target.add_bos != draft.add_bos or (target.add_bos and target.bos != draft.bos):  # :85-91
+        return False, [f"bos: add {int(target.add_bos)}-{int(draft.add_bos)}, id {target.bos}-{draft.bos} "
+                       f"({where} common/speculative.cpp:85)"]
+    if target.add_eos != draft.add_eos or (target.add_eos and target.eos != draft.eos):  # :93-99
+        return False, [f"eos: add {int(target.add_eos)}-{int(draft.add_eos)}, id {target.eos}-{draft.eos} "
+                       f"({where} common/speculative.cpp:93)"]
+    diff = abs(target.n_vocab - draft.n_vocab)
+    if diff > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:  # :101-113
+        return False, [f"n_vocab {target.n_vocab} vs {draft.n_vocab}: difference {diff} > "
+                       f"{SPEC_VOCAB_MAX_SIZE_DIFFERENCE} ({where} common/speculative.cpp:108)"]
+    if target.tokens is None or draft.tokens is None:
+        raise ValueError("speculative_compatible needs the token texts of both sides")
+    for i in range(SPEC_VOCAB_CHECK_START_TOKEN_ID, min(target.n_vocab, draft.n_vocab)):  # :115-126
+        a, b = _text(target.tokens[i]), _text(draft.tokens[i])
+        if a != b:
+            return False, [f"token {i} text differs: {a!r} vs {b!r} ({where} common/speculative.cpp:119)"]
+    reasons = [f"compatible ({where} common/speculative.cpp:67)"]
+    if target.n_vocab != draft.n_vocab:
+        reasons.append(f"n_vocab {target.n_vocab} vs {draft.n_vocab} is within {SPEC_VOCAB_MAX_SIZE_DIFFERENCE}")
+    return True, reasons
+
+
+__all__ = ["LLAMACPP_COMMIT", "NOT_MODELLED", "GGUFVocab", "is_not_modelled", "predict_gguf", "speculative_compatible",
+           "DEFAULT_MAX_FILE_BYTES"]

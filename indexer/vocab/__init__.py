@@ -1,0 +1,2 @@
+"""The vocabulary layer: get_vocab() fingerprints (transformers semantics), model configs and sizes,
+and vocabulary agreement on the shipped reference text."""

@@ -1,0 +1,229 @@
+"""How far two vocabularies agree, and so whether a started draft speeds the target up (issue 14).
+
+Speculation runs on ids: the draft proposes ids, the target verifies them. An id the target emits
+is lost only when it means something else to the draft, or does not exist there. So the measure
+is taken on ``get_vocab()`` inverted to id -> strings:
+
+* ``ids_common`` / ``ids_differ``: ids both sides define, and those whose strings differ;
+* ``only_target`` / ``only_draft``: ids one side defines;
+* ``ids_agreement``: (ids_common - ids_differ) / ids the target defines;
+* ``text_agreement``: the share of the target's tokens over the shipped reference text
+  (``indexer/vocab/reference_text``, tokenized by the target with ``add_special_tokens=False``) whose id
+  has the same strings in the draft: the ceiling of acceptance relative to an identical vocabulary.
+
+The counts are exact (``../shared/corpus/oracle-agreement.json`` defines them). The per-tokenizer id
+counts over the text are computed once (:func:`count_text`) and kept in the token store, so a pair
+costs no tokenization. :data:`WORKS_AT` and :data:`DEGRADED_AT` are the only thresholds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from importlib import resources
+
+WORKS_AT = 0.99  # text_agreement from which a started pair works (DESIGN §2)
+DEGRADED_AT = 0.5  # ... from which it still pays, below which it is useless
+EXAMPLES = 5  # differing ids shown with both strings
+REFERENCE_PARTS = ("licences.txt", "translations.txt", "cjk.txt", "python.txt")
+
+IDENTICAL, WORKS, DEGRADED, USELESS = "identical", "works", "degraded", "useless"
+
+
+def grade(figure: float) -> str:
+    """works / degraded / useless for an agreement figure: the one place the thresholds are applied."""
+    if figure >= WORKS_AT:
+        return WORKS
+    return DEGRADED if figure >= DEGRADED_AT else USELESS
+
+
+# ---------------------------------------------------------------- the reference text
+
+
+@lru_cache(maxsize=1)
+def reference_parts() -> tuple[str, ...]:
+    """The reference text's parts, in order (package data, found with importlib.resources)."""
+    root = resources.files("indexer.vocab") / "reference_text"
+    return tuple(root.joinpath(name).read_text("utf-8") for name in REFERENCE_PARTS)
+
+
+@lru_cache(maxsize=1)
+def reference_sha256() -> str:
+    """Names the text the stored counts were taken over: counts of another text are stale."""
+    h = hashlib.sha256()
+    for part in reference_parts():
+        h.update(part.encode("utf-8") + b"\0")
+    return h.hexdigest()
+
+
+def count_text(directory) -> dict[int, int]:
+    """The target-side id counts over the reference text, with the tokenizer transformers loads from
+    ``directory`` (AutoTokenizer, trust_remote_code=False, local files only, add_special_tokens=False).
+    Raises whatever transformers raises; callers store nothing then (agreement falls back to ids)."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+    counts: dict[int, int] = {}
+    for part in reference_parts():
+        for i in tok(part, add_special_tokens=False)["input_ids"]:
+            counts[i] = counts.get(i, 0) + 1
+    return counts
+
+
+def store_counts(store, vocab_sha256: str, directory) -> bool:
+    """Count once per vocabulary into the token store; False when transformers cannot tokenize (the
+    pair's grade then rests on ids, and says so)."""
+    if store.get_counts(vocab_sha256, reference_sha256()) is not None:
+        return True
+    try:
+        counts = count_text(directory)
+    except Exception:  # noqa: BLE001 - an unloadable tokenizer must not fail the crawl
+        return False
+    store.put_counts(vocab_sha256, reference_sha256(), counts)
+    return True
+
+
+# ---------------------------------------------------------------- a pair
+
+
+def invert(vocab: dict[str, int]) -> dict[int, str | frozenset[str]]:
+    """id -> its string, or the frozenset of its strings when several map to it (equal values compare
+    equal, a string never equals a set)."""
+    out: dict[int, str | frozenset[str]] = {}
+    for s, i in vocab.items():
+        prev = out.get(i)
+        if prev is None:
+            out[i] = s
+        elif isinstance(prev, frozenset):
+            out[i] = prev | {s}
+        else:
+            out[i] = frozenset((prev, s))
+    return out
+
+
+def _shown(value) -> str | list[str] | None:
+    return sorted(value) if isinstance(value, frozenset) else value
+
+
+def agreement(target: dict[str, int], draft: dict[str, int], counts: dict[int, int] | None = None,
+              specials: dict[int, str] | None = None) -> dict:
+    """The ``agreement`` object of a (target, draft) pair (check, query, site and --json alike).
+
+    ``counts``: the target's id counts over the reference text (None: ``text_agreement`` is unknown and
+    the grade rests on ``ids_agreement``, said by ``basis``). ``specials``: target ids worth a warning
+    when they differ (its eos, chat-template and other special tokens), id -> what they are.
+    """
+    ti, di = invert(target), invert(draft)
+    common = ti.keys() & di.keys()
+    differ = sorted(i for i in common if ti[i] != di[i])
+    only_t = sorted(ti.keys() - di.keys())
+    only_d = sorted(di.keys() - ti.keys())
+    ids_agreement = (len(common) - len(differ)) / len(ti) if ti else 0.0
+    text = None
+    if counts:
+        total = sum(counts.values())
+        same = sum(n for i, n in counts.items() if i in di and ti.get(i) == di[i])
+        text = same / total if total else None
+    identical = not differ and not only_t and not only_d
+    figure = text if text is not None else ids_agreement
+    changed = sorted(differ + only_t + only_d)
+    warnings = [f"the target's {what} {_shown(ti.get(i))!r} (id {i}) " +
+                ("means " + repr(_shown(di[i])) if i in di else "does not exist") + " in the draft"
+                for i, what in sorted((specials or {}).items()) if i in ti and ti.get(i) != di.get(i)]
+    return {
+        "identical": identical,
+        "class": IDENTICAL if identical else grade(figure),
+        "basis": "identical" if identical else ("text" if text is not None else "ids"),
+        "ids_target": len(ti),
+        "ids_common": len(common),
+        "ids_differ": len(differ),
+        "only_target": len(only_t),
+        "only_draft": len(only_d),
+        "ids_agreement": round(ids_agreement, 6),
+        "text_agreement": None if text is None else round(text, 6),
+        "text_sha256": reference_sha256() if text is not None else None,
+        "differing_ids": len(changed),
+        "examples": [{"id": i, "target": _shown(ti.get(i)), "draft": _shown(di.get(i))}
+                     for i in changed[:EXAMPLES]],
+        "warnings": warnings,
+    }
+
+
+def by_added(t_added: list[dict], d_added: list[dict], *, t_base: int | None, d_base: int | None,
+             ids_target: int, counts: dict[int, int] | None = None, specials: dict[int, str] | None = None) -> dict:
+    """:func:`agreement` for two tokenizers with the same base vocabulary, from their added tokens alone
+    (what the catalog keeps): an id below a side's base size that it does not list as added is taken to
+    hold the base vocabulary's string, which both sides share. Asked only of mappings known to differ, so
+    never ``identical`` (when the added tokens agree, the difference lies where they cannot see)."""
+    ta = {t["id"]: t["content"] for t in t_added or ()}
+    da = {t["id"]: t["content"] for t in d_added or ()}
+
+    def draft(i):
+        return da[i] if i in da else (ta.get(i) if d_base is not None and i < d_base else None)
+
+    differ = sorted(i for i in ta if draft(i) is not None and draft(i) != ta[i])
+    only_t = sorted(i for i in ta if draft(i) is None)
+    only_d = sorted(i for i in da if i not in ta and (t_base is None or i >= t_base))
+    text = None
+    if counts:
+        total = sum(counts.values())
+        lost = sum(counts.get(i, 0) for i in differ + only_t)
+        text = (total - lost) / total if total else None
+    ids_agreement = (ids_target - len(differ) - len(only_t)) / ids_target if ids_target else 0.0
+    changed = sorted(differ + only_t + only_d)
+    figure = text if text is not None else ids_agreement
+    return {
+        "identical": False,
+        "class": grade(figure),
+        "basis": "text" if text is not None else "ids",
+        "ids_target": ids_target,
+        "ids_common": ids_target - len(only_t),
+        "ids_differ": len(differ),
+        "only_target": len(only_t),
+        "only_draft": len(only_d),
+        "ids_agreement": round(ids_agreement, 6),
+        "text_agreement": None if text is None else round(text, 6),
+        "text_sha256": reference_sha256() if text is not None else None,
+        "differing_ids": len(changed),
+        "examples": [{"id": i, "target": ta.get(i), "draft": draft(i) if i in ta else da.get(i)}
+                     for i in changed[:EXAMPLES]],
+        "warnings": [f"the target's {what} {ta[i]!r} (id {i}) " +
+                     (f"means {draft(i)!r}" if draft(i) is not None else "does not exist") + " in the draft"
+                     for i, what in sorted((specials or {}).items()) if i in differ or i in only_t],
+    }
+
+
+def special_ids(tok: dict | None) -> dict[int, str]:
+    """The target ids whose difference deserves a warning, from fingerprint facts: eos/bos/pad and the
+    special added tokens (chat templates are written in them: <|im_start|>, <|eot_id|>, ...)."""
+    out: dict[int, str] = {}
+    if not tok:
+        return out
+    for t in tok.get("added_tokens") or []:
+        if t.get("special"):
+            out[t["id"]] = "special token"
+    for name in ("pad", "bos", "eos"):  # eos last: it names the id when it is several things
+        i = tok.get(f"{name}_token_id")
+        if i is not None:
+            out[i] = f"{name} token"
+    return out
+
+
+def summary(a: dict | None) -> str:
+    """One line for a person: the figure and what differs."""
+    if a is None:
+        return "agreement unknown (no vocabulary in the token store)"
+    if a["identical"]:
+        return "identical get_vocab() mappings"
+    if a["text_agreement"] is not None:
+        figure = f"{a['text_agreement']:.1%} of the target's tokens over the reference text mean the same in the draft"
+    else:
+        figure = (f"{a['ids_agreement']:.1%} of the target's ids mean the same in the draft (no token counts: "
+                  "text agreement unknown)")
+    shown = ", ".join(f"{e['id']}: {e['target']!r} vs {e['draft']!r}" for e in a["examples"])
+    more = f", ... ({a['differing_ids']} in all)" if a["differing_ids"] > len(a["examples"]) else ""
+    n = a["differing_ids"]
+    return f"{figure}; {n} token{'s' if n != 1 else ''} differ ({shown}{more})"
