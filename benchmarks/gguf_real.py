@@ -67,6 +67,45 @@ for path in sys.argv[1:]:
 print(json.dumps(out))
 """
 
+# run with --libllama's python: common_speculative_are_compatible (common/speculative.cpp:67-130, transcribed
+# as the oracle did) on the values libllama reads from the two files; prints true/false
+LIBLLAMA_PAIR = r"""
+import sys
+import llama_cpp as L
+L.llama_backend_init()
+v = []
+for path in sys.argv[1:3]:
+    p = L.llama_model_default_params(); p.vocab_only = True
+    m = L.llama_model_load_from_file(path.encode(), p)
+    if not m:
+        print("false"); sys.exit()
+    v.append(L.llama_model_get_vocab(m))
+t, d = v
+ok = L.llama_vocab_type(t) == L.llama_vocab_type(d)
+ok = ok and L.llama_vocab_get_add_bos(t) == L.llama_vocab_get_add_bos(d) and not (
+    L.llama_vocab_get_add_bos(t) and L.llama_vocab_bos(t) != L.llama_vocab_bos(d))
+ok = ok and L.llama_vocab_get_add_eos(t) == L.llama_vocab_get_add_eos(d) and not (
+    L.llama_vocab_get_add_eos(t) and L.llama_vocab_eos(t) != L.llama_vocab_eos(d))
+nt, nd = L.llama_vocab_n_tokens(t), L.llama_vocab_n_tokens(d)
+ok = ok and abs(nt - nd) <= 128 and all(
+    L.llama_vocab_get_text(t, i) == L.llama_vocab_get_text(d, i) for i in range(5, min(nt, nd)))
+print("true" if ok else "false")
+"""
+_SPM, _QWEN, _GPT2 = ("Josue1855__vicuna", "infinityarpan__qwen-25-api__Qwen2.5-0.5B-Instruct",
+                      "CHJCHJCH__microsoft-DialoGPT-small")
+VARIANT_PAIRS = [(_SPM, v) for v in ("spm-renamed-100", "spm-renamed-3", "spm-no-add-bos", "spm-add-eos",
+                                      "spm-eos-32000", "spm-empty-200", "spm-nul-300", "spm-types-normal",
+                                      "spm-types-control", "spm-no-scores")] + \
+                [(_QWEN, v) for v in ("qwen-pre-llama-bpe", "qwen-pre-llama-bpe-no-add-bos", "qwen-renamed-im-end",
+                                       "qwen-eos-im-end", "qwen-pre-gemma4", "qwen-no-add-bos", "qwen-no-pre",
+                                       "qwen-types-normal", "qwen-no-bos-eos")] + \
+                [(_GPT2, "gpt2-add-bos"), (_GPT2, "gpt2-no-bos-eos")]
+
+
+def pair_truth(python: str, target: Path, draft: Path) -> bool:
+    r = subprocess.run([python, "-c", LIBLLAMA_PAIR, str(target), str(draft)], capture_output=True, text=True)
+    return r.stdout.strip().splitlines()[-1] == "true"
+
 
 def convert(python: str, llama_cpp: Path, directory: Path, out: Path) -> str | None:
     """convert_hf_to_gguf.py --vocab-only; None when it wrote the file, else its last error line."""
@@ -86,6 +125,80 @@ def ours(path: Path) -> dict:
 
 def diff(mine: dict, truth: dict) -> list[str]:
     return [f"{k}: ours {mine.get(k)!r} libllama {truth.get(k)!r}" for k in FIELDS if mine.get(k) != truth.get(k)]
+
+
+def variants(out: Path) -> list[Path]:
+    """Real converter files rewritten the ways real conversions and hand edits differ (gguf-py's own
+    gguf_new_metadata.copy_with_new_metadata, as ``gguf_new_metadata.py`` / ``gguf_set_metadata.py`` do)."""
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+    S, U32, I32, BOOL, U8 = (GGUFValueType.STRING, GGUFValueType.UINT32, GGUFValueType.INT32, GGUFValueType.BOOL,
+                             GGUFValueType.UINT8)
+    tk = "tokenizer.ggml."
+    spm, qwen, gpt2 = _SPM, _QWEN, _GPT2
+
+    def tokens(name, edit):
+        t = list(GGUFReader(out / f"{name}.gguf").fields[tk + "tokens"].contents())
+        edit(t)
+        return {tk + "tokens": MetadataDetails(GGUFValueType.ARRAY, t, sub_type=S)}
+
+    def types(name, value, sub=I32, n=None):
+        t = list(GGUFReader(out / f"{name}.gguf").fields[tk + "token_type"].contents())
+        t = [value] * len(t) if value is not None else t
+        return {tk + "token_type": MetadataDetails(GGUFValueType.ARRAY, t[:n] if n else t, sub_type=sub)}
+
+    def rename(i, text):
+        def edit(t):
+            t[i] = text
+        return edit
+
+    cases = {  # variant name: (base, new or changed keys, removed keys)
+        "spm-no-add-bos": (spm, {}, [tk + "add_bos_token"]),
+        "spm-no-add-eos-no-bos-id": (spm, {}, [tk + "add_eos_token", tk + "bos_token_id"]),
+        "spm-add-eos": (spm, {tk + "add_eos_token": MetadataDetails(BOOL, True)}, []),
+        "spm-eos-32000": (spm, {tk + "eos_token_id": MetadataDetails(U32, 32000)}, []),
+        "spm-eos-beyond": (spm, {tk + "eos_token_id": MetadataDetails(U32, 40000)}, []),
+        "spm-eos-int32": (spm, {tk + "eos_token_id": MetadataDetails(I32, 2)}, []),
+        "spm-add-bos-uint8": (spm, {tk + "add_bos_token": MetadataDetails(U8, 1)}, []),
+        "spm-renamed-100": (spm, tokens(spm, rename(100, "RENAMED")), []),
+        "spm-renamed-3": (spm, tokens(spm, rename(3, "RENAMED")), []),
+        "spm-empty-200": (spm, tokens(spm, rename(200, "")), []),
+        "spm-nul-300": (spm, tokens(spm, rename(300, "ab\0cd")), []),
+        "spm-duplicate": (spm, tokens(spm, rename(100, "<s>")), []),
+        "spm-types-normal": (spm, types(spm, 1), []),
+        "spm-types-control": (spm, types(spm, 3), []),
+        "spm-types-uint32": (spm, types(spm, None, GGUFValueType.UINT32), []),
+        "spm-types-short": (spm, types(spm, None, n=100), []),
+        "spm-no-scores": (spm, {}, [tk + "scores"]),
+        "spm-model-bert": (spm, {tk + "model": MetadataDetails(S, "bert")}, []),
+        "qwen-no-add-bos": (qwen, {}, [tk + "add_bos_token"]),
+        "qwen-pre-llama-bpe": (qwen, {tk + "pre": MetadataDetails(S, "llama-bpe")}, []),
+        "qwen-pre-llama-bpe-no-add-bos": (qwen, {tk + "pre": MetadataDetails(S, "llama-bpe")},
+                                          [tk + "add_bos_token"]),
+        "qwen-pre-chatglm": (qwen, {tk + "pre": MetadataDetails(S, "chatglm-bpe")}, [tk + "bos_token_id"]),
+        "qwen-pre-gemma4": (qwen, {tk + "pre": MetadataDetails(S, "gemma4")}, []),
+        "qwen-pre-empty": (qwen, {tk + "pre": MetadataDetails(S, "")}, []),
+        "qwen-no-pre": (qwen, {}, [tk + "pre"]),
+        "qwen-pre-unknown": (qwen, {tk + "pre": MetadataDetails(S, "my-own-pre")}, []),
+        "qwen-no-merges": (qwen, {}, [tk + "merges"]),
+        "qwen-no-bos-eos": (qwen, {}, [tk + "bos_token_id", tk + "eos_token_id"]),
+        "qwen-eos-im-end": (qwen, {tk + "eos_token_id": MetadataDetails(U32, 151643)}, []),
+        "qwen-renamed-im-end": (qwen, tokens(qwen, rename(151645, "<|im_stop|>")), []),
+        "qwen-types-normal": (qwen, types(qwen, 1), []),
+        "gpt2-no-bos-eos": (gpt2, {}, [tk + "bos_token_id", tk + "eos_token_id"]),
+        "gpt2-add-bos": (gpt2, {tk + "add_bos_token": MetadataDetails(BOOL, True)}, []),
+    }
+    written = []
+    vdir = out / "variants"
+    vdir.mkdir(exist_ok=True)
+    for name, (base, new, removed) in cases.items():
+        reader = GGUFReader(out / f"{base}.gguf")
+        arch = reader.fields["general.architecture"].contents()
+        path = vdir / f"{name}.gguf"
+        copy_with_new_metadata(reader, GGUFWriter(str(path), arch=arch), dict(new), removed)
+        written.append(path)
+    return written
 
 
 def check_cli(target: Path, draft: Path) -> bool:
@@ -114,6 +227,8 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable, help="the converter environment's python")
     ap.add_argument("--llama-cpp", type=Path, help="vendor/llama.cpp of the llama-cpp-python 0.3.36 sdist")
     ap.add_argument("--libllama", help="a python with llama_cpp built from the same sdist: also ask libllama")
+    ap.add_argument("--variants", action="store_true", help="also write edited copies into OUT/variants (with "
+                    "--libllama they are compared too)")
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     args = ap.parse_args()
     oracle = json.loads((args.corpus / "oracle-engines.json").read_text())
@@ -157,8 +272,9 @@ def main() -> int:
                     print(f"PAIR DIFF {target} <- {draft}: ours {ok} (indexer check: {cli}) oracle {verdict} "
                           f"{why} {reasons[:1]}")
     print(f"{len(converted)} files read, {bad} with differences; {n_pairs} llama.cpp pairs, {pair_bad} differ")
+    extra = variants(args.out) if args.variants else sorted(args.out.glob("variants/*.gguf"))
     if args.libllama:
-        files = sorted(args.out.glob("*.gguf"))
+        files = sorted(args.out.glob("*.gguf")) + extra
         facts = libllama_facts(args.libllama, files)
         lib_bad = 0
         for f in files:
@@ -178,6 +294,19 @@ def main() -> int:
             print(f"{'DIFF' if problems else 'same'} {f.name} (libllama)" + "".join(f"\n    {p}" for p in problems))
         print(f"libllama: {len(files)} files, {lib_bad} with differences")
         bad += lib_bad
+        names = {f.stem: f for f in files}
+        for target, draft in VARIANT_PAIRS:  # common_speculative_are_compatible on libllama's values
+            truth = pair_truth(args.libllama, names[target], names[draft])
+            mine = check_cli(names[target], names[draft])
+            bad += mine != truth
+            print(f"{'same' if mine == truth else 'DIFF'} pair {target} <- {draft}: ours {mine} libllama {truth}")
+    else:
+        for f in extra:
+            try:
+                d = ours(f)
+                print(f"{f.name}: " + ", ".join(f"{k}={d.get(k)!r}" for k in FIELDS + ("error",)))
+            except Exception as e:
+                print(f"{f.name}: {e}")
     return 1 if bad or pair_bad else 0
 
 

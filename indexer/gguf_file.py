@@ -57,6 +57,15 @@ def choose_file(files: dict[str, int]) -> str | None:
     return min(firsts, key=lambda p: (firsts[p], p)) if firsts else None
 
 
+_TK = Keys.Tokenizer
+_OTHER_IDS = (_TK.EOT_ID, _TK.EOM_ID, _TK.UNK_ID, _TK.SEP_ID, _TK.PAD_ID, _TK.MASK_ID, _TK.FIM_PRE_ID, _TK.FIM_SUF_ID,
+              _TK.FIM_MID_ID, _TK.FIM_PAD_ID, _TK.FIM_REP_ID, _TK.FIM_SEP_ID, _TK.PREFIX_ID, _TK.SUFFIX_ID,
+              _TK.MIDDLE_ID)
+# src/llama-arch.cpp:412-413, 420 (keys gguf-py has no constant for)
+_LOWERCASE, _STRIP_ACCENTS = "tokenizer.ggml.normalizer.lowercase", "tokenizer.ggml.normalizer.strip_accents"
+_SUPPRESS = "tokenizer.ggml.suppress_tokens"
+
+
 class WrongType(Exception):
     pass
 
@@ -92,6 +101,7 @@ def vocab_from_header(h: Header) -> GGUFVocab:
 def _load(h: Header) -> GGUFVocab:
     model = _get(h, Keys.Tokenizer.MODEL, GGUFValueType.STRING, required=True)  # :1945
     pre = _get(h, Keys.Tokenizer.PRE, GGUFValueType.STRING)  # :1944
+    _get(h, Keys.Tokenizer.TOKEN_TYPE_COUNT, GGUFValueType.UINT32)  # :1947: only its type matters here
     add_bos = add_eos = False  # member defaults (src/llama-vocab.cpp:1831-1832)
     if model in ("no_vocab", "none"):  # :1949-1969: dummy tokens, no special ids, no keys read after
         arch = h.values.get(Keys.General.ARCHITECTURE)
@@ -132,6 +142,8 @@ def _load(h: Header) -> GGUFVocab:
         add_bos = True
     elif vtype == "ugm":  # :2443-2446
         add_eos = True
+    for key in (Keys.Tokenizer.ADD_PREFIX, Keys.Tokenizer.REMOVE_EXTRA_WS):  # :2457-2458
+        _get(h, key, GGUFValueType.BOOL)
     tokens_arr = h.arrays.get(Keys.Tokenizer.LIST)
     if tokens_arr is None:
         return refused(CANNOT_LOAD + "cannot find tokenizer vocab in model file")  # :2461-2464
@@ -157,8 +169,13 @@ def _load(h: Header) -> GGUFVocab:
         new = _get(h, key, GGUFValueType.UINT32)
         if new is not None and new < n:  # a written id beyond it is ignored
             ids[typ] = new
+    for key in _OTHER_IDS:  # :2593-2635: every special id is a uint32 too, or the load throws
+        _get(h, key, GGUFValueType.UINT32)
     written_bos = _get(h, Keys.Tokenizer.ADD_BOS, GGUFValueType.BOOL)  # :2637-2649
     written_eos = _get(h, Keys.Tokenizer.ADD_EOS, GGUFValueType.BOOL)
+    for key in (Keys.Tokenizer.ADD_SEP, _LOWERCASE, _STRIP_ACCENTS):  # :2647, :2661-2663
+        _get(h, key, GGUFValueType.BOOL)
+    _array_of(h, _SUPPRESS, (GGUFValueType.INT32,))  # :2667-2673
     add_bos = add_bos if written_bos is None else written_bos
     add_eos = add_eos if written_eos is None else written_eos
     if vtype == "bpe" and pre in ("gemma4", "granite-embed-multi-311m") and not add_bos:  # :2232-2234, :2651-2657

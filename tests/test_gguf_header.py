@@ -220,6 +220,15 @@ def test_llamacpp_defaults_when_keys_are_absent(tmp_path):
     ({"tokens": [], "merges": ["a b"]}, "cannot find tokenizer vocab"),
     ({"types": [1] * 10}, "Index out of array bounds for toktypes (10 < 300)"),
     ({"extra": [("tokenizer.ggml.bos_token_id", 1, GGUFValueType.INT32)]}, "has wrong type int32"),
+    # any special id, flag or count libllama reads must have its type too (src/llama-vocab.cpp:1947, 2457-2458,
+    # 2593-2673; real files made by other tools carry them as int32 or uint8)
+    ({"extra": [("tokenizer.ggml.padding_token_id", 0, GGUFValueType.INT32)]}, "padding_token_id has wrong type"),
+    ({"extra": [("tokenizer.ggml.eot_token_id", 5, GGUFValueType.UINT64)]}, "eot_token_id has wrong type uint64"),
+    ({"extra": [("tokenizer.ggml.add_space_prefix", 1, GGUFValueType.UINT8)]}, "add_space_prefix has wrong type"),
+    ({"extra": [("tokenizer.ggml.add_sep_token", 1, GGUFValueType.INT32)]}, "add_sep_token has wrong type"),
+    ({"extra": [("tokenizer.ggml.token_type_count", 2, GGUFValueType.INT32)]}, "token_type_count has wrong type"),
+    ({"extra": [("tokenizer.ggml.suppress_tokens", [1, 2], GGUFValueType.ARRAY, GGUFValueType.UINT32)]},
+     "invalid gguf type for tokenizer.ggml.suppress_tokens"),
     ({"tokens": bpe_tokens(300, {7: "tok9"})}, "appears twice"),
 ])
 def test_what_libllama_refuses_to_load(tmp_path, kw, words):
