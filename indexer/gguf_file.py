@@ -58,6 +58,7 @@ def choose_file(files: dict[str, int]) -> str | None:
 
 
 _TK = Keys.Tokenizer
+BYTE = 6  # LLAMA_TOKEN_TYPE_BYTE (include/llama.h:99)
 _OTHER_IDS = (_TK.EOT_ID, _TK.EOM_ID, _TK.UNK_ID, _TK.SEP_ID, _TK.PAD_ID, _TK.MASK_ID, _TK.FIM_PRE_ID, _TK.FIM_SUF_ID,
               _TK.FIM_MID_ID, _TK.FIM_PAD_ID, _TK.FIM_REP_ID, _TK.FIM_SEP_ID, _TK.PREFIX_ID, _TK.SUFFIX_ID,
               _TK.MIDDLE_ID)
@@ -155,13 +156,26 @@ def _load(h: Header) -> GGUFVocab:
         arr = _array_of(h, key, types)  # :2471-2505: the type, then at least one entry per token
         if arr is not None and arr.count < n:
             return refused(CANNOT_LOAD + f"Index out of array bounds for {what} ({arr.count} < {n})")
-    # :2511-2515: an empty text becomes "[EMPTY_i]"; texts must then be unique (GGML_ASSERT, :2544)
-    tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(h.tokens))
+    # :2511-2515: the text is read as a C string (gguf_get_arr_str returns c_str(), ggml/src/gguf.cpp:1096-1099),
+    # so it ends at a NUL byte; an empty text becomes "[EMPTY_i]"; texts must then be unique (GGML_ASSERT, :2544)
+    tokens = tuple((t.partition("\0")[0] if "\0" in t else t) or f"[EMPTY_{i}]" for i, t in enumerate(h.tokens))
     if len(set(tokens)) != n:
         seen: set[str] = set()
         dup = next(t for t in tokens if t in seen or seen.add(t))
         return refused(f"llama.cpp aborts loading the GGUF: GGML_ASSERT(id_to_token.size() == token_to_id.size()) "
                        f"(token text {dup!r} appears twice)")
+    types = h.arrays.get(Keys.Tokenizer.TOKEN_TYPE)
+    # the token_to_piece cache (:3052-3064) reads every BYTE-typed token as "<0xXX>" (:3699-3737; not RWKV/PLaMo-2)
+    if vtype in ("spm", "ugm", "bpe", "wpm") and types is not None and types.values and BYTE in types.values:
+        for i, typ in enumerate(types.values[:n]):
+            if typ != BYTE:
+                continue
+            if vtype == "wpm":  # token_to_byte has no WPM case (:3206-3207)
+                return refused(f"llama.cpp aborts loading the GGUF: GGML_ABORT in token_to_byte (token {i} is "
+                               "BYTE-typed in a WPM vocabulary)")
+            if len(tokens[i].encode("utf-8", "surrogatepass")) < 3:  # text.substr(3, 2) throws (:3196, :3201)
+                return refused(CANNOT_LOAD + f"error loading model vocabulary: basic_string::substr (token {i} "
+                               f"{tokens[i]!r} is BYTE-typed but shorter than '<0xXX>')")
     ids = {"bos": bos, "eos": eos}
     for typ, key in (("bos", Keys.Tokenizer.BOS_ID), ("eos", Keys.Tokenizer.EOS_ID)):  # :2591-2635
         if ids[typ] >= n:  # a default beyond the vocabulary is disabled
