@@ -156,7 +156,7 @@ def variants(out: Path) -> list[Path]:
             t[i] = text
         return edit
 
-    cases = {  # variant name: (base, new or changed keys, removed keys)
+    cases = {  # variant name: (base, new or changed keys, removed keys[, general.architecture])
         "spm-no-add-bos": (spm, {}, [tk + "add_bos_token"]),
         "spm-no-add-eos-no-bos-id": (spm, {}, [tk + "add_eos_token", tk + "bos_token_id"]),
         "spm-add-eos": (spm, {tk + "add_eos_token": MetadataDetails(BOOL, True)}, []),
@@ -164,6 +164,8 @@ def variants(out: Path) -> list[Path]:
         "spm-eos-beyond": (spm, {tk + "eos_token_id": MetadataDetails(U32, 40000)}, []),
         "spm-eos-int32": (spm, {tk + "eos_token_id": MetadataDetails(I32, 2)}, []),
         "spm-add-bos-uint8": (spm, {tk + "add_bos_token": MetadataDetails(U8, 1)}, []),
+        "spm-pad-int32": (spm, {tk + "padding_token_id": MetadataDetails(I32, 0)}, []),
+        "spm-add-prefix-uint8": (spm, {tk + "add_space_prefix": MetadataDetails(U8, 1)}, []),
         "spm-renamed-100": (spm, tokens(spm, rename(100, "RENAMED")), []),
         "spm-renamed-3": (spm, tokens(spm, rename(3, "RENAMED")), []),
         "spm-empty-200": (spm, tokens(spm, rename(200, "")), []),
@@ -196,13 +198,15 @@ def variants(out: Path) -> list[Path]:
         "qwen-types-normal": (qwen, types(qwen, 1), []),
         "gpt2-no-bos-eos": (gpt2, {}, [tk + "bos_token_id", tk + "eos_token_id"]),
         "gpt2-add-bos": (gpt2, {tk + "add_bos_token": MetadataDetails(BOOL, True)}, []),
+        "spm-arch-unknown": (spm, {}, [], "qwen9next"),  # a newer llama.cpp's architecture
+        "qwen-arch-qwen3": (qwen, {}, [], "qwen3"),
     }
     written = []
     vdir = out / "variants"
     vdir.mkdir(exist_ok=True)
-    for name, (base, new, removed) in cases.items():
+    for name, (base, new, removed, *arch) in cases.items():
         reader = GGUFReader(out / f"{base}.gguf")
-        arch = reader.fields["general.architecture"].contents()
+        arch = arch[0] if arch else reader.fields["general.architecture"].contents()
         path = vdir / f"{name}.gguf"
         copy_with_new_metadata(reader, GGUFWriter(str(path), arch=arch), dict(new), removed)
         written.append(path)

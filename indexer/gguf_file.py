@@ -66,6 +66,23 @@ _OTHER_IDS = (_TK.EOT_ID, _TK.EOM_ID, _TK.UNK_ID, _TK.SEP_ID, _TK.PAD_ID, _TK.MA
 _LOWERCASE, _STRIP_ACCENTS = "tokenizer.ggml.normalizer.lowercase", "tokenizer.ggml.normalizer.strip_accents"
 _SUPPRESS = "tokenizer.ggml.suppress_tokens"
 
+# src/llama-arch.cpp:8-163, LLM_ARCH_NAMES: the general.architecture values libllama knows; any other (or none)
+# makes llama_model_create throw "unknown model architecture" (src/llama-model.cpp:368-372) before the vocabulary
+LIBLLAMA_ARCHS = frozenset("""
+afmoe apertus arcee arctic arwkv7 baichuan bailingmoe bailingmoe2 bailingmoe3 bert bitnet bloom chameleon chatglm
+clip codeshell cogvlm cohere2 cohere2moe command-r dbrx deci deepseek deepseek2 deepseek2-ocr deepseek32 deepseek4
+dflash dots1 dots3note dream eagle3 ernie4_5 ernie4_5-moe eurobert exaone exaone-moe exaone4 falcon falcon-h1 gemma
+gemma-embedding gemma2 gemma3 gemma3n gemma4 gemma4-assistant glm-dsa glm4 glm4moe glm5-next gpt-oss gpt2 gptj
+gptneox granite granite_swa granitehybrid granitemoe graniteswitch grok grovemoe hrm_text hunyuan-dense hunyuan-moe
+hunyuan_vl hy_v3 hy_v4 internlm2 jais jais2 jamba jina-bert-v2 jina-bert-v3 kimi-k3 kimi-linear laguna lfm2 lfm2moe
+llada llada-moe llama llama-embed llama4 maincoder mamba mamba2 maple mellum mimo2 minicpm minicpm3 minimax-01
+minimax-m2 minimax-m3 mistral3 mistral4 modern-bert mpt muse-glimmer nanbeige nemotron nemotron_h nemotron_h_moe
+neo-bert nomic-bert nomic-bert-moe olmo olmo2 olmoe openelm orion paddleocr pangu-embedded phi2 phi3 phimoe plamo
+plamo2 plamo3 plm pockettts qwen qwen2 qwen2moe qwen2vl qwen3 qwen35 qwen35moe qwen3moe qwen3next qwen3tts qwen3vl
+qwen3vlmoe qwen4exp refact rnd1 rwkv6 rwkv6qwen2 rwkv7 seed_oss smallthinker smollm3 spark2_5 stablelm starcoder
+starcoder2 step35 t5 t5encoder talkie wavtokenizer-dec xverse
+""".split())
+
 
 class WrongType(Exception):
     pass
@@ -100,12 +117,16 @@ def vocab_from_header(h: Header) -> GGUFVocab:
 
 
 def _load(h: Header) -> GGUFVocab:
+    arch = _get(h, Keys.General.ARCHITECTURE, GGUFValueType.STRING)  # src/llama-model-loader.cpp:576
+    if arch not in LIBLLAMA_ARCHS:
+        return refused(CANNOT_LOAD + f"unknown model architecture: '{arch or ''}'")
+    if arch == "clip":  # src/llama.cpp:351-353
+        return refused(CANNOT_LOAD + "CLIP cannot be used as main model, use it with --mmproj instead")
     model = _get(h, Keys.Tokenizer.MODEL, GGUFValueType.STRING, required=True)  # :1945
     pre = _get(h, Keys.Tokenizer.PRE, GGUFValueType.STRING)  # :1944
     _get(h, Keys.Tokenizer.TOKEN_TYPE_COUNT, GGUFValueType.UINT32)  # :1947: only its type matters here
     add_bos = add_eos = False  # member defaults (src/llama-vocab.cpp:1831-1832)
     if model in ("no_vocab", "none"):  # :1949-1969: dummy tokens, no special ids, no keys read after
-        arch = h.values.get(Keys.General.ARCHITECTURE)
         n = _get(h, Keys.LLM.VOCAB_SIZE.format(arch=arch), GGUFValueType.UINT32) or 0
         return GGUFVocab(True, None, "none", n, False, False, LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, pre,
                          tuple("" for _ in range(n)))

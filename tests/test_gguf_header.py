@@ -230,6 +230,10 @@ def test_llamacpp_defaults_when_keys_are_absent(tmp_path):
     ({"extra": [("tokenizer.ggml.suppress_tokens", [1, 2], GGUFValueType.ARRAY, GGUFValueType.UINT32)]},
      "invalid gguf type for tokenizer.ggml.suppress_tokens"),
     ({"tokens": bpe_tokens(300, {7: "tok9"})}, "appears twice"),
+    # the architecture comes first: libllama 0.3.36 refuses one it does not know (src/llama-model.cpp:368-372),
+    # e.g. a newer llama.cpp's, or a projector (src/llama.cpp:351-353)
+    ({"arch": "qwen9next"}, "unknown model architecture: 'qwen9next'"),
+    ({"arch": "clip"}, "CLIP cannot be used as main model"),
 ])
 def test_what_libllama_refuses_to_load(tmp_path, kw, words):
     v = read_gguf(write_gguf(tmp_path / "m.gguf", **kw)).vocab
