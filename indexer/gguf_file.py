@@ -151,7 +151,9 @@ def _load(h: Header) -> GGUFVocab:
         return refused(f"not modelled: libllama loading tokenizer model '{model}'")
     else:
         return refused(CANNOT_LOAD + f"unknown tokenizer: '{model}'")  # :2150-2151
-    if merges_needed and _array_of(h, Keys.Tokenizer.MERGES, (GGUFValueType.STRING,)) is None:
+    # :2008-2011: merges present must be strings, Kimi-K2's too
+    merges = _array_of(h, Keys.Tokenizer.MERGES, (GGUFValueType.STRING,)) if vtype == "bpe" else None
+    if merges_needed and merges is None:
         return refused(CANNOT_LOAD + "cannot find tokenizer merges in model file")  # :2000-2004
     if vtype == "bpe":  # :2153-2429
         name = pre or "default"  # :2157-2167: a missing pre is 'default'

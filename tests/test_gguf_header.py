@@ -230,6 +230,10 @@ def test_llamacpp_defaults_when_keys_are_absent(tmp_path):
     ({"extra": [("tokenizer.ggml.suppress_tokens", [1, 2], GGUFValueType.ARRAY, GGUFValueType.UINT32)]},
      "invalid gguf type for tokenizer.ggml.suppress_tokens"),
     ({"tokens": bpe_tokens(300, {7: "tok9"})}, "appears twice"),
+    # Kimi-K2 needs no merges, but merges it has must be strings (src/llama-vocab.cpp:2001-2011)
+    ({"pre": "kimi-k2", "merges": [], "extra": [("tokenizer.ggml.merges", [1], GGUFValueType.ARRAY,
+                                                  GGUFValueType.INT32)]},
+     "invalid gguf type for tokenizer.ggml.merges"),
     # the architecture comes first: libllama 0.3.36 refuses one it does not know (src/llama-model.cpp:368-372),
     # e.g. a newer llama.cpp's, or a projector (src/llama.cpp:351-353)
     ({"arch": "qwen9next"}, "unknown model architecture: 'qwen9next'"),
