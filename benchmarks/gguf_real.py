@@ -213,6 +213,27 @@ def variants(out: Path) -> list[Path]:
     return written
 
 
+def unit_files(out: Path) -> list[Path]:
+    """The small files tests/test_gguf_header.py builds with GGUFWriter (every refusal case, and loads): libllama
+    must agree with the reader on them too, or the unit tests assert something libllama does not do."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_gguf_header as t
+    from gguf.constants import TokenType
+    from ggufkit import bpe_tokens, write_gguf
+
+    mark = next(m for m in t.test_what_libllama_refuses_to_load.pytestmark if m.name == "parametrize")
+    types = [TokenType.CONTROL] * 5 + [TokenType.NORMAL] * 295
+    byte9 = types[:9] + [TokenType.BYTE] + types[10:]
+    kws = [kw for kw, _ in mark.args[1]] + [
+        dict(tokens=bpe_tokens(300, {9: "zz\0x", 8: "\0x"})), dict(tokens=bpe_tokens(300, {9: "tok7\0x"})),
+        dict(tokens=bpe_tokens(300, {9: "a"}), types=byte9), dict(types=byte9),
+        dict(model="bert", pre=None, types=byte9), {}, dict(pre=None), dict(pre="glm4", bos=3),
+        dict(model="t5", pre=None, scores=[0.0] * 300), dict(bos=100000), dict(tokens=bpe_tokens(8), merges=["a b"]),
+        dict(tokens=bpe_tokens(300, {9: ""}))]
+    (out / "unit").mkdir(exist_ok=True)
+    return [write_gguf(out / "unit" / f"case{i:02d}.gguf", **kw) for i, kw in enumerate(kws)]
+
+
 def check_cli(target: Path, draft: Path) -> bool:
     """``indexer check TARGET.gguf DRAFT.gguf --engine llama.cpp --json``: does llama.cpp speculate?"""
     r = CliRunner().invoke(cli, ["check", str(target), str(draft), "--engine", "llama.cpp", "--json"])
@@ -287,7 +308,7 @@ def main() -> int:
     print(f"{len(converted)} files read, {bad} with differences; {n_pairs} llama.cpp pairs, {pair_bad} differ")
     extra = variants(args.out) if args.variants else sorted(args.out.glob("variants/*.gguf"))
     if args.libllama:
-        files = sorted(args.out.glob("*.gguf")) + extra
+        files = sorted(args.out.glob("*.gguf")) + extra + unit_files(args.out)
         facts = libllama_facts(args.libllama, files)
         lib_bad = 0
         for f in files:
