@@ -231,6 +231,10 @@ def test_empty_text_becomes_empty_marker_and_duplicates_abort():
     assert v.tokens == ("a", "[EMPTY_1]", "b")
     dup = load_vocab(Written(model="llama", pre="default", tokens=["a", "b", "a"]))
     assert not dup.converted and "GGML_ASSERT" in dup.error
+    # a written text ends at a NUL for libllama (C string, ggml/src/gguf.cpp:1096-1099; checked on libllama 0.3.36)
+    nul = load_vocab(Written(model="llama", pre="default", tokens=["a", "\0x", "b\0c"]))
+    assert nul.tokens == ("a", "[EMPTY_1]", "b")
+    assert not load_vocab(Written(model="llama", pre="default", tokens=["a", "a\0c"])).converted
 
 
 def test_default_special_ids_out_of_range_are_disabled():

@@ -220,11 +220,54 @@ def test_llamacpp_defaults_when_keys_are_absent(tmp_path):
     ({"tokens": [], "merges": ["a b"]}, "cannot find tokenizer vocab"),
     ({"types": [1] * 10}, "Index out of array bounds for toktypes (10 < 300)"),
     ({"extra": [("tokenizer.ggml.bos_token_id", 1, GGUFValueType.INT32)]}, "has wrong type int32"),
+    # any special id, flag or count libllama reads must have its type too (src/llama-vocab.cpp:1947, 2457-2458,
+    # 2593-2673; real files made by other tools carry them as int32 or uint8)
+    ({"extra": [("tokenizer.ggml.padding_token_id", 0, GGUFValueType.INT32)]}, "padding_token_id has wrong type"),
+    ({"extra": [("tokenizer.ggml.eot_token_id", 5, GGUFValueType.UINT64)]}, "eot_token_id has wrong type uint64"),
+    ({"extra": [("tokenizer.ggml.add_space_prefix", 1, GGUFValueType.UINT8)]}, "add_space_prefix has wrong type"),
+    ({"extra": [("tokenizer.ggml.add_sep_token", 1, GGUFValueType.INT32)]}, "add_sep_token has wrong type"),
+    ({"extra": [("tokenizer.ggml.token_type_count", 2, GGUFValueType.INT32)]}, "token_type_count has wrong type"),
+    ({"extra": [("tokenizer.ggml.suppress_tokens", [1, 2], GGUFValueType.ARRAY, GGUFValueType.UINT32)]},
+     "invalid gguf type for tokenizer.ggml.suppress_tokens"),
     ({"tokens": bpe_tokens(300, {7: "tok9"})}, "appears twice"),
+    # Kimi-K2 needs no merges, but merges it has must be strings (src/llama-vocab.cpp:2001-2011)
+    ({"pre": "kimi-k2", "merges": [], "extra": [("tokenizer.ggml.merges", [1], GGUFValueType.ARRAY,
+                                                  GGUFValueType.INT32)]},
+     "invalid gguf type for tokenizer.ggml.merges"),
+    # the architecture comes first: libllama 0.3.36 refuses one it does not know (src/llama-model.cpp:368-372),
+    # e.g. a newer llama.cpp's, or a projector (src/llama.cpp:351-353)
+    ({"arch": "qwen9next"}, "unknown model architecture: 'qwen9next'"),
+    ({"arch": "clip"}, "CLIP cannot be used as main model"),
 ])
 def test_what_libllama_refuses_to_load(tmp_path, kw, words):
     v = read_gguf(write_gguf(tmp_path / "m.gguf", **kw)).vocab
     assert not v.converted and words in v.error
+
+
+def test_token_text_ends_at_a_nul_byte_as_libllama_reads_it(tmp_path):
+    # gguf_get_arr_str returns c_str() (ggml/src/gguf.cpp:1096-1099): libllama 0.3.36 reports 'tok9' for 'tok9\0x'
+    # and '[EMPTY_8]' for '\0x'; a truncated text equal to another token aborts the load
+    v = read_gguf(write_gguf(tmp_path / "m.gguf", tokens=bpe_tokens(300, {9: "zz\0x", 8: "\0x"}))).vocab
+    assert v.converted and (v.tokens[9], v.tokens[8]) == ("zz", "[EMPTY_8]")
+    plain = read_gguf(write_gguf(tmp_path / "p.gguf", tokens=bpe_tokens(300, {9: "zz", 8: "[EMPTY_8]"}))).vocab
+    assert v.tokens_sha256() == plain.tokens_sha256()
+    dup = read_gguf(write_gguf(tmp_path / "d.gguf", tokens=bpe_tokens(300, {9: "tok7\0x"}))).vocab
+    assert not dup.converted and "'tok7' appears twice" in dup.error
+
+
+def test_a_short_byte_typed_token_fails_the_load(tmp_path):
+    # building the token_to_piece cache reads a BYTE-typed text as "<0xXX>" with substr(3, 2), which throws for
+    # texts under 3 bytes (src/llama-vocab.cpp:3052-3064, 3196-3201); a WPM vocabulary aborts on any (:3206-3207).
+    # Checked against libllama 0.3.36 on real converter files (benchmarks/gguf_real.py).
+    types = [TokenType.CONTROL] * 5 + [TokenType.NORMAL] * 295
+    short = read_gguf(write_gguf(tmp_path / "s.gguf", tokens=bpe_tokens(300, {9: "a"}),
+                                 types=types[:9] + [TokenType.BYTE] + types[10:])).vocab
+    assert not short.converted and "basic_string::substr" in short.error
+    ok = read_gguf(write_gguf(tmp_path / "ok.gguf", types=types[:9] + [TokenType.BYTE] + types[10:])).vocab
+    assert ok.converted  # 'tok9' is long enough
+    wpm = read_gguf(write_gguf(tmp_path / "w.gguf", model="bert", pre=None,
+                               types=types[:9] + [TokenType.BYTE] + types[10:])).vocab
+    assert not wpm.converted and "GGML_ABORT" in wpm.error
 
 
 def test_empty_token_text_is_renamed_as_libllama_does(tmp_path):

@@ -57,6 +57,33 @@ def choose_file(files: dict[str, int]) -> str | None:
     return min(firsts, key=lambda p: (firsts[p], p)) if firsts else None
 
 
+_TK = Keys.Tokenizer
+BYTE = 6  # LLAMA_TOKEN_TYPE_BYTE (include/llama.h:99)
+_OTHER_IDS = (_TK.EOT_ID, _TK.EOM_ID, _TK.UNK_ID, _TK.SEP_ID, _TK.PAD_ID, _TK.MASK_ID, _TK.FIM_PRE_ID, _TK.FIM_SUF_ID,
+              _TK.FIM_MID_ID, _TK.FIM_PAD_ID, _TK.FIM_REP_ID, _TK.FIM_SEP_ID, _TK.PREFIX_ID, _TK.SUFFIX_ID,
+              _TK.MIDDLE_ID)
+# src/llama-arch.cpp:412-413, 420 (keys gguf-py has no constant for)
+_LOWERCASE, _STRIP_ACCENTS = "tokenizer.ggml.normalizer.lowercase", "tokenizer.ggml.normalizer.strip_accents"
+_SUPPRESS = "tokenizer.ggml.suppress_tokens"
+
+# src/llama-arch.cpp:8-163, LLM_ARCH_NAMES: the general.architecture values libllama knows; any other (or none)
+# makes llama_model_create throw "unknown model architecture" (src/llama-model.cpp:368-372) before the vocabulary
+LIBLLAMA_ARCHS = frozenset("""
+afmoe apertus arcee arctic arwkv7 baichuan bailingmoe bailingmoe2 bailingmoe3 bert bitnet bloom chameleon chatglm
+clip codeshell cogvlm cohere2 cohere2moe command-r dbrx deci deepseek deepseek2 deepseek2-ocr deepseek32 deepseek4
+dflash dots1 dots3note dream eagle3 ernie4_5 ernie4_5-moe eurobert exaone exaone-moe exaone4 falcon falcon-h1 gemma
+gemma-embedding gemma2 gemma3 gemma3n gemma4 gemma4-assistant glm-dsa glm4 glm4moe glm5-next gpt-oss gpt2 gptj
+gptneox granite granite_swa granitehybrid granitemoe graniteswitch grok grovemoe hrm_text hunyuan-dense hunyuan-moe
+hunyuan_vl hy_v3 hy_v4 internlm2 jais jais2 jamba jina-bert-v2 jina-bert-v3 kimi-k3 kimi-linear laguna lfm2 lfm2moe
+llada llada-moe llama llama-embed llama4 maincoder mamba mamba2 maple mellum mimo2 minicpm minicpm3 minimax-01
+minimax-m2 minimax-m3 mistral3 mistral4 modern-bert mpt muse-glimmer nanbeige nemotron nemotron_h nemotron_h_moe
+neo-bert nomic-bert nomic-bert-moe olmo olmo2 olmoe openelm orion paddleocr pangu-embedded phi2 phi3 phimoe plamo
+plamo2 plamo3 plm pockettts qwen qwen2 qwen2moe qwen2vl qwen3 qwen35 qwen35moe qwen3moe qwen3next qwen3tts qwen3vl
+qwen3vlmoe qwen4exp refact rnd1 rwkv6 rwkv6qwen2 rwkv7 seed_oss smallthinker smollm3 spark2_5 stablelm starcoder
+starcoder2 step35 t5 t5encoder talkie wavtokenizer-dec xverse
+""".split())
+
+
 class WrongType(Exception):
     pass
 
@@ -90,11 +117,16 @@ def vocab_from_header(h: Header) -> GGUFVocab:
 
 
 def _load(h: Header) -> GGUFVocab:
+    arch = _get(h, Keys.General.ARCHITECTURE, GGUFValueType.STRING)  # src/llama-model-loader.cpp:576
+    if arch not in LIBLLAMA_ARCHS:
+        return refused(CANNOT_LOAD + f"unknown model architecture: '{arch or ''}'")
+    if arch == "clip":  # src/llama.cpp:351-353
+        return refused(CANNOT_LOAD + "CLIP cannot be used as main model, use it with --mmproj instead")
     model = _get(h, Keys.Tokenizer.MODEL, GGUFValueType.STRING, required=True)  # :1945
     pre = _get(h, Keys.Tokenizer.PRE, GGUFValueType.STRING)  # :1944
+    _get(h, Keys.Tokenizer.TOKEN_TYPE_COUNT, GGUFValueType.UINT32)  # :1947: only its type matters here
     add_bos = add_eos = False  # member defaults (src/llama-vocab.cpp:1831-1832)
     if model in ("no_vocab", "none"):  # :1949-1969: dummy tokens, no special ids, no keys read after
-        arch = h.values.get(Keys.General.ARCHITECTURE)
         n = _get(h, Keys.LLM.VOCAB_SIZE.format(arch=arch), GGUFValueType.UINT32) or 0
         return GGUFVocab(True, None, "none", n, False, False, LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, pre,
                          tuple("" for _ in range(n)))
@@ -119,7 +151,9 @@ def _load(h: Header) -> GGUFVocab:
         return refused(f"not modelled: libllama loading tokenizer model '{model}'")
     else:
         return refused(CANNOT_LOAD + f"unknown tokenizer: '{model}'")  # :2150-2151
-    if merges_needed and _array_of(h, Keys.Tokenizer.MERGES, (GGUFValueType.STRING,)) is None:
+    # :2008-2011: merges present must be strings, Kimi-K2's too
+    merges = _array_of(h, Keys.Tokenizer.MERGES, (GGUFValueType.STRING,)) if vtype == "bpe" else None
+    if merges_needed and merges is None:
         return refused(CANNOT_LOAD + "cannot find tokenizer merges in model file")  # :2000-2004
     if vtype == "bpe":  # :2153-2429
         name = pre or "default"  # :2157-2167: a missing pre is 'default'
@@ -132,6 +166,8 @@ def _load(h: Header) -> GGUFVocab:
         add_bos = True
     elif vtype == "ugm":  # :2443-2446
         add_eos = True
+    for key in (Keys.Tokenizer.ADD_PREFIX, Keys.Tokenizer.REMOVE_EXTRA_WS):  # :2457-2458
+        _get(h, key, GGUFValueType.BOOL)
     tokens_arr = h.arrays.get(Keys.Tokenizer.LIST)
     if tokens_arr is None:
         return refused(CANNOT_LOAD + "cannot find tokenizer vocab in model file")  # :2461-2464
@@ -143,13 +179,26 @@ def _load(h: Header) -> GGUFVocab:
         arr = _array_of(h, key, types)  # :2471-2505: the type, then at least one entry per token
         if arr is not None and arr.count < n:
             return refused(CANNOT_LOAD + f"Index out of array bounds for {what} ({arr.count} < {n})")
-    # :2511-2515: an empty text becomes "[EMPTY_i]"; texts must then be unique (GGML_ASSERT, :2544)
-    tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(h.tokens))
+    # :2511-2515: the text is read as a C string (gguf_get_arr_str returns c_str(), ggml/src/gguf.cpp:1096-1099),
+    # so it ends at a NUL byte; an empty text becomes "[EMPTY_i]"; texts must then be unique (GGML_ASSERT, :2544)
+    tokens = tuple((t.partition("\0")[0] if "\0" in t else t) or f"[EMPTY_{i}]" for i, t in enumerate(h.tokens))
     if len(set(tokens)) != n:
         seen: set[str] = set()
         dup = next(t for t in tokens if t in seen or seen.add(t))
         return refused(f"llama.cpp aborts loading the GGUF: GGML_ASSERT(id_to_token.size() == token_to_id.size()) "
                        f"(token text {dup!r} appears twice)")
+    types = h.arrays.get(Keys.Tokenizer.TOKEN_TYPE)
+    # the token_to_piece cache (:3052-3064) reads every BYTE-typed token as "<0xXX>" (:3699-3737; not RWKV/PLaMo-2)
+    if vtype in ("spm", "ugm", "bpe", "wpm") and types is not None and types.values and BYTE in types.values:
+        for i, typ in enumerate(types.values[:n]):
+            if typ != BYTE:
+                continue
+            if vtype == "wpm":  # token_to_byte has no WPM case (:3206-3207)
+                return refused(f"llama.cpp aborts loading the GGUF: GGML_ABORT in token_to_byte (token {i} is "
+                               "BYTE-typed in a WPM vocabulary)")
+            if len(tokens[i].encode("utf-8", "surrogatepass")) < 3:  # text.substr(3, 2) throws (:3196, :3201)
+                return refused(CANNOT_LOAD + f"error loading model vocabulary: basic_string::substr (token {i} "
+                               f"{tokens[i]!r} is BYTE-typed but shorter than '<0xXX>')")
     ids = {"bos": bos, "eos": eos}
     for typ, key in (("bos", Keys.Tokenizer.BOS_ID), ("eos", Keys.Tokenizer.EOS_ID)):  # :2591-2635
         if ids[typ] >= n:  # a default beyond the vocabulary is disabled
@@ -157,8 +206,13 @@ def _load(h: Header) -> GGUFVocab:
         new = _get(h, key, GGUFValueType.UINT32)
         if new is not None and new < n:  # a written id beyond it is ignored
             ids[typ] = new
+    for key in _OTHER_IDS:  # :2593-2635: every special id is a uint32 too, or the load throws
+        _get(h, key, GGUFValueType.UINT32)
     written_bos = _get(h, Keys.Tokenizer.ADD_BOS, GGUFValueType.BOOL)  # :2637-2649
     written_eos = _get(h, Keys.Tokenizer.ADD_EOS, GGUFValueType.BOOL)
+    for key in (Keys.Tokenizer.ADD_SEP, _LOWERCASE, _STRIP_ACCENTS):  # :2647, :2661-2663
+        _get(h, key, GGUFValueType.BOOL)
+    _array_of(h, _SUPPRESS, (GGUFValueType.INT32,))  # :2667-2673
     add_bos = add_bos if written_bos is None else written_bos
     add_eos = add_eos if written_eos is None else written_eos
     if vtype == "bpe" and pre in ("gemma4", "granite-embed-multi-311m") and not add_bos:  # :2232-2234, :2651-2657

@@ -113,8 +113,9 @@ def load_vocab(written: Written) -> GGUFVocab:
     else:
         return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{written.model}'")
 
-    # :2509-2515: an empty text becomes "[EMPTY_i]"; token_to_id must then be a bijection (GGML_ASSERT :2540).
-    tokens = tuple(written.tokens)
+    # :2509-2515: a text is read as a C string (ends at a NUL: gguf_get_arr_str, ggml/src/gguf.cpp:1096-1099); an
+    # empty text becomes "[EMPTY_i]"; token_to_id must then be a bijection (GGML_ASSERT :2540).
+    tokens = tuple(t.partition("\0")[0] if "\0" in t else t for t in written.tokens)
     if "" in tokens:
         tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens))
     if len(set(tokens)) != len(tokens):
