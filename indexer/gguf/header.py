@@ -252,7 +252,7 @@ def _parse(cur: _Cursor, h: Header) -> None:
         h.types[key] = typ
         cur.key, cur.count = key, 0
         if typ == GGUFValueType.ARRAY:
-            # the token types too: a BYTE-typed token can make libllama refuse the file (indexer/gguf_file.py)
+            # the token types too: a BYTE-typed token can make libllama refuse the file (indexer/gguf/file.py)
             h.arrays[key] = arr = _array(cur, key, keep_all=key in (tokens_key, Keys.Tokenizer.TOKEN_TYPE))
             if key == tokens_key and arr.type == GGUFValueType.STRING:
                 h.tokens = arr.values
