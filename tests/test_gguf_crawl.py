@@ -176,3 +176,30 @@ def test_gguf_repos_on_postgresql(hub, pg_url, tmp_path, monkeypatch):
     tuned = verdicts(side_from_catalog("quant/Big-7B-GGUF", db=pg_url),
                      side_from_catalog("quant/Tuned-7B-GGUF", db=pg_url))["llama.cpp"]
     assert tuned.outcome == "no_speculation"
+
+
+def test_a_gguf_repo_whose_listing_lost_its_siblings_is_read_from_the_tree(tmp_path):
+    """HUB-API §0.1.11: a listing's siblings may come back empty or cut short. GGUF names cannot be asked of
+    paths-info, so a repo whose siblings show no weights at all is listed once (the tree) and read as usual;
+    a repo whose siblings show weights but no tokenizer costs no tree call and stays no_tokenizer."""
+    hub = tmp_path / "hub"
+    make_spm(hub / "spm/Big-7B")
+    big = predict_gguf(hub / "spm/Big-7B")
+    write_vocab_gguf(hub / "quant/Lost-7B-GGUF" / "Lost-7B-Q4_K_M.gguf", big)
+    set_meta(hub, "quant/Lost-7B-GGUF", listing_siblings="empty")
+    write_vocab_gguf(hub / "quant/Cut-7B-GGUF" / "Cut-7B-Q8_0.gguf", big, rename={9: "<|cut|>"})
+    set_meta(hub, "quant/Cut-7B-GGUF", listing_siblings=1)  # cut to one entry: its GGUF, still a weight
+    (hub / "plain/weights-only").mkdir(parents=True)
+    (hub / "plain/weights-only" / "model.safetensors").write_bytes(b"\0" * 64)
+    db = str(tmp_path / "c.db")
+    upgrade(db)
+    with HubServer(str(hub), lossy_siblings=0) as server:
+        summary = crawl(db, server)
+        tree_calls = sum(n for k, n in server.counts.items() if "tree" in str(k))
+    r = rows(db)
+    for repo, name in (("quant/Lost-7B-GGUF", "Lost-7B-Q4_K_M.gguf"), ("quant/Cut-7B-GGUF", "Cut-7B-Q8_0.gguf")):
+        assert r[repo]["status"] == "ok" and name in r[repo]["reason"], r[repo]
+    assert r["plain/weights-only"]["status"] == "no_tokenizer"
+    # one tree listing: the repo that lost every sibling (the cut one still shows its GGUF; weights-only shows
+    # weights, so its absent tokenizer is paths-info's word alone)
+    assert summary["gguf"]["headers_read"] == 2 and tree_calls == 1, (summary["gguf"], dict(server.counts))

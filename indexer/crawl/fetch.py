@@ -152,6 +152,8 @@ class Fetcher:
                                      safe_blob_id(lfs.sha256) if lfs else None)
         out = Fetched(entries=entries)
         if not any(v in entries for v in VOCAB_FILES) and not (CONFIG_FILE in entries and _maybe_head(item)):
+            if not gguf_files and _siblings_may_hide_gguf(item):
+                gguf_files = self._gguf_from_tree(item)
             if gguf_files:
                 return self._gguf(item, out, gguf_files)
             out.status, out.reason = "no_tokenizer", "no tokenizer vocabulary file at the repo root"
@@ -182,6 +184,17 @@ class Fetcher:
                 if not item.gated:
                     self.sources.setdefault(e.blob_id, item.id)
         return out
+
+    def _gguf_from_tree(self, item: Listed) -> dict[str, tuple[int, str | None]]:
+        """GGUF model files of a repo whose listing lost its siblings: one tree listing (one API call)."""
+        from huggingface_hub.hf_api import RepoFile
+
+        files: dict[str, tuple[int, str | None]] = {}
+        for it in self.client.list_files(item.id, item.sha):
+            if isinstance(it, RepoFile) and gguf_names([it.path]) and len(files) < MAX_GGUF_NAMES:
+                lfs = getattr(it, "lfs", None)
+                files[safe_name(it.path)] = (int(it.size or 0), safe_blob_id(lfs.sha256) if lfs else None)
+        return files
 
     def _gguf(self, item: Listed, out: Fetched, files: dict) -> Fetched:
         """A GGUF-only repo: one GGUF header, range-read (indexer/gguf/hub.py)."""
@@ -233,6 +246,15 @@ class Fetcher:
 
 
 MAX_GGUF_NAMES = 1000  # paths-info names asked for one repo's GGUF files
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".npz")
+
+
+def _siblings_may_hide_gguf(item: Listed) -> bool:
+    """A listing whose ``siblings`` show no weights of any kind may have lost them (HUB-API §0.1.11: empty or
+    truncated under server-side caching): GGUF names cannot be asked of paths-info, so the tree is listed."""
+    return not any(str(n).lower().endswith(WEIGHT_SUFFIXES) for n in item.siblings or ())
 
 
 def _gguf_candidates(item: Listed) -> list[str]:

@@ -555,6 +555,15 @@ class HubClient:
             f"paths_info {repo_id}", lambda: self.api.get_paths_info(repo_id, list(paths), revision=sha)
         )
 
+    def list_files(self, repo_id: str, sha: str, limit: int = 10_000) -> list:
+        """The repo's files at commit ``sha`` (RepoFile entries with size, blob id and LFS sha256), from the
+        tree listing ``snapshot_download`` trusts where a listing's ``siblings`` may be lossy (HUB-API §0.1.11;
+        hf_api.py ``list_repo_tree``, paged by the client). Capped at ``limit`` entries."""
+        from itertools import islice
+
+        return self._with_retries(f"tree {repo_id}", lambda: list(islice(
+            self.api.list_repo_tree(repo_id, revision=sha, recursive=True), limit)))
+
     def download(self, repo_id: str, sha: str, filename: str, blob_id: str, store, *,
                  lfs_sha256: str | None = None, size: int | None = None,
                  max_bytes: int | None = None) -> Downloaded:
