@@ -103,3 +103,18 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable (POSIX: the directory entry is data of the directory);
+    best effort where the platform cannot open a directory."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -28,7 +28,7 @@ from pathlib import Path
 from .catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
 from .catalog.tokenstore import default_root
 from .errors import PortBusy, PublishError
-from .files import sha256_file
+from .files import fsync_dir, sha256_file
 from .resources import METADATA_PATH, package_path
 
 METADATA_DB_KEY = "catalog"
@@ -311,24 +311,11 @@ def compact_into(src: Path, dest: Path) -> dict:
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, dest)
-        _fsync_dir(dest.parent)
+        fsync_dir(dest.parent)
     finally:
         if tmp.exists():
             tmp.unlink()
     return {"bytes": dest.stat().st_size, "sha256": sha256_file(dest), "tables": counts}
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import CatalogError
+from ..files import fsync_dir
 
 DEFAULT_DB = "data/catalog.db"
 DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)
@@ -370,7 +371,7 @@ def _build_new(path: Path, revision: str) -> None:
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     finally:
         for leftover in (tmp, *_sidecars(tmp)):
             leftover.unlink(missing_ok=True)
@@ -384,19 +385,6 @@ def _remove_stale_builds(path: Path) -> None:
     """Temporary builds of a killed upgrade (we hold the upgrade lock: nobody else is building)."""
     for stale in path.parent.glob(f".{path.name}.*{NEW_SUFFIX}*"):
         stale.unlink(missing_ok=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @contextmanager
