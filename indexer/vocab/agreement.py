@@ -128,26 +128,39 @@ def agreement(target: dict[str, int], draft: dict[str, int], counts: dict[int, i
         same = sum(n for i, n in counts.items() if i in di and ti.get(i) == di[i])
         text = same / total if total else None
     identical = not differ and not only_t and not only_d
-    figure = text if text is not None else ids_agreement
     changed = sorted(differ + only_t + only_d)
-    warnings = [f"the target's {what} {_shown(ti.get(i))!r} (id {i}) " +
-                ("means " + repr(_shown(di[i])) if i in di else "does not exist") + " in the draft"
-                for i, what in sorted((specials or {}).items()) if i in ti and ti.get(i) != di.get(i)]
+    return _result(
+        identical=identical, text=text, ids_agreement=ids_agreement, ids_target=len(ti), ids_common=len(common),
+        differ=differ, only_t=only_t, only_d=only_d,
+        examples=[(i, _shown(ti.get(i)), _shown(di.get(i))) for i in changed[:EXAMPLES]],
+        warnings=[_warning(what, i, _shown(ti.get(i)), _shown(di.get(i)))
+                  for i, what in sorted((specials or {}).items()) if i in ti and ti.get(i) != di.get(i)])
+
+
+def _warning(what: str, i: int, target, draft) -> str:
+    return (f"the target's {what} {target!r} (id {i}) " + (f"means {draft!r}" if draft is not None else
+                                                          "does not exist") + " in the draft")
+
+
+def _result(*, identical: bool, text: float | None, ids_agreement: float, ids_target: int, ids_common: int,
+            differ: list[int], only_t: list[int], only_d: list[int], examples: list[tuple],
+            warnings: list[str]) -> dict:
+    """The one shape of the ``agreement`` object, graded by :func:`grade` (text when known, else ids)."""
+    figure = text if text is not None else ids_agreement
     return {
         "identical": identical,
         "class": IDENTICAL if identical else grade(figure),
         "basis": "identical" if identical else ("text" if text is not None else "ids"),
-        "ids_target": len(ti),
-        "ids_common": len(common),
+        "ids_target": ids_target,
+        "ids_common": ids_common,
         "ids_differ": len(differ),
         "only_target": len(only_t),
         "only_draft": len(only_d),
         "ids_agreement": round(ids_agreement, 6),
         "text_agreement": None if text is None else round(text, 6),
         "text_sha256": reference_sha256() if text is not None else None,
-        "differing_ids": len(changed),
-        "examples": [{"id": i, "target": _shown(ti.get(i)), "draft": _shown(di.get(i))}
-                     for i in changed[:EXAMPLES]],
+        "differing_ids": len(differ) + len(only_t) + len(only_d),
+        "examples": [{"id": i, "target": t, "draft": d} for i, t, d in examples],
         "warnings": warnings,
     }
 
@@ -174,26 +187,12 @@ def by_added(t_added: list[dict], d_added: list[dict], *, t_base: int | None, d_
         text = (total - lost) / total if total else None
     ids_agreement = (ids_target - len(differ) - len(only_t)) / ids_target if ids_target else 0.0
     changed = sorted(differ + only_t + only_d)
-    figure = text if text is not None else ids_agreement
-    return {
-        "identical": False,
-        "class": grade(figure),
-        "basis": "text" if text is not None else "ids",
-        "ids_target": ids_target,
-        "ids_common": ids_target - len(only_t),
-        "ids_differ": len(differ),
-        "only_target": len(only_t),
-        "only_draft": len(only_d),
-        "ids_agreement": round(ids_agreement, 6),
-        "text_agreement": None if text is None else round(text, 6),
-        "text_sha256": reference_sha256() if text is not None else None,
-        "differing_ids": len(changed),
-        "examples": [{"id": i, "target": ta.get(i), "draft": draft(i) if i in ta else da.get(i)}
-                     for i in changed[:EXAMPLES]],
-        "warnings": [f"the target's {what} {ta[i]!r} (id {i}) " +
-                     (f"means {draft(i)!r}" if draft(i) is not None else "does not exist") + " in the draft"
-                     for i, what in sorted((specials or {}).items()) if i in differ or i in only_t],
-    }
+    return _result(
+        identical=False, text=text, ids_agreement=ids_agreement, ids_target=ids_target,
+        ids_common=ids_target - len(only_t), differ=differ, only_t=only_t, only_d=only_d,
+        examples=[(i, ta.get(i), draft(i) if i in ta else da.get(i)) for i in changed[:EXAMPLES]],
+        warnings=[_warning(what, i, ta[i], draft(i))
+                  for i, what in sorted((specials or {}).items()) if i in differ or i in only_t])
 
 
 def special_ids(tok: dict | None) -> dict[int, str]:
