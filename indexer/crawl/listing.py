@@ -1,4 +1,4 @@
-"""Scope listings that cost what changed (DESIGN §3, HUB-API §0.1.5, §0.1.7, §0.1.13).
+"""Scope listings that cost what changed (docs/hub-api.md §0.1.5, §0.1.7, §0.1.13 and §0.2).
 
 Each scope is listed with ``sort=lastModified``: the Hub sorts descending and pages by keyset on
 (lastModified, ``_id``), so a listing read over hours neither skips nor repeats repos. A pass stops at the

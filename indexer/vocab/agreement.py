@@ -23,7 +23,7 @@ import os
 from functools import lru_cache
 from importlib import resources
 
-WORKS_AT = 0.99  # text_agreement from which a started pair works (DESIGN §2)
+WORKS_AT = 0.99  # text_agreement from which a started pair works (docs/engines.md "Outcomes")
 DEGRADED_AT = 0.5  # ... from which it still pays, below which it is useless
 EXAMPLES = 5  # differing ids shown with both strings
 REFERENCE_PARTS = ("licences.txt", "translations.txt", "cjk.txt", "python.txt")
