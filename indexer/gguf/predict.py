@@ -38,7 +38,7 @@ chameleon minerva-7b megrez gpt-4o llama4 kanana2 talkie granite-embed-multi-97m
 trillion granite-docling bailingmoe bailingmoe2 llada-moe seed-coder hunyuan hunyuan-dense hy_v4 joyai-llm kimi-k2
 ufakzeka grok-2 afmoe laguna minimax-m2 solar-open mellum2
 """.split())
-PRE_ADD_BOS = frozenset({  # llama-vocab.cpp:2175-2185 (llama3 group), :2296 tekken, :2322 chameleon
+PRE_ADD_BOS = frozenset({  # llama-vocab.cpp:2175-2185 (llama3 group), :2303-2307 tekken, :2330-2334 chameleon
     "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano",
     "tekken", "chameleon",
 })
