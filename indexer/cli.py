@@ -328,7 +328,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
         for name, fix in result["fixes"].items():
             if fix:
                 click.echo(f"  fix ({name}): {fix}")
-            elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(result["verdicts"][name]):
+            elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(name, result):
                 stuck.append(name)
         if stuck:
             click.echo(f"  no fix changes the outcome on: {', '.join(stuck)}")
@@ -337,9 +337,13 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
     sys.exit(0 if works_on(result, engine) else 1)
 
 
-def _not_judged(verdict: dict) -> bool:
-    """A GGUF side on an engine that loads none: its reason says where to ask instead, no fix applies."""
-    return any(r.startswith("not judged") for r in verdict["reasons"])
+def _not_judged(engine: str, result: dict) -> bool:
+    """A GGUF file on an engine that loads none (``Engine.gguf_rule`` is None): its verdict says where to ask
+    instead, and no fix applies."""
+    from .engines import ENGINES
+
+    read = any((g or {}).get("source") == "read" for g in result["details"]["gguf"].values())
+    return read and ENGINES[engine].gguf_rule is None
 
 
 def _short(tokens: list[str], n: int = 8) -> str:
