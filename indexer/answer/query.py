@@ -315,8 +315,8 @@ def _local_gguf_target(cat: Catalog, arg: str, path) -> Target:
         raise QueryError(f"target {arg}: {f.vocab.error}")
     sig = registry.gguf_signature(f.vocab, f.vocab.tokens_sha256())
     twin = cat.one("SELECT r.id, r.repo_id FROM compat_classes c JOIN repo_classes rc ON rc.class_id = c.id "
-                   "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = 'llama.cpp' AND c.class_key = :s "
-                   "ORDER BY r.repo_id LIMIT 1", {"s": sig})
+                   "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = :e AND c.class_key = :s "
+                   "ORDER BY r.repo_id LIMIT 1", {"s": sig, "e": registry.GGUF_ENGINE})
     if twin is None:
         raise QueryError(f"target {arg}: no catalog repo has its GGUF vocabulary ({f.vocab.vocab_type}, n_vocab "
                          f"{f.vocab.n_vocab}, signature {sig[:12]}); compare it with a draft by "
@@ -362,7 +362,7 @@ class Query:
             # The rule refuses every draft for this target (LM Studio: a vision_config target).
             self.refused_target = self.entry.rule(self._fact_side(refusing), self._fact_side(None)).reasons[0]
             self.class_ids = []
-        elif self.class_id is not None and self.entry.class_key == ("gguf_sig",):
+        elif self.class_id is not None and self.entry.gguf_classes:
             # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
             for cid, reason in cat.all(
                     "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
@@ -374,7 +374,7 @@ class Query:
         # work (ranked with the class) or are degraded (listed after), like `check` says.
         self.grades: dict[int, dict] = {}
         self.degraded_ids: list[int] = []
-        if self.class_ids and self.entry.class_key != ("gguf_sig",) and self.size is not None:
+        if self.class_ids and not self.entry.gguf_classes and self.size is not None:
             self._agreeing_classes()
         self._roots: dict[int, str] = {}
         self._added: dict[int, tuple] = {}
@@ -436,13 +436,7 @@ class Query:
 
     def _gguf_refusal(self) -> str | None:
         """A GGUF file target: engines that load no GGUF say so (llama.cpp answers from the file's facts)."""
-        if not self.target.gguf_file or self.entry.class_key == ("gguf_sig",):
-            return None
-        if self.entry.gguf_rule is not None:  # LM Studio: GGUF models run on its llama.cpp engine
-            return ("LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
-                    "--engine llama.cpp")
-        side = registry.Side(self.target.gguf_file, None, None, None, gguf_file=self.target.gguf_file)
-        return registry.loads_no_gguf(ENGINE_NAMES[self.engine], side, registry.Side("", None, None, None))
+        return self.entry.refuses_gguf_target(self.target.gguf_file) if self.target.gguf_file else None
 
     def _dense_id(self, column: str, value: str | None) -> int | None:
         """compute's number for an author or family string (any repo that has it carries it)."""
@@ -470,7 +464,7 @@ class Query:
         error = self._engine_fact("text_config_error")
         if error and "text_config_error" in self.entry.facts:
             return f"{error}: {ENGINE_NAMES[self.engine]} refuses it"
-        if self.entry.class_key == ("gguf_sig",):
+        if self.entry.gguf_classes:
             gguf_error = self._engine_fact("gguf_error")
             if gguf_error and self.target.gguf_file:  # read facts: libllama's own words
                 return f"the target's GGUF ({self.target.gguf_file}): {gguf_error}"
@@ -560,8 +554,7 @@ class Query:
         if self.refused_target:
             return out
         base = "AND rc.params < :tp AND NOT rc.disabled" if t["params"] is not None else "AND NOT rc.disabled"
-        key = self.entry.class_key
-        if key == ("gguf_sig",):
+        if self.entry.gguf_classes:
             fails = self.cat.all(
                 "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
                 "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
@@ -717,7 +710,7 @@ class Query:
 
     def _launch_name(self, r: dict) -> str:
         """A GGUF repo draft launches as ``REPO:QUANT`` (llama-server -hfd); others by their repo id."""
-        if r.get("tokenizer_id") is None and self.entry.class_key == ("gguf_sig",):
+        if r.get("tokenizer_id") is None and self.entry.gguf_classes:
             return _hub_gguf(self.cat, r["pk"], r["repo_id"]) or r["repo_id"]
         return r["repo_id"]
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from ..engines import ENGINES, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
+from ..engines import ENGINES, GGUF_CLASS_KEY, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..vocab.fingerprint import transformers_version
 from ..vocab.params import estimate_from_name
 from . import db
@@ -255,7 +255,7 @@ CLASS_JOIN = {"tok": "c.tokenizer_id = o.tok", "gguf_sig": "c.class_key = o.gguf
 
 def insert_classes(ex, engine: str, key: tuple[str, ...]) -> None:
     """One compat_classes row per distinct value of the engine's class key among ok repos."""
-    if key == ("gguf_sig",):
+    if key == GGUF_CLASS_KEY:
         ex("INSERT INTO compat_classes (engine, class_key, vocab_size, tokenizer_id, members, label) "
            "SELECT :e, g.sig, g.nv, NULL, g.n, 'GGUF vocabulary ' || substr(g.sig, 1, 12) || ', n_vocab ' "
            "|| CAST(g.nv AS TEXT) FROM (SELECT gguf_sig AS sig, max(gguf_nv) AS nv, count(*) AS n FROM tmp_ok "

@@ -34,6 +34,7 @@ from .heads import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --m
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
+GGUF_CLASS_KEY = ("gguf_sig",)  # compute's class key for an engine that compares GGUF token lists
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
 
 
@@ -97,6 +98,23 @@ class Engine:
     heads: dict = field(default_factory=dict)
     # The rule for a pair with a GGUF file on either side; None: the engine loads no GGUF files.
     gguf_rule: Callable[[Side, Side], Verdict] | None = None
+    # Why a GGUF file target gets no drafts from this engine's query although it loads GGUF files (LM Studio:
+    # they run on its llama.cpp engine, so ask that); None where the engine answers it or loads no GGUF.
+    gguf_target_refusal: str | None = None
+
+    @property
+    def gguf_classes(self) -> bool:
+        """Classes are GGUF vocabulary signatures, with cross-class pairs in ``llamacpp_pairs`` (llama.cpp)."""
+        return self.class_key == GGUF_CLASS_KEY
+
+    def refuses_gguf_target(self, gguf_file: str) -> str | None:
+        """Why this engine's query gives a GGUF file target no drafts (None: it answers from the file's facts)."""
+        if self.gguf_classes:
+            return None
+        if self.gguf_rule is not None:
+            return self.gguf_target_refusal
+        return loads_no_gguf(self.display, Side(gguf_file, None, None, None, gguf_file=gguf_file),
+                             Side("", None, None, None))
 
     def verdict(self, t: Side, d: Side) -> Verdict:
         if t.gguf_file or d.gguf_file:
@@ -520,7 +538,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
                                "(indexer/gguf/file.py: src/llama-vocab.cpp llama_vocab::impl::load)",
         },
         facts=("gguf",),
-        rule=llamacpp_rule, class_key=("gguf_sig",), launch=launch_llamacpp, gguf_rule=llamacpp_rule,
+        rule=llamacpp_rule, class_key=GGUF_CLASS_KEY, launch=launch_llamacpp, gguf_rule=llamacpp_rule,
         words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
                REFUSED: "has no GGUF to load (the converter refuses the repo)"}),
     Engine(
@@ -541,13 +559,17 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         },
         facts=("has_vision_config", "tok.hf_vocab_size", "tok.vocab_sha256"),
         rule=lmstudio_rule, class_key=("hf", "tok"), launch=launch_lmstudio, words=dict(_SIZE_WORDS),
-        refuses_target_with="has_vision_config", gguf_rule=lmstudio_gguf_rule),
+        refuses_target_with="has_vision_config", gguf_rule=lmstudio_gguf_rule,
+        gguf_target_refusal="LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
+                            "--engine llama.cpp"),
 )}
 
 ENGINE_NAMES: dict[str, str] = {name: e.display for name, e in ENGINES.items()}
 DEFAULT_ENGINE = "sglang"
 
 
+# The engine whose classes are GGUF signatures (a local GGUF target is matched to a catalog repo through it).
+GGUF_ENGINE = next(name for name, e in ENGINES.items() if e.gguf_classes)
 HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if e.heads)  # engines that load speculator heads
 
 
