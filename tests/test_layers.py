@@ -31,7 +31,6 @@ LAYERS = [
 # the import is deferred so the light path (query, a config read) does not load the other module.
 KNOWN_LAZY_CIRCLES = {
     frozenset({"indexer.vocab.modelconfig", "indexer.vocab.params"}),
-    frozenset({"indexer.gguf", "indexer.gguf.predict"}),  # predict_gguf_facts defers loading the converter
     frozenset({"indexer.catalog.compute", "indexer.catalog.compute_agreement"}),
     frozenset({"indexer.answer.query", "indexer.answer.headquery", "indexer.answer.sides"}),
 }

@@ -7,13 +7,14 @@ from pathlib import Path
 from ..engines import Side
 from ..errors import IndexerError
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
-from ..gguf import predict_gguf_facts
 from ..vocab.fingerprint import fingerprint_dir
 from ..vocab.modelconfig import read_config
 from .lookup import looks_like_dir  # noqa: F401  (re-exported: query imports it without this module's weight)
 
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
+    from ..gguf.predict import predict_gguf_facts  # deferred: a check of catalog repos needs no converter
+
     directory = check_dir(path)
     config = read_config(directory, max_file_bytes)
     if config.auto_map and not (directory / "tokenizer_config.json").is_file():

@@ -284,7 +284,7 @@ def write_meta(conn, values: dict[str, str]) -> None:
 def facts_of_dir(directory: Path, tokens) -> dict:
     """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
     from ..files import InputError
-    from ..gguf import predict_gguf_facts
+    from ..gguf.predict import predict_gguf_facts
     from ..vocab.modelconfig import read_config
 
     row: dict = {"vllm": None, "tce": None, "vis": False}

@@ -158,6 +158,17 @@ def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
     return load_vocab(written)
 
 
+def predict_gguf_facts(directory, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    """(GGUFVocab, None), or (None, why) when the prediction itself fails: one engine's GGUF verdict must not
+    abort the other engines' verdicts for the same model."""
+    try:
+        return predict_gguf(directory, max_file_bytes=max_file_bytes), None
+    except InputError as e:
+        return None, f"the GGUF prediction cannot read the files: {e.message}"
+    except Exception as e:  # noqa: BLE001 - one engine's prediction must not abort the other verdicts
+        return None, f"the GGUF prediction failed: {type(e).__name__}: {e}"
+
+
 def _text(s: str) -> str:
     return s.split("\0", 1)[0]  # the rule compares with strcmp (common/speculative.cpp:119)
 
@@ -199,5 +210,5 @@ def speculative_compatible(target: GGUFVocab, draft: GGUFVocab) -> tuple[bool, l
     return True, reasons
 
 
-__all__ = ["LLAMACPP_COMMIT", "NOT_MODELLED", "GGUFVocab", "is_not_modelled", "predict_gguf", "speculative_compatible",
-           "DEFAULT_MAX_FILE_BYTES"]
+__all__ = ["LLAMACPP_COMMIT", "NOT_MODELLED", "GGUFVocab", "is_not_modelled", "predict_gguf", "predict_gguf_facts",
+           "speculative_compatible", "DEFAULT_MAX_FILE_BYTES"]
