@@ -33,7 +33,8 @@ from pathlib import Path
 from ..errors import ConverterError, NotModelled
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
 from ..files import read_json as _read_json
-from .tfmap import CONFIG_MODEL_TYPES, FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
+from .tfconfig import CONFIG_MODEL_TYPES
+from .tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
 
 _CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
 
