@@ -125,7 +125,7 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     """A Llama-2-style tokenizer.json: BPE over ``▁``-marked pieces with byte fallback (<0x00>..<0xFF>).
 
     llama.cpp's converter takes such a Llama repo through its llama-hf path (vocab type SPM, no BPE
-    pre-tokenizer hash to recognise: ``indexer/gguf/convert.py`` ``_llama_hf``), so the demo shows
+    pre-tokenizer hash to recognise: ``indexer/gguf/vocabpaths.py`` ``_llama_hf``), so the demo shows
     llama.cpp drafts; the byte-level families show what it refuses.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers

@@ -12,9 +12,10 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, 
 
 from indexer.files import InputError
 from indexer.gguf import prehash as gguf_prehash
-from indexer.gguf.convert import Written, pre_tokenizer_hash
 from indexer.gguf.hf import load_hf_tokenizer
 from indexer.gguf.predict import GGUFVocab, is_not_modelled, load_vocab, predict_gguf, speculative_compatible
+from indexer.gguf.vocabpaths import pre_tokenizer_hash
+from indexer.gguf.written import Written
 
 LINES = [f"the quick brown fox jumps over the lazy dog {i}" for i in range(200)]
 
@@ -398,7 +399,7 @@ def test_mpt_falls_back_to_sentencepiece_with_its_own_special_ids(tmp_path):
 
 def test_architecture_table_is_consistent():
     from indexer.gguf.archs import SUPPORTED, VOCAB_PATH
-    from indexer.gguf.convert import PATHS
+    from indexer.gguf.vocabpaths import PATHS
 
     assert set(VOCAB_PATH) <= SUPPORTED and len(SUPPORTED) == 269  # conversion/__init__.py TEXT_MODEL_MAP
     assert {kind for kind, _ in VOCAB_PATH.values()} <= set(PATHS)

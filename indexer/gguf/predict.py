@@ -1,8 +1,9 @@
 """llama.cpp's view of a model's vocabulary, as its converter makes the GGUF and libllama reads it.
 
 Pinned: ggml-org/llama.cpp@0c1e57098 (vendored in the llama-cpp-python 0.3.36 sdist). ``predict_gguf`` runs
-the converter's vocabulary path in pure Python (indexer/gguf/convert.py, rules with file:line there), then
-applies what libllama's ``llama_vocab::impl::load`` does with those keys (src/llama-vocab.cpp, cited below).
+the converter's vocabulary path in pure Python (indexer/gguf/convert.py and vocabpaths.py, rules with
+file:line there), then applies what libllama's ``llama_vocab::impl::load`` does with those keys
+(src/llama-vocab.cpp, cited below).
 ``speculative_compatible`` is ``common_speculative_are_compatible`` (common/speculative.cpp:67-130).
 docs/llamacpp.md lists every rule.
 """
@@ -15,8 +16,9 @@ from dataclasses import dataclass, fields
 
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from . import LLAMACPP_COMMIT  # the pin (one place: indexer/gguf/__init__.py)
-from .convert import Written, convert
+from .convert import convert
 from .hf import ConverterError, NotModelled, file_cache
+from .written import Written
 
 LLAMA_TOKEN_NULL = -1
 # The error prefix of a converter path this indexer does not reproduce: unknown, not a refusal.
