@@ -5,8 +5,9 @@
 """
 
 from .repos import FileEntry, Repo, RepoStore, git_blob_sha1
-from .server import COUNTER_KINDS, FAULT_KINDS, Fault, HubServer
+from .server import COUNTER_KINDS, HubServer
 from .synthetic import generate_synthetic_hub
+from .wire import FAULT_KINDS, Fault
 
 __all__ = [
     "COUNTER_KINDS",
