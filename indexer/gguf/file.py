@@ -85,7 +85,7 @@ starcoder2 step35 t5 t5encoder talkie wavtokenizer-dec xverse
 
 
 class WrongType(Exception):
-    pass
+    """A key libllama's loader would throw on (missing when required, or of another type)."""
 
 
 def _get(h: Header, key: str, typ: GGUFValueType, required: bool = False):
@@ -236,6 +236,7 @@ class GGUFFile:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        """The catalog's ``gguf`` JSON for a read file: the vocabulary's facts plus the file's own."""
         return {**self.vocab.to_dict(), "source": "read", "file": self.file, "architecture": self.architecture,
                 "name": self.name, "file_type": self.file_type, "has_chat_template": self.has_chat_template,
                 "quant": self.quant, "split_count": self.split_count, "kv_bytes": self.kv_bytes,

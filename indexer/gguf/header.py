@@ -52,6 +52,8 @@ class Array:
 
 @dataclass
 class Header:
+    """The key/value section parsed from a prefix of the file, or what more to read, or why it is malformed."""
+
     status: str  # "ok", "need_more" or "malformed"
     reason: str | None = None
     need: int | None = None  # need_more: read the prefix up to this many bytes
@@ -66,6 +68,7 @@ class Header:
 
     @property
     def ok(self) -> bool:
+        """Whether the whole key/value section was parsed."""
         return self.status == "ok"
 
 

@@ -61,6 +61,7 @@ def read_json(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
 
 
 def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    """A JSON file of the model directory, or None when it is absent (the converter treats both alike)."""
     path = directory / name
     return read_json(path, max_bytes) if path.is_file() else None
 
@@ -105,6 +106,7 @@ class HFTokenizer:
     clean_up_tokenization_spaces: bool = False  # tokenization_utils_base.py:1454 (default False in 4.57.6)
 
     def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` with the tokenizer's own special tokens, as ``tokenizer.encode`` gives them."""
         return self.backend.encode(text).ids
 
     def decode_roundtrip(self, token: str) -> str:

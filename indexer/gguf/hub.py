@@ -46,9 +46,11 @@ class GGUFRead:
 
     @property
     def key(self) -> str:
+        """The file_sets key of this GGUF (by its sha256)."""
         return gguf_set_key(self.sha256)
 
     def reason(self) -> str:
+        """The repo's reason line: which file the facts come from and what reading it cost."""
         quant, _, count = split_info(self.filename)
         shard = f", shard 1 of {count}" if count > 1 else ""
         how = (f"{self.bytes_read} bytes in {self.requests} range request{'s' if self.requests != 1 else ''}"
@@ -70,6 +72,7 @@ class GGUFHeaderReader:
         self.reads = self.bytes_read = self.requests = self.known_hits = 0
 
     def stats(self) -> dict:
+        """What this run read (headers, bytes, range requests, files already known), for the run's summary."""
         with self._lock:
             return {"headers_read": self.reads, "bytes_read": self.bytes_read, "range_requests": self.requests,
                     "already_known": self.known_hits}

@@ -71,12 +71,14 @@ class GGUFVocab:
         return h.hexdigest()
 
     def to_dict(self) -> dict:
+        """The catalog's JSON: every fact but the token list, which is stored once by its sha256."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
         d["tokens_sha256"] = self.tokens_sha256()
         return d
 
     @classmethod
     def from_dict(cls, d: dict, tokens=None) -> GGUFVocab:
+        """The vocabulary back from the catalog's JSON (and its token list when the rule needs it)."""
         names = {f.name for f in fields(cls)} - {"tokens"}
         return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None)
 
@@ -87,6 +89,7 @@ def is_not_modelled(v: GGUFVocab) -> bool:
 
 
 def refused(error: str) -> GGUFVocab:
+    """A vocabulary that was not made: the converter or libllama refuses, in its words."""
     return GGUFVocab(False, error, None, None, None, None, None, None, None, None)
 
 

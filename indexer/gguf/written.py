@@ -173,6 +173,7 @@ class SpecialVocab:
             self._set_special_token(typ, tid)
 
     def add_to(self, written: Written) -> None:  # vocab.py:82-116 (later writes overwrite: gguf_writer.py:277-281)
+        """Write the special ids, add flags and merges presence into the keys, as SpecialVocab.add_to_gguf."""
         if self.merges:
             written.has_merges = True
         written.special_ids.update(self.special_token_ids)

@@ -19,6 +19,7 @@ from .synthetic import generate_synthetic_hub
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Serve a hub directory until interrupted (for the demo and for trying a crawl by hand)."""
     p = argparse.ArgumentParser(prog="python -m indexer.hubsim", description=__doc__)
     p.add_argument("dir", nargs="?", help="hub directory (owner/name/... or owner__name/...)")
     p.add_argument("--port", type=int, default=0, help="hub port (default: ephemeral)")

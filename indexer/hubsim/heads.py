@@ -51,6 +51,8 @@ MTP_TARGETS = {
 
 @dataclass(frozen=True)
 class HeadSpec:
+    """One speculator head repo to write: its id, the target it was trained for and why it is in the hub."""
+
     repo_id: str
     trained_for: str  # the card's base_model
     purpose: str  # what the scenario tests

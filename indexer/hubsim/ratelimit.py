@@ -25,6 +25,8 @@ WINDOW = 300.0
 
 @dataclass
 class Verdict:
+    """One call's outcome in its bucket, with what the Hub announces about it."""
+
     bucket: str
     allowed: bool
     remaining: int
@@ -33,6 +35,7 @@ class Verdict:
     window: float
 
     def headers(self) -> dict:
+        """``RateLimit`` and ``RateLimit-Policy`` (and ``Retry-After`` when refused), as the Hub sends them."""
         h = {
             "RateLimit": f'"{self.bucket}";r={self.remaining};t={self.reset}',
             "RateLimit-Policy": f'"fixed window";"{self.bucket}";q={self.quota};w={self.window:g}',
@@ -43,6 +46,8 @@ class Verdict:
 
 
 class RateLimits:
+    """The quotas of every key and bucket, counted in fixed windows."""
+
     def __init__(self, anonymous: dict | None = None, with_token: dict | None = None, window: float = WINDOW):
         self.anonymous = {**ANONYMOUS, **(anonymous or {})}
         self.with_token = {**FREE, **(with_token or {})}
@@ -53,6 +58,7 @@ class RateLimits:
 
     @staticmethod
     def bucket_of(raw_path: str) -> str | None:
+        """The bucket a path counts against (``api`` or ``resolvers``), or None when it is not limited."""
         if raw_path.startswith("/api/"):
             return None if raw_path.startswith("/api/agent-harnesses") else "api"
         if "/resolve/" in raw_path:
@@ -60,6 +66,7 @@ class RateLimits:
         return None
 
     def check(self, raw_path: str, key: str, has_token: bool) -> Verdict | None:
+        """Count one call of ``key`` and say whether it is allowed (None: the path is not limited)."""
         bucket = self.bucket_of(raw_path)
         if bucket is None:
             return None

@@ -47,6 +47,8 @@ def split_flat_name(dirname: str) -> tuple[str, str] | None:
 
 @dataclass
 class FileEntry:
+    """One file of a repo, with the ids the Hub reports for it."""
+
     path: str  # relative, "/"-separated
     abs_path: str
     size: int  # real size on disk (what GET serves)
@@ -64,11 +66,14 @@ class FileEntry:
 
     @property
     def pointer_size(self) -> int:
+        """Size of the file's LFS pointer, which the Hub reports as ``pointerSize``."""
         return len(lfs_pointer(self.sha256, self.reported_size))
 
 
 @dataclass
 class Repo:
+    """One repo: its files and its metadata (hub.json / .hubmeta.json)."""
+
     id: str
     dir: str
     files: dict[str, FileEntry]
@@ -80,18 +85,22 @@ class Repo:
 
     @property
     def owner(self) -> str:
+        """The namespace (user or organisation) of the id."""
         return self.id.split("/", 1)[0]
 
     @property
     def gated(self):
+        """False, or the gating mode (``"auto"``, ``"manual"``) as the Hub reports it."""
         return self.meta.get("gated", False) or False
 
     @property
     def private(self) -> bool:
+        """Listed and served only with a token."""
         return bool(self.meta.get("private", False))
 
     @property
     def disabled(self) -> bool:
+        """Its files answer 403, as a disabled repo's do."""
         return bool(self.meta.get("disabled", False))
 
 
@@ -153,10 +162,13 @@ class RepoStore:
         self.load()
 
     def is_lfs(self, rel_path: str, size: int) -> bool:
+        """Whether the file is served as LFS: at least ``lfs_threshold`` bytes, or named as in LFS_NAMES /
+        LFS_SUFFIXES."""
         name = rel_path.rsplit("/", 1)[-1]
         return size >= self.lfs_threshold or name in LFS_NAMES or name.endswith(LFS_SUFFIXES)
 
     def load(self) -> None:
+        """Rescan the directory and the metadata (new files, changed contents and renames take effect)."""
         hub_meta = {}
         meta_path = os.path.join(self.root, HUB_META_FILE)
         if os.path.isfile(meta_path):
@@ -207,6 +219,7 @@ class RepoStore:
         self.load()
 
     def delete(self, repo_id: str) -> None:
+        """Remove a repo's folder and its metadata, as a deleted repo disappears from the Hub."""
         import shutil
 
         shutil.rmtree(self.repos[repo_id].dir)

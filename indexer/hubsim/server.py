@@ -137,10 +137,12 @@ class HubServer(ApiEndpoints, FileServing, ModelJson):
 
     @property
     def port(self) -> int:
+        """The hub's port (ephemeral unless one was asked for)."""
         return self._servers[0].server_address[1]
 
     @property
     def cdn_port(self) -> int:
+        """The CDN's port: another origin than the hub's."""
         return self._servers[1].server_address[1]
 
     @property
@@ -155,6 +157,7 @@ class HubServer(ApiEndpoints, FileServing, ModelJson):
 
     @property
     def repos(self) -> dict[str, Repo]:
+        """The repos served, by id, as last loaded from disk."""
         return self.store.repos
 
     # -- test helpers ----------------------------------------------------------------------------

@@ -96,6 +96,7 @@ class Server(ThreadingHTTPServer):
         self.active_lock = threading.Lock()
 
     def process_request_thread(self, request, client_address):
+        """Serve one connection, remembered while open so that ``close_connections`` can end it."""
         with self.active_lock:
             self.active.add(request)
         try:
@@ -105,6 +106,7 @@ class Server(ThreadingHTTPServer):
                 self.active.discard(request)
 
     def close_connections(self) -> None:
+        """Shut every open connection, so handler threads waiting on an idle keep-alive socket end."""
         with self.active_lock:
             conns = list(self.active)
         for conn in conns:
