@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..vocab import agreement as _agreement
+from .headrules import HeadRules
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
@@ -101,7 +102,7 @@ class Engine:
     refuses_target_with: str | None = None
     # Speculator heads and built-in MTP, per --method (eagle, eagle3, dflash, mtp, ngram): a HeadRules
     # (engines/headrules.py) with the engine's head rules, launch commands and method names. Empty: it loads none.
-    heads: object = ()
+    heads: HeadRules | tuple = ()
     # The rule for a pair with a GGUF file on either side; None: the engine loads no GGUF files.
     gguf_rule: Callable[[Side, Side], Verdict] | None = None
     # Why a GGUF file target gets no drafts from this engine's query although it loads GGUF files (LM Studio:
