@@ -177,7 +177,7 @@ def test_vllm_refusal_names_tli_and_its_constraints(tmp_path):
     assert "use_heterogeneous_vocab" in reasons(r, "vllm") and "greedy" in reasons(r, "vllm")
     t = side_from_dir(tmp_path / "t")
     t.tok = {**t.tok, "unk_token_id": None, "eos_token_id": None}
-    v = registry.vllm_rule(t, side_from_dir(tmp_path / "d"))
+    v = registry.vllm.rule(t, side_from_dir(tmp_path / "d"))
     assert "neither an unk nor an eos token" in " ".join(v.reasons)
 
 

@@ -260,6 +260,11 @@ QUERY_PATH_MODULES = {
     "indexer", "indexer.cli", "indexer.errors", "indexer.files",
     "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
     "indexer.catalog", "indexer.catalog.db", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
+    # indexer.engines split into its registry and one module per engine (issue 15):
+    "indexer.engines.base", "indexer.engines.sglang", "indexer.engines.vllm", "indexer.engines.transformers",
+    "indexer.engines.llamacpp", "indexer.engines.mlx", "indexer.engines.lmstudio",
+    # ... and indexer.engines.heads into the head API, its facts and the rules the engines subclass:
+    "indexer.engines.headfacts", "indexer.engines.headrules",
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
     "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.params",
 }

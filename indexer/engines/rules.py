@@ -7,30 +7,18 @@ reads and, when the rule needs token text (diffs, TLI), its full token->id mappi
 
 from __future__ import annotations
 
-from . import (
-    DEFAULT_ENGINE,
-    ENGINES,
-    LLAMACPP_MAX_VOCAB_DIFF,
-    NO_SPECULATION,
-    REFUSED,
-    WORKS,
-    Side,
-    Verdict,
-    pair_agreement,
-    same_mapping,
-    tli_constraints,
-    verdicts,
-)
+from . import DEFAULT_ENGINE, ENGINES, GGUF_ENGINE, WORKS, Side, Verdict, pair_agreement, same_mapping, verdicts
+from .llamacpp import rule as llamacpp  # noqa: F401  (the rules by their names here: tests call them)
+from .lmstudio import rule as lmstudio  # noqa: F401
+from .mlx import rule as mlx  # noqa: F401
+from .sglang import rule as sglang  # noqa: F401
+from .transformers import rule as transformers_assisted  # noqa: F401
+from .vllm import rule as vllm  # noqa: F401
+from .vllm import tli_constraints
 
 __all__ = ["ENGINES", "RULES", "Side", "Verdict", "check_pair", "tli", "fix_for", "suggest_fixes"]
 
 RULES = {name: e.rule for name, e in ENGINES.items()}
-sglang = ENGINES["sglang"].rule
-vllm = ENGINES["vllm"].rule
-transformers_assisted = ENGINES["transformers"].rule
-llamacpp = ENGINES["llama.cpp"].rule
-mlx = ENGINES["mlx"].rule
-lmstudio = ENGINES["lmstudio"].rule
 
 VLLM_SPACE_FALLBACK = ("\u0120", "\u2581")  # Ġ, ▁
 
@@ -101,6 +89,7 @@ def tli(t: Side, d: Side) -> dict | None:
 
 
 def first_differing_ids(t: Side, d: Side, limit: int = 5) -> list[dict]:
+    """The lowest ids whose tokens differ, so ``check`` can show where two mappings part."""
     if t.vocab is None or d.vocab is None:
         return []
     ti = {i: tok for tok, i in t.vocab.items()}
@@ -122,63 +111,24 @@ def added_only(a: Side, b: Side) -> list[str]:
     return [t["content"] for t in a.tok.get("added_tokens") or [] if t["content"] not in theirs]
 
 
-TLI_VLLM = ("`use_heterogeneous_vocab: true` in --speculative-config (vLLM TLI, vllm/v1/spec_decode/vocab_mapping.py: "
-            "method draft_model, greedy draft)")
-UAG = ("pass tokenizer= and assistant_tokenizer= to generate() (transformers universal assisted generation, "
-       "generation/candidate_generator.py:762-795: any pair, TLI when sampling)")
-
-
 def fix_for(engine: str, outcome: str, *, same_mapping: bool | None, same_base: bool | None,
             sizes: tuple[int | None, int | None] = (None, None), tli_info: dict | None = None,
             tli_blocked: list[str] = ()) -> str | None:
     """The one way to change this engine's outcome for a pair (``check`` and query's near misses both
-    ask here); None when nothing does, or nothing is needed.
+    ask here); None when nothing does, or nothing is needed. Each engine words its own (``Engine.fix``).
 
     Never "copy the target's tokenizer files" where it changes nothing: SGLang's and vLLM's draft loads
     no tokenizer (the draft's weights decide what its ids mean), transformers and MLX decode the draft
     with the target's tokenizer. Only llama.cpp reads the draft's token texts, from its GGUF file.
     """
-    if outcome == WORKS:
+    entry = ENGINES.get(engine)
+    if outcome == WORKS or entry is None:
         return None
-    t_size, d_size = sizes
     shared = bool(same_mapping or same_base)  # the ids of ordinary text mean the same on both sides
-    resize = f"resize the draft's embedding and lm_head to the target's {t_size} rows (new rows are never drafted)"
     tli = ""
     if tli_info is not None and tli_info.get("intersection") is not None:
         tli = f" (token intersection {tli_info['intersection']}, {tli_info['ratio']:.1%} of the draft)"
-    if engine == "sglang":  # no TLI in SGLang (PR #22883 open, not merged); sizes are all it compares
-        return resize if outcome == REFUSED and shared and t_size is not None else None
-    if engine == "vllm":
-        use_tli = None if tli_blocked else f"run TLI: {TLI_VLLM}{tli}"
-        if outcome == REFUSED and shared and t_size is not None:
-            return resize + (f", or {use_tli}" if use_tli else "")
-        return use_tli
-    if engine == "transformers":
-        if outcome != REFUSED or t_size is None or d_size is None or t_size == d_size:
-            return None  # equal vocab_size: transformers refuses assistant_tokenizer (generation/utils.py:1907-1919)
-        return UAG + tli + (f", or {resize}" if shared else "")
-    if engine == "llama.cpp":
-        if outcome == NO_SPECULATION and shared:
-            near = t_size is None or d_size is None or abs(t_size - d_size) <= LLAMACPP_MAX_VOCAB_DIFF
-            if near:
-                return ("re-convert the draft GGUF with the target's tokenizer files (copy them into the draft's "
-                        "directory, then convert_hf_to_gguf.py): llama.cpp then finds every token text equal; the "
-                        "draft's weights keep what its ids mean, so only drafting a differing id is rejected")
-        return None
-    return None  # MLX, LM Studio: no vocabulary translation; tokenizer.vocab_size is the base vocabulary
-
-
-def engine_sizes(engine: str, t: Side, d: Side) -> tuple[int | None, int | None]:
-    """The sizes an engine compares, for the fix's words."""
-    if engine == "vllm":
-        return t.vllm_vocab_size, d.vllm_vocab_size
-    if engine == "transformers":
-        return t.vocab_size_transformers, d.vocab_size_transformers
-    if engine == "llama.cpp":
-        return tuple(s.gguf.n_vocab if s.gguf is not None and s.gguf.converted else None for s in (t, d))
-    if engine in ("mlx", "lmstudio"):
-        return (t.tok or {}).get("hf_vocab_size"), (d.tok or {}).get("hf_vocab_size")
-    return t.vocab_size, d.vocab_size
+    return entry.fix(outcome, shared=shared, sizes=sizes, tli=tli, tli_blocked=tli_blocked)
 
 
 def gguf_texts_shared(t: Side, d: Side) -> bool | None:
@@ -206,11 +156,11 @@ def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict 
             continue
         rule_of = name
         if (t.gguf_file or d.gguf_file) and ENGINES[name].gguf_rule is not None:
-            rule_of = "llama.cpp"  # a GGUF file runs on llama.cpp (LM Studio's GGUF engine too): its fixes apply
+            rule_of = GGUF_ENGINE  # a GGUF file runs on llama.cpp (LM Studio's GGUF engine too): its fixes apply
         shared = base
         if shared is None and "gguf" in ENGINES[rule_of].facts:  # GGUF files: their token lists are all we have
             shared = gguf_texts_shared(t, d)
-        out[name] = fix_for(rule_of, v.outcome, same_mapping=same, same_base=shared, sizes=engine_sizes(name, t, d),
+        out[name] = fix_for(rule_of, v.outcome, same_mapping=same, same_base=shared, sizes=ENGINES[name].sizes(t, d),
                             tli_info=tli_info, tli_blocked=blocked)
     return out
 
@@ -252,7 +202,5 @@ def check_pair(t: Side, d: Side) -> dict:
         },
     }
     if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
-        from . import launch_llamacpp
-
-        out["launch"] = {"llama.cpp": launch_llamacpp(t.gguf_file or t.name, d.gguf_file or d.name)}
+        out["launch"] = {GGUF_ENGINE: ENGINES[GGUF_ENGINE].launch(t.gguf_file or t.name, d.gguf_file or d.name)}
     return out

@@ -1,0 +1,243 @@
+"""What every engine shares: the five outcomes, a model as the rules see it (:class:`Side`), a
+:class:`Verdict`, the :class:`Engine` entry each ``engines/<engine>.py`` fills in, and the grading
+helpers the rules call. No engine is named here; :mod:`indexer.engines` lists them (stdlib only).
+
+A verdict has one of five outcomes, because a user needs to know whether speculation *works*,
+not only whether the engine starts. For the engines that start without comparing token lists
+(SGLang, vLLM, transformers, MLX, LM Studio), a started pair is graded by how far the two
+vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the only ones):
+
+* ``works``: the engine accepts the pair and the ids text uses mean the same on both sides
+  (identical mappings, or at least 99% of the target's tokens of the reference text agree);
+* ``degraded``: it starts, and 50-99% agree: speculation pays less;
+* ``useless``: it starts, but under half agree, so nearly every drafted token is
+  rejected and speculation is slower than none (the engine does not warn);
+* ``refused``: the engine raises at launch;
+* ``no_speculation``: llama-server starts, logs the failed check and serves without a draft.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..vocab import agreement as _agreement
+from .headrules import HeadRules
+
+WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
+OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
+GGUF_CLASS_KEY = ("gguf_sig",)  # compute's class key for an engine that compares GGUF token lists
+SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
+
+
+@dataclass
+class Side:
+    """One model as the rules see it: config facts, tokenizer facts, and what llama.cpp reads."""
+
+    name: str
+    vocab_size: int | None  # SGLang's hf_text_config.vocab_size
+    vocab_size_transformers: int | None  # transformers' get_text_config().vocab_size
+    tok: dict | None  # fingerprint facts; None when no tokenizer could be loaded
+    vocab: dict[str, int] | None = None  # full get_vocab() mapping, when available
+    vllm_vocab_size: int | None = None  # vLLM's hf_text_config.vocab_size (its model-type remaps)
+    text_config_error: str | None = None  # get_text_config() raises (transformers, vLLM)
+    has_vision_config: bool = False  # config.json has vision_config (LM Studio)
+    gguf: object | None = None  # indexer.gguf.predict.GGUFVocab: what convert_hf_to_gguf.py would write
+    gguf_missing: str | None = None  # why ``gguf`` is None
+    model_type: str | None = None  # config.json model_type (mlx-lm picks its model class by it)
+    gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
+    counts: dict[int, int] | None = None  # id counts of this tokenizer over the reference text (agreement)
+    source_dir: str | None = None  # a local directory to count in when ``counts`` is None
+    agreements: dict = field(default_factory=dict, repr=False, compare=False)  # draft name -> agreement (memo)
+
+
+@dataclass
+class Verdict:
+    """One engine's answer on a pair: the outcome and the facts behind it, in words."""
+
+    outcome: str
+    reasons: list[str]
+
+    @property
+    def accepted(self) -> bool:
+        """The engine starts with the pair (and drafts)."""
+        return self.outcome in (WORKS, DEGRADED, USELESS)
+
+    @property
+    def compatible(self) -> bool:
+        """Speculation works: accepted and the draft speaks the target's vocabulary."""
+        return self.outcome == WORKS
+
+    def to_dict(self) -> dict:
+        """The JSON shape ``check --json`` prints per engine."""
+        return {"compatible": self.compatible, "accepted": self.accepted, "outcome": self.outcome,
+                "reasons": self.reasons}
+
+
+def no_fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> None:
+    """An engine with no vocabulary translation and no size to change: nothing changes its outcome."""
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Engine:
+    """One serving engine, as its module under ``engines/`` describes it; the registry lists them."""
+
+    name: str
+    display: str
+    version: str
+    sources: dict[str, str]  # check -> file:line at ``version``
+    facts: tuple[str, ...]  # Side attributes the rule reads
+    rule: Callable[[Side, Side], Verdict]
+    # compute's class key: columns of compute's per-repo table; same key => the pair works
+    class_key: tuple[str, ...]
+    launch: Callable[[str, str], str]
+    # The vocabulary sizes this engine compares, (target, draft): the numbers its fix words use.
+    sizes: Callable[[Side, Side], tuple[int | None, int | None]]
+    # The one way to change this engine's outcome: fix(outcome, shared=, sizes=, tli=, tli_blocked=) -> words or
+    # None (``rules.fix_for`` computes the shared arguments; see it for their meaning).
+    fix: Callable[..., str | None] = no_fix
+    words: dict[str, str] = field(default_factory=dict)  # outcome -> how this engine says it
+    # a Side fact that, true on the target, makes the engine refuse every draft (query reads it)
+    refuses_target_with: str | None = None
+    # Speculator heads and built-in MTP, per --method (eagle, eagle3, dflash, mtp, ngram): a HeadRules
+    # (engines/headrules.py) with the engine's head rules, launch commands and method names. Empty: it loads none.
+    heads: HeadRules | tuple = ()
+    # The rule for a pair with a GGUF file on either side; None: the engine loads no GGUF files.
+    gguf_rule: Callable[[Side, Side], Verdict] | None = None
+    # Why a GGUF file target gets no drafts from this engine's query although it loads GGUF files (LM Studio:
+    # they run on its llama.cpp engine, so ask that); None where the engine answers it or loads no GGUF.
+    gguf_target_refusal: str | None = None
+
+    @property
+    def gguf_classes(self) -> bool:
+        """Classes are GGUF vocabulary signatures, with cross-class pairs in ``llamacpp_pairs`` (llama.cpp)."""
+        return self.class_key == GGUF_CLASS_KEY
+
+    def refuses_gguf_target(self, gguf_file: str) -> str | None:
+        """Why this engine's query gives a GGUF file target no drafts (None: it answers from the file's facts)."""
+        if self.gguf_classes:
+            return None
+        if self.gguf_rule is not None:
+            return self.gguf_target_refusal
+        return loads_no_gguf(self.display, Side(gguf_file, None, None, None, gguf_file=gguf_file),
+                             Side("", None, None, None))
+
+    def verdict(self, t: Side, d: Side) -> Verdict:
+        """This engine's verdict on the pair: GGUF files go to its GGUF rule (or are not judged)."""
+        if t.gguf_file or d.gguf_file:
+            if self.gguf_rule is None:
+                return Verdict(REFUSED, [loads_no_gguf(self.display, t, d)])
+            return self.gguf_rule(t, d)
+        return self.rule(t, d)
+
+
+def loads_no_gguf(display: str, t: Side, d: Side) -> str:
+    """Why an engine that loads only HF checkpoints does not judge a pair with a GGUF file."""
+    files = [r for r, s in (("target", t), ("draft", d)) if s.gguf_file]
+    what = "the target and the draft are GGUF files" if len(files) == 2 else f"the {files[0]} is a GGUF file"
+    return (f"not judged: {display} loads Hugging Face checkpoints (config.json and tokenizer files) and its check "
+            f"reads them; {what}. Check the HF repo the GGUF was made from, or run GGUF files with llama.cpp or "
+            "LM Studio")
+
+
+# ---------------------------------------------------------------- shared facts
+
+
+def same_mapping(t: Side, d: Side) -> bool | None:
+    """One get_vocab() mapping on both sides (None: a tokenizer is missing)."""
+    if t.tok is None or d.tok is None:
+        return None
+    return t.tok["vocab_sha256"] == d.tok["vocab_sha256"]
+
+
+def below(vocab: dict[str, int], limit: int) -> dict[str, int]:
+    """The part of a mapping a model of ``limit`` rows can emit."""
+    return {tok: i for tok, i in vocab.items() if i < limit}
+
+
+def differs_only_above(t: Side, d: Side, size: int | None) -> bool:
+    """The mappings agree on every id below ``size``: they differ only at ids no model emits."""
+    if size is None or t.vocab is None or d.vocab is None:
+        return False
+    return below(t.vocab, size) == below(d.vocab, size)
+
+
+def size_differs(what: str, ts, ds) -> str:
+    """The words every engine's refusal by size starts with."""
+    return f"{what} differs: target {ts}, draft {ds}"
+
+
+def target_counts(t: Side) -> dict[int, int] | None:
+    """The target's id counts over the reference text: stored ones, else counted once in its directory."""
+    if t.counts is None and t.source_dir is not None:
+        try:
+            t.counts = _agreement.count_text(t.source_dir)
+        except Exception:  # noqa: BLE001 - transformers cannot tokenize: the grade rests on ids, and says so
+            t.source_dir = None
+    return t.counts
+
+
+def pair_agreement(t: Side, d: Side) -> dict | None:
+    """The pair's ``agreement`` object (memoised on the target), or None when a vocabulary is unknown."""
+    key = (d.name, (d.tok or {}).get("vocab_sha256"))
+    if key in t.agreements:
+        return t.agreements[key]
+    if t.vocab is not None and d.vocab is not None:
+        a = _agreement.agreement(t.vocab, d.vocab, target_counts(t), _agreement.special_ids(t.tok))
+    elif t.tok and d.tok and t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256"):
+        # No vocabulary in the token store: one base vocabulary, so the added tokens tell (as compute does).
+        a = _agreement.by_added(t.tok.get("added_tokens") or [], d.tok.get("added_tokens") or [],
+                                t_base=t.tok.get("hf_vocab_size"), d_base=d.tok.get("hf_vocab_size"),
+                                ids_target=t.tok.get("vocab_len") or 0, counts=target_counts(t),
+                                specials=_agreement.special_ids(t.tok))
+    else:
+        return None
+    t.agreements[key] = a
+    return a
+
+
+GRADES = {_agreement.WORKS: WORKS, _agreement.DEGRADED: DEGRADED, _agreement.USELESS: USELESS}
+
+
+def mapping_differs(t: Side, d: Side, size: int | None, starts: str, notes: list[str] = ()) -> Verdict:
+    """A started pair whose mappings differ, graded by how far they agree (works, degraded, useless)."""
+    a = pair_agreement(t, d)
+    if a is None:
+        return Verdict(USELESS, [f"{starts}; the get_vocab() mappings differ and a vocabulary is missing from the "
+                                 f"token store, so how far they agree is unknown: assume {SLOWER}", *notes])
+    outcome = GRADES[a["class"]] if not a["identical"] else WORKS
+    said = {WORKS: "drafting one of the differing tokens is rejected; every other drafted token is verified as "
+                   "with an identical vocabulary",
+            DEGRADED: "speculation pays less than with an identical vocabulary: the figure is the ceiling of "
+                      "acceptance",
+            USELESS: SLOWER}[outcome]
+    above = (f" (ids >= vocab_size {size} only, which neither model can emit)"
+             if differs_only_above(t, d, size) else "")
+    warnings = a["warnings"] if outcome != USELESS else []  # when everything differs, naming specials is noise
+    return Verdict(outcome, [f"{starts}; {_agreement.summary(a)}{above}: {said}",
+                             *(f"warning: {w}" for w in warnings), *notes])
+
+
+def tokenizer_missing(t: Side, d: Side) -> str | None:
+    """Why the mappings cannot be compared, when a side's tokenizer could not be loaded."""
+    for role, side in (("target", t), ("draft", d)):
+        if side.tok is None:
+            return f"the {role}'s tokenizer could not be loaded, so the mappings cannot be compared"
+    return None
+
+
+def tokenizer_sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
+    """tokenizer.vocab_size (the base vocabulary, added tokens not counted): what MLX engines compare."""
+    return (t.tok or {}).get("hf_vocab_size"), (d.tok or {}).get("hf_vocab_size")
+
+
+def resize_words(t_size: int | None) -> str:
+    """The fix for a pair whose one difference is the draft's row count (SGLang, vLLM, transformers)."""
+    return f"resize the draft's embedding and lm_head to the target's {t_size} rows (new rows are never drafted)"
+
+
+# How an engine that grades started pairs says each outcome (the ``words`` of most entries).
+SIZE_WORDS = {WORKS: "works", DEGRADED: "starts; part of the drafted tokens mean something else: pays less",
+              USELESS: "starts, but rejects nearly every drafted token: slower than no draft",
+              REFUSED: "refuses to start"}

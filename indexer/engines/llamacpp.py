@@ -1,0 +1,137 @@
+"""llama.cpp speculative decoding (llama-server ``--spec-type draft-simple``) on GGUF files, read from the file or
+predicted from what convert_hf_to_gguf.py would write, at the commit the GGUF layer transcribes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
+from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, Verdict
+
+LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
+LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
+
+
+def _gguf_origin(role: str, side: Side) -> str:
+    """Read facts name their file; predicted ones say from what conversion."""
+    if side.gguf_file:
+        return f"the {role}'s GGUF facts are read from the header of {side.gguf_file}"
+    return (f"the {role}'s GGUF is predicted, after conversion with convert_hf_to_gguf.py @{LLAMACPP_COMMIT} "
+            "in its pinned environment")
+
+
+def rule(t: Side, d: Side) -> Verdict:
+    """common_speculative_are_compatible on GGUF files: read from the file, or what convert_hf_to_gguf.py
+    would write (predicted) for an HF side."""
+    follows = f"(llama.cpp @{LLAMACPP_COMMIT}, convert_hf_to_gguf.py in its pinned environment)"
+    for role, side in (("target", t), ("draft", d)):
+        g = side.gguf
+        if g is None:
+            return Verdict(REFUSED, [f"the {role}'s GGUF facts are unknown: {side.gguf_missing or 'not derived'}"])
+        if not g.converted and side.gguf_file:
+            return Verdict(REFUSED, [f"the {role} ({side.gguf_file}): {g.error} (llama.cpp @{LLAMACPP_COMMIT})"])
+        if not g.converted:
+            return Verdict(REFUSED, [f"the {role} cannot be converted to GGUF: {g.error} {follows}"])
+    from ..gguf.predict import speculative_compatible  # the transcription of the C++ rule lives beside the prediction
+
+    ok, reasons = speculative_compatible(t.gguf, d.gguf)
+    origins = [_gguf_origin(r, s) for r, s in (("target", t), ("draft", d))] if t.gguf_file or d.gguf_file else []
+    if ok:
+        return Verdict(WORKS, [f"GGUF vocabularies: {t.gguf.vocab_type}, n_vocab {t.gguf.n_vocab}/{d.gguf.n_vocab}",
+                               *reasons, *origins])
+    return Verdict(NO_SPECULATION, [*reasons, "llama-server logs 'failed to initialize speculative decoding "
+                                    "context' and serves without a draft", *origins])
+
+
+def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
+    """llama.cpp compares the GGUF files' n_vocab (None where a side has no converted GGUF)."""
+    return tuple(s.gguf.n_vocab if s.gguf is not None and s.gguf.converted else None for s in (t, d))
+
+
+def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> str | None:
+    """Only llama.cpp reads the draft's token texts (from its GGUF): re-converting with the target's tokenizer
+    files makes them equal when the two are one vocabulary within its size tolerance."""
+    t_size, d_size = sizes
+    if outcome == NO_SPECULATION and shared:
+        near = t_size is None or d_size is None or abs(t_size - d_size) <= LLAMACPP_MAX_VOCAB_DIFF
+        if near:
+            return ("re-convert the draft GGUF with the target's tokenizer files (copy them into the draft's "
+                    "directory, then convert_hf_to_gguf.py): llama.cpp then finds every token text equal; the "
+                    "draft's weights keep what its ids mean, so only drafting a differing id is rejected")
+    return None
+
+
+def gguf_signature(g, tokens_sha256: str) -> str:
+    """llama.cpp's class key: what common_speculative_are_compatible compares, BOS/EOS ids only where
+    added. Equal signatures pass (same type, same flags, same token list, so same n_vocab)."""
+    parts = [g.vocab_type, bool(g.add_bos), g.bos if g.add_bos else None, bool(g.add_eos),
+             g.eos if g.add_eos else None, tokens_sha256]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def gguf_buckets(tokens) -> tuple[str, str]:
+    """Two token-prefix keys (hi, lo) such that every pair passing llama.cpp's size and text checks
+    shares one: with k = n // 128, hi hashes tokens[5 : k*128] and lo tokens[5 : (k-1)*128]. Two lists
+    within 128 of each other have k equal or one apart, and agree on [5, min(n)) ⊇ [5, k_min*128)."""
+    k = len(tokens) // LLAMACPP_MAX_VOCAB_DIFF
+
+    def key(m: int) -> str:
+        h = hashlib.sha256(f"{m}:".encode())
+        for tok in tokens[LLAMACPP_CHECK_START_ID:max(LLAMACPP_CHECK_START_ID, m * LLAMACPP_MAX_VOCAB_DIFF)]:
+            # the rule compares with strcmp: text after a NUL does not count
+            h.update(tok.split("\0", 1)[0].encode("utf-8", "surrogatepass") + b"\0")
+        return h.hexdigest()
+
+    return key(k), key(k - 1) if k > 0 else key(-1)
+
+
+def _stem(repo: str) -> str:
+    return repo.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _is_gguf_path(name: str) -> bool:
+    return name.lower().endswith(".gguf")
+
+
+def _is_gguf_repo(name: str) -> bool:
+    """``owner/name:QUANT`` (the quant llama-server's -hf picks, common/arg.cpp:3060-3064), or a repo named
+    ``…-GGUF`` by the Hub's convention: GGUF files, no HF weights to convert."""
+    repo = name.split(":", 1)[0]
+    if name.startswith(("/", ".")) or "/" not in repo:
+        return False
+    return ":" in name or "gguf" in repo.lower()
+
+
+def launch(target: str, draft: str) -> str:
+    """One runnable llama-server command: -m / -md for GGUF files, -hf / -hfd for GGUF repos (common/arg.cpp:3035,
+    3060, 3975, 4241), --spec-type draft-simple (common/arg.cpp:4249, common/speculative.cpp:35); HF sides are
+    converted first (convert_hf_to_gguf.py DIR --outfile)."""
+    steps, args = [], []
+    for flag_file, flag_hub, name in (("-m", "-hf", target), ("-md", "-hfd", draft)):
+        if _is_gguf_path(name):
+            args.append(f"{flag_file} {name}")
+        elif _is_gguf_repo(name):
+            args.append(f"{flag_hub} {name}")
+        else:
+            stem = _stem(name)
+            steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf")
+            args.append(f"{flag_file} {stem}.gguf")
+    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type draft-simple"])
+
+
+ENGINE = Engine(
+    name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
+    version=f"llama.cpp @{LLAMACPP_COMMIT} (llama-cpp-python 0.3.36)",
+    sources={
+        "common_speculative_are_compatible": "common/speculative.cpp:67-130",
+        "SPEC_VOCAB_MAX_SIZE_DIFFERENCE 128, CHECK_START_TOKEN_ID 5": "common/speculative.cpp:30-31",
+        "draft-simple throws when incompatible": "common/speculative.cpp:242-249",
+        "llama-server serves without speculation": "tools/server/server-context.cpp:1240-1260",
+        "GGUF vocabulary": "convert_hf_to_gguf.py (indexer/gguf/predict.py models it), or the GGUF's own header "
+                           "(indexer/gguf/file.py: src/llama-vocab.cpp llama_vocab::impl::load)",
+    },
+    facts=("gguf",),
+    rule=rule, class_key=GGUF_CLASS_KEY, launch=launch, sizes=sizes, fix=fix, gguf_rule=rule,
+    words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
+           REFUSED: "has no GGUF to load (the converter refuses the repo)"})

@@ -1,0 +1,68 @@
+"""LM Studio: HF (MLX) models run on its mlx-engine at :data:`VERSION`; GGUF models on its llama.cpp engine
+(:mod:`indexer.engines.llamacpp`), whose verdict they get."""
+
+from __future__ import annotations
+
+from .base import (
+    REFUSED,
+    SIZE_WORDS,
+    WORKS,
+    Engine,
+    Side,
+    Verdict,
+    mapping_differs,
+    same_mapping,
+    size_differs,
+    tokenizer_missing,
+    tokenizer_sizes,
+)
+from .llamacpp import rule as llamacpp_rule
+
+VERSION = "08f0c075"  # mlx-engine
+
+
+def rule(t: Side, d: Side) -> Verdict:
+    """LM Studio's mlx-engine: no draft for a vision_config target; else tokenizer.vocab_size equal."""
+    if t.has_vision_config:
+        return Verdict(REFUSED, ["the target's config.json has vision_config: LM Studio loads it through its "
+                                 "batched vision kit, which never takes a draft model"])
+    missing = tokenizer_missing(t, d)
+    if missing:
+        return Verdict(REFUSED, [missing])
+    ts, ds = tokenizer_sizes(t, d)
+    if ts != ds:
+        return Verdict(REFUSED, [size_differs("tokenizer.vocab_size", ts, ds) + ": LM Studio reports the draft as "
+                                 "incompatible and refuses to load it"])
+    if not same_mapping(t, d):
+        return mapping_differs(t, d, None, f"tokenizer.vocab_size {ts} on both, so LM Studio loads the draft")
+    return Verdict(WORKS, [f"tokenizer.vocab_size {ts} on both and the same mapping"])
+
+
+def gguf_rule(t: Side, d: Side) -> Verdict:
+    """LM Studio runs GGUF models on its llama.cpp engine: two GGUF files get llama.cpp's verdict."""
+    if not (t.gguf_file and d.gguf_file):
+        return Verdict(REFUSED, ["LM Studio runs a GGUF model on its llama.cpp engine and an HF (MLX) model on "
+                                 "mlx-engine; a draft must run on the target's engine, so both must be GGUF"])
+    v = llamacpp_rule(t, d)
+    return Verdict(v.outcome, ["LM Studio's GGUF engine is llama.cpp", *v.reasons])
+
+
+def launch(target: str, draft: str) -> str:
+    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding)."""
+    return (f"python -c \"import lmstudio as lms; print(lms.llm('{target}').respond('...', "
+            f"config={{'draftModel': '{draft}'}}))\"")
+
+
+# No fix: mlx-engine has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary.
+ENGINE = Engine(
+    name="lmstudio", display="LM Studio (mlx-engine)", version=f"mlx-engine {VERSION}",
+    sources={
+        "tokenizer.vocab_size equal": "mlx_engine/model_kit/model_kit.py:193-203",
+        "vision_config target: no draft": "mlx_engine/generate.py:257-270, "
+                                          "mlx_engine/model_kit/batched_vision/model_kit.py:388-394",
+    },
+    facts=("has_vision_config", "tok.hf_vocab_size", "tok.vocab_sha256"),
+    rule=rule, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes, words=dict(SIZE_WORDS),
+    refuses_target_with="has_vision_config", gguf_rule=gguf_rule,
+    gguf_target_refusal="LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
+                        "--engine llama.cpp")

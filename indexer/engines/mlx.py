@@ -1,0 +1,88 @@
+"""MLX-LM's speculative generation (``mlx_lm.generate --draft-model``), at :data:`VERSION`; paths are relative to
+the repository root."""
+
+from __future__ import annotations
+
+from .base import (
+    REFUSED,
+    SIZE_WORDS,
+    SLOWER,
+    WORKS,
+    Engine,
+    Side,
+    Verdict,
+    mapping_differs,
+    same_mapping,
+    size_differs,
+    tokenizer_missing,
+    tokenizer_sizes,
+)
+
+VERSION = "d78bf58e"
+
+# mlx-lm @VERSION: get_model_classes imports mlx_lm.models.<MODEL_REMAPPING.get(t, t)> and raises
+# "Model type X not supported." otherwise (mlx_lm/utils.py:46-57, 187-193); the modules of mlx_lm/models/.
+MLX_LM_MODEL_REMAPPING = {"mistral": "llama", "llava": "mistral3", "phi-msft": "phixtral", "falcon_mamba": "mamba",
+                          "joyai_llm_flash": "deepseek_v3", "kimi_k2": "deepseek_v3", "qwen2_5_vl": "qwen2_vl",
+                          "minimax_m2": "minimax", "iquestcoder": "llama", "gemma4_unified": "gemma4"}
+MLX_LM_MODEL_MODULES = frozenset("""
+Klear activations afm7 afmoe apertus baichuan_m1 bailing_moe bailing_moe_linear base bitlinear_layers bitnet
+cache cohere cohere2 dbrx deepseek deepseek_v2 deepseek_v3 deepseek_v32 dots1 ernie4_5 ernie4_5_moe exaone
+exaone4 exaone_moe falcon_h1 gated_delta gemma gemma2 gemma3 gemma3_text gemma3n gemma4 gemma4_text glm glm4
+glm4_moe glm4_moe_lite glm_moe_dsa gpt2 gpt_bigcode gpt_neox gpt_oss granite granitemoe granitemoehybrid
+helium hunyuan hunyuan_v1_dense internlm2 internlm3 iquestloopcoder jamba kimi_k25 kimi_linear kimi_vl laguna
+lfm2 lfm2-vl lfm2_moe lille-130m llama llama4 llama4_text longcat_flash longcat_flash_ngram mamba mamba2
+mellum mimo mimo_v2_flash minicpm minicpm3 minimax ministral3 mistral3 mixtral mla nanochat nemotron nemotron-nas
+nemotron_h olmo olmo2 olmo3 olmoe openelm phi phi3 phi3small phimoe phixtral pipeline pixtral plamo plamo2
+qwen qwen2 qwen2_moe qwen2_vl qwen3 qwen3_5 qwen3_5_moe qwen3_moe qwen3_next qwen3_vl qwen3_vl_moe
+recurrent_gemma rope_utils rwkv7 seed_oss smollm3 solar_open ssm stablelm starcoder2 step3p5 switch_layers
+telechat3 youtu_llm
+""".split())
+
+
+def mlx_model_type_supported(model_type: str | None) -> bool | None:
+    """Whether mlx_lm.load finds a model class for this config model_type (None: unknown)."""
+    if model_type is None:
+        return None
+    return MLX_LM_MODEL_REMAPPING.get(model_type, model_type) in MLX_LM_MODEL_MODULES
+
+
+def _mlx_load_notes(t: Side, d: Side) -> list[str]:
+    """The vocabulary rule is the verdict; say when mlx_lm.load would refuse a side before it."""
+    return [f"note: mlx_lm.load refuses the {role}'s model_type {side.model_type!r} (\"Model type "
+            f"{MLX_LM_MODEL_REMAPPING.get(side.model_type, side.model_type)} not supported.\") before any "
+            "vocabulary check" for role, side in (("target", t), ("draft", d))
+            if mlx_model_type_supported(side.model_type) is False]
+
+
+def rule(t: Side, d: Side) -> Verdict:
+    """mlx_lm.generate raises when tokenizer.vocab_size differs (mlx_lm.server only warns)."""
+    missing = tokenizer_missing(t, d)
+    if missing:
+        return Verdict(REFUSED, [missing])
+    ts, ds = tokenizer_sizes(t, d)
+    notes = _mlx_load_notes(t, d)
+    if ts != ds:
+        return Verdict(REFUSED, [size_differs("tokenizer.vocab_size", ts, ds) + ": mlx_lm.generate raises "
+                                 f"ValueError; mlx_lm.server only warns and proceeds, where {SLOWER}", *notes])
+    if not same_mapping(t, d):
+        return mapping_differs(t, d, None, f"tokenizer.vocab_size {ts} on both (base vocabulary, added tokens not "
+                                           "counted), so it starts", notes)
+    return Verdict(WORKS, [f"tokenizer.vocab_size {ts} on both and the same mapping", *notes])
+
+
+def launch(target: str, draft: str) -> str:
+    """The mlx_lm.generate command with a draft model."""
+    return f'mlx_lm.generate --model {target} --draft-model {draft} --num-draft-tokens 3 --prompt "..."'
+
+
+# No fix: MLX has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary (no resize helps).
+ENGINE = Engine(
+    name="mlx", display="MLX-LM (mlx_lm.generate)", version=f"mlx-lm {VERSION}",
+    sources={
+        "tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2156",
+        "server only warns": "mlx_lm/server.py:346",
+        "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193",
+    },
+    facts=("tok.hf_vocab_size", "tok.vocab_sha256"),
+    rule=rule, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes, words=dict(SIZE_WORDS))

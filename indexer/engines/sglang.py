@@ -1,0 +1,239 @@
+"""SGLang STANDALONE: a draft model beside the target (speculative/standalone_worker_v2.py), and its speculator
+heads and built-in MTP (:mod:`indexer.engines.heads`). Sources are SGLang's, at :data:`VERSION`."""
+
+from __future__ import annotations
+
+from .base import (
+    REFUSED,
+    SIZE_WORDS,
+    USELESS,
+    WORKS,
+    Engine,
+    Side,
+    Verdict,
+    mapping_differs,
+    resize_words,
+    same_mapping,
+    size_differs,
+    tokenizer_missing,
+)
+from .headrules import HeadFacts, HeadRules, TargetShape, check
+
+NAME = "sglang"  # the registry key: --engine sglang
+# The PyPI wheel (no sdist of 0.5.23 is published); head-rule paths are relative to python/sglang/srt/.
+VERSION = "0.5.23"
+
+
+def rule(t: Side, d: Side) -> Verdict:
+    """STANDALONE raises when model_config.vocab_size differs; no tokenizer check runs."""
+    ts, ds = t.vocab_size, d.vocab_size
+    if ts is None or ds is None or ts != ds:
+        return Verdict(REFUSED, [size_differs("vocab_size", ts, ds) + " (STANDALONE raises ValueError at launch)"])
+    missing = tokenizer_missing(t, d)
+    if missing:
+        return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
+    if not same_mapping(t, d):
+        return mapping_differs(t, d, ts, f"vocab_size {ts} on both, and the draft worker loads no tokenizer, so "
+                                         "SGLang starts")
+    return Verdict(WORKS, [f"vocab_size {ts} and get_vocab() mapping identical"])
+
+
+def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
+    """SGLang compares hf_text_config.vocab_size."""
+    return t.vocab_size, d.vocab_size
+
+
+def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> str | None:
+    """No TLI in SGLang (PR #22883 open, not merged); sizes are all it compares."""
+    return resize_words(sizes[0]) if outcome == REFUSED and shared and sizes[0] is not None else None
+
+
+def launch(target: str, draft: str) -> str:
+    """The STANDALONE serve command (a draft model, not a head)."""
+    return (f"python -m sglang.launch_server --model-path {target} --speculative-algorithm STANDALONE "
+            f"--speculative-draft-model-path {draft} --speculative-num-steps 4 --speculative-eagle-topk 2 "
+            "--speculative-num-draft-tokens 7")
+
+
+# ---------------------------------------------------------------- speculator heads and built-in MTP
+# SGLang picks the model class from architectures[0] (its model registry of each file's EntryClass);
+# these are the head classes it ships, with the algorithm each serves.
+SGLANG_HEAD_ARCHS = {
+    "LlamaForCausalLMEagle": "eagle",  # models/llama_eagle.py:153
+    "Qwen2ForCausalLMEagle": "eagle",  # models/qwen2_eagle.py:151
+    "MistralForCausalLMEagle": "eagle",  # models/mistral_eagle.py:210
+    "LlamaForCausalLMEagle3": "eagle3",  # models/llama_eagle3.py:387
+    "Eagle3DeepseekV2ForCausalLM": "eagle3",  # models/kimi_k25_eagle3.py:523
+    "DFlashDraftModel": "dflash",  # models/dflash.py:1317-1324
+    "DFlash2DraftModel": "dflash",  # models/dflash.py:1317-1324
+    "Qwen3DSparkModel": "dspark",  # models/dspark.py:995
+    "DSparkDraftModel": "dspark",  # models/dspark.py:995
+}
+# EAGLE-3 needs the target to capture auxiliary hidden states.
+# SGLang: the target class must implement set_eagle3_layers_to_capture
+# (model_executor/model_runner_components/attention_backend_setup.py:55-61); the model files that do.
+SGLANG_EAGLE3_TARGET_TYPES = (
+    "llama", "mistral", "phi3", "internlm3",  # models/llama.py:929 (Mistral/Phi3 subclass LlamaForCausalLM)
+    "qwen2", "qwen2_moe", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5",
+    "deepseek_v2", "deepseek_v3", "gemma3", "gemma3_text", "gemma4", "gpt_oss", "glm4_moe", "kimi_k25",
+    "minimax_m2", "llama4", "bailing_moe", "exaone_moe", "longcat_flash", "apertus", "qwen3_5_moe", "qwen3_5_text",
+    "qwen3_5_moe_text", "gemma4_text", "minimax_m3", "glm4_moe_lite", "glm5_next",
+)
+# DFlash/DSpark need the target to capture the chosen layers too. SGLang: set_dflash_layers_to_capture or
+# set_dspark_layers_to_capture (model_executor/model_runner_components/attention_backend_setup.py:62-72); the model
+# files that implement one (models/llama.py:943, qwen3.py:793, ...). Qwen2 does not.
+SGLANG_DFLASH_TARGET_TYPES = (
+    "llama", "mistral", "phi3", "internlm3", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5",
+    "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4",
+    "gemma4", "gemma4_text", "glm4_moe_lite", "glm5_next", "gpt_oss", "kimi_k25", "kimi_k3", "kimi_linear", "laguna",
+    "lfm2", "lfm2_moe", "lfm2_vl", "nemotron_h", "minimax_m3_vl", "bailing_moe_v3",
+)
+# Built-in MTP. SGLang: the draft worker rewrites the target's architecture into its MTP class
+# (configs/model_config.py:1010-1200, ``_config_draft_model``); NEXTN is an alias of EAGLE
+# (speculative/spec_registry.py:183). Value: the line of the rewrite.
+SGLANG_MTP_ARCHS = {
+    "DeepseekV3ForCausalLM": 1032, "DeepseekV32ForCausalLM": 1032, "GlmMoeDsaForCausalLM": 1038,
+    "DeepseekV4ForCausalLM": 1043, "Glm4MoeForCausalLM": 1063, "Glm4MoeLiteForCausalLM": 1067,
+    "Glm5NextForConditionalGeneration": 1073, "GlmOcrForConditionalGeneration": 1080,
+    "LongcatFlashForCausalLM": 1087, "MiMoForCausalLM": 1092, "MiMoV2ForCausalLM": 1094,
+    "MiMoV2FlashForCausalLM": 1094, "Step3p5ForCausalLM": 1097, "InklingForConditionalGeneration": 1101,
+    "GigaChat35ForCausalLM": 1112, "Step3p7ForConditionalGeneration": 1117, "BailingMoeV2ForCausalLM": 1121,
+    "BailingMoeForCausalLM": 1121, "BailingMoeV2_5ForCausalLM": 1121, "BailingMoeV3ForCausalLM": 1121,
+    "Ernie4_5_MoeForCausalLM": 1130, "Qwen3NextForCausalLM": 1134, "Qwen4ExpForConditionalGeneration": 1140,
+    "Qwen3MoeForCausalLM": 1155, "Qwen3_5ForConditionalGeneration": 1159,
+    "Qwen3_5MoeForConditionalGeneration": 1159, "Qwen3_5ForCausalLM": 1159, "Qwen3_5MoeForCausalLM": 1159,
+    "ExaoneMoEForCausalLM": 1183, "ExaoneMoeForCausalLM": 1183, "NemotronHForCausalLM": 1198,
+    "NemotronHPuzzleForCausalLM": 1198, "HYV3ForCausalLM": 1205, "HYV4ForCausalLM": 1209,
+}
+# Architectures whose draft path SGLang defaults to the target itself (arg_groups/speculative_hook.py:1121-1145);
+# for the others the launch command names the target as --speculative-draft-model-path.
+SGLANG_MTP_SELF_DRAFT_ARCHS = (
+    "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM",
+    "BailingMoeV2_5ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
+    "HYV3ForCausalLM", "HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration",
+)
+SGLANG_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "peagle": "EAGLE3", "dflash": "DFLASH",
+                    "dspark": "DSPARK", "mtp": "NEXTN"}
+
+
+class SGLangHeads(HeadRules):
+    """SGLang's head rules (paths relative to python/sglang/srt/ at :data:`VERSION`)."""
+
+    engine = NAME
+    methods = {
+        "eagle": ("EAGLE", "speculative/spec_info.py:42, models/llama_eagle.py:153"),
+        "eagle3": ("EAGLE3", "speculative/spec_info.py:43, models/llama_eagle3.py:387"),
+        "dflash": ("DFLASH / DSPARK", "speculative/spec_info.py:39-41, models/dflash.py:1317, models/dspark.py:995"),
+        "mtp": ("NEXTN", "speculative/spec_registry.py:183, configs/model_config.py:1010-1210"),
+        "ngram": ("NGRAM", "speculative/spec_info.py:46"),
+    }
+    mtp_method = "NEXTN"
+    mtp_layers_source = "configs/model_config.py:1010-1200"
+    aux_any_depth_source = "models/llama.py:933-936"
+    aux_default_source = "models/llama.py:933-936"
+    eagle_aux_source = "models/llama_eagle.py:91"
+    dflash_layer_ids_source = "speculative/dflash_utils.py:579-584"
+    draft_vocab_source = "model_executor/models/llama_eagle3.py:338-345"  # the bound as cited for both engines
+    # speculative/eagle_worker_v2.py:260-274
+    draft_vocab_note = "; SGLang's --speculative-use-rejection-sampling needs the full vocabulary"
+
+    def loads(self, head: HeadFacts) -> tuple[bool, str, str, str | None]:
+        """No speculators loader; the model class comes from architectures (its head classes only)."""
+        if head.format == "speculators":
+            return (False, "SGLang has no loader for the speculators format (no speculators_config handling "
+                    "anywhere in sglang/srt); use the head's SGLang-native conversion",
+                    f"sglang {VERSION}: grep speculators_config python/sglang/srt", None)
+        arch = next((a for a in head.architectures if a in SGLANG_HEAD_ARCHS), None)
+        if arch is None:
+            return (False, f"SGLang resolves the model class from architectures ({', '.join(head.architectures)}), "
+                    "and none is one of its head classes (e.g. LlamaForCausalLMEagle, LlamaForCausalLMEagle3)",
+                    "models/registry.py:93-112, models/llama_eagle.py:153, models/llama_eagle3.py:387", None)
+        algo = SGLANG_HEAD_ARCHS[arch]
+        return (True, f"{arch} is SGLang's {algo.upper()} head class", "models/registry.py:93-112 (EntryClass)",
+                algo.upper())
+
+    def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
+        """EAGLE-3 and DFlash/DSpark targets must implement the layer capture (EAGLE-1: any target)."""
+        if head.algorithm in ("eagle3", "peagle"):
+            return (SGLANG_EAGLE3_TARGET_TYPES, "EAGLE-3",
+                    "model_executor/model_runner_components/attention_backend_setup.py:55-61")
+        if head.algorithm in ("dflash", "dspark"):
+            return (SGLANG_DFLASH_TARGET_TYPES, "DFlash",
+                    "model_executor/model_runner_components/attention_backend_setup.py:62-72")
+        return None
+
+    def hidden(self, head: HeadFacts) -> tuple[int | None, str]:
+        """The fc input each head class builds from the target's hidden size."""
+        if head.algorithm in ("eagle3", "peagle"):
+            # SGLang shares the target's embedding only when target_hidden_size is absent or equals hidden_size
+            # (models/llama.py:910-916), so this one comparison covers the embedding too.
+            return (head.target_hidden_size or head.hidden_size,
+                    "models/llama_eagle3.py:151-154 (fc input = target_hidden_size or hidden_size)")
+        if head.algorithm == "eagle":
+            return head.hidden_size, "models/llama_eagle.py:91 (fc over concat(embeds, hidden) = 2*hidden_size)"
+        # dflash / dspark: fc reads len(target_layer_ids) * hidden_size
+        return head.hidden_size, "models/dflash.py:750-770 (fc = num_context_features * hidden_size)"
+
+    def target_vocab(self, target: TargetShape) -> int | None:
+        """SGLang's text config rule (modelconfig.sglang_text_config)."""
+        return target.vocab_size
+
+    def borrowed_vocab(self, head: HeadFacts, tv: int | None, checks: list) -> bool | None:
+        """SGLang hands EAGLE-1 and DFlash/DSpark heads the target's own embedding and lm_head."""
+        if head.algorithm not in ("eagle", "dflash", "dspark"):
+            return None
+        src = ("speculative/eagle_worker_v2.py:376-378 (set_embed_and_head)" if head.algorithm == "eagle"
+               else "speculative/dflash_worker_v2.py:138 (the draft borrows the target lm_head)")
+        if head.mask_token_id is not None and tv is not None and head.mask_token_id >= tv:
+            return check(checks, "vocab_size", False,
+                         f"mask_token_id {head.mask_token_id} is outside this target's vocabulary of {tv}",
+                         "speculative/dflash_worker_v2.py:1399-1405")
+        return check(checks, "vocab_size", True,
+                     f"uses the target's embedding and lm_head (vocabulary {tv}); trained vocabulary "
+                     f"{head.vocab_size}", src)
+
+    def vocab_source(self, head: HeadFacts) -> str:
+        """EAGLE-3's d2t map indexes the head's vocabulary."""
+        return "models/llama_eagle3.py:350-352 (d2t maps draft ids into the head's vocabulary)"
+
+    def eagle_aux_limit(self, head: HeadFacts, layers: int) -> tuple[int, int, str] | None:
+        """SGLang captures EAGLE-3 id v at layer v+1 of its loop (models/llama.py:941, 486-492), so v <= L-2; it reads
+        only eagle_config's list (model_executor/model_runner_components/spec_aux_hidden_state.py:186-196)."""
+        if head.aux_key != "eagle_config.eagle_aux_hidden_state_layer_ids":
+            return None
+        return 0, layers - 2, "models/llama.py:941, 486-492 (id v is captured at layer v+1)"
+
+    def mtp_support(self, target: TargetShape, arch: str | None) -> tuple[bool, str, str]:
+        """The draft worker rewrites the target's architecture into its MTP class (SGLANG_MTP_ARCHS)."""
+        line = SGLANG_MTP_ARCHS.get(arch)
+        return (line is not None, f"SGLang {'has an' if line else 'has no'} MTP draft class for {arch}",
+                f"configs/model_config.py:{line or '1010-1200'}")
+
+    def launch(self, head: HeadFacts, target_id: str) -> str:
+        """The serve command (arg_groups/fields/spec.py:31-40)."""
+        return (f"python -m sglang.launch_server --model-path {target_id} "
+                f"--speculative-algorithm {SGLANG_ALGORITHM.get(head.algorithm, head.algorithm.upper())} "
+                f"--speculative-draft-model-path {head.repo_id}")
+
+    def mtp_launch(self, target: TargetShape) -> str:
+        """NEXTN, naming the target as draft path unless SGLang defaults to it."""
+        arch = target.architectures[0] if target.architectures else ""
+        draft = "" if arch in SGLANG_MTP_SELF_DRAFT_ARCHS else f" --speculative-draft-model-path {target.repo_id}"
+        return f"python -m sglang.launch_server --model-path {target.repo_id} --speculative-algorithm NEXTN{draft}"
+
+    def ngram_launch(self, target_id: str) -> str:
+        """NGRAM needs no draft (speculative/spec_info.py:46)."""
+        return f"python -m sglang.launch_server --model-path {target_id} --speculative-algorithm NGRAM"
+
+
+ENGINE = Engine(
+    name=NAME, display="SGLang STANDALONE", version=f"sglang {VERSION}",
+    sources={
+        "vocab_size equal": "python/sglang/srt/speculative/standalone_worker_v2.py:185-215",
+        "text config priority": "python/sglang/srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config)",
+        "no get_vocab() check (draft worker loads no tokenizer)": "python/sglang/srt/managers/tp_worker.py:326-329",
+    },
+    facts=("vocab_size", "tok.vocab_sha256", "vocab"),
+    rule=rule, class_key=("vs", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
+    heads=SGLangHeads())

@@ -1,0 +1,77 @@
+"""transformers assisted generation (``generate(assistant_model=...)``) and universal assisted generation (UAG),
+at :data:`VERSION`; paths are relative to the repository root."""
+
+from __future__ import annotations
+
+from .base import (
+    REFUSED,
+    SIZE_WORDS,
+    USELESS,
+    WORKS,
+    Engine,
+    Side,
+    Verdict,
+    mapping_differs,
+    resize_words,
+    same_mapping,
+    size_differs,
+    tokenizer_missing,
+)
+
+VERSION = "5.24.0"
+
+UAG = ("pass tokenizer= and assistant_tokenizer= to generate() (transformers universal assisted generation, "
+       "generation/candidate_generator.py:762-795: any pair, TLI when sampling)")
+
+
+def rule(t: Side, d: Side) -> Verdict:
+    """Equal get_text_config().vocab_size: one tokenizer assumed; unequal: needs both tokenizers (UAG)."""
+    for role, side in (("target", t), ("draft", d)):
+        if side.text_config_error:
+            return Verdict(REFUSED, [f"the {role}'s {side.text_config_error}: generate() raises ValueError"])
+    ts, ds = t.vocab_size_transformers, d.vocab_size_transformers
+    if ts is None or ds is None or ts != ds:
+        return Verdict(REFUSED, [size_differs("vocab_size", ts, ds) + ": assisted generation raises ValueError "
+                                 "unless tokenizer= and assistant_tokenizer= are passed (universal assisted "
+                                 "generation, which works for any pair)"])
+    missing = tokenizer_missing(t, d)
+    if missing:
+        return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
+    if not same_mapping(t, d):
+        return mapping_differs(t, d, ts, f"vocab_size {ts} on both, so transformers treats them as one tokenizer "
+                                         "(passing assistant_tokenizer raises) and output stays correct, the target "
+                                         "verifying every token")
+    return Verdict(WORKS, [f"vocab_size {ts} on both and the same mapping"])
+
+
+def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
+    """transformers compares get_text_config().vocab_size."""
+    return t.vocab_size_transformers, d.vocab_size_transformers
+
+
+def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> str | None:
+    """UAG for a refused pair of unequal sizes (or resize the draft when only its rows differ)."""
+    t_size, d_size = sizes
+    if outcome != REFUSED or t_size is None or d_size is None or t_size == d_size:
+        return None  # equal vocab_size: transformers refuses assistant_tokenizer (generation/utils.py:1907-1919)
+    return UAG + tli + (f", or {resize_words(t_size)}" if shared else "")
+
+
+def launch(target: str, draft: str, *, universal: bool = False) -> str:
+    """The assisted-generation call (UAG on request)."""
+    call = "model.generate(**inputs, assistant_model=assistant"
+    if universal:
+        call += ", tokenizer=tokenizer, assistant_tokenizer=assistant_tokenizer"
+    return (f'model = AutoModelForCausalLM.from_pretrained("{target}"); '
+            f'assistant = AutoModelForCausalLM.from_pretrained("{draft}"); {call})')
+
+
+ENGINE = Engine(
+    name="transformers", display="transformers assisted generation", version=f"transformers {VERSION}",
+    sources={
+        "vocab_size equal / assistant_tokenizer refused": "src/transformers/generation/utils.py:1907-1919",
+        "get_text_config()": "src/transformers/configuration_utils.py:1519-1562",
+        "universal assisted generation (TLI)": "src/transformers/generation/candidate_generator.py:762-795",
+    },
+    facts=("vocab_size_transformers", "text_config_error", "tok.vocab_sha256"),
+    rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS))

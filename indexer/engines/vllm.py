@@ -1,0 +1,277 @@
+"""vLLM's draft_model speculation (config/speculative.py) with its token-level intersection (TLI,
+``use_heterogeneous_vocab``), and its speculator heads and built-in MTP. Sources are vLLM's, at :data:`VERSION`."""
+
+from __future__ import annotations
+
+import json
+
+from .base import (
+    REFUSED,
+    SIZE_WORDS,
+    USELESS,
+    WORKS,
+    Engine,
+    Side,
+    Verdict,
+    mapping_differs,
+    resize_words,
+    same_mapping,
+    size_differs,
+    tokenizer_missing,
+)
+from .headrules import HeadFacts, HeadRules, TargetShape
+from .transformers import VERSION as TRANSFORMERS_VERSION  # vLLM reads configs through transformers
+
+NAME = "vllm"  # the registry key: --engine vllm
+VERSION = "0.33.0"  # the PyPI sdist; head-rule paths are relative to vllm/
+
+TLI_VLLM = ("`use_heterogeneous_vocab: true` in --speculative-config (vLLM TLI, vllm/v1/spec_decode/vocab_mapping.py: "
+            "method draft_model, greedy draft)")
+
+
+def tli_constraints(t: Side, d: Side) -> list[str]:
+    """What vLLM's use_heterogeneous_vocab needs beyond method draft_model and a greedy draft."""
+    out = []
+    for role, side in (("target", t), ("draft", d)):
+        tok = side.tok or {}
+        if tok.get("unk_token_id") is None and tok.get("eos_token_id") is None:
+            out.append(f"the {role} has neither an unk nor an eos token, so vLLM's TLI refuses it")
+    return out
+
+
+def rule(t: Side, d: Side) -> Verdict:
+    """draft_model raises when get_vocab_size() differs; tokenizers are never compared."""
+    for role, side in (("target", t), ("draft", d)):
+        if side.text_config_error:
+            return Verdict(REFUSED, [f"the {role}'s {side.text_config_error}: vLLM's ModelConfig raises"])
+    ts, ds = t.vllm_vocab_size, d.vllm_vocab_size
+    if ts is None or ds is None or ts != ds:
+        why = size_differs("vocab_size", ts, ds) + " (draft_model raises ValueError at launch)"
+        tli = tli_constraints(t, d)
+        hint = ("; `use_heterogeneous_vocab: true` (draft_model only, greedy draft) would run TLI"
+                if not tli else f"; TLI is not possible either: {'; '.join(tli)}")
+        return Verdict(REFUSED, [why + hint])
+    missing = tokenizer_missing(t, d)
+    if missing:
+        return Verdict(USELESS, [f"vocab_size {ts} on both; {missing}"])
+    if not same_mapping(t, d):
+        return mapping_differs(t, d, ts, f"vocab_size {ts} on both, so vLLM starts (it never compares tokenizers)")
+    return Verdict(WORKS, [f"vocab_size {ts} on both and the same get_vocab() mapping"])
+
+
+def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
+    """vLLM compares hf_text_config.vocab_size after its model-type remaps."""
+    return t.vllm_vocab_size, d.vllm_vocab_size
+
+
+def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> str | None:
+    """Resize the draft when only its rows differ, else (or also) run TLI unless the pair cannot."""
+    use_tli = None if tli_blocked else f"run TLI: {TLI_VLLM}{tli}"
+    if outcome == REFUSED and shared and sizes[0] is not None:
+        return resize_words(sizes[0]) + (f", or {use_tli}" if use_tli else "")
+    return use_tli
+
+
+def launch(target: str, draft: str, *, heterogeneous: bool = False) -> str:
+    """The draft_model serve command (TLI on request)."""
+    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": 5}
+    if heterogeneous:
+        cfg["use_heterogeneous_vocab"] = True
+    return f"vllm serve {target} --speculative-config '{json.dumps(cfg)}'"
+
+
+# ---------------------------------------------------------------- speculator heads and built-in MTP
+# vLLM's speculative-decoding registry (model_executor/models/registry.py:655-744), head entries.
+VLLM_HEAD_REGISTRY = {
+    "EagleLlamaForCausalLM": "eagle",  # registry.py:661
+    "EagleMistralForCausalLM": "eagle",  # registry.py:707
+    "EagleMiniCPMForCausalLM": "eagle",  # registry.py:663
+    "EagleLlama4ForCausalLM": "eagle",  # registry.py:662
+    "Eagle3LlamaForCausalLM": "eagle3",  # registry.py:700
+    "LlamaForCausalLMEagle3": "eagle3",  # registry.py:702 (SGLang's name -> Eagle3LlamaForCausalLM)
+    "Eagle3Qwen3ForCausalLM": "eagle3",  # registry.py:705
+    "Eagle3DeepseekV2ForCausalLM": "eagle3",  # registry.py:712
+    "Eagle3DeepseekV3ForCausalLM": "eagle3",  # registry.py:713
+    "PeagleLlamaForCausalLM": "eagle3",  # registry.py:699
+    "PeagleQwen3ForCausalLM": "eagle3",  # registry.py:706
+    "DFlashDraftModel": "dflash",  # registry.py:664
+    "DFlash2DraftModel": "dflash",  # registry.py:666
+    "Qwen3DSparkModel": "dspark",  # registry.py:681
+}
+# vLLM's speculators-format loader: speculators_model_type -> allowed transformer_layer_config.model_type
+# (None: not restricted). transformers_utils/configs/speculators/algos.py:15-209.
+VLLM_SPECULATORS_TYPES = {
+    "eagle3": ("llama", "qwen3"),  # algos.py:39-45
+    "peagle": ("llama", "qwen3"),  # algos.py:75-81
+    "dflash": None,  # algos.py:90-126
+    "dflash2": None,  # algos.py:129-149
+    "dspark": None,  # algos.py:152-209
+}
+# vLLM: the target class must implement SupportsEagle3 (v1/worker/gpu_model_runner.py:5173-5177).
+VLLM_EAGLE3_TARGET_TYPES = (
+    "llama", "mistral", "phi3",  # model_executor/models/llama.py:464 (mistral.py:236, phi3.py:10 subclass it)
+    "qwen2", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5", "deepseek_v2",
+    "deepseek_v3", "gemma4", "gpt_oss", "granite", "granitemoe", "minicpm", "minimax_m2", "llama4",
+    "kimi_k25", "apertus", "nemotron_h", "mistral3", "llava", "pixtral", "qwen3_5_moe", "qwen3_5_text",
+    "qwen3_5_moe_text", "gemma4_text", "granitemoeshared",
+)
+# vLLM's DFlash proposer turns on aux hidden-state outputs (v1/worker/gpu_model_runner.py:645-647), which need
+# SupportsEagle3 like EAGLE-3 (gpu_model_runner.py:5173-5177): VLLM_EAGLE3_TARGET_TYPES applies.
+# vLLM: SpeculativeConfig.hf_config_override rewrites the target config into its MTP model
+# (config/speculative.py:711-1170); keyed by model_type, value: the line.
+VLLM_MTP_MODEL_TYPES = {
+    "deepseek_v3": 749, "deepseek_v32": 749, "glm_moe_dsa": 749, "deepseek_mtp": 755, "deepseek_v4": 765,
+    "dots3_note": 734, "pangu_ultra_moe": 777, "kimi_k3": 785, "ernie4_5_moe": 880, "nemotron_h": 896,
+    "nemotron_h_puzzle": 896, "qwen3_next": 908, "qwen4_exp": 915, "qwen4_exp_text": 915, "bailing_hybrid": 951,
+    "exaone_moe": 973, "exaone4_5": 980, "qwen3_5": 987, "qwen3_5_moe": 987, "qwen3_5_text": 987,
+    "qwen3_5_moe_text": 987, "longcat_flash": 1032, "step3p5": 1039, "step3p7": 1039, "step5": 1055,
+    "step5_vl": 1055, "hy_v3": 1073, "hy_v4": 1080, "minimax_m3_vl": 1117, "glm5_next": 1146,
+}
+# ... and the rewrites keyed by architectures[0] (same function).
+VLLM_MTP_ARCHS = {
+    "MiMoForCausalLM": 795, "MiMoV2ForCausalLM": 806, "MiMoV2OmniForCausalLM": 806, "MiMoV2FlashForCausalLM": 831,
+    "Glm4MoeForCausalLM": 848, "Glm4MoeLiteForCausalLM": 858, "GlmOcrForConditionalGeneration": 869,
+    "BailingMoeV3ForCausalLM": 946, "BailingMoeV2_5ForCausalLM": 951, "Step3p5ForCausalLM": 1039,
+    "MiniMaxM3SparseForConditionalGeneration": 1117,
+}
+DEFAULT_SPEC_TOKENS = 3  # the num_speculative_tokens a launch command gives when the head states none
+
+
+def _vllm_rename(arch: str, method: str) -> str:
+    """EAGLEConfig's architecture naming (transformers_utils/configs/eagle.py:46-76)."""
+    if method == "eagle":
+        return arch if arch.startswith("Eagle") else f"Eagle{arch}"
+    if method == "eagle3":
+        return arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else f"Eagle3{arch}"
+    if method == "dflash":
+        return arch if arch.startswith("DFlash") or arch.endswith("DFlash") else f"DFlash{arch}"
+    return arch
+
+
+def _first(head: HeadFacts) -> str:
+    return head.architectures[0] if head.architectures else "(no architectures)"
+
+
+class VLLMHeads(HeadRules):
+    """vLLM's head rules (paths relative to vllm/ at :data:`VERSION`)."""
+
+    engine = NAME
+    methods = {
+        "eagle": ("eagle", "config/speculative.py:71-72, transformers_utils/configs/eagle.py:46-53"),
+        "eagle3": ("eagle3", "config/speculative.py:71-72, transformers_utils/configs/speculators/algos.py:15-87"),
+        "dflash": ("dflash / dspark",
+                   "config/speculative.py:69-70, transformers_utils/configs/speculators/algos.py:90-209"),
+        "mtp": ("mtp", "config/speculative.py:38-67, 711-1170"),
+        "ngram": ("ngram", "config/speculative.py:1297-1305"),
+    }
+    mtp_method = "mtp"
+    mtp_layers_source = "config/speculative.py:755-760"
+    aux_any_depth_source = "model_executor/models/interfaces.py:1751"
+    aux_default_source = "model_executor/models/interfaces.py:1751-1772"
+    eagle_aux_source = "model_executor/models/llama_eagle.py:110-130"
+    dflash_layer_ids_source = "v1/worker/gpu_model_runner.py:5212-5215"  # vLLM adds 1 to the 0-based ids
+    draft_vocab_source = "model_executor/models/llama_eagle3.py:338-345"
+
+    def loads(self, head: HeadFacts) -> tuple[bool, str, str, str | None]:
+        """The speculators loader for its types, else EAGLEConfig's renaming and the model registry."""
+        if head.format == "speculators":
+            kind = head.algorithm
+            if kind not in VLLM_SPECULATORS_TYPES:
+                return (False, f"speculators_model_type {head.algorithm!r} is not one of vLLM's "
+                        f"{sorted(VLLM_SPECULATORS_TYPES)}", "transformers_utils/configs/speculators/base.py:51-56",
+                        None)
+            allowed = VLLM_SPECULATORS_TYPES[kind]
+            if allowed and (head.layer_model_type or "llama") not in allowed:
+                return (False, f"speculators {kind} with a {head.layer_model_type} layer: vLLM maps only "
+                        f"{' / '.join(allowed)} layers", "transformers_utils/configs/speculators/algos.py:39-45", None)
+            method = "eagle3" if head.algorithm == "peagle" else head.algorithm  # speculators/base.py:133-136
+            return (True, f"speculators format, speculators_model_type {head.algorithm}",
+                    "transformers_utils/configs/speculators/algos.py:15-209", method)
+        # EAGLEConfig renames architectures for the chosen method (transformers_utils/configs/eagle.py:46-76),
+        # then the registry must know the name.
+        method = "eagle3" if head.algorithm == "peagle" else head.algorithm
+        renamed = [_vllm_rename(a, method) for a in head.architectures]
+        hit = next((r for r in renamed if r in VLLM_HEAD_REGISTRY), None)
+        if hit is None:
+            return (False, f"vLLM's EAGLE config renames {_first(head)} to {renamed[0] if renamed else '?'} for "
+                    f"method {method}, which its registry does not hold",
+                    "transformers_utils/configs/eagle.py:46-76, model_executor/models/registry.py:655-744", None)
+        return True, f"{_first(head)} loads as vLLM's {hit}", "model_executor/models/registry.py:655-744", method
+
+    def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
+        """EAGLE-3 and DFlash targets must implement SupportsEagle3; DSpark runs in its own model runner, not
+        checked here; EAGLE-1 reads only the last hidden state (any target)."""
+        if head.algorithm in ("eagle3", "peagle"):
+            return VLLM_EAGLE3_TARGET_TYPES, "EAGLE-3", "v1/worker/gpu_model_runner.py:5173-5177"
+        if head.algorithm == "dflash":
+            return VLLM_EAGLE3_TARGET_TYPES, "DFlash", "v1/worker/gpu_model_runner.py:645-647, 5173-5177"
+        return None
+
+    def hidden(self, head: HeadFacts) -> tuple[int | None, str]:
+        """The fc input each head model builds from the target's hidden size."""
+        if head.algorithm in ("eagle3", "peagle"):
+            return (head.target_hidden_size or head.hidden_size,
+                    "model_executor/models/llama_eagle3.py:218-221 (fc input = target_hidden_size or hidden_size)")
+        if head.algorithm == "eagle":
+            return head.hidden_size, "model_executor/models/llama_eagle.py:110-130 (fc input = 2*hidden_size)"
+        return (head.target_hidden_size or head.hidden_size,
+                "model_executor/models/qwen3_dflash.py:89-93 (target_hidden_size or hidden_size)")
+
+    def target_vocab(self, target: TargetShape) -> int | None:
+        """get_text_config(), what vLLM reads."""
+        return target.vocab_size_transformers
+
+    def vocab_source(self, head: HeadFacts) -> str:
+        """Every vLLM head embeds (or scatters logits into) its own vocab_size."""
+        if head.algorithm in ("dflash", "dspark"):
+            return "model_executor/models/qwen3_dflash.py:444 (embedding of vocab_size)"
+        if head.algorithm == "eagle":
+            return "model_executor/models/llama_eagle.py:88-95 (embedding of vocab_size)"
+        return "model_executor/models/llama_eagle3.py:338-392 (logits scattered into vocab_size)"
+
+    def eagle_aux_limit(self, head: HeadFacts, layers: int) -> tuple[int, int, str] | None:
+        """vLLM collects id k after layer k-1 and at the start (model_executor/models/llama.py:429-441,
+        interfaces.py:1647), so k <= L."""
+        return 0, layers, "model_executor/models/llama.py:429-441, model_executor/models/interfaces.py:1647"
+
+    def mtp_support(self, target: TargetShape, arch: str | None) -> tuple[bool, str, str]:
+        """SpeculativeConfig.hf_config_override rewrites the target config into its MTP model."""
+        line = VLLM_MTP_ARCHS.get(arch) or VLLM_MTP_MODEL_TYPES.get(target.model_type or "")
+        return (line is not None, f"vLLM {'has an' if line else 'has no'} MTP model for {target.model_type} ({arch})",
+                f"config/speculative.py:{line or '711-1170'}")
+
+    def launch(self, head: HeadFacts, target_id: str) -> str:
+        """The --speculative-config JSON (config/speculative.py:419)."""
+        if head.format == "speculators" and head.verifier and head.verifier.lower() == target_id.lower():
+            # The speculators config names its verifier: vLLM serves the target from it
+            # (transformers_utils/config.py:800-870, engine/arg_utils.py:2263-2277).
+            return f"vllm serve {head.repo_id}"
+        cfg: dict = {"method": "eagle3" if head.algorithm == "peagle" else head.algorithm, "model": head.repo_id,
+                     "num_speculative_tokens": head.speculative_tokens or DEFAULT_SPEC_TOKENS}
+        if head.algorithm == "peagle":
+            cfg["parallel_drafting"] = True  # transformers_utils/configs/speculators/base.py:133-134
+        return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
+
+    def mtp_launch(self, target: TargetShape) -> str:
+        """Method mtp; num_speculative_tokens must be given for the draft to default to the target
+        (config/speculative.py:1252-1263)."""
+        cfg = {"method": "mtp", "num_speculative_tokens": target.mtp_layers or 1}
+        return f"vllm serve {target.repo_id} --speculative-config '{json.dumps(cfg)}'"
+
+    def ngram_launch(self, target_id: str) -> str:
+        """Method ngram with its default lookup window of 5 (config/speculative.py:1300-1305)."""
+        cfg = {"method": "ngram", "num_speculative_tokens": DEFAULT_SPEC_TOKENS, "prompt_lookup_max": 5}
+        return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
+
+
+ENGINE = Engine(
+    name=NAME, display="vLLM draft_model", version=f"vllm {VERSION}",
+    sources={
+        "get_vocab_size() equal": "vllm/config/speculative.py:2036-2056 (verify_equal_vocab_size_if_draft_model)",
+        "hf_text_config = get_text_config()": "vllm/transformers_utils/config.py (get_hf_text_config)",
+        "get_text_config() ambiguity raises": f"transformers {TRANSFORMERS_VERSION} configuration_utils.py:1555-1560",
+        "use_heterogeneous_vocab (TLI)": "vllm/v1/spec_decode/vocab_mapping.py (VocabMapping, _get_unk_token_id)",
+    },
+    facts=("vllm_vocab_size", "text_config_error", "tok.vocab_sha256", "tok.unk_token_id", "tok.eos_token_id"),
+    rule=rule, class_key=("vllm_vs", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
+    heads=VLLMHeads())
