@@ -259,7 +259,9 @@ def test_query_stays_light(catalog):
 QUERY_PATH_MODULES = {
     "indexer", "indexer.cli", "indexer.errors", "indexer.files",
     "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
-    "indexer.catalog", "indexer.catalog.db", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
+    "indexer.answer.ranking", "indexer.answer.target", "indexer.answer.render",  # answer.query, split
+    "indexer.catalog", "indexer.catalog.db", "indexer.catalog.reader",  # the reader: was answer.query.Catalog
+    "indexer.engines", "indexer.engines.heads", "indexer.gguf",
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
     "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.params",
 }

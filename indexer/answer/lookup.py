@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RepoNotFound
+from ..errors import InputError, RepoNotFound
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -60,6 +60,20 @@ def looks_like_dir(arg: str) -> bool:
     if not _LOCAL_DIRS.get():
         return False
     return arg.startswith((".", "/", "~")) or Path(arg).is_dir()
+
+
+def local_gguf_arg(arg: str) -> Path | None:
+    """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
+    files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
+    from ..gguf.file import local_gguf
+    from ..vocab.fingerprint import has_tokenizer
+
+    p = Path(arg).expanduser()
+    if p.is_dir() and has_tokenizer(p):
+        return None
+    if arg.lower().endswith(".gguf") and not p.is_file():
+        raise InputError("error", f"{arg}: no such file")
+    return local_gguf(p)
 
 
 def repo_ref(text: str) -> str:
