@@ -11,7 +11,7 @@ import click
 from . import __version__
 from .engines import DEFAULT_ENGINE, ENGINE_NAMES, QUERY_METHODS
 from .errors import EXIT_BAD_INPUT, IndexerError
-from .files import DEFAULT_MAX_FILE_BYTES, InputError
+from .files import DEFAULT_MAX_FILE_BYTES
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
@@ -210,64 +210,14 @@ def db_upgrade(db):
 def fingerprint(directory, as_json, reference, max_file_bytes):
     """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
     (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
-    from .answer.lookup import local_gguf_arg
-    from .vocab.fingerprint import fingerprint_dir, transformers_version
-    from .vocab.modelconfig import read_config
+    from .answer.render import render_fingerprint, render_gguf_facts
+    from .answer.sides import local_facts
 
-    try:
-        gguf_path = local_gguf_arg(directory)
-    except InputError as e:
-        fail(e.message)
-    if gguf_path is not None:
-        _fingerprint_gguf(gguf_path, as_json)
-        return
-    try:
-        fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
-        config = read_config(directory, max_file_bytes) if (Path(directory) / "config.json").is_file() else None
-    except InputError as e:  # every error names the directory (once), as `check` names the side
-        fail(e.message if e.message.startswith(f"{Path(directory)}: ") else f"{directory}: {e.message}")
-    facts = fp.to_dict()
-    # The engines' text-config vocab sizes at top level too: they decide most verdicts.
-    facts["vocab_size"] = config.vocab_size if config else None
-    facts["vocab_size_transformers"] = config.vocab_size_transformers if config else None
-    facts["config"] = config.to_dict() if config else None
-    if reference or fp.method == "reference":
-        facts["transformers_version"] = transformers_version()
+    facts, is_gguf = local_facts(directory, reference=reference, max_file_bytes=max_file_bytes)  # errors: exit 2
     if as_json:
         print_json(facts)
-        return
-    added = facts.pop("added_tokens")
-    for key, value in facts.items():
-        if key == "config" and value:
-            for ck, cv in value.items():
-                click.echo(f"config.{ck:22} {cv}")
-        else:
-            click.echo(f"{key:29} {value}")
-    click.echo(f"{'added_tokens':29} {len(added)}")
-    for t in added[:50]:
-        click.echo(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
-    if len(added) > 50:
-        click.echo(f"  ... {len(added) - 50} more (use --json)")
-
-
-def _fingerprint_gguf(path: Path, as_json: bool) -> None:
-    """What llama.cpp reads from the file's key/value section (indexer/gguf/file.py)."""
-    from .gguf.file import read_gguf
-
-    try:
-        facts = read_gguf(path).to_dict()
-    except InputError as e:
-        fail(e.message)
-    facts = {"file": str(path), **{k: v for k, v in facts.items() if k != "file"}}
-    if as_json:
-        print_json(facts)
-        return
-    for key, value in facts.items():
-        if key == "notes":
-            for note in value:
-                click.echo(f"{'note':29} {note}")
-        else:
-            click.echo(f"{key:29} {value}")
+    else:
+        click.echo(render_gguf_facts(facts) if is_gguf else render_fingerprint(facts))
 
 
 def engine_option(help_text: str):

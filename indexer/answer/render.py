@@ -235,3 +235,32 @@ def _not_judged(engine: str, result: dict) -> bool:
 def _short(tokens: list[str], n: int = 8) -> str:
     shown = ", ".join(repr(t) for t in tokens[:n])
     return shown + (f", ... ({len(tokens)} in all)" if len(tokens) > n else "")
+
+
+def render_fingerprint(facts: dict) -> str:
+    """``indexer fingerprint DIR``: one fact a line, the config's under ``config.``, the first 50 added tokens."""
+    facts = dict(facts)
+    added = facts.pop("added_tokens")
+    lines = []
+    for key, value in facts.items():
+        if key == "config" and value:
+            lines += [f"config.{ck:22} {cv}" for ck, cv in value.items()]
+        else:
+            lines.append(f"{key:29} {value}")
+    lines.append(f"{'added_tokens':29} {len(added)}")
+    for t in added[:50]:
+        lines.append(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
+    if len(added) > 50:
+        lines.append(f"  ... {len(added) - 50} more (use --json)")
+    return "\n".join(lines)
+
+
+def render_gguf_facts(facts: dict) -> str:
+    """``indexer fingerprint FILE.gguf``: one fact a line, each note on its own."""
+    lines = []
+    for key, value in facts.items():
+        if key == "notes":
+            lines += [f"{'note':29} {note}" for note in value]
+        else:
+            lines.append(f"{key:29} {value}")
+    return "\n".join(lines)

@@ -62,3 +62,31 @@ def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAU
     from .rule_inputs import side_from_catalog
 
     return side_from_catalog(arg, db=db, reader=reader)
+
+
+def local_facts(directory: str, *, reference: bool = False,
+                max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[dict, bool]:
+    """``indexer fingerprint``: a local model directory's tokenizer and config facts, or (True) what llama.cpp
+    reads from a GGUF file's key/value section (indexer/gguf/file.py). Errors name the directory once."""
+    from ..vocab.fingerprint import transformers_version
+
+    gguf_path = local_gguf_arg(directory)
+    if gguf_path is not None:
+        from ..gguf.file import read_gguf
+
+        facts = read_gguf(gguf_path).to_dict()
+        return {"file": str(gguf_path), **{k: v for k, v in facts.items() if k != "file"}}, True
+    try:
+        fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
+        config = read_config(directory, max_file_bytes) if (Path(directory) / "config.json").is_file() else None
+    except InputError as e:  # every error names the directory (once), as `check` names the side
+        raise e.reworded(e.message if e.message.startswith(f"{Path(directory)}: ")
+                         else f"{directory}: {e.message}") from None
+    facts = fp.to_dict()
+    # The engines' text-config vocab sizes at top level too: they decide most verdicts.
+    facts["vocab_size"] = config.vocab_size if config else None
+    facts["vocab_size_transformers"] = config.vocab_size_transformers if config else None
+    facts["config"] = config.to_dict() if config else None
+    if reference or fp.method == "reference":
+        facts["transformers_version"] = transformers_version()
+    return facts, False
