@@ -1,8 +1,9 @@
 """Finding the repo a person means: any letter case, a Hub URL, a bare name, a close misspelling.
 
-Called by ``indexer query`` (over its light :class:`query.Catalog`) and by the catalog side of
-``indexer check`` (``catalog.side_from_catalog``, over SQLAlchemy), so both take the same path: a
-``rows(sql, params) -> list[tuple]`` callable and the SQL dialect's name. Every probe is one range or
+Called by ``indexer query`` (``target.resolve_target``), the head answers (``headquery``) and the catalog side
+of ``indexer check`` (``rule_inputs.side_from_catalog``), all over the request's
+:class:`~indexer.catalog.reader.Reader`, so they take the same path: a ``rows(sql, params) -> list[tuple]``
+callable and the SQL dialect's name. Every probe is one range or
 equality over an index (``repos.repo_id``, and the expression indexes ``lower(repo_id)`` and
 ``lower(<name part>)`` of migration 0004), so a miss with suggestions stays fast on a million repos.
 """

@@ -11,6 +11,7 @@ ENGINE_NAMES = registry.ENGINE_NAMES
 
 
 def fmt_params(n: int | None) -> str:
+    """A parameter count in words: ``500M``, ``7.24B`` (the site's cells use it too)."""
     if n is None:
         return "?"
     for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
@@ -38,6 +39,7 @@ def fmt_size(params: int | None, source: str | None = None, active: int | None =
 
 
 def fmt_ratio(r: float | None) -> str:
+    """A draft's size against the target's: ``1/14``."""
     if r is None:
         return "?"
     return f"1/{1 / r:.0f}" if 0 < r < 1 else f"{r:.2f}"
@@ -146,6 +148,7 @@ def rules_params(n: int | None) -> str:
 
 
 def render_overview(result: dict) -> str:
+    """``--method all``: per engine, MTP, the best head of each method, the best draft and n-gram."""
     t = result["target"]
     lines = [f"target: {t['repo_id']} ({t['class']})"]
     for view in result["engines"].values():
@@ -172,6 +175,7 @@ def render_overview(result: dict) -> str:
 
 
 def render_explain(result: dict) -> str:
+    """``indexer check TARGET HEAD``: per engine the verdict, every shape check with its source, the lineage."""
     h, t = result["head"], result["target"]
     lines = [f"target: {t['repo_id']}", f"head:   {h['repo_id']} ({h['algorithm']}, {h['format']} format; "
              f"trained for {', '.join(result['declared_for']) or 'nothing declared'})"]

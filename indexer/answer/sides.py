@@ -1,4 +1,5 @@
-"""Build rule inputs (:class:`rules.Side`) from a local directory or from a catalog repo."""
+"""Build rule inputs (:class:`rules.Side`) from a local directory or GGUF file, or from a catalog repo
+(``rule_inputs``); and the facts ``indexer fingerprint`` prints for a local directory."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .lookup import local_gguf_arg, looks_like_dir
 
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
+    """A local model directory as the rules see it: its fingerprint, config vocab sizes and predicted GGUF."""
     directory = check_dir(path)
     config = read_config(directory, max_file_bytes)
     if config.auto_map and not (directory / "tokenizer_config.json").is_file():
