@@ -48,9 +48,9 @@ DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "voca
                "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active")
 
 
-
-
 class Query:
+    """One target on one engine: its class, the classes that work with it, and their ranked members."""
+
     def __init__(self, cat: Reader, target: str, engine: str, resolved: Target | None = None):
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
