@@ -11,7 +11,7 @@ import click
 from . import __version__
 from .engines import DEFAULT_ENGINE, ENGINE_NAMES, QUERY_METHODS
 from .errors import EXIT_BAD_INPUT, IndexerError
-from .files import DEFAULT_MAX_FILE_BYTES, InputError
+from .files import DEFAULT_MAX_FILE_BYTES
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
@@ -210,64 +210,14 @@ def db_upgrade(db):
 def fingerprint(directory, as_json, reference, max_file_bytes):
     """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
     (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
-    from .answer.sides import local_gguf_arg
-    from .vocab.fingerprint import fingerprint_dir, transformers_version
-    from .vocab.modelconfig import read_config
+    from .answer.render import render_fingerprint, render_gguf_facts
+    from .answer.sides import local_facts
 
-    try:
-        gguf_path = local_gguf_arg(directory)
-    except InputError as e:
-        fail(e.message)
-    if gguf_path is not None:
-        _fingerprint_gguf(gguf_path, as_json)
-        return
-    try:
-        fp = fingerprint_dir(directory, reference=reference, max_file_bytes=max_file_bytes)
-        config = read_config(directory, max_file_bytes) if (Path(directory) / "config.json").is_file() else None
-    except InputError as e:  # every error names the directory (once), as `check` names the side
-        fail(e.message if e.message.startswith(f"{Path(directory)}: ") else f"{directory}: {e.message}")
-    facts = fp.to_dict()
-    # The engines' text-config vocab sizes at top level too: they decide most verdicts.
-    facts["vocab_size"] = config.vocab_size if config else None
-    facts["vocab_size_transformers"] = config.vocab_size_transformers if config else None
-    facts["config"] = config.to_dict() if config else None
-    if reference or fp.method == "reference":
-        facts["transformers_version"] = transformers_version()
+    facts, is_gguf = local_facts(directory, reference=reference, max_file_bytes=max_file_bytes)  # errors: exit 2
     if as_json:
         print_json(facts)
-        return
-    added = facts.pop("added_tokens")
-    for key, value in facts.items():
-        if key == "config" and value:
-            for ck, cv in value.items():
-                click.echo(f"config.{ck:22} {cv}")
-        else:
-            click.echo(f"{key:29} {value}")
-    click.echo(f"{'added_tokens':29} {len(added)}")
-    for t in added[:50]:
-        click.echo(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
-    if len(added) > 50:
-        click.echo(f"  ... {len(added) - 50} more (use --json)")
-
-
-def _fingerprint_gguf(path: Path, as_json: bool) -> None:
-    """What llama.cpp reads from the file's key/value section (indexer/gguf/file.py)."""
-    from .gguf.file import read_gguf
-
-    try:
-        facts = read_gguf(path).to_dict()
-    except InputError as e:
-        fail(e.message)
-    facts = {"file": str(path), **{k: v for k, v in facts.items() if k != "file"}}
-    if as_json:
-        print_json(facts)
-        return
-    for key, value in facts.items():
-        if key == "notes":
-            for note in value:
-                click.echo(f"{'note':29} {note}")
-        else:
-            click.echo(f"{key:29} {value}")
+    else:
+        click.echo(render_gguf_facts(facts) if is_gguf else render_fingerprint(facts))
 
 
 def engine_option(help_text: str):
@@ -294,61 +244,15 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
     and the vocabularies agree), 1 when not, 2 on bad input,
     3 when a repo is not in the catalog.
     """
-    from .answer.sides import check as check_sides
-    from .answer.sides import works_on
+    from .answer.query import check as check_pair
+    from .answer.query import render_check, works_on
 
-    result = check_sides(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
+    result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
     if as_json:
         print_json(result)
-    elif result.get("kind") == "head":
-        from .answer.headquery import render_explain
-
-        click.echo(render_explain(result))
     else:
-        click.echo(f"target: {result['target']}\ndraft:  {result['draft']}")  # as found: case, URL, GGUF base
-        for name, verdict in result["verdicts"].items():
-            click.echo(f"  {verdict['outcome'].upper():14} {name:13} {'; '.join(verdict['reasons'])}")
-        det = result["details"]
-        if det["added_only_in_target"]:
-            click.echo(f"  added tokens only in target: {_short(det['added_only_in_target'])}")
-        if det["added_only_in_draft"]:
-            click.echo(f"  added tokens only in draft:  {_short(det['added_only_in_draft'])}")
-        for diff in det["first_differing_ids"]:
-            click.echo(f"  id {diff['id']}: target {diff['target']!r}, draft {diff['draft']!r}")
-        tli = result["tli"]
-        if tli is not None:
-            both = "" if tli["same_count"] else f"; transformers counts {tli['intersection_transformers']}"
-            click.echo(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
-                       f"({tli['ratio']:.1%} of the draft){both}")
-        if result["agreement"] is not None and not result["agreement"]["identical"]:
-            from .vocab.agreement import summary
-
-            click.echo(f"  agreement: {summary(result['agreement'])}")
-        stuck = []
-        for name, fix in result["fixes"].items():
-            if fix:
-                click.echo(f"  fix ({name}): {fix}")
-            elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(name, result):
-                stuck.append(name)
-        if stuck:
-            click.echo(f"  no fix changes the outcome on: {', '.join(stuck)}")
-        for name, cmd in (result.get("launch") or {}).items():
-            click.echo(f"  launch ({name}): {cmd}")
+        click.echo(render_check(result))
     sys.exit(0 if works_on(result, engine) else 1)
-
-
-def _not_judged(engine: str, result: dict) -> bool:
-    """A GGUF file on an engine that loads none (``Engine.gguf_rule`` is None): its verdict says where to ask
-    instead, and no fix applies."""
-    from .engines import ENGINES
-
-    read = any((g or {}).get("source") == "read" for g in result["details"]["gguf"].values())
-    return read and ENGINES[engine].gguf_rule is None
-
-
-def _short(tokens: list[str], n: int = 8) -> str:
-    shown = ", ".join(repr(t) for t in tokens[:n])
-    return shown + (f", ... ({len(tokens)} in all)" if len(tokens) > n else "")
 
 
 @cli.command()

@@ -47,9 +47,9 @@ def catalog_file(db: str | None) -> Path:
     if not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first"
                            + missing_hint(path))
-    from .answer.query import Catalog
+    from .answer.query import open_reader
 
-    Catalog(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
+    open_reader(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
     return path
 
 

@@ -345,7 +345,7 @@ def test_heads_follow_their_config_across_crawls(tmp_path, catalog):
 
 def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, monkeypatch):
     """The same crawl into PostgreSQL: heads rows, the head answers and the head check equal SQLite's."""
-    from indexer.answer.headquery import explain_head
+    from indexer.answer.query import check
 
     monkeypatch.chdir(tmp_path)  # the PostgreSQL catalog's blob and token stores go under the working directory
     monkeypatch.setenv("INDEXER_TOKENS", str(tmp_path / "tokens"))
@@ -363,4 +363,4 @@ def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, mo
         kw = dict(method=method, engine=engine, all_members=True, near_misses=True)
         assert run_query(target, db=pg_url, **kw) == run_query(target, db=sqlite_db, **kw), (target, method)
     head = "heads-lab/sglang-EAGLE3-TinyLlama-1.1B-Chat-v1.0"
-    assert explain_head(pg_url, TINY_FT, head) == explain_head(sqlite_db, TINY_FT, head)
+    assert check(TINY_FT, head, db=pg_url) == check(TINY_FT, head, db=sqlite_db)  # the head check (explain_head)

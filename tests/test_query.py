@@ -259,7 +259,9 @@ def test_query_stays_light(catalog):
 QUERY_PATH_MODULES = {
     "indexer", "indexer.cli", "indexer.errors", "indexer.files",
     "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
-    "indexer.catalog", "indexer.catalog.db", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
+    "indexer.answer.ranking", "indexer.answer.target", "indexer.answer.render",  # answer.query, split
+    "indexer.catalog", "indexer.catalog.db", "indexer.catalog.reader",  # the reader: was answer.query.Catalog
+    "indexer.engines", "indexer.engines.heads", "indexer.gguf",
     # indexer.engines split into its registry and one module per engine (issue 15):
     "indexer.engines.base", "indexer.engines.sglang", "indexer.engines.vllm", "indexer.engines.transformers",
     "indexer.engines.llamacpp", "indexer.engines.mlx", "indexer.engines.lmstudio",

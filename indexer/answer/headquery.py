@@ -9,11 +9,14 @@ repo of their chains (the root included).
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 
 from .. import engines as registry
+from ..catalog.reader import Reader
+from ..catalog.reader import json_value as _json
 from ..engines import heads as rules
 from ..engines.heads import HeadFacts, TargetShape
+from ..errors import EXIT_NOT_FOUND, QueryError
 
 HEAD_METHODS = tuple(rules.METHOD_ALGORITHMS)  # eagle, eagle3, dflash
 MAX_CHAIN = 20  # base-model hops followed (the Hub allows cycles in hand-written cards)
@@ -28,28 +31,17 @@ HEAD_SQL = ("SELECT r.repo_id, r.downloads, r.architectures, r.base_models, "
             " FROM heads h JOIN repos r ON r.id = h.repo_pk WHERE r.status = 'head' AND NOT r.disabled")
 
 
-def _json(value):
-    """JSON columns come back as text from sqlite3 and as objects from some drivers."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
-
-
 class HeadCatalog:
-    """The catalog reads a head answer needs, over ``query.Catalog`` (sqlite3 or SQLAlchemy Core)."""
+    """The catalog reads a head answer needs, over the request's :class:`~indexer.catalog.reader.Reader`."""
 
-    def __init__(self, cat):
+    def __init__(self, cat: Reader):
         self.cat = cat
         self._chains: dict[str, list[str]] = {}
 
     def resolve(self, text: str) -> dict:
         from .lookup import find_repo_id
-        from .query import _dialect
 
-        match = find_repo_id(self.cat.all, text, _dialect(self.cat))  # RepoNotFound is a QueryError (exit 3, 404)
+        match = find_repo_id(self.cat.all, text, self.cat.dialect)  # RepoNotFound is a QueryError (exit 3, 404)
         row = self.cat.one(f"SELECT {', '.join(TARGET_COLS)} FROM repos WHERE repo_id = :r", {"r": match.repo_id})
         out = dict(zip(TARGET_COLS, row, strict=True))
         out["architectures"] = _json(out["architectures"]) or []
@@ -58,8 +50,6 @@ class HeadCatalog:
         return out
 
     def target(self, text: str) -> tuple[dict, TargetShape]:
-        from .query import EXIT_NOT_FOUND, QueryError
-
         t = self.resolve(text)
         if t["status"] == "head":
             raise QueryError(f"{t['repo_id']} is a speculator head ({t['reason']}), not a target; "
@@ -130,8 +120,6 @@ def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
 
 
 def _not_loading(engine: str, method: str) -> str:
-    from .query import QueryError
-
     what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
             "layers"}.get(method, "loads no speculator heads")
     able = [name for name, e in registry.ENGINES.items() if method in e.heads]
@@ -139,7 +127,7 @@ def _not_loading(engine: str, method: str) -> str:
                      f"choose --engine {' or '.join(able or registry.HEAD_ENGINES)}")
 
 
-def method_query(cat, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
+def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
                  all_members: bool = False) -> dict:
     """``--method eagle|eagle3|dflash|mtp|ngram`` on one engine, in the JSON shape of the draft answer."""
     if method not in registry.ENGINES[engine].heads:
@@ -181,10 +169,10 @@ def method_query(cat, target: str, engine: str, method: str, *, limit: int = 10,
             "refused": None}
 
 
-def overview_all(cat, target: str, *, limit: int = 3, db: str | None = None) -> dict:
-    """``--method all``: per engine, built-in MTP, the fitting heads per method, draft models and n-gram."""
-    from .query import QueryError, run_query
+def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dict]], *, limit: int = 3) -> dict:
+    """``--method all``: per engine, built-in MTP, the fitting heads per method, draft models and n-gram.
 
+    ``drafts(repo_id, engine)`` gives the draft models (the answer API's ranking on the same reader)."""
     hc = HeadCatalog(cat)
     t, shape = hc.target(target)
     candidates, downloads = hc.heads()
@@ -198,113 +186,31 @@ def overview_all(cat, target: str, *, limit: int = 3, db: str | None = None) -> 
         else:
             view.update(mtp=None, heads=None, ngram=None, note="loads no speculator heads")
         try:
-            view["drafts"] = run_query(t["repo_id"], engine=engine, limit=limit, db=db)["drafts"]
+            view["drafts"] = drafts(t["repo_id"], engine)
         except QueryError as e:
             view["drafts"], view["drafts_error"] = [], e.message
         out["engines"][engine] = view
     return out
 
 
-def explain_head(db: str | None, target: str, head: str) -> dict | None:
+def explain_head(cat: Reader, target: str, head: str) -> dict | None:
     """``indexer check TARGET HEAD`` when HEAD is a catalog head: every check, the lineage, a verdict per engine.
     None when HEAD is not a head in the catalog (the draft-model check answers then)."""
-    from .query import Catalog, QueryError
-
+    hc = HeadCatalog(cat)
     try:
-        cat = Catalog(db)
+        h = hc.resolve(head)
     except QueryError:
         return None
-    try:
-        hc = HeadCatalog(cat)
-        try:
-            h = hc.resolve(head)
-        except QueryError:
-            return None
-        if h["status"] != "head":
-            return None
-        facts, _ = hc.heads(repo_id=h["repo_id"])
-        if not facts:
-            return None
-        t, shape = hc.target(target)
-        lineage = {"target_lineage": hc.chain(t["repo_id"]),
-                   "head_lineage": [i for d in facts[0].declared_for for i in hc.chain(d)]}
-        out = rules.explain(facts[0], shape, **lineage)
-        out["lineage"] = lineage
-        out["declared_for"] = facts[0].declared_for
-        out["kind"] = "head"
-        return out
-    finally:
-        cat.close()
-
-
-def render_method(result: dict) -> str:
-    """The readable answer of a head method (the draft table's layout: repo, tier, size, why, launch)."""
-    t, engine, method = result["target"], result["engine"], result["method"]
-    lines = [f"target: {t['repo_id']} ({t['class']}" + (f", {t['mtp_layers']} MTP layer(s))" if t["mtp_layers"]
-                                                        else ")"),
-             f"engine: {engine}; method: {method}"]
-    if t.get("note"):
-        lines.append(f"note: {t['note']}")
-    if not result["drafts"]:
-        lines.append(f"no {method} {'for this target' if method == 'mtp' else 'heads fit this target'} on "
-                     f"{engine}" + (f": {result['note']}" if result.get("note") else ""))
-    for d in result["drafts"]:
-        tier = f" [{d['tier']}]" if d.get("tier") else ""
-        size = f" ({rules_params(d['params'])})" if d.get("params") else ""
-        lines.append(f"{d['repo_id']}{tier}{size}")
-        lines += [f"  - {r}" for r in d["reasons"]]
-        lines.append(f"  $ {d['launch']}")
-    if result["near_misses"]:
-        lines.append("near misses (a shape check fails):")
-        for m in result["near_misses"]:
-            lines.append(f"  {m['repo_id']}: {m['failed_check']}: {m['reason']}")
-    return "\n".join(lines)
-
-
-def rules_params(n: int | None) -> str:
-    from .query import fmt_size
-
-    return f"{fmt_size(n, 'config')} parameters, estimated from config"
-
-
-def render_overview(result: dict) -> str:
-    t = result["target"]
-    lines = [f"target: {t['repo_id']} ({t['class']})"]
-    for view in result["engines"].values():
-        lines.append(f"{view['engine']}:")
-        if view["mtp"] is not None:
-            m = view["mtp"]
-            lines.append(f"  mtp: {'$ ' + m['launch'] if m['fits'] else 'no (' + '; '.join(m['reasons']) + ')'}")
-            for method, hs in view["heads"].items():
-                if hs:
-                    lines.append(f"  {method}: {hs[0]['repo_id']} [{hs[0]['tier']}]"
-                                 + (f" (+{len(hs) - 1} more)" if len(hs) > 1 else ""))
-                    lines.append(f"    $ {hs[0]['launch']}")
-                else:
-                    lines.append(f"  {method}: no fitting head")
-        else:
-            lines.append(f"  heads: {view['note']}")
-        if view["drafts"]:
-            lines.append(f"  draft: {view['drafts'][0]['repo_id']}\n    $ {view['drafts'][0]['launch']}")
-        else:
-            lines.append(f"  draft: none{' (' + view['drafts_error'] + ')' if view.get('drafts_error') else ''}")
-        if view["ngram"] is not None:
-            lines.append(f"  ngram: needs nothing\n    $ {view['ngram']['launch']}")
-    return "\n".join(lines)
-
-
-def render_explain(result: dict) -> str:
-    h, t = result["head"], result["target"]
-    lines = [f"target: {t['repo_id']}", f"head:   {h['repo_id']} ({h['algorithm']}, {h['format']} format; "
-             f"trained for {', '.join(result['declared_for']) or 'nothing declared'})"]
-    for engine, v in result["engines"].items():
-        verdict = f"FITS ({v['tier']})" if v["fits"] else f"NO FIT ({v['failed_check']})"
-        lines.append(f"  {verdict:20} {engine}")
-        for c in v["checks"]:
-            lines.append(f"    {'ok ' if c['ok'] else 'NO '} {c['check']:12} {c['detail']}  [{c['source']}]")
-        lines.append(f"    lineage: {v['reasons'][-1]}")
-        if v.get("warning"):
-            lines.append(f"    ! {v['warning']}")
-        if v["launch"]:
-            lines.append(f"    $ {v['launch']}")
-    return "\n".join(lines)
+    if h["status"] != "head":
+        return None
+    facts, _ = hc.heads(repo_id=h["repo_id"])
+    if not facts:
+        return None
+    t, shape = hc.target(target)
+    lineage = {"target_lineage": hc.chain(t["repo_id"]),
+               "head_lineage": [i for d in facts[0].declared_for for i in hc.chain(d)]}
+    out = rules.explain(facts[0], shape, **lineage)
+    out["lineage"] = lineage
+    out["declared_for"] = facts[0].declared_for
+    out["kind"] = "head"
+    return out

@@ -1,8 +1,9 @@
 """Finding the repo a person means: any letter case, a Hub URL, a bare name, a close misspelling.
 
-Called by ``indexer query`` (over its light :class:`query.Catalog`) and by the catalog side of
-``indexer check`` (``catalog.side_from_catalog``, over SQLAlchemy), so both take the same path: a
-``rows(sql, params) -> list[tuple]`` callable and the SQL dialect's name. Every probe is one range or
+Called by ``indexer query`` (``target.resolve_target``), the head answers (``headquery``) and the catalog side
+of ``indexer check`` (``rule_inputs.side_from_catalog``), all over the request's
+:class:`~indexer.catalog.reader.Reader`, so they take the same path: a ``rows(sql, params) -> list[tuple]``
+callable and the SQL dialect's name. Every probe is one range or
 equality over an index (``repos.repo_id``, and the expression indexes ``lower(repo_id)`` and
 ``lower(<name part>)`` of migration 0004), so a miss with suggestions stays fast on a million repos.
 """
@@ -17,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RepoNotFound
+from ..errors import InputError, RepoNotFound
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -60,6 +61,20 @@ def looks_like_dir(arg: str) -> bool:
     if not _LOCAL_DIRS.get():
         return False
     return arg.startswith((".", "/", "~")) or Path(arg).is_dir()
+
+
+def local_gguf_arg(arg: str) -> Path | None:
+    """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
+    files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
+    from ..gguf.file import local_gguf
+    from ..vocab.fingerprint import has_tokenizer
+
+    p = Path(arg).expanduser()
+    if p.is_dir() and has_tokenizer(p):
+        return None
+    if arg.lower().endswith(".gguf") and not p.is_file():
+        raise InputError("error", f"{arg}: no such file")
+    return local_gguf(p)
 
 
 def repo_ref(text: str) -> str:

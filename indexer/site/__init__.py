@@ -1,7 +1,8 @@
 """The site: a datasette plugin whose pages answer from the same library calls as the CLI.
 
 ``/drafts`` and ``/drafts.json`` call :func:`indexer.answer.query.run_query` (what ``indexer query`` calls);
-``/explain`` and ``/explain.json`` call :func:`indexer.answer.sides.check` (what ``indexer check`` calls).
+``/explain`` and ``/explain.json`` call :func:`indexer.answer.query.check` (what ``indexer check`` calls).
+A page opens one catalog reader and asks all its questions through it.
 Nothing here re-implements a rule: the functions below only check URL parameters (indexer/answer/validate.py,
 repo ids only) and translate them into the library's keyword arguments. The library's errors carry their
 own HTTP status (indexer/errors.py); the hooks answer with it.
@@ -84,7 +85,7 @@ def available_methods() -> tuple:
     return tuple(methods or ())
 
 
-def drafts(db: str, args: dict) -> dict:
+def drafts(db: str, args: dict, reader=None) -> dict:
     """``GET /drafts.json``: the JSON of ``indexer query --target T --engine E [--all] --json``."""
     from ..answer.lookup import repo_ids_only
     from ..answer.query import run_query
@@ -92,17 +93,32 @@ def drafts(db: str, args: dict) -> dict:
     target = _repo_id(args, "target")
     kwargs = query_kwargs(args)
     with repo_ids_only():
-        return run_query(target, db=db, **kwargs)
+        return run_query(target, db=db, reader=reader, **kwargs)
 
 
-def engine_summary(db: str, target: str, args: dict) -> list[dict]:
+def drafts_with_summary(db: str, args: dict) -> tuple[dict, list[dict] | None]:
+    """``GET /drafts``: the answer with its near misses and, unless it is the all-methods overview, the
+    per-engine summary; every question through one reader, opened once the URL parameters are valid."""
+    from ..answer.query import open_reader
+
+    page_args = {**args, "near_misses": "1"}  # the page always shows near misses with their fix
+    _repo_id(page_args, "target")  # bad parameters first, in the words /drafts.json has for them
+    query_kwargs(page_args)
+    with open_reader(db) as reader:
+        result = drafts(db, page_args, reader)
+        if result.get("method") == "all":  # the overview already covers every engine
+            return result, None
+        return result, engine_summary(db, result["target"]["repo_id"], args, reader)
+
+
+def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
     """How many ranked drafts and near misses each engine has for ``target`` (one line per engine)."""
     from ..answer import query
 
     out = []
     for engine in query.ENGINES:
         try:
-            res = drafts(db, {**args, "engine": engine, "near_misses": "1", "all": ""})
+            res = drafts(db, {**args, "engine": engine, "near_misses": "1", "all": ""}, reader)
         except IndexerError as e:
             out.append({"engine": engine, "name": query.ENGINE_NAMES[engine], "error": e.message})
             continue
@@ -113,7 +129,7 @@ def engine_summary(db: str, target: str, args: dict) -> list[dict]:
 
 def explain(db: str, args: dict) -> dict:
     """``GET /explain.json``: the JSON of ``indexer check T D --json``."""
-    from ..answer.sides import check
+    from ..answer.query import check
     from ..catalog.db import readonly_url
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")

@@ -13,7 +13,7 @@ from markupsafe import Markup, escape
 
 from ..engines import DEFAULT_ENGINE
 from ..errors import IndexerError
-from . import STATIC_DIR, TEMPLATES_DIR, SiteError, drafts, engine_summary, explain, hub_url
+from . import STATIC_DIR, TEMPLATES_DIR, SiteError, drafts, drafts_with_summary, explain, hub_url
 
 SHORT_HASH = 12
 HASH_COLUMNS = {"sha", "sha256", "vocab_sha256", "base_vocab_sha256", "blob_id", "config_blob", "key",
@@ -86,13 +86,9 @@ async def drafts_page(request, datasette):
            "summary": None, "engine": args.get("engine") or DEFAULT_ENGINE}
     status = 200
     if (args.get("target") or "").strip():
-        page_args = {**args, "near_misses": "1"}  # the page always shows near misses with their fix
         try:
             _, db = catalog_database(datasette)
-            ctx["result"] = await _call(drafts, str(db.path), page_args)
-            if ctx["result"].get("method") != "all":  # the overview already covers every engine
-                ctx["summary"] = await _call(engine_summary, str(db.path), ctx["result"]["target"]["repo_id"],
-                                             args)
+            ctx["result"], ctx["summary"] = await _call(drafts_with_summary, str(db.path), args)
         except IndexerError as e:
             ctx["error"], status = e.message, e.http_status
     return Response.html(await datasette.render_template("indexer_drafts.html", ctx, request=request),

@@ -1,0 +1,490 @@
+"""Ranked drafts from the precomputed classes (``indexer query --target X``), in milliseconds.
+
+On the interactive path, so it imports nothing heavy: it reads through one
+:class:`~indexer.catalog.reader.Reader` (stdlib ``sqlite3`` for SQLite catalogs), no ORM, no transformers.
+Candidates come from the ``repo_classes (class_id, params)`` index of the target's class.
+
+Ranking (see docs/ranking.md): a draft qualifies when the engine accepts the pair (same
+class), it has strictly fewer parameters than the target (unknown parameters are only
+listed with ``--all``) and it is not disabled. Qualifying drafts are ordered by: size ratio
+inside 1/50..1/5 of the target, same lineage (shared base-model root, same author or same
+family), same kind (chat or base), not gated, then downloads.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import engines as registry
+from ..catalog.db import NOT_GATED
+from ..catalog.reader import Reader, in_list
+from ..errors import QueryError
+from .render import fmt_ratio, fmt_size
+from .target import Target, hub_gguf, resolve_target
+
+ENGINES = tuple(registry.ENGINES)
+ENGINE_NAMES = registry.ENGINE_NAMES
+RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
+PREFERRED_RATIO = f"1/{round(1 / RATIO_LOW)}..1/{round(1 / RATIO_HIGH)}"  # as the reasons word it
+
+
+def launch(engine: str, target: str, draft: str) -> str:
+    """The engine's launch command, from the registry."""
+    return registry.ENGINES[engine].launch(target, draft)
+
+
+def _gated(g) -> bool:
+    return g is not None and str(g) not in NOT_GATED
+
+
+RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
+             "rc.gated, rc.class_id")
+RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
+             "class_id", "win", "lin", "kind")  # the last three: _ranked's computed sort columns
+DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
+              "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate "
+              "FROM repos r WHERE r.id IN ")
+DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
+               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active")
+
+
+class Query:
+    """One target on one engine: its class, the classes that work with it, and their ranked members."""
+
+    def __init__(self, cat: Reader, target: str, engine: str, resolved: Target | None = None):
+        if engine not in ENGINES:
+            raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
+        self.target = resolved or resolve_target(cat, target)
+        self.t = self.target.facts
+        gguf_refusal = self._gguf_refusal()
+        cls = None if gguf_refusal else cat.one(
+            "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
+            "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
+            "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
+        self.refused_target: str | None = None
+        if cls is None:
+            # No class: the engine refuses the target itself (an answer, with no drafts), or facts are missing.
+            refusal = gguf_refusal or self._refusal()
+            if refusal is None:
+                raise QueryError(f"{self.t['repo_id']} has no {engine} class (facts missing, or the catalog was "
+                                 "changed since the last `indexer compute`; run it)")
+            cls = (None, None, None, None, f"none: {refusal}", 0, None)
+            self.refused_target = refusal
+        (self.class_id, self.lineage_id, self.author_id, self.family_id, self.label, self.members,
+         self.size) = cls
+        if self.target.class_pk != self.t["pk"]:
+            # A borrowed tokenizer: the lineage stays the base's, author and family are the target's own.
+            self.author_id = self._dense_id("author", self.t["author"])
+            self.family_id = self._dense_id("family", self.t["family"])
+            if self.t["pk"] == -1:
+                self.lineage_id = None
+        self.class_ids = [self.class_id] if self.class_id is not None else []
+        self.paired: dict[int, str] = {}
+        refusing = self.entry.refuses_target_with
+        if self.refused_target is None and refusing and self._engine_fact(refusing):
+            # The rule refuses every draft for this target (LM Studio: a vision_config target).
+            self.refused_target = self.entry.rule(self._fact_side(refusing), self._fact_side(None)).reasons[0]
+            self.class_ids = []
+        elif self.class_id is not None and self.entry.gguf_classes:
+            # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
+            for cid, reason in cat.all(
+                    "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
+                    "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
+                    "WHERE p.target_signature = tc.class_key AND p.compatible", {"e": engine, "cid": self.class_id}):
+                self.class_ids.append(cid)
+                self.paired[cid] = reason
+        # Same-size classes whose tokenizer agrees with the target's (compute's agreement step): their drafts
+        # work (ranked with the class) or are degraded (listed after), like `check` says.
+        self.grades: dict[int, dict] = {}
+        self.degraded_ids: list[int] = []
+        if self.class_ids and not self.entry.gguf_classes and self.size is not None:
+            self._agreeing_classes()
+        self._roots: dict[int, str] = {}
+        self._added: dict[int, tuple] = {}
+
+    def _agreeing_classes(self) -> None:
+        t = self.t
+        rows = self.cat.all(
+            "SELECT c.id, k.base_vocab_sha256, a.grade, tk.agrees_by_base FROM compat_classes c "
+            "JOIN tokenizers k ON k.id = c.tokenizer_id JOIN tokenizers tk ON tk.id = :tid "
+            "LEFT JOIN tokenizer_agreement a ON a.target_tokenizer_id = :tid AND a.draft_tokenizer_id = c.tokenizer_id "
+            "WHERE c.engine = :e AND c.vocab_size = :vs AND c.tokenizer_id <> :tid ORDER BY c.id",
+            {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]})
+        for cid, base, grade, clean in rows:
+            if grade is None and clean and base == t["base_vocab_sha256"]:
+                grade = registry.WORKS  # every same-base draft agrees >= WORKS_AT with this target
+            if grade in (registry.WORKS, registry.DEGRADED):
+                self.grades[cid] = {"grade": grade, "measured": not clean or base != t["base_vocab_sha256"]}
+                (self.class_ids if grade == registry.WORKS else self.degraded_ids).append(cid)
+
+    def _tokenizer_facts(self, tid: int) -> tuple:
+        """(added tokens, hf_vocab_size, vocab_len, eos, bos, pad ids, text tokens, counts on added ids)."""
+        if tid not in self._added:
+            row = self.cat.one("SELECT added_tokens, hf_vocab_size, vocab_len, eos_token_id, bos_token_id, "
+                               "pad_token_id, text_tokens, added_text_counts FROM tokenizers WHERE id = :t", {"t": tid})
+            row = list(row) if row else [None] * 8
+            for k in (0, 7):
+                row[k] = json.loads(row[k]) if isinstance(row[k], (str, bytes)) else row[k]
+            self._added[tid] = (row[0] or [], *row[1:])
+        return self._added[tid]
+
+    def pair_agreement(self, r: dict) -> dict | None:
+        """The ``agreement`` object for a draft of an agreeing class (None: identical mapping): measured by
+        compute when it had to, else from the added tokens of two tokenizers with one base vocabulary and
+        the target's text counts on its added ids (catalog columns: the site needs no token store)."""
+        if r["class_id"] not in self.grades:
+            return None
+        from ..vocab.agreement import by_added, special_ids
+
+        tid = self.t["tokenizer_id"]
+        t_added, t_hf, t_len, eos, bos, pad, total, on_added = self._tokenizer_facts(tid)
+        d_added, d_hf = self._tokenizer_facts(r["tokenizer_id"])[:2]
+        counts = None
+        if total:  # the base ids' share as one entry: only added ids can differ between same-base tokenizers
+            counts = {int(i): n for i, n in (on_added or {}).items()}
+            counts[-1] = total - sum(counts.values())
+        specials = special_ids({"added_tokens": t_added, "eos_token_id": eos, "bos_token_id": bos,
+                                "pad_token_id": pad})
+        a = by_added(t_added, d_added, t_base=t_hf, d_base=d_hf, ids_target=t_len or 0, counts=counts,
+                     specials=specials)
+        if self.grades[r["class_id"]]["measured"]:
+            row = self.cat.one("SELECT grade, basis, text_agreement, ids_agreement, differing_ids FROM "
+                               "tokenizer_agreement WHERE target_tokenizer_id = :t AND draft_tokenizer_id = :d",
+                               {"t": tid, "d": r["tokenizer_id"]})
+            if row is not None:
+                a.update({"class": row[0], "basis": row[1], "text_agreement": row[2], "ids_agreement": row[3],
+                          "differing_ids": row[4]})
+        a["class"] = self.grades[r["class_id"]]["grade"]
+        return a
+
+    def _gguf_refusal(self) -> str | None:
+        """A GGUF file target: engines that load no GGUF say so (llama.cpp answers from the file's facts)."""
+        return self.entry.refuses_gguf_target(self.target.gguf_file) if self.target.gguf_file else None
+
+    def _dense_id(self, column: str, value: str | None) -> int | None:
+        """compute's number for an author or family string (any repo that has it carries it)."""
+        if value is None:
+            return None
+        row = self.cat.one(f"SELECT rc.{column}_id FROM repos r JOIN repo_classes rc ON rc.repo_pk = r.id "
+                           f"WHERE r.{column} = :v LIMIT 1", {"v": value})
+        return row[0] if row else None
+
+    def _engine_fact(self, column: str):
+        row = self.cat.one(f"SELECT e.{column} FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                           "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk",
+                           {"pk": self.target.class_pk})
+        return row[0] if row else None
+
+    @staticmethod
+    def _fact_side(fact: str | None):
+        side = registry.Side("", None, None, None)
+        if fact:
+            setattr(side, fact, True)
+        return side
+
+    def _refusal(self) -> str | None:
+        """Why the engine refuses this target whatever the draft, when it does (else facts are missing)."""
+        error = self._engine_fact("text_config_error")
+        if error and "text_config_error" in self.entry.facts:
+            return f"{error}: {ENGINE_NAMES[self.engine]} refuses it"
+        if self.entry.gguf_classes:
+            gguf_error = self._engine_fact("gguf_error")
+            if gguf_error and self.target.gguf_file:  # read facts: libllama's own words
+                return f"the target's GGUF ({self.target.gguf_file}): {gguf_error}"
+            if gguf_error:
+                return f"the target cannot be converted to GGUF: {gguf_error}"
+        return None
+
+    # ------------------------------------------------------------ candidate SQL
+
+    def _details(self, rows: list[dict]) -> list[dict]:
+        """Join the few ranked rows with their repos facts (names, strings) by primary key."""
+        out: dict[int, dict] = {}
+        pks = [r["pk"] for r in rows]
+        for i in range(0, len(pks), 5000):
+            params: dict = {}
+            sql = DETAIL_SQL + in_list("p", pks[i:i + 5000], params)
+            for row in self.cat.all(sql, params):
+                out[row[0]] = dict(zip(DETAIL_KEYS, row, strict=True))
+        return [{**r, **out[r["pk"]]} for r in rows if r["pk"] in out]
+
+    def _ranked(self, class_ids: list[int], where: str, params: dict, limit: int | None) -> list[dict]:
+        """Rank class members from the covering index alone, then fetch the winners' details."""
+        if not class_ids:
+            return []
+        t = self.t
+        params.update({"tp": t["params"], "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
+                       "chat": t["is_chat"], "pk": self.target.exclude_pk})
+        sql = (
+            f"SELECT {RANK_COLS}, "
+            "CASE WHEN rc.params * 50 >= :tp AND rc.params * 5 <= :tp THEN 1 ELSE 0 END AS win, "
+            "CASE WHEN rc.lineage_id = :lin OR rc.author_id = :aid OR rc.family_id = :fid "
+            "THEN 1 ELSE 0 END AS lin, "
+            "CASE WHEN rc.is_chat = :chat THEN 1 ELSE 0 END AS kind "
+            f"FROM repo_classes rc WHERE rc.class_id IN {in_list('c', class_ids, params)} AND rc.repo_pk <> :pk "
+            f"{where} "
+            "ORDER BY win DESC, lin DESC, kind DESC, rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)]
+        return self._details(rows)
+
+    def drafts(self, limit: int) -> list[dict]:
+        """Smaller drafts ranked on their size (the Hub's count, else compute's estimate from the config
+        or the name), then the drafts of unknown size, marked "size unknown"."""
+        if self.t["params"] is None:  # nothing to compare with: every member, sized ones first
+            rows = self._ranked(self.class_ids, "AND NOT rc.disabled", {}, limit)
+            rows.sort(key=lambda r: r["params"] is None)
+            more = self._ranked(self.degraded_ids, "AND NOT rc.disabled", {}, limit - len(rows)) \
+                if len(rows) < limit else []
+            more.sort(key=lambda r: r["params"] is None)
+            return [self._entry(r) for r in rows + more]
+        rows = []
+        for ids in (self.class_ids, self.degraded_ids):  # degraded drafts come after every working one
+            if len(rows) < limit:
+                rows += self._ranked(ids, "AND rc.params < :tp AND NOT rc.disabled", {}, limit - len(rows))
+            if len(rows) < limit:
+                rows += self._ranked(ids, "AND rc.params IS NULL AND NOT rc.disabled", {}, limit - len(rows))
+        return [self._entry(r) for r in rows]
+
+    def has_candidates(self) -> bool:
+        """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
+        params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
+        size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+        classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
+        return bool(self.cat.all(
+            f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {classes} "
+            f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT 1", params))
+
+    def all_members(self) -> list[dict]:
+        """Every draft that works, then every degraded one (each group by repo id)."""
+        params: dict = {"pk": self.target.exclude_pk}
+        sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
+               f"WHERE rc.class_id IN {in_list('c', self.class_ids + self.degraded_ids, params)} AND rc.repo_pk <> :pk")
+        rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
+        rows.sort(key=lambda r: (r["class_id"] in self.degraded_ids, r["repo_id"]))
+        return [self._entry(r, ranked=False) for r in rows]
+
+    def near_misses(self, limit: int) -> list[dict]:
+        """Drafts for which this engine's verdict is useless or refused because exactly one fact
+        differs (the mapping, or the size), or whose llama.cpp check fails once; each with the fix that
+        changes the outcome (rules.fix_for, the function `check` uses). Ranked like drafts, by one total
+        order, so every --limit shows a prefix of the same list."""
+        from ..engines.rules import fix_for
+
+        t, out = self.t, []
+        if self.refused_target:
+            return out
+        base = "AND rc.params < :tp AND NOT rc.disabled" if t["params"] is not None else "AND NOT rc.disabled"
+        if self.entry.gguf_classes:
+            fails = self.cat.all(
+                "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
+                "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
+                "WHERE p.target_signature = tc.class_key AND NOT p.compatible AND p.failed_checks = 1",
+                {"e": self.engine, "cid": self.class_id})
+            for cid, reason in fails:
+                for r in self._ranked([cid], base, {}, limit):
+                    if r["tokenizer_id"] is not None and t["tokenizer_id"] is not None:
+                        fix = fix_for(self.engine, registry.NO_SPECULATION, same_mapping=False,
+                                      same_base=self._same_base(r), tli_info=self._tli(r))
+                    else:  # a GGUF repo: no HF tokenizer files to re-convert from, only other GGUF files
+                        fix = ("a GGUF side has no HF tokenizer to compare: pick a draft GGUF converted from the "
+                               "target's tokenizer files (or re-convert this draft with them)")
+                    out.append(self._miss(r, registry.NO_SPECULATION, "token list",
+                                          f"{reason}: llama-server serves without a draft", fix))
+        elif self.size is not None:
+            # useless: same size, a get_vocab() mapping that does not agree (the engine starts, drafts are rejected).
+            params = {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]}
+            others = dict(self.cat.all(
+                "SELECT c.id, k.base_vocab_sha256 FROM compat_classes c JOIN tokenizers k ON k.id = c.tokenizer_id "
+                "WHERE c.engine = :e AND c.vocab_size = :vs AND c.tokenizer_id <> :tid", params))
+            useless = [cid for cid in others if cid not in self.grades]
+            for r in self._ranked(useless, base, {}, limit):
+                same_base = others[r["class_id"]] == t["base_vocab_sha256"]
+                reason = (f"same size {self.size} and base vocabulary, but the target's text falls on added tokens "
+                          "the draft does not share" if same_base else
+                          f"same size {self.size}, but the get_vocab() mappings disagree")
+                fix = fix_for(self.engine, registry.USELESS, same_mapping=False, same_base=same_base,
+                              sizes=(self.size, self.size), tli_info=self._tli(r))
+                out.append(self._miss(r, registry.USELESS, "mapping", reason, fix))
+            # refused: the same mapping at another size (the engine raises at launch).
+            sizes = dict(self.cat.all(
+                "SELECT id, vocab_size FROM compat_classes WHERE engine = :e AND tokenizer_id = :tid "
+                "AND vocab_size <> :vs", params))
+            for r in self._ranked(list(sizes), base, {}, limit):
+                ds = sizes[r["class_id"]]
+                fix = fix_for(self.engine, registry.REFUSED, same_mapping=True, same_base=True,
+                              sizes=(self.size, ds), tli_info=self._tli(r))
+                out.append(self._miss(r, registry.REFUSED, "vocab_size", "same get_vocab() mapping, but the size "
+                                      f"differs: target {self.size}, draft {ds}", fix))
+        out.sort(key=lambda m: m["_rank"])
+        for m in out:
+            m.pop("_rank")
+        return out[:limit]
+
+    def _same_base(self, r: dict) -> bool | None:
+        row = self.cat.one("SELECT base_vocab_sha256 FROM tokenizers WHERE id = :d", {"d": r["tokenizer_id"]})
+        return None if row is None else row[0] == self.t["base_vocab_sha256"]
+
+    def _tli(self, r: dict) -> dict | None:
+        row = self.cat.one("SELECT tli_intersection, tli_ratio FROM pair_verdicts WHERE target_tokenizer_id = :t "
+                           "AND draft_tokenizer_id = :d", {"t": self.t["tokenizer_id"], "d": r["tokenizer_id"]})
+        if row is None or row[0] is None:
+            return None
+        return {"intersection": row[0], "ratio": row[1]}
+
+    # ------------------------------------------------------------ entries
+
+    def _ratio(self, params) -> float | None:
+        tp = self.t["params"]
+        if params is None or not tp:
+            return None
+        return round(params / tp, 4)
+
+    def _root_name(self, lineage_id: int) -> str:
+        if lineage_id not in self._roots:
+            row = None
+            if lineage_id > 0:
+                row = self.cat.one("SELECT repo_id FROM repos WHERE id = :i", {"i": lineage_id})
+            self._roots[lineage_id] = row[0] if row else "a base model outside the catalog"
+        return self._roots[lineage_id]
+
+    def _accept_reason(self, r: dict) -> str:
+        name = ENGINE_NAMES[self.engine]
+        if r["class_id"] in self.paired:
+            return f"{name} works: {self.paired[r['class_id']] or 'the GGUF vocabularies pass its check'}"
+        a = r.get("agreement")
+        if a is not None:
+            from ..vocab.agreement import summary
+
+            said = "works" if a["class"] == registry.WORKS else "starts, degraded"
+            return (f"{name} {said}: {(self.label or '').split(' and get_vocab()')[0]} on both; "
+                    f"{summary(a)}" + "".join(f"; warning: {w}" for w in a["warnings"]))
+        return f"{name} works: {self.label} on both"
+
+    def _reasons(self, r: dict, ranked: bool = True) -> list[str]:
+        t = self.t
+        reasons = [self._accept_reason(r)]
+        ratio = self._ratio(r["params"])
+        size = fmt_size(r["params"], self._source(r), r.get("params_active"), long=True)
+        if r["params"] is None:
+            reasons.append("size unknown: no safetensors count, no usable config.json, no size in the name")
+        elif ratio is None:
+            reasons.append(f"{size}; the target's size is unknown")
+        elif ranked or ratio < 1:
+            # the ranking SQL's test, in integers: params * 50 >= target and params * 5 <= target
+            inside = (r["params"] * round(1 / RATIO_LOW) >= t["params"]
+                      and r["params"] * round(1 / RATIO_HIGH) <= t["params"])
+            shown = fmt_ratio(ratio)
+            if not inside and shown in ("1/5", "1/50"):  # rounds onto a bound it is just outside of
+                shown = f"{'a little over' if shown == '1/5' else 'a little under'} {shown}"
+            reasons.append(f"{size}, {shown} of the target's {fmt_size(t['params'], t['params_source'])} "
+                           f"({'inside' if inside else 'outside'} the preferred {PREFERRED_RATIO})")
+        else:
+            reasons.append(f"{size}, not smaller than the target")
+        if self.lineage_id is not None and r["lineage_id"] == self.lineage_id:
+            reasons.append(f"same lineage: both derive from {self._root_name(r['lineage_id'])}")
+        elif t["author"] and r["author"] == t["author"]:
+            reasons.append(f"same author: {r['author']}")
+        elif t["family"] and r["family"] == t["family"]:
+            reasons.append(f"same family: {r['family']}")
+        if t["is_chat"] is not None and r["is_chat"] is not None:
+            kind = "chat" if r["is_chat"] else "base"
+            reasons.append(f"same kind ({kind})" if bool(r["is_chat"]) == bool(t["is_chat"])
+                           else f"different kind ({kind} draft)")
+        if _gated(r["gated"]):
+            reasons.append(f"gated ({r['gated']}): request access first")
+        if r.get("disabled"):
+            reasons.append("disabled on the Hub")
+        reasons.append(f"{r['downloads'] if r['downloads'] is not None else 'unknown'} downloads")
+        return reasons
+
+    @staticmethod
+    def _source(r: dict) -> str | None:
+        """safetensors (the Hub's count), config or name (compute's estimates), None when unknown."""
+        if r["params"] is None:
+            return None
+        if r.get("hub_params") is not None:
+            return "safetensors"
+        if r.get("estimate_source"):
+            return r["estimate_source"]
+        from ..vocab.params import estimate_from_name  # compute took the size from the name
+
+        named = estimate_from_name(r["repo_id"])
+        r["params_active"] = named.active if named else None
+        return "name"
+
+    def _entry(self, r: dict, ranked: bool = True) -> dict:
+        source = self._source(r)
+        r["agreement"] = self.pair_agreement(r) if r.get("class_id") is not None else None
+        return {
+            "repo_id": r["repo_id"],
+            "outcome": r["agreement"]["class"] if r["agreement"] is not None else registry.WORKS,
+            "agreement": r["agreement"],
+            "params": r["params"],
+            "params_source": source,
+            "params_active": r.get("params_active"),
+            "ratio": self._ratio(r["params"]),
+            "downloads": r["downloads"],
+            "reasons": self._reasons(r, ranked),
+            "launch": launch(self.engine, self.target.gguf_file or self.t["repo_id"], self._launch_name(r)),
+        }
+
+    def _launch_name(self, r: dict) -> str:
+        """A GGUF repo draft launches as ``REPO:QUANT`` (llama-server -hfd); others by their repo id."""
+        if r.get("tokenizer_id") is None and self.entry.gguf_classes:
+            return hub_gguf(self.cat, r["pk"], r["repo_id"]) or r["repo_id"]
+        return r["repo_id"]
+
+    def _miss(self, r: dict, outcome: str, check: str, reason: str, fix: str | None) -> dict:
+        e = self._entry(r)
+        e.pop("launch")
+        e["reasons"] = e["reasons"][1:]
+        e.update({"outcome": outcome, "failed_check": check, "reason": reason, "fix": fix})
+        e["_rank"] = (-r["win"], -r["lin"], -r["kind"], bool(r["is_gated"]), -(r["downloads"] or 0), r["pk"])
+        return e
+
+    def target_info(self) -> dict:
+        t = self.t
+        return {
+            "repo_id": t["repo_id"],
+            "params": t["params"],
+            "params_source": t["params_source"],
+            "params_active": t["params_active"],
+            "note": self.target.note,
+            "vocab_size": t["vocab_size"],
+            "vocab_size_transformers": t["vocab_size_transformers"],
+            "vocab_sha256": t["vocab_sha256"],
+            "hf_vocab_size": t["hf_vocab_size"],
+            "class": self.label,
+            "class_members": self.members,
+        }
+
+
+# Which near-miss fix costs least: resizing embeddings (vocab_size), re-converting a GGUF (token list), then TLI
+# (a mapping that disagrees: only an engine with TLI has a fix for it).
+FIX_COST = {"vocab_size": 1, "token list": 2, "mapping": 3}
+SUMMARY_NEAR_MISSES = 3
+
+
+def summarize(q: Query, misses: list[dict] | None = None) -> dict:
+    """Across engines: which have drafts for this target, and the cheapest fix among the near misses."""
+    with_drafts, without = [], []
+    for engine in ENGINES:
+        try:
+            other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target)
+        except QueryError:  # no class on this engine (its facts are missing)
+            without.append(engine)
+            continue
+        (with_drafts if other.has_candidates() else without).append(engine)
+    if misses is None and q.engine not in with_drafts:  # a fix matters when there is no draft
+        misses = q.near_misses(SUMMARY_NEAR_MISSES)
+    cheapest = None
+    fixable = [m for m in misses or () if m["fix"]]
+    if fixable:
+        best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
+        cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
+                    "fix": best["fix"]}
+    return {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}

@@ -1,0 +1,270 @@
+"""The readable answers: sizes and ratios in words, the draft table of ``indexer query``, the head methods'
+answers and overview, and ``indexer check TARGET HEAD``'s explanation. Reads only the ``--json`` shape,
+so what the CLI prints is what the site's JSON says.
+"""
+
+from __future__ import annotations
+
+from .. import engines as registry
+
+ENGINE_NAMES = registry.ENGINE_NAMES
+
+
+def fmt_params(n: int | None) -> str:
+    """A parameter count in words: ``500M``, ``7.24B`` (the site's cells use it too)."""
+    if n is None:
+        return "?"
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return str(n)
+
+
+ESTIMATED_FROM = {"config": "estimated from config", "name": "estimated from the repo name"}
+
+
+def fmt_size(params: int | None, source: str | None = None, active: int | None = None, *,
+             long: bool = False) -> str:
+    """A size in words, estimates marked with ``~``: ``500M``, ``~7.24B``, ``~30.5B (3.3B active)``;
+    ``long`` adds the unit and where an estimate came from: ``~7.24B parameters (estimated from config)``."""
+    if params is None:
+        return "size unknown"
+    mark = "~" if source in ESTIMATED_FROM else ""
+    if not long:
+        return mark + fmt_params(params) + (f" ({fmt_params(active)} active)" if active is not None else "")
+    words = f"{mark}{fmt_params(params)} parameters"
+    if active is not None:
+        words += f", {mark}{fmt_params(active)} active"
+    return words + (f" ({ESTIMATED_FROM[source]})" if mark else "")
+
+
+def fmt_ratio(r: float | None) -> str:
+    """A draft's size against the target's: ``1/14``."""
+    if r is None:
+        return "?"
+    return f"1/{1 / r:.0f}" if 0 < r < 1 else f"{r:.2f}"
+
+
+
+def _summary_line(result: dict) -> str:
+    s = result["summary"]
+    words = (f"drafts on {', '.join(s['engines_with_drafts'])}" if s["engines_with_drafts"]
+             else "no engine has drafts for this target")
+    if s["engines_with_drafts"] and s["engines_without_drafts"]:
+        words += f"; none on {', '.join(s['engines_without_drafts'])}"
+    fix = s["cheapest_fix"]
+    if fix:
+        words += f"; cheapest near-miss fix ({fix['engine']}, {fix['repo_id']}): {fix['fix']}"
+    return "summary: " + words
+
+
+def render(result: dict, *, all_members: bool = False, near_misses: bool = False) -> str:
+    """The readable table, the launch flags of the best draft, near misses and the cross-engine summary."""
+    if result.get("method", "draft") != "draft":
+        return render_overview(result) if result["method"] == "all" else render_method(result)
+    t, engine = result["target"], result["engine"]
+    size = fmt_size(t["params"], t["params_source"], t["params_active"])
+    if t["params"] is not None:
+        size += " parameters" + (f", {ESTIMATED_FROM[t['params_source']]}" if size.startswith("~") else "")
+    lines = [f"target: {t['repo_id']} ({size})"]
+    if t.get("note"):
+        lines.append(f"note: {t['note']}")
+    n = t["class_members"]
+    lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({n} repo{'' if n == 1 else 's'})")
+    drafts = result["drafts"]
+    others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
+    if result.get("refused"):
+        lines.append(f"no drafts: {result['refused']}")
+    elif not drafts:
+        line = f"no drafts found for {ENGINE_NAMES[engine]}"
+        if others:
+            line += f"; other engines have candidates: {', '.join(others)} (try --engine {others[0]})"
+        elif not all_members:
+            line += "; no other engine has any either (try --near-misses)"
+        lines.append(line)
+    else:
+        if t["params"] is None and not all_members:
+            lines.append("the target's size is unknown: drafts are not filtered by size")
+        width = min(60, max(len(d["repo_id"]) for d in drafts))
+        psize = max(7, *(len(fmt_size(d["params"], d["params_source"], d["params_active"])) for d in drafts))
+        lines.append(f"{'repo':{width}}  {'params':>{psize}}  {'ratio':>6}  {'downloads':>10}  why")
+        for d in drafts:
+            why = "; ".join(d["reasons"][1:])
+            a = d.get("agreement")
+            if a is not None:  # flagged differences beside the draft; degraded ones marked
+                mark = "DEGRADED: " if d["outcome"] == registry.DEGRADED else ""
+                figure = a["text_agreement"] if a["text_agreement"] is not None else a["ids_agreement"]
+                n = a["differing_ids"]
+                why = f"{mark}{figure:.1%} agree, {n} token{'' if n == 1 else 's'} differ; {why}"
+            dl = d["downloads"] if d["downloads"] is not None else "?"
+            size = fmt_size(d["params"], d["params_source"], d["params_active"])
+            lines.append(f"{d['repo_id']:{width}}  {size:>{psize}}  {fmt_ratio(d['ratio']):>6}  {dl:>10}  {why}")
+        if any(d["params_source"] in ESTIMATED_FROM for d in drafts):
+            lines.append("(~ = estimated: from config.json, or from the size in the repo name)")
+        lines.append(f"accepted because: {drafts[0]['reasons'][0]}")
+        if not all_members:
+            lines.append(f"launch with the best draft:\n  {drafts[0]['launch']}")
+    if result["near_misses"]:
+        lines.append("near misses (one check fails):")
+        for m in result["near_misses"]:
+            size = f"{fmt_size(m['params'], m['params_source'], m['params_active'])}, {fmt_ratio(m['ratio'])}"
+            said = registry.ENGINES[engine].words.get(m["outcome"], m["outcome"])
+            lines.append(f"  {m['repo_id']} ({size}) {m['outcome']} ({said}): {m['reason']}")
+            if m["fix"]:
+                lines.append(f"    fix: {m['fix']}")
+    elif near_misses:
+        lines.append("near misses: none")
+    lines.append(_summary_line(result))
+    return "\n".join(lines)
+
+
+def render_method(result: dict) -> str:
+    """The readable answer of a head method (the draft table's layout: repo, tier, size, why, launch)."""
+    t, engine, method = result["target"], result["engine"], result["method"]
+    lines = [f"target: {t['repo_id']} ({t['class']}" + (f", {t['mtp_layers']} MTP layer(s))" if t["mtp_layers"]
+                                                        else ")"),
+             f"engine: {engine}; method: {method}"]
+    if t.get("note"):
+        lines.append(f"note: {t['note']}")
+    if not result["drafts"]:
+        lines.append(f"no {method} {'for this target' if method == 'mtp' else 'heads fit this target'} on "
+                     f"{engine}" + (f": {result['note']}" if result.get("note") else ""))
+    for d in result["drafts"]:
+        tier = f" [{d['tier']}]" if d.get("tier") else ""
+        size = f" ({rules_params(d['params'])})" if d.get("params") else ""
+        lines.append(f"{d['repo_id']}{tier}{size}")
+        lines += [f"  - {r}" for r in d["reasons"]]
+        lines.append(f"  $ {d['launch']}")
+    if result["near_misses"]:
+        lines.append("near misses (a shape check fails):")
+        for m in result["near_misses"]:
+            lines.append(f"  {m['repo_id']}: {m['failed_check']}: {m['reason']}")
+    return "\n".join(lines)
+
+
+def rules_params(n: int | None) -> str:
+    """A head's size: always the estimate from its config."""
+    return f"{fmt_size(n, 'config')} parameters, estimated from config"
+
+
+def render_overview(result: dict) -> str:
+    """``--method all``: per engine, MTP, the best head of each method, the best draft and n-gram."""
+    t = result["target"]
+    lines = [f"target: {t['repo_id']} ({t['class']})"]
+    for view in result["engines"].values():
+        lines.append(f"{view['engine']}:")
+        if view["mtp"] is not None:
+            m = view["mtp"]
+            lines.append(f"  mtp: {'$ ' + m['launch'] if m['fits'] else 'no (' + '; '.join(m['reasons']) + ')'}")
+            for method, hs in view["heads"].items():
+                if hs:
+                    lines.append(f"  {method}: {hs[0]['repo_id']} [{hs[0]['tier']}]"
+                                 + (f" (+{len(hs) - 1} more)" if len(hs) > 1 else ""))
+                    lines.append(f"    $ {hs[0]['launch']}")
+                else:
+                    lines.append(f"  {method}: no fitting head")
+        else:
+            lines.append(f"  heads: {view['note']}")
+        if view["drafts"]:
+            lines.append(f"  draft: {view['drafts'][0]['repo_id']}\n    $ {view['drafts'][0]['launch']}")
+        else:
+            lines.append(f"  draft: none{' (' + view['drafts_error'] + ')' if view.get('drafts_error') else ''}")
+        if view["ngram"] is not None:
+            lines.append(f"  ngram: needs nothing\n    $ {view['ngram']['launch']}")
+    return "\n".join(lines)
+
+
+def render_explain(result: dict) -> str:
+    """``indexer check TARGET HEAD``: per engine the verdict, every shape check with its source, the lineage."""
+    h, t = result["head"], result["target"]
+    lines = [f"target: {t['repo_id']}", f"head:   {h['repo_id']} ({h['algorithm']}, {h['format']} format; "
+             f"trained for {', '.join(result['declared_for']) or 'nothing declared'})"]
+    for engine, v in result["engines"].items():
+        verdict = f"FITS ({v['tier']})" if v["fits"] else f"NO FIT ({v['failed_check']})"
+        lines.append(f"  {verdict:20} {engine}")
+        for c in v["checks"]:
+            lines.append(f"    {'ok ' if c['ok'] else 'NO '} {c['check']:12} {c['detail']}  [{c['source']}]")
+        lines.append(f"    lineage: {v['reasons'][-1]}")
+        if v.get("warning"):
+            lines.append(f"    ! {v['warning']}")
+        if v["launch"]:
+            lines.append(f"    $ {v['launch']}")
+    return "\n".join(lines)
+
+
+def render_check(result: dict) -> str:
+    """``indexer check``'s readable answer: a head's explanation, or the verdict per engine with its details,
+    fixes and launch commands."""
+    if result.get("kind") == "head":
+        return render_explain(result)
+    lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
+    for name, verdict in result["verdicts"].items():
+        lines.append(f"  {verdict['outcome'].upper():14} {name:13} {'; '.join(verdict['reasons'])}")
+    det = result["details"]
+    if det["added_only_in_target"]:
+        lines.append(f"  added tokens only in target: {_short(det['added_only_in_target'])}")
+    if det["added_only_in_draft"]:
+        lines.append(f"  added tokens only in draft:  {_short(det['added_only_in_draft'])}")
+    for diff in det["first_differing_ids"]:
+        lines.append(f"  id {diff['id']}: target {diff['target']!r}, draft {diff['draft']!r}")
+    tli = result["tli"]
+    if tli is not None:
+        both = "" if tli["same_count"] else f"; transformers counts {tli['intersection_transformers']}"
+        lines.append(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
+                     f"({tli['ratio']:.1%} of the draft){both}")
+    if result["agreement"] is not None and not result["agreement"]["identical"]:
+        from ..vocab.agreement import summary
+
+        lines.append(f"  agreement: {summary(result['agreement'])}")
+    stuck = []
+    for name, fix in result["fixes"].items():
+        if fix:
+            lines.append(f"  fix ({name}): {fix}")
+        elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(name, result):
+            stuck.append(name)
+    if stuck:
+        lines.append(f"  no fix changes the outcome on: {', '.join(stuck)}")
+    for name, cmd in (result.get("launch") or {}).items():
+        lines.append(f"  launch ({name}): {cmd}")
+    return "\n".join(lines)
+
+
+def _not_judged(engine: str, result: dict) -> bool:
+    """A GGUF file on an engine that loads none (``Engine.gguf_rule`` is None): its verdict says where to ask
+    instead, and no fix applies."""
+    read = any((g or {}).get("source") == "read" for g in result["details"]["gguf"].values())
+    return read and registry.ENGINES[engine].gguf_rule is None
+
+
+def _short(tokens: list[str], n: int = 8) -> str:
+    shown = ", ".join(repr(t) for t in tokens[:n])
+    return shown + (f", ... ({len(tokens)} in all)" if len(tokens) > n else "")
+
+
+def render_fingerprint(facts: dict) -> str:
+    """``indexer fingerprint DIR``: one fact a line, the config's under ``config.``, the first 50 added tokens."""
+    facts = dict(facts)
+    added = facts.pop("added_tokens")
+    lines = []
+    for key, value in facts.items():
+        if key == "config" and value:
+            lines += [f"config.{ck:22} {cv}" for ck, cv in value.items()]
+        else:
+            lines.append(f"{key:29} {value}")
+    lines.append(f"{'added_tokens':29} {len(added)}")
+    for t in added[:50]:
+        lines.append(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
+    if len(added) > 50:
+        lines.append(f"  ... {len(added) - 50} more (use --json)")
+    return "\n".join(lines)
+
+
+def render_gguf_facts(facts: dict) -> str:
+    """``indexer fingerprint FILE.gguf``: one fact a line, each note on its own."""
+    lines = []
+    for key, value in facts.items():
+        if key == "notes":
+            lines += [f"{'note':29} {note}" for note in value]
+        else:
+            lines.append(f"{key:29} {value}")
+    return "\n".join(lines)

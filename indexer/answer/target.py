@@ -1,0 +1,166 @@
+"""Whom a query answers for: a catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, a local
+model directory by its catalog twin, or a local GGUF file by its llama.cpp class; read through one
+:class:`~indexer.catalog.reader.Reader`. On the interactive path: stdlib only at import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import engines as registry
+from ..catalog.reader import Reader, json_value
+from ..errors import EXIT_NOT_FOUND, QueryError
+
+TARGET_SQL = (
+    "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
+    "r.reason, r.vocab_size, r.vocab_size_transformers, r.tokenizer_id, t.vocab_sha256, t.base_vocab_sha256, "
+    "t.max_id, t.vocab_len, t.hf_vocab_size, r.params_estimate, r.params_active_estimate, "
+    "r.params_estimate_source, r.tags FROM repos r LEFT JOIN tokenizers t ON t.id = r.tokenizer_id "
+    "WHERE r.repo_id = :rid"
+)
+TARGET_KEYS = ("pk", "repo_id", "params", "downloads", "author", "family", "is_chat", "gated", "status",
+               "reason", "vocab_size", "vocab_size_transformers", "tokenizer_id", "vocab_sha256",
+               "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size", "params_estimate",
+               "params_active_estimate", "params_estimate_source", "tags")
+# What a target takes from the repo whose tokenizer it borrows (a GGUF repo's base, a local directory's twin).
+TOKENIZER_KEYS = ("tokenizer_id", "vocab_sha256", "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size",
+                  "vocab_size", "vocab_size_transformers")
+
+
+@dataclass
+class Target:
+    """Whom the answer is for, and whose class memberships answer it (see indexer/answer/lookup.py)."""
+
+    facts: dict  # TARGET_KEYS, with params / params_source / params_active the best known size
+    class_pk: int  # the catalog repo whose classes are used: the target, a GGUF repo's base, a directory's twin
+    exclude_pk: int  # never suggested as a draft of itself
+    note: str | None = None  # how the target was found, when not by its exact id
+    gguf_file: str | None = None  # a local GGUF file: only GGUF-loading engines answer, from its own facts
+
+
+def _with_size(t: dict, name: str) -> dict:
+    """The Hub's count, else the config estimate, else the size in the name (indexer/vocab/params.py)."""
+    from ..vocab.params import best_params
+
+    est = best_params(t["params"], t["params_estimate"], t["params_estimate_source"], name,
+                      t["params_active_estimate"])
+    t.update(params=est.total if est else None, params_source=est.source if est else None,
+             params_active=est.active if est else None)
+    return t
+
+
+def resolve_target(cat: Reader, target: str) -> Target:
+    """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
+    from .lookup import find_repo_id, gguf_base, local_gguf_arg, looks_like_dir
+
+    if looks_like_dir(target) or target.lower().endswith(".gguf"):
+        from ..files import InputError
+
+        try:
+            gguf_path = local_gguf_arg(target)
+        except InputError as e:
+            msg = e.message if e.message.startswith(f"{target}: ") else f"{target}: {e.message}"
+            raise QueryError(f"target {msg}") from None
+        if gguf_path is not None:
+            return _local_gguf_target(cat, target, gguf_path)
+        return _local_target(cat, target)
+    match = find_repo_id(cat.all, target, cat.dialect)  # RepoNotFound is a QueryError (exit 3, 404)
+    t = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": match.repo_id}), strict=True))
+    note = f"{match.asked!r} matched {t['repo_id']}" if match.asked else None
+    class_pk = t["pk"]
+    if t["status"] != "ok":
+        base_id = gguf_base(t["tags"]) if t["tokenizer_id"] is None else None
+        base = cat.one(TARGET_SQL, {"rid": base_id}) if base_id else None
+        base = dict(zip(TARGET_KEYS, base, strict=True)) if base else None
+        if base is None or base["status"] != "ok":
+            why = f" ({t['reason']})" if t["reason"] else ""
+            fix = (f"its base_model:quantized tag names {base_id}: add it with `indexer crawl --model {base_id}`"
+                   if base_id else f"recrawl it with `indexer crawl --model {t['repo_id']}`")
+            raise QueryError(f"{t['repo_id']} is in the catalog with status {t['status']}{why}, so it has no "
+                             f"compatibility class; {fix}", EXIT_NOT_FOUND)
+        t.update({k: base[k] for k in TOKENIZER_KEYS})
+        class_pk = base["pk"]
+        note = ((note + "; " if note else "") + f"{t['repo_id']} has no tokenizer files: answered with the "
+                f"tokenizer of its base {base['repo_id']} (base_model:quantized tag); the size is its own")
+    return Target(_with_size(t, t["repo_id"]), class_pk, class_pk, note,
+                  gguf_file=hub_gguf(cat, class_pk, t["repo_id"]) if t["tokenizer_id"] is None else None)
+
+
+def hub_gguf(cat: Reader, pk: int, repo_id: str) -> str | None:
+    """``REPO:QUANT`` when the repo is a GGUF repo whose header was read (its engine facts say so)."""
+    row = cat.one("SELECT e.gguf FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": pk})
+    if row is None or row[0] is None:
+        return None
+    return hub_gguf_name(repo_id, json_value(row[0]))
+
+
+def hub_gguf_name(repo_id: str, facts) -> str | None:
+    """``REPO:QUANT`` for a GGUF repo read from its header (what llama-server -hf takes), else None."""
+    if not isinstance(facts, dict) or facts.get("source") != "read":
+        return None
+    return f"{repo_id}:{facts['quant']}" if facts.get("quant") else repo_id
+
+
+def _local_target(cat: Reader, path: str) -> Target:
+    """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
+    from ..files import InputError, check_dir
+    from ..vocab.fingerprint import fingerprint_dir
+    from ..vocab.modelconfig import read_config
+
+    try:
+        directory = check_dir(path)
+        config = read_config(directory)
+        fp = fingerprint_dir(directory)
+    except InputError as e:
+        raise QueryError(f"target {path}: {e.message}") from None
+    tok = cat.one("SELECT id FROM tokenizers WHERE vocab_sha256 = :s", {"s": fp.vocab_sha256})
+    # ORDER BY repo_id, not the row id: which twin answers must not depend on the order a crawl inserted them.
+    twins = cat.all("SELECT repo_id, vocab_size, vocab_size_transformers, model_type FROM repos "
+                    "WHERE tokenizer_id = :t AND status = 'ok' ORDER BY repo_id LIMIT 5000",
+                    {"t": tok[0]}) if tok else []
+    same = [tw for tw in twins if tw[1] == config.vocab_size and tw[2] == config.vocab_size_transformers]
+    if not same:
+        had = sorted({f"{tw[1]}" for tw in twins})
+        why = (f"its tokenizer is in the catalog, but only with config vocab_size {', '.join(had)}, not "
+               f"{config.vocab_size}" if twins else
+               f"no catalog repo has its tokenizer (get_vocab() sha256 {fp.vocab_sha256[:12]})")
+        raise QueryError(f"target {path}: {why}; compare it with a draft by `indexer check {path} DRAFT`",
+                         EXIT_NOT_FOUND)
+    same.sort(key=lambda tw: tw[3] != config.model_type)
+    twin = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": same[0][0]}), strict=True))
+    t = dict.fromkeys(TARGET_KEYS)
+    t.update({k: twin[k] for k in TOKENIZER_KEYS}, pk=-1, repo_id=str(path), status="ok",
+             params_estimate=config.params_estimate, params_active_estimate=config.params_active_estimate,
+             params_estimate_source=config.params_estimate_source)
+    note = (f"local directory {path}: its tokenizer and vocab sizes are those of {twin['repo_id']} in the "
+            "catalog, so it is answered from that repo's classes")
+    return Target(_with_size(t, directory.resolve().name), twin["pk"], -1, note)
+
+
+def _local_gguf_target(cat: Reader, arg: str, path) -> Target:
+    """A local GGUF file, answered as the catalog repo whose llama.cpp class has the same GGUF signature
+    (its own header's facts: vocab type, add_bos/eos with their ids, token texts)."""
+    from ..files import InputError
+    from ..gguf.file import read_gguf
+
+    try:
+        f = read_gguf(path)
+    except InputError as e:
+        raise QueryError(f"target {arg}: {e.message}") from None
+    t = dict.fromkeys(TARGET_KEYS)
+    t.update(pk=-1, repo_id=str(arg), status="ok")
+    if not f.vocab.converted:
+        raise QueryError(f"target {arg}: {f.vocab.error}")
+    sig = registry.gguf_signature(f.vocab, f.vocab.tokens_sha256())
+    twin = cat.one("SELECT r.id, r.repo_id FROM compat_classes c JOIN repo_classes rc ON rc.class_id = c.id "
+                   "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = :e AND c.class_key = :s "
+                   "ORDER BY r.repo_id LIMIT 1", {"s": sig, "e": registry.GGUF_ENGINE})
+    if twin is None:
+        raise QueryError(f"target {arg}: no catalog repo has its GGUF vocabulary ({f.vocab.vocab_type}, n_vocab "
+                         f"{f.vocab.n_vocab}, signature {sig[:12]}); compare it with a draft by "
+                         f"`indexer check {arg} DRAFT`", EXIT_NOT_FOUND)
+    note = (f"local GGUF {path}: its own vocabulary facts (read from the file) equal those of {twin[1]} in the "
+            "catalog, so it is answered from that repo's llama.cpp class")
+    return Target(_with_size(t, path.name), twin[0], -1, note, gguf_file=str(path))
+

@@ -1,0 +1,118 @@
+"""One read-only reader of the catalog, on SQLite and PostgreSQL alike: what every answer reads through.
+
+Opened once per request (a query, a check, a site page) and passed down. Named-parameter SQL (``:name``)
+over the stdlib ``sqlite3`` module for SQLite files, so the interactive path imports no SQLAlchemy; SQLAlchemy
+Core for other URLs. URLs and driver errors are worded by indexer.catalog.db; a catalog we cannot write is
+read read-only. Every failure to open is one :class:`~indexer.errors.CatalogError` line with its fix.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import CatalogError
+
+# What the reader is opened for, and the words when the catalog cannot give it: "answers" needs the computed
+# classes (`indexer query`), "repos" only the crawled repos (`indexer check`).
+NEEDS = {
+    "answers": ("repo_classes", "run `indexer crawl` and `indexer compute` first",
+                "is not migrated or not computed; "
+                "run `indexer db upgrade --db {arg}` and `indexer compute --db {arg}`"),
+    "repos": ("repos", "run `indexer db upgrade --db {arg}` first",
+              "is not migrated; run `indexer db upgrade --db {arg}`"),
+}
+
+
+class Reader:
+    """Read-only rows of one catalog: ``all(sql, params)``, ``one(sql, params)``, ``dialect``, ``close()``."""
+
+    def __init__(self, db: str | None = None, *, needs: str = "answers"):
+        from .db import (
+            as_catalog_error,
+            busy_timeout,
+            db_arg,
+            missing_hint,
+            read_only_uri,
+            resolve_url,
+            sqlite_path,
+        )
+
+        table, missing_fix, unmigrated = NEEDS[needs]
+        url = resolve_url(db)  # CatalogError: an unknown scheme or a missing driver
+        self.sa, self.db = None, db
+        path = sqlite_path(url)
+        try:
+            if url.startswith("sqlite:///"):
+                if path is not None and not path.exists():
+                    raise CatalogError(f"catalog {path} does not exist; "
+                                       + missing_fix.format(arg=path) + missing_hint(path))
+                import sqlite3
+
+                ro_uri = read_only_uri(path) if path is not None else None
+                self.conn = sqlite3.connect(ro_uri, uri=True) if ro_uri else sqlite3.connect(path or ":memory:")
+                self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
+            else:
+                from sqlalchemy import create_engine
+
+                self.sa = create_engine(url)
+                self.conn = self.sa.connect()
+        except CatalogError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the database layer's, in words
+            raise CatalogError(str(as_catalog_error(e, url))) from None
+        try:
+            self.all(f"SELECT 1 FROM {table} LIMIT 1")
+        except Exception as e:  # noqa: BLE001 - any driver's "no such table"
+            msg = str(getattr(e, "orig", None) or e).lower()
+            self.close()
+            if "no such table" not in msg and "does not exist" not in msg:
+                raise CatalogError(str(as_catalog_error(e, url))) from None
+            raise CatalogError(f"catalog {db_arg(url)} " + unmigrated.format(arg=db_arg(url))) from None
+
+    @property
+    def dialect(self) -> str:
+        """The SQL dialect's name (the lookup's probes differ on PostgreSQL)."""
+        return self.sa.dialect.name if self.sa is not None else "sqlite"
+
+    def all(self, sql: str, params: dict | None = None) -> list[tuple]:
+        """Every row of ``sql`` as tuples."""
+        if self.sa is not None:
+            from sqlalchemy import text
+
+            return [tuple(r) for r in self.conn.execute(text(sql), params or {})]
+        return self.conn.execute(sql, params or {}).fetchall()
+
+    def one(self, sql: str, params: dict | None = None):
+        """The first row of ``sql``, or None."""
+        rows = self.all(sql, params)
+        return rows[0] if rows else None
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.sa is not None:
+            self.sa.dispose()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def json_value(value):
+    """A JSON column: text from sqlite3 (None when it does not parse), an object from some drivers."""
+    if isinstance(value, (str, bytes)):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def in_list(name: str, values: list, params: dict) -> str:
+    """``(:name0, :name1, ...)`` for an IN clause, the values added to ``params`` (``(NULL)`` when empty)."""
+    keys = []
+    for i, v in enumerate(values):
+        params[f"{name}{i}"] = v
+        keys.append(f":{name}{i}")
+    return "(" + (", ".join(keys) or "NULL") + ")"
