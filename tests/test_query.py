@@ -261,5 +261,6 @@ QUERY_PATH_MODULES = {
     "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
     "indexer.catalog", "indexer.catalog.db", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
-    "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.params",
+    "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
+    "indexer.vocab.params",
 }
