@@ -259,7 +259,8 @@ def test_query_stays_light(catalog):
 QUERY_PATH_MODULES = {
     "indexer", "indexer.cli", "indexer.errors", "indexer.files",
     "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
-    "indexer.catalog", "indexer.catalog.db", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
+    "indexer.catalog", "indexer.catalog.db", "indexer.catalog.connect", "indexer.catalog.dberrors",
+    "indexer.catalog.dburl", "indexer.catalog.migrate", "indexer.engines", "indexer.engines.heads", "indexer.gguf",
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
     "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
     "indexer.vocab.params",
