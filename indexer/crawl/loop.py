@@ -42,8 +42,9 @@ from ..catalog.db import (
 from ..catalog.models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
 from ..errors import CrawlFailed, CrawlInterrupted
 from ..files import DEFAULT_MAX_FILE_BYTES
-from ..hub.client import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
+from ..hub.client import BudgetExhausted, HubClient, HubUnreachable, Listed
 from ..hub.guard import DEFAULT_CALL_SECONDS
+from ..hub.listed import ALL_PIPELINES
 from .claims import claim, owner_tag, run_alive
 from .families import find_family, load_families
 from .fetch import Entry, Fetched, Fetcher, describe, early_status
