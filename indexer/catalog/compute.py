@@ -272,6 +272,7 @@ def insert_classes(ex, engine: str, key: tuple[str, ...]) -> None:
 
 
 def write_meta(conn, values: dict[str, str]) -> None:
+    """Replace these ``meta`` rows: when, how long and with which transformers and llama.cpp classes were computed."""
     for key, value in values.items():
         conn.execute(text("DELETE FROM meta WHERE key = :k"), {"k": key})
         conn.execute(text("INSERT INTO meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})

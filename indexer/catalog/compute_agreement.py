@@ -34,6 +34,7 @@ def _json(value):
 
 
 def added_ids(added) -> set[int]:
+    """A tokenizer's added-token ids (stored JSON or a list): the only ids a same-base draft may read otherwise."""
     return {t["id"] for t in _json(added) or () if isinstance(t, dict) and isinstance(t.get("id"), int)}
 
 

@@ -57,6 +57,7 @@ ABANDON_AFTER_SECONDS = 5.0
 
 
 def catalog_dir(db: str | None) -> Path:
+    """Where blobs and the cache go by default: beside a SQLite catalog, else ``data/``."""
     path = sqlite_path(resolve_url(db))
     return path.parent if path is not None else Path("data")
 
@@ -239,6 +240,7 @@ class Crawler(RunRecord):
 
     # -- main loop ---------------------------------------------------------------------------------
     def run(self) -> dict:
+        """Crawl the queue and the scope to the end or the budget; the summary, or CrawlFailed/CrawlInterrupted."""
         self._started = time.monotonic()
         deadline = self._deadline()
         self.client.set_budget(deadline=deadline, max_api_calls=self.opt.max_api_calls)

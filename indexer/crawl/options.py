@@ -18,6 +18,8 @@ from .families import find_family
 
 @dataclass
 class CrawlOptions:
+    """``indexer crawl``'s flags as one value, so the CLI, the nightly and the demo start the same crawl."""
+
     families: tuple[str, ...] = ()
     author: str | None = None
     search: str | None = None

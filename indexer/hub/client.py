@@ -36,6 +36,8 @@ MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024  # files.DEFAULT_MAX_FILE_BYTES; callers p
 
 @dataclass
 class Downloaded:
+    """One stored blob: its id, size and sha256 (checked against the id or LFS oid the Hub announced)."""
+
     blob_id: str
     size: int
     sha256: str

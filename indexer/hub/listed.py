@@ -113,6 +113,7 @@ class Listed:
 
     @classmethod
     def from_info(cls, info) -> Listed:
+        """From huggingface_hub's ``ModelInfo`` (a listing item or ``model_info``), keeping only what the crawl uses."""
         st = getattr(info, "safetensors", None)
         sibs = getattr(info, "siblings", None)
         cfg = getattr(info, "config", None)
@@ -137,13 +138,16 @@ class Listed:
         )
 
     def to_json(self) -> dict:
+        """JSON for ``crawl_queue``, so the next run resumes the repo without asking the Hub again."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict) -> Listed:
+        """Back from :meth:`to_json`, ignoring keys an older or newer version wrote."""
         names = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in names})
 
     @staticmethod
     def when(value: str | None) -> datetime | None:
+        """A stored naive-UTC ISO time back as a datetime (None stays None)."""
         return datetime.fromisoformat(value) if value else None

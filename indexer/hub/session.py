@@ -273,10 +273,12 @@ class HubSession:
 
     @property
     def api_calls(self) -> int:
+        """Calls counted against the ``api`` bucket (what ``--max-api-calls`` caps)."""
         return self.buckets["api"].calls
 
     @property
     def resolver_calls(self) -> int:
+        """``/resolve`` requests: each counts as a download in the Hub's statistics."""
         return self.buckets["resolvers"].calls
 
     def counts(self) -> dict:

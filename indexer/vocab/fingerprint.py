@@ -48,6 +48,8 @@ from .tokenizer_files import (
 
 @dataclass
 class Fingerprint:
+    """What the catalog keeps about a directory's ``get_vocab()``: its shas, sizes, special and added tokens."""
+
     vocab_sha256: str
     base_vocab_sha256: str
     vocab_len: int

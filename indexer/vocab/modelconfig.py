@@ -19,6 +19,8 @@ from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_t
 
 @dataclass
 class ConfigFacts:
+    """The facts of one ``config.json`` the engines' rules read (the writer copies every field onto the repo)."""
+
     model_type: str | None
     architectures: list[str] | None
     vocab_size: int | None  # SGLang's rule
@@ -33,6 +35,7 @@ class ConfigFacts:
     has_vision_config: bool = False  # LM Studio never drafts for such a target
 
     def to_dict(self) -> dict:
+        """Every field by name, as the writer copies them onto the repo row."""
         return asdict(self)
 
 
