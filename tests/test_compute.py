@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 from test_query import REPOS, TARGET, build_catalog
 
-from indexer.catalog.compute import candidate_pairs, compute
+from indexer.catalog.compute import compute
+from indexer.catalog.compute_pairs import candidate_pairs
 from indexer.catalog.tokenstore import TokenStore, default_root
 from indexer.cli import cli
 from indexer.vocab.fingerprint import canonical_bytes

@@ -16,7 +16,8 @@ from indexer.catalog.compute import compute
 from indexer.cli import cli
 from indexer.crawl.families import family_of, load_families
 from indexer.crawl.loop import Crawler, CrawlInterrupted, CrawlOptions, file_set_key
-from indexer.hub.client import FixedWindow, HubClient, UnsafeName, safe_blob_id, safe_name
+from indexer.errors import UnsafeName
+from indexer.hub.client import FixedWindow, HubClient, safe_blob_id, safe_name
 from indexer.hubsim import HubServer
 
 

@@ -15,7 +15,8 @@ from crawlkit import crawl, hermetic_env, repos, set_meta, snapshot, write_repo
 from indexer.catalog.blobstore import MAGIC, BlobStore
 from indexer.cli import cli
 from indexer.crawl.loop import CrawlFailed
-from indexer.hub.client import HubClient, base_models_from_tags, least_seconds
+from indexer.hub.client import HubClient, least_seconds
+from indexer.hub.listed import base_models_from_tags
 from indexer.hubsim import HubServer
 
 

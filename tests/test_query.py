@@ -261,6 +261,8 @@ QUERY_PATH_MODULES = {
     "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
     "indexer.answer.ranking", "indexer.answer.target", "indexer.answer.render",  # answer.query, split
     "indexer.catalog", "indexer.catalog.db", "indexer.catalog.reader",  # the reader: was answer.query.Catalog
+    # ... and catalog.db split into its pieces:
+    "indexer.catalog.connect", "indexer.catalog.dberrors", "indexer.catalog.dburl", "indexer.catalog.migrate",
     "indexer.engines", "indexer.engines.heads", "indexer.gguf",
     # indexer.engines split into its registry and one module per engine (issue 15):
     "indexer.engines.base", "indexer.engines.sglang", "indexer.engines.vllm", "indexer.engines.transformers",
@@ -268,5 +270,6 @@ QUERY_PATH_MODULES = {
     # ... and indexer.engines.heads into the head API, its facts and the rules the engines subclass:
     "indexer.engines.headfacts", "indexer.engines.headrules",
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
-    "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.params",
+    "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
+    "indexer.vocab.params",
 }

@@ -121,7 +121,7 @@ def test_fast_path_matches_reference_or_falls_back(tmp_path, case):
 def test_fast_canonical_serialization_equals_json_dumps_on_tricky_tokens():
     import random
 
-    from indexer.vocab.fingerprint import _dense_canonical, _sorted_canonical
+    from indexer.vocab.canonical import _dense_canonical, _sorted_canonical
 
     every_ascii = [chr(c) for c in range(128)] + ["\u2028", "\ufeff", "é", "\U0001F600", "\ud800"]
     vocab = {t: i for i, t in enumerate(every_ascii)}

@@ -23,9 +23,10 @@ Before that, the engine facts (vLLM's text config, vision_config, the GGUF vocab
 config blob) from the blob store, into ``engine_facts``, the token lists into the token store.
 llama.cpp accepts some pairs of different GGUF vocabularies (sizes within 128, ids below 5);
 those are evaluated for candidate signature pairs only (a shared token-prefix bucket, which
-every passing pair has) and cached in ``llamacpp_pairs``. TLI intersections are cached per
-tokenizer pair in ``pair_verdicts``. Which other tokenizers of a size class a target's drafts may use
-(their vocabularies agree: works or degraded) is the agreement step (``indexer.catalog.compute_agreement``).
+every passing pair has) and cached in ``llamacpp_pairs``. Candidate tokenizer pairs and their TLI
+intersections, cached in ``pair_verdicts``, are ``indexer.catalog.compute_pairs``. Which other tokenizers of
+a size class a target's drafts may use (their vocabularies agree: works or degraded) is the agreement step
+(``indexer.catalog.compute_agreement``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from ..engines import ENGINES, GGUF_CLASS_KEY, LLAMACPP_COMMIT, gguf_buckets, gg
 from ..vocab.fingerprint import transformers_version
 from ..vocab.params import estimate_from_name
 from . import db
+from .compute_agreement import compute_agreement
+from .compute_pairs import MAX_NEW_PAIRS, compute_pairs
 from .db import open_catalog
 
 # What each size column of tmp_ok means, for class labels.
@@ -52,8 +55,6 @@ NOT_GATED = "(" + ", ".join(f"'{v}'" for v in db.NOT_GATED) + ")"  # SQL list of
 CLASS_INDEX = "ix_repo_classes_class_params"
 CLASS_INDEX_COLUMNS = ("class_id, params, downloads, lineage_id, author_id, family_id, is_chat, gated, "
                        "disabled, repo_pk")
-MAX_PARTNERS = 32  # candidate tokenizer pairs per tokenizer
-MAX_NEW_PAIRS = 5000  # token-list evaluations per compute run
 LINEAGE_DEPTH = 16
 
 
@@ -221,8 +222,6 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql("DROP TABLE tmp_repo")
             say("classes committed")
             with conn.begin():
-                from .compute_agreement import compute_agreement
-
                 stats["agreement"] = compute_agreement(conn, db, families)
             say(f"agreement: {stats['agreement']}")
             with conn.begin():
@@ -273,6 +272,7 @@ def insert_classes(ex, engine: str, key: tuple[str, ...]) -> None:
 
 
 def write_meta(conn, values: dict[str, str]) -> None:
+    """Replace these ``meta`` rows: when, how long and with which transformers and llama.cpp classes were computed."""
     for key, value in values.items():
         conn.execute(text("DELETE FROM meta WHERE key = :k"), {"k": key})
         conn.execute(text("INSERT INTO meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})
@@ -402,89 +402,3 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
                           "failed_checks) VALUES (:t, :d, :ok, :why, :n)"), rows)
     return {"candidates": len(todo), "computed": len(rows), "compatible": sum(r["ok"] for r in rows),
             "no_tokens": missing, "more_left": len(todo) > limit}
-
-
-def candidate_pairs(tokenizers: list[tuple], families: dict[int, set[str]]) -> list[tuple[int, int]]:
-    """Tokenizer pairs worth a token-list check: same base vocabulary, or same family and
-    vocab_len within 128. Both directions; at most MAX_PARTNERS partners per tokenizer."""
-    by_base: dict[str, list[int]] = {}
-    lens: dict[int, int] = {}
-    for tid, base, vlen in tokenizers:
-        by_base.setdefault(base, []).append(tid)
-        lens[tid] = vlen
-    partners: dict[int, set[int]] = {}
-
-    def add(a: int, b: int) -> None:
-        if a != b and len(partners.setdefault(a, set())) < MAX_PARTNERS:
-            partners[a].add(b)
-
-    for ids in by_base.values():
-        for a in ids:
-            for b in ids:
-                add(a, b)
-    by_family: dict[str, list[int]] = {}
-    for tid, fams in families.items():
-        for fam in fams:
-            by_family.setdefault(fam, []).append(tid)
-    for ids in by_family.values():
-        ids.sort(key=lambda i: lens.get(i, 0))
-        for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
-                if lens.get(b, 0) - lens.get(a, 0) > 128:
-                    break
-                add(a, b)
-                add(b, a)
-    return sorted((a, b) for a, bs in partners.items() for b in bs)
-
-
-def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
-    """TLI intersections (vLLM's and transformers' counts) for candidate tokenizer pairs in the store.
-
-    ``llamacpp_ok`` / ``llamacpp_reason`` stay NULL: llama.cpp is decided on GGUF vocabularies
-    (``llamacpp_pairs``), not on get_vocab() mappings."""
-    from ..engines.rules import Side, tli
-    from .tokenstore import TokenStore, default_root
-
-    store = TokenStore(default_root(db))
-    toks = conn.exec_driver_sql(
-        "SELECT id, base_vocab_sha256, vocab_len, vocab_sha256 FROM tokenizers WHERE repo_count > 0").all()
-    stored = [t for t in toks if store.has(t[3])]
-    no_tokens = len(toks) - len(stored)
-    toks = stored
-    if not toks:
-        return {"candidates": 0, "cached": 0, "computed": 0, "no_tokens": no_tokens}
-    pairs = candidate_pairs([(t[0], t[1], t[2]) for t in toks], families)
-    cached = {(a, b) for a, b in conn.exec_driver_sql(
-        "SELECT target_tokenizer_id, draft_tokenizer_id FROM pair_verdicts")}
-    facts = {t[0]: t for t in toks}
-    todo = [p for p in pairs if p not in cached][:MAX_NEW_PAIRS]
-    vocabs: dict[int, dict | None] = {}
-
-    def side(tid: int) -> Side | None:
-        if tid not in vocabs:
-            if len(vocabs) > 64:
-                vocabs.clear()
-            try:
-                vocabs[tid] = store.get(facts[tid][3])
-            except (KeyError, OSError, ValueError):
-                vocabs[tid] = None
-        if vocabs[tid] is None:
-            return None
-        # Per tokenizer, not per repo: no vocab_size limit on the counted ids.
-        return Side(name=str(tid), vocab_size=None, vocab_size_transformers=None,
-                    tok={"vocab_sha256": facts[tid][3]}, vocab=vocabs[tid])
-
-    rows, missing = [], no_tokens
-    for a, b in todo:
-        ta, tb = side(a), side(b)
-        if ta is None or tb is None:
-            missing += 1
-            continue
-        info = tli(ta, tb) or {}
-        rows.append({"t": a, "d": b, "n": info.get("intersection"), "r": info.get("ratio")})
-    if rows:
-        conn.execute(text(
-            "INSERT INTO pair_verdicts (target_tokenizer_id, draft_tokenizer_id, llamacpp_ok, "
-            "llamacpp_reason, tli_intersection, tli_ratio) VALUES (:t, :d, NULL, NULL, :n, :r)"), rows)
-    return {"candidates": len(pairs), "cached": len(cached), "computed": len(rows),
-            "no_tokens": missing}

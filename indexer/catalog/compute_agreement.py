@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from ..vocab import agreement as agr
+from .compute_pairs import candidate_pairs
 
 MAX_NEW_AGREEMENTS = 5000  # pair measurements per compute run (the rest next run)
 MAX_NEW_COUNTS = 50  # tokenizers counted from the blob store per run (catalogs crawled before counts existed)
@@ -33,6 +34,7 @@ def _json(value):
 
 
 def added_ids(added) -> set[int]:
+    """A tokenizer's added-token ids (stored JSON or a list): the only ids a same-base draft may read otherwise."""
     return {t["id"] for t in _json(added) or () if isinstance(t, dict) and isinstance(t.get("id"), int)}
 
 
@@ -67,7 +69,6 @@ def _recount(conn, db: str | None, store, tid: int, sha: str) -> dict[int, int] 
 def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit: int = MAX_NEW_AGREEMENTS,
                       max_counts: int = MAX_NEW_COUNTS) -> dict:
     """Flag new tokenizers, then measure the pairs the flag does not settle (at most ``limit`` per run)."""
-    from .compute import candidate_pairs
     from .tokenstore import TokenStore, default_root
 
     started = time.perf_counter()

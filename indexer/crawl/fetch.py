@@ -12,20 +12,11 @@ import threading
 from dataclasses import dataclass, field
 
 from ..catalog.blobstore import BlobStore
+from ..errors import UnsafeName
 from ..files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
 from ..gguf.hub import GGUFHeaderReader, gguf_names
-from ..hub.client import (
-    BudgetExhausted,
-    Cancelled,
-    HubClient,
-    HubUnreachable,
-    Listed,
-    TransientError,
-    UnsafeName,
-    is_commit_sha,
-    safe_blob_id,
-    safe_name,
-)
+from ..hub.client import BudgetExhausted, Cancelled, HubClient, HubUnreachable, Listed, TransientError
+from ..hub.listed import is_commit_sha, safe_blob_id, safe_name
 from .writefail import raise_if_write_failed
 
 

@@ -25,10 +25,9 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from ..catalog.blobstore import BlobStore
 from ..catalog.db import (
@@ -41,95 +40,31 @@ from ..catalog.db import (
 )
 from ..catalog.models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
 from ..errors import CrawlFailed, CrawlInterrupted
-from ..files import DEFAULT_MAX_FILE_BYTES
-from ..hub.client import ALL_PIPELINES, BudgetExhausted, HubClient, HubUnreachable, Listed
-from ..hub.guard import DEFAULT_CALL_SECONDS
-from .claims import claim, owner_tag, run_alive
+from ..hub.client import BudgetExhausted, HubClient, HubUnreachable, Listed
+from .claims import claim, run_alive
 from .families import find_family, load_families
 from .fetch import Entry, Fetched, Fetcher, describe, early_status
 from .listing import ScopeListing
+from .options import CrawlOptions, Scope, scopes
+from .runrecord import RunRecord
 from .writefail import WriteFailed, storage_failure
 from .writer import CatalogWriter, file_set_key, now_utc
 
 __all__ = ["CrawlFailed", "CrawlInterrupted", "CrawlOptions", "Crawler", "crawl", "file_set_key"]
 
-MAX_RUN_ERRORS = 200
 # --max-minutes is a hard box: work still in flight this long after the deadline is abandoned (and queued).
 ABANDON_AFTER_SECONDS = 5.0
 
 
-@dataclass
-class CrawlOptions:
-    families: tuple[str, ...] = ()
-    author: str | None = None
-    search: str | None = None
-    models: tuple[str, ...] = ()
-    all: bool = False
-    limit: int | None = None
-    full: bool = False
-    full_listing: bool = False  # walk every scope to its end (finds deleted and renamed repos)
-    endpoint: str | None = None
-    token: str | bool | None = None
-    api_budget: int | None = None  # None: learned from RateLimit-Policy, the tier's quota until then
-    resolver_budget: int | None = None
-    max_minutes: float | None = None
-    max_api_calls: int | None = None
-    workers: int = 4
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    quiet: bool = False
-    retries: int = 5
-    base_delay: float = 1.0
-    read_timeout: float = 60.0
-    call_timeout: float = DEFAULT_CALL_SECONDS  # one Hub call with all its retries (indexer/hub/guard.py)
-    blob_dir: str | None = None
-    cache_dir: str | None = None
-
-    def scope(self) -> str:
-        parts = [f"family={f}" for f in self.families]
-        if self.author:
-            parts.append(f"author={self.author}")
-        if self.search:
-            parts.append(f"search={self.search}")
-        parts += [f"model={m}" for m in self.models]
-        if self.all:
-            parts.append("all")
-        if self.limit:
-            parts.append(f"limit={self.limit}")
-        if self.full:
-            parts.append("full")
-        if self.full_listing:
-            parts.append("full-listing")
-        return " ".join(parts)
-
-
-@dataclass
-class Scope:
-    """One listing call and the catalog rows it covers (for ``gone``)."""
-
-    label: str
-    kwargs: dict
-
-    def rows(self):
-        q = select(Repo).where(Repo.status != "gone")
-        if self.kwargs.get("author"):
-            q = q.where(Repo.repo_id.like(_like(self.kwargs["author"]) + "/%", escape="\\"))
-        if self.kwargs.get("search"):
-            q = q.where(Repo.repo_id.like("%" + _like(self.kwargs["search"]) + "%", escape="\\"))
-        if self.kwargs.get("pipeline_tag"):
-            q = q.where(Repo.pipeline_tag == self.kwargs["pipeline_tag"])
-        return q
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def catalog_dir(db: str | None) -> Path:
+    """Where blobs and the cache go by default: beside a SQLite catalog, else ``data/``."""
     path = sqlite_path(resolve_url(db))
     return path.parent if path is not None else Path("data")
 
 
-class Crawler:
+class Crawler(RunRecord):
+    """One crawl run: its queue and listings, the fetch workers, the writer, and the budget."""
+
     def __init__(self, db: str | None, options: CrawlOptions, *, client: HubClient | None = None,
                  progress=None, engine=None):
         self.db = db
@@ -203,18 +138,8 @@ class Crawler:
 
     # -- what to crawl -----------------------------------------------------------------------------
     def scopes(self) -> list[Scope]:
-        o = self.opt
-        out = []
-        for name in o.families:
-            fam = find_family(name, self.families)
-            out += [Scope(f"family={fam.name} author={a}", {"author": a}) for a in fam.authors]
-            out += [Scope(f"family={fam.name} search={s}", {"search": s}) for s in fam.search]
-        if o.author or o.search:
-            kw = {k: v for k, v in (("author", o.author), ("search", o.search)) if v}
-            out.append(Scope(" ".join(f"{k}={v}" for k, v in kw.items()), kw))
-        if o.all:
-            out += [Scope(f"pipeline_tag={p}", {"pipeline_tag": p}) for p in ALL_PIPELINES]
-        return out
+        """This crawl's listing calls (``options.scopes``)."""
+        return scopes(self.opt, self.families)
 
     def _items(self, session) -> Iterator[tuple[Listed, bool]]:
         """(item, queued) pairs: the previous run's unresolved repos first, then every scope."""
@@ -315,6 +240,7 @@ class Crawler:
 
     # -- main loop ---------------------------------------------------------------------------------
     def run(self) -> dict:
+        """Crawl the queue and the scope to the end or the budget; the summary, or CrawlFailed/CrawlInterrupted."""
         self._started = time.monotonic()
         deadline = self._deadline()
         self.client.set_budget(deadline=deadline, max_api_calls=self.opt.max_api_calls)
@@ -496,79 +422,6 @@ class Crawler:
             self.counts["failed"] += 1
             self._record_error(item.id, reason)
         self._tick()
-
-    # -- run bookkeeping ---------------------------------------------------------------------------
-    def _start_run(self) -> None:
-        with self.Session() as session:
-            # A run still "running" whose process is gone was killed: nothing else can finish it.
-            now = now_utc()
-            dead = [r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
-                    if not run_alive(r, now)]
-            if dead:
-                session.execute(update(CrawlRun).where(CrawlRun.id.in_(dead)).values(status="interrupted"))
-            run = CrawlRun(started_at=now, status="running", scope=self.opt.scope(), errors=[], owner=owner_tag())
-            session.add(run)
-            session.commit()
-            self.run_id = run.id
-
-    def _save_final(self, status: str) -> None:
-        """Record how the run ended; when even that write fails, the next run marks it interrupted."""
-        try:
-            with self.Session() as session:
-                self._save_run(session, status, final=True)
-        except Exception as e:  # noqa: BLE001 - the run's own failure is what gets reported
-            if storage_failure(e) is None:
-                raise
-
-    def _save_run(self, session, status: str, final: bool = False) -> None:
-        run = session.get(CrawlRun, self.run_id)
-        c = self.client.counts()
-        for k in ("listed", "unchanged", "new", "changed", "failed", "unresolved"):
-            setattr(run, k, self.counts[k])
-        run.api_calls, run.resolver_calls = c["api_calls"], c["resolver_calls"]
-        run.bytes_downloaded = c["bytes_downloaded"]
-        run.rate_limited = sum(c["rate_limited"].values())
-        run.errors = list(self.errors)
-        run.status = status
-        if final:
-            run.finished_at = now_utc()
-        session.commit()
-
-    def _record_error(self, repo_id, reason) -> None:
-        if len(self.errors) < MAX_RUN_ERRORS:
-            self.errors.append({"repo": repo_id, "reason": reason})
-
-    def _tick(self) -> None:
-        if self.progress is not None:
-            self.progress.update(1)
-            c = self.client.counts()
-            self.progress.set_postfix(new=self.counts["new"], changed=self.counts["changed"],
-                                      failed=self.counts["failed"], api=c["api_calls"], refresh=False)
-
-    def summary(self, status: str) -> dict:
-        c = self.client.counts()
-        elapsed = time.monotonic() - self._started
-        return {
-            "run_id": self.run_id,
-            "status": status,
-            "scope": self.opt.scope(),
-            **self.counts,
-            "stopped": self.stopped,
-            "statuses": dict(sorted(self.statuses.items())),
-            "api_calls": c["api_calls"],
-            "list_calls": c["list_calls"],
-            "resolver_calls": c["resolver_calls"],
-            "bytes_downloaded": c["bytes_downloaded"],
-            "client_retries": c["retries"],
-            "rate_limited": c["rate_limited"],
-            "quota": c["quota"],
-            "pacing_wait_seconds": c["pacing_wait_seconds"],
-            "file_sets_fingerprinted": self.writer.fingerprinted,
-            "gguf": self.fetcher.gguf.stats(),
-            "scopes": {x.label: x.report() for x in self._listings},
-            "seconds": round(elapsed, 3),
-            "errors": self.errors[:20],
-        }
 
 
 def crawl(db: str | None, options: CrawlOptions, *, progress: bool | None = None) -> dict:

@@ -28,7 +28,8 @@ from ..catalog.db import is_write_conflict
 from ..catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
 from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
-from ..hub.client import Listed, TransientError, base_models_from_tags
+from ..hub.client import Listed, TransientError
+from ..hub.listed import base_models_from_tags
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .writefail import raise_if_write_failed

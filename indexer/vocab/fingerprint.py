@@ -10,14 +10,12 @@ Two implementations give the same answer:
   falls back to the reference and says why (``fallback_reason``).
 
 The fingerprint is sha256 of ``json.dumps(sorted(vocab.items(), key=(id, token)),
-ensure_ascii=False)``, the oracle's definition, so catalogs built by either path agree.
+ensure_ascii=False)``, the oracle's definition (``canonical.py``), so catalogs built by either path agree.
+How transformers reads each tokenizer file, which the fast path follows, is ``tokenizer_files.py``.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import json
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -29,48 +27,29 @@ from ..files import (
     InputError,
     check_dir,
     check_size,
-    orjson,
     read_json,
     read_optional_json,
 )
-from .hf_tables import (
-    MODEL_IDS_TO_TOKENIZERS_BACKEND,
-    MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS,
-    TOKENIZER_CLASS_BY_MODEL_TYPE,
+from .canonical import canonical_bytes, dense_tokens, fingerprints, vocab_sha256
+from .tokenizer_files import (
+    BYTE_LEVEL_CLASSES,
+    SIMPLE_CLASSES,
+    SPM_CLASSES,
+    VOCAB_JSON_CLASSES,
+    add_bos_eos,
+    base_from_sentencepiece,
+    base_from_tokenizer_json,
+    is_byte_level,
+    place_sequentially,
+    resolve_class,
+    resolve_specials,
 )
-
-SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
-SPECIAL_LISTS = ("additional_special_tokens", "extra_special_tokens")
-
-# Classes whose from_pretrained() mapping is "model vocab + declared added tokens + any
-# missing special token appended", with the named-token defaults of their __init__.
-SIMPLE_CLASSES: dict[str, dict[str, str | None]] = {
-    "TokenizersBackend": {},
-    "LlamaTokenizer": {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"},
-    "Qwen2Tokenizer": {"unk_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
-    "GPT2Tokenizer": {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
-    "GPTNeoXTokenizer": {
-        "unk_token": "<|endoftext|>",
-        "bos_token": "<|endoftext|>",
-        "eos_token": "<|endoftext|>",
-        "pad_token": "<|padding|>",
-    },
-    "GemmaTokenizer": {
-        "unk_token": "<unk>",
-        "bos_token": "<bos>",
-        "eos_token": "<eos>",
-        "pad_token": "<pad>",
-        "mask_token": "<mask>",
-    },
-}
-SPM_CLASSES = ("LlamaTokenizer",)  # SentencePiece-only directories whose conversion keeps piece ids
-VOCAB_JSON_CLASSES = ("GPT2Tokenizer", "Qwen2Tokenizer", "GPTNeoXTokenizer")  # load vocab.json + merges.txt
-BYTE_LEVEL_CLASSES = VOCAB_JSON_CLASSES  # their __init__ only accepts a byte-level tokenizer.json
-BACKEND_CLASSES = ("TokenizersBackend", "PythonBackend", "PreTrainedTokenizer", "MistralCommonBackend")
 
 
 @dataclass
 class Fingerprint:
+    """What the catalog keeps about a directory's ``get_vocab()``: its shas, sizes, special and added tokens."""
+
     vocab_sha256: str
     base_vocab_sha256: str
     vocab_len: int
@@ -99,295 +78,8 @@ class Fingerprint:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "vocab"}
 
     def canonical_bytes(self) -> bytes:
+        """The fingerprinted bytes of this vocabulary (their sha256 is ``vocab_sha256``)."""
         return canonical_bytes(self.vocab)
-
-
-def canonical_bytes(vocab: dict[str, int]) -> bytes:
-    """The oracle's canonical serialization of a token->id mapping (the fingerprinted bytes)."""
-    by_id = _dense_tokens(vocab)
-    return _dense_canonical(by_id) if by_id is not None else _sorted_canonical(vocab)
-
-
-def _sorted_canonical(vocab: dict[str, int]) -> bytes:
-    """The definition itself: json.dumps of the items sorted by (id, token).
-
-    A lone surrogate (possible in a JSON vocabulary, not in valid UTF-8) is kept as its
-    surrogatepass bytes rather than crashing, where the definition has no answer.
-    """
-    items = sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))
-    return json.dumps(items, ensure_ascii=False).encode("utf-8", "surrogatepass")
-
-
-def vocab_sha256(vocab: dict[str, int]) -> str:
-    return hashlib.sha256(canonical_bytes(vocab)).hexdigest()
-
-
-def _dense_tokens(vocab: dict[str, int]) -> list[str] | None:
-    """Tokens in id order when the ids are exactly 0..n-1 (and ints), else None."""
-    ids = list(vocab.values())
-    if set(map(type, ids)) - {int}:
-        return None
-    if ids == list(range(len(ids))):  # the usual file order: no per-token work at all
-        return list(vocab)
-    by_id: list[str | None] = [None] * len(vocab)
-    try:
-        for token, i in vocab.items():
-            if by_id[i] is not None or i < 0:
-                return None
-            by_id[i] = token
-    except IndexError:
-        return None
-    return by_id  # type: ignore[return-value]
-
-
-def _dense_canonical(by_id: list[str]) -> bytes:
-    """canonical_bytes() for ids 0..n-1, built by C-level operations only.
-
-    orjson encodes strings exactly as ``json.dumps(ensure_ascii=False)`` does (checked by a
-    fuzz test) and separates items with ``","``. Inside an encoded string a quote is always
-    escaped, so that sequence marks an item boundary, except where an escaped quote is
-    followed by a comma at the very end of a token: tokens ending in ``",`` (common in
-    byte-level BPE vocabularies) are swapped for placeholders first and put back at the end.
-    Escaped backslashes are masked (``\\\\`` -> NUL, which the encoder never emits raw) so
-    that an escaped quote is recognisable, and the ids go in with one ``%`` formatting call.
-    """
-    n = len(by_id)
-    if n == 0:
-        return b"[]"
-    awkward = [i for i, token in enumerate(by_id) if token[-2:] == '",']
-    tokens = list(by_id) if awkward else by_id
-    for k, i in enumerate(awkward):
-        tokens[i] = f"\0{k}\0"  # encoded as \u0000k\u0000: no quote, comma or double backslash
-    try:
-        inner = orjson.dumps(tokens)[2:-2]
-    except (TypeError, orjson.JSONEncodeError):  # lone surrogates and the like
-        return _sorted_canonical(dict(zip(by_id, range(n))))
-    masked = inner.replace(b"\\\\", b"\0")
-    parts = masked.replace(b"%", b"%%").split(b'","')
-    if len(parts) != n or b'\\","' in masked:  # cannot happen after the swap; stay exact anyway
-        return _sorted_canonical(dict(zip(by_id, range(n))))
-    for i in awkward:
-        parts[i] = orjson.dumps(by_id[i])[1:-1].replace(b"\\\\", b"\0").replace(b"%", b"%%")
-    text = b'[["' + (b'", %d], ["'.join(parts) % tuple(range(n - 1))) + b'", %d]]' % (n - 1)
-    return text.replace(b"\0", b"\\\\")
-
-
-def _fingerprints(base: dict[str, int], extra: list[tuple[str, int]], by_id: list[str] | None = None):
-    """(full sha, base sha, full vocab) for a base vocabulary plus tokens added beyond it.
-
-    When the base ids are dense and every extra id lies above them, the full canonical
-    text is the base text plus a tail, so the expensive serialization happens once.
-    """
-    by_id = by_id if by_id is not None else _dense_tokens(base)
-    full = {**base, **dict(extra)} if extra else base
-    if by_id is None or any(i < len(base) for _, i in extra) or len(full) != len(base) + len(extra):
-        return vocab_sha256(full), vocab_sha256(base), full
-    base_text = _dense_canonical(by_id)
-    base_sha = hashlib.sha256(base_text).hexdigest()
-    if not extra:
-        return base_sha, base_sha, full
-    tail = json.dumps(sorted(extra, key=lambda kv: (kv[1], kv[0])), ensure_ascii=False).encode("utf-8")
-    full_text = base_text[:-1] + b", " + tail[1:] if by_id else tail
-    return hashlib.sha256(full_text).hexdigest(), base_sha, full
-
-
-def _token_content(value) -> str | None:
-    """A special token as tokenizer_config.json writes it: a string or an AddedToken dict."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("content"), str):
-        return value["content"]
-    raise InputError("malformed", f"special token {value!r} is neither a string nor an AddedToken object")
-
-
-@dataclass
-class Specials:
-    """Special tokens as transformers 5 resolves them, plus every token it might append."""
-
-    named: dict[str, str | None]  # bos/eos/unk/pad/... after precedence
-    extra: set[str]  # additional/extra special tokens
-    candidates: set[str]  # superset: any of these missing from the vocabulary gets appended
-
-
-def _token_list(value) -> list[str]:
-    if isinstance(value, dict):
-        value = list(value.values())
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError("malformed", "additional/extra special tokens must be a list")
-    return [t for t in map(_token_content, value) if t is not None]
-
-
-def _specials(tc: dict, stm: dict, defaults: dict, decoder_mode: bool) -> Specials:
-    """tokenizer_config.json wins; special_tokens_map.json overrides it only in legacy mode (no
-    added_tokens_decoder); a class default applies where neither names the token."""
-    sources = [tc] if decoder_mode else [tc, stm]
-    named: dict[str, str | None] = {}
-    for name in SPECIAL_NAMES:
-        value = defaults.get(name)
-        for source in sources:
-            if name in source:
-                value = _token_content(source[name])
-        named[name] = value
-    extra: set[str] = set()
-    candidates = {t for t in named.values() if t is not None}
-    for source in (tc, stm):  # the superset looks at both files whatever the mode
-        for name in SPECIAL_LISTS:
-            tokens = _token_list(source.get(name))
-            candidates.update(tokens)
-            if source is tc or not decoder_mode:
-                extra.update(tokens)
-        for key, value in source.items():  # model-specific tokens such as image_token
-            if key.endswith("_token") and isinstance(value, (str, dict)):
-                token = _token_content(value)
-                if token is not None:
-                    candidates.add(token)
-    return Specials(named, extra, candidates)
-
-
-def _add_bos_eos(tc: dict, tokenizer_json: dict | None) -> tuple[bool | None, bool | None]:
-    """Whether encoding adds BOS/EOS: tokenizer_config flags, else the post-processor template."""
-    post = (tokenizer_json or {}).get("post_processor") or {}
-    if post.get("type") == "Sequence":
-        post = next((p for p in post.get("processors") or [] if p.get("type") == "TemplateProcessing"), {})
-    single = post.get("single") if post.get("type") == "TemplateProcessing" else None
-    from_template = (None, None)
-    if isinstance(single, list) and single:
-        from_template = ("SpecialToken" in single[0], "SpecialToken" in single[-1])
-    elif tokenizer_json is not None:
-        from_template = (False, False)
-    flags = (tc.get("add_bos_token"), tc.get("add_eos_token"))
-    return tuple(bool(f) if f is not None else t for f, t in zip(flags, from_template))  # type: ignore[return-value]
-
-
-def _strip_fast(name: str) -> str:
-    return name[:-4] if name.endswith("Fast") else name
-
-
-def _canonical_class(name: str) -> str:
-    name = _strip_fast(name)
-    return "TokenizersBackend" if name in ("PreTrainedTokenizer", "TokenizersBackend", "BloomTokenizer") else name
-
-
-def resolve_class(tc: dict, config: dict, tokenizer_json: dict | None, name_or_path: str) -> str:
-    """The class AutoTokenizer.from_pretrained(name_or_path) instantiates (transformers 5.24's rules).
-
-    ``name_or_path`` is what from_pretrained() was given: transformers matches it, not the
-    config's own ``_name_or_path``, against its list of checkpoints forced to TokenizersBackend.
-    """
-    hub = tc.get("tokenizer_class") or config.get("tokenizer_class")
-    if hub is not None and not isinstance(hub, str):
-        raise InputError("malformed", "tokenizer_class must be a string")
-    model_type = config.get("model_type") or ""
-    registered = TOKENIZER_CLASS_BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
-    incorrect = model_type in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS
-    if any(fnmatch.fnmatch(name_or_path.lower(), p) for p in MODEL_IDS_TO_TOKENIZERS_BACKEND):
-        return "TokenizersBackend"
-    if (
-        hub
-        and _strip_fast(hub) == "LlamaTokenizer"
-        and _strip_fast(registered or "") != "MistralCommonBackend"
-        and not incorrect
-        and tokenizer_json is not None
-        and _is_byte_level(tokenizer_json)
-    ):
-        return "TokenizersBackend"
-    if hub and model_type and registered and _strip_fast(registered) != _strip_fast(hub):
-        chosen = _canonical_class(registered if incorrect else hub)
-        if _strip_fast(registered) not in BACKEND_CLASSES and chosen != "TokenizersBackend":
-            return chosen
-        if _strip_fast(registered) == "MistralCommonBackend":
-            raise NeedsReference("Mistral model types may load MistralCommonBackend")
-        return "TokenizersBackend"
-    if hub:
-        return _canonical_class(hub)
-    return _canonical_class(registered) if registered else "TokenizersBackend"
-
-
-def _base_from_tokenizer_json(tj: dict) -> tuple[dict[str, int], str | None, list[dict]]:
-    model = tj.get("model")
-    if not isinstance(model, dict):
-        raise InputError("malformed", "tokenizer.json: no model section")
-    vocab = model.get("vocab")
-    kind = model.get("type")
-    if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
-        if not all(isinstance(p, list) and p and isinstance(p[0], str) for p in vocab):
-            raise InputError("malformed", "tokenizer.json: model.vocab list entries must be [piece, score]")
-        base = {}
-        for i, p in enumerate(vocab):
-            if p[0] in base:
-                raise NeedsReference("duplicate piece in Unigram vocab")
-            base[p[0]] = i
-    elif isinstance(vocab, dict):
-        base = vocab
-        if set(map(type, base.values())) - {int}:
-            raise InputError("malformed", "tokenizer.json: model.vocab ids must be integers")
-    else:
-        raise InputError("malformed", "tokenizer.json: model.vocab is missing")
-    added = tj.get("added_tokens") or []
-    if not isinstance(added, list) or not all(
-        isinstance(t, dict) and type(t.get("id")) is int and isinstance(t.get("content"), str) for t in added
-    ):
-        raise InputError("malformed", "tokenizer.json: added_tokens must be a list of {id, content}")
-    return base, kind, [{"id": t["id"], "content": t["content"], "special": bool(t.get("special"))} for t in added]
-
-
-def _base_from_sentencepiece(path: Path) -> dict[str, int]:
-    import sentencepiece as spm
-
-    proc = spm.SentencePieceProcessor()
-    try:
-        proc.Load(str(path))
-    except Exception as e:
-        raise InputError("malformed", f"tokenizer.model: not a SentencePiece model ({e})") from None
-    base = {}
-    for i in range(proc.GetPieceSize()):
-        piece = proc.IdToPiece(i)
-        if piece in base:
-            raise NeedsReference("duplicate SentencePiece piece")
-        base[piece] = i
-    return base
-
-
-def _is_byte_level(tj: dict) -> bool:
-    return '"ByteLevel"' in json.dumps(tj.get("pre_tokenizer"))
-
-
-def _place_sequentially(
-    by_id: list[str], base: dict[str, int], preplaced: list[dict], declared: dict[int, dict]
-) -> dict[int, str]:
-    """Tokens beyond the base after ``add_tokens()``: preplaced ones keep their ids, declared
-    ones land on their existing entry or the next free id, in declared-id order.
-
-    Raises NeedsReference unless every token ends up exactly at the id it was declared with.
-    """
-    n_base = len(by_id)
-    extra: dict[int, str] = {}
-    where: dict[str, int] = {}
-
-    def lookup(content: str) -> int | None:
-        return base.get(content, where.get(content))
-
-    for t in preplaced:
-        i, content = t["id"], t["content"]
-        owner = by_id[i] if 0 <= i < n_base else extra.get(i)
-        if i < 0 or owner not in (None, content) or lookup(content) not in (None, i):
-            raise NeedsReference(f"added token {content!r} at id {i} conflicts with the vocabulary")
-        if owner is None:
-            extra[i], where[content] = content, i
-    next_id = max([n_base - 1, *extra]) + 1
-    for i in sorted(declared):
-        content = declared[i]["content"]
-        known = lookup(content)
-        if known is None and i == next_id:
-            extra[i], where[content] = content, i
-            next_id += 1
-        elif known != i:
-            raise NeedsReference(f"added token {content!r} declared at id {i} would not land there")
-    return extra
 
 
 def _fast(directory: Path, max_bytes: int) -> Fingerprint:
@@ -415,12 +107,12 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
     if cls not in SIMPLE_CLASSES:
         raise NeedsReference(f"tokenizer class {cls!r} is not one the fast path reproduces")
     decoder_mode = "added_tokens_decoder" in tc
-    specials = _specials(tc, stm, SIMPLE_CLASSES[cls], decoder_mode)
+    specials = resolve_specials(tc, stm, SIMPLE_CLASSES[cls], decoder_mode)
 
     tj_added: list[dict] = []
     if tj is not None:
-        base, kind, tj_added = _base_from_tokenizer_json(tj)
-        if cls in BYTE_LEVEL_CLASSES and not _is_byte_level(tj):
+        base, kind, tj_added = base_from_tokenizer_json(tj)
+        if cls in BYTE_LEVEL_CLASSES and not is_byte_level(tj):
             raise NeedsReference(f"{cls} with a tokenizer.json that is not byte-level")
     elif cls in VOCAB_JSON_CLASSES and (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
         base = read_json(directory / "vocab.json", max_bytes)
@@ -430,10 +122,10 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
         kind = "BPE"
     elif cls in SPM_CLASSES and (directory / "tokenizer.model").is_file():
         check_size(directory / "tokenizer.model", max_bytes)
-        base, kind = _base_from_sentencepiece(directory / "tokenizer.model"), "BPE"
+        base, kind = base_from_sentencepiece(directory / "tokenizer.model"), "BPE"
     else:
         raise NeedsReference(f"no tokenizer file that {cls} loads without conversion")
-    by_id = _dense_tokens(base)
+    by_id = dense_tokens(base)
     if by_id is None:
         raise NeedsReference("base vocabulary ids are not exactly 0..n-1")
 
@@ -460,8 +152,8 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
             declared[t["id"]] = t
 
     # Rebuilt-class semantics, and (with tokenizer.json) TokenizersBackend's: they must agree.
-    extra = _place_sequentially(by_id, base, [], declared)
-    if tj is not None and _place_sequentially(by_id, base, tj_added, declared) != extra:
+    extra = place_sequentially(by_id, base, [], declared)
+    if tj is not None and place_sequentially(by_id, base, tj_added, declared) != extra:
         raise NeedsReference("tokenizer.json added tokens and the declared ones disagree")
     extra_ids = {content: i for i, content in extra.items()}
     missing = [t for t in specials.candidates if t not in base and t not in extra_ids]
@@ -482,8 +174,8 @@ def _fast(directory: Path, max_bytes: int) -> Fingerprint:
         i = base.get(token, extra_ids.get(token))
         if i is not None and i not in added:
             added[i] = {"id": i, "content": token, "special": True}
-    full_sha, base_sha, vocab = _fingerprints(base, list(extra_ids.items()), by_id)
-    add_bos, add_eos = _add_bos_eos(tc, tj)
+    full_sha, base_sha, vocab = fingerprints(base, list(extra_ids.items()), by_id)
+    add_bos, add_eos = add_bos_eos(tc, tj)
     return _build(
         vocab,
         full_sha=full_sha,
@@ -562,7 +254,7 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
         kind = (tj.get("model") or {}).get("type")
     elif backend is not None:
         kind = type(backend.model).__name__
-    add_bos, add_eos = _add_bos_eos(tc, tj)
+    add_bos, add_eos = add_bos_eos(tc, tj)
     return _build(
         vocab,
         full_sha=vocab_sha256(vocab),
@@ -579,6 +271,7 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
 
 
 def has_tokenizer(directory: Path) -> bool:
+    """Whether a directory holds any file a vocabulary is read from (else it has nothing to fingerprint)."""
     return any((directory / name).is_file() for name in VOCAB_FILES)
 
 
@@ -600,6 +293,7 @@ def fingerprint_dir(
 
 
 def transformers_version() -> str | None:
+    """The installed transformers' version, recorded beside fingerprints (its rules are what they follow)."""
     try:
         from importlib.metadata import version
 

@@ -1,9 +1,9 @@
 """Facts from ``config.json``: the text-config ``vocab_size`` by each engine's rule.
 
-SGLang picks the text config like its ``get_hf_text_config``; transformers uses
-``PretrainedConfig.get_text_config()``, and vLLM the same after remapping a few model types.
-All are reproduced on the raw JSON; a config that does not state ``vocab_size`` falls back to
+Which sub-config each engine reads (SGLang's ``get_hf_text_config``, transformers' and vLLM's
+``get_text_config()``) is ``textconfig``; a config that does not state ``vocab_size`` falls back to
 transformers' class default (AutoConfig, no remote code), which is what the engines would see.
+The size estimate when the Hub has no count is ``params.estimate_from_config``.
 """
 
 from __future__ import annotations
@@ -13,20 +13,14 @@ from pathlib import Path
 
 from ..errors import AmbiguousTextConfig
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
-
-# SGLang 0.5.23 srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config): a Llava...ForCausalLM
-# keeps the top level, otherwise the first of these that exists (thinker_config: its text_config).
-SGLANG_TEXT_KEYS = ("thinker_config", "llm_config", "language_config", "text_config")
-# transformers 5.24.0 configuration_utils.py:1539-1562 (get_text_config): every one of these that is
-# set is a candidate; more than one raises ValueError ("would be ambiguous").
-TRANSFORMERS_TEXT_KEYS = ("text_encoder", "decoder", "generator", "text_config")
-# vLLM 0.33.0 registers its own config classes for these model types, whose text_config is another
-# key of config.json (DeepSeek-VL2: language_config; Ovis: llm_config), then calls get_text_config().
-VLLM_TEXT_KEY_REMAPS = {"deepseek_vl_v2": "language_config", "ovis": "llm_config"}
+from .params import estimate_from_config
+from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_text_config, vllm_text_config
 
 
 @dataclass
 class ConfigFacts:
+    """The facts of one ``config.json`` the engines' rules read (the writer copies every field onto the repo)."""
+
     model_type: str | None
     architectures: list[str] | None
     vocab_size: int | None  # SGLang's rule
@@ -41,6 +35,7 @@ class ConfigFacts:
     has_vision_config: bool = False  # LM Studio never drafts for such a target
 
     def to_dict(self) -> dict:
+        """Every field by name, as the writer copies them onto the repo row."""
         return asdict(self)
 
 
@@ -50,38 +45,6 @@ def _vocab_size(value, where: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError("malformed", f"config.json: {where}vocab_size must be a non-negative integer")
     return value
-
-
-def sglang_text_config(config: dict) -> tuple[str | None, dict]:
-    """The sub-config SGLang's get_hf_text_config would use, and its key."""
-    archs = config.get("architectures") or []
-    if archs and isinstance(archs[0], str) and archs[0].startswith("Llava") and archs[0].endswith("ForCausalLM"):
-        return None, config
-    for key in SGLANG_TEXT_KEYS:
-        sub = config.get(key)
-        if isinstance(sub, dict):
-            if key == "thinker_config" and isinstance(sub.get("text_config"), dict):
-                return "thinker_config.text_config", sub["text_config"]
-            return key, sub
-    return None, config
-
-
-def transformers_text_config(config: dict) -> tuple[str | None, dict]:
-    """The sub-config ``get_text_config()`` returns; :class:`AmbiguousTextConfig` where it raises."""
-    found = [k for k in TRANSFORMERS_TEXT_KEYS if isinstance(config.get(k), dict)]
-    if len(found) > 1:
-        raise AmbiguousTextConfig(f"get_text_config() is ambiguous: config.json has {', '.join(found)}")
-    if len(found) == 1:
-        return found[0], config[found[0]]
-    return None, config
-
-
-def vllm_text_config(config: dict) -> tuple[str | None, dict]:
-    """vLLM's ``hf_text_config``: its remapped sub-config for a few model types, else ``get_text_config()``."""
-    key = VLLM_TEXT_KEY_REMAPS.get(config.get("model_type"))
-    if key and isinstance(config.get(key), dict):
-        return key, config[key]
-    return transformers_text_config(config)
 
 
 def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> tuple[int | None, int | None]:
@@ -100,6 +63,7 @@ def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> t
 
 
 def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
+    """Every fact the engines' rules take from a directory's ``config.json``, read once (size-capped)."""
     directory = Path(directory)
     path = directory / "config.json"
     if not path.is_file():
@@ -131,8 +95,6 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         hf = hf if hf is not None or error is not None else from_classes[1]
         if vllm is None and error is None and model_type not in VLLM_TEXT_KEY_REMAPS:
             vllm = hf
-    from .params import estimate_from_config
-
     estimate = estimate_from_config(config)
     return ConfigFacts(
         model_type=model_type,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .modelconfig import sglang_text_config
+from .textconfig import sglang_text_config
 
 SOURCE_SAFETENSORS, SOURCE_CONFIG, SOURCE_NAME = "safetensors", "config", "name"
 

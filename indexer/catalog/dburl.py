@@ -1,0 +1,175 @@
+"""Where a catalog is: ``--db`` (a path or a URL) into a checked URL, and the facts of a SQLite file.
+
+Every command takes ``--db``: a file path or a SQLAlchemy URL (default ``data/catalog.db``,
+env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install 'indexer[postgres]'``).
+SQLAlchemy is imported only inside functions, so the light ``indexer query`` path (stdlib ``sqlite3``)
+resolves the same URLs. Everything here is importable from ``indexer.catalog.db``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import CatalogError
+
+DEFAULT_DB = "data/catalog.db"
+DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)
+POSTGRES_FIX = "pip install 'indexer[postgres]'"
+# How long a writer waits for another writer's lock before giving up (seconds; env INDEXER_BUSY_TIMEOUT).
+DEFAULT_BUSY_TIMEOUT = 30.0
+# Schemes spelled differently by users and by SQLAlchemy. Plain postgresql:// picks psycopg2 in
+# SQLAlchemy 2.0 and psycopg (3) in 2.1 ("Default PostgreSQL driver changed to psycopg",
+# https://docs.sqlalchemy.org/en/21/changelog/migration_21.html; sqlalchemy 2.1.9
+# dialects/postgresql/__init__.py:99 ``base.dialect = dialect = psycopg.dialect``); the ``postgres``
+# extra installs psycopg 3, so name it explicitly whichever SQLAlchemy 2.x is installed.
+SCHEME_ALIASES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
+DRIVER_MODULES = ("psycopg", "psycopg2", "psycopg2cffi", "pg8000", "asyncpg", "MySQLdb", "pymysql")
+SUPPORTED = "a file path, sqlite:///PATH or postgresql://USER@HOST/DBNAME"
+
+
+def resolve_url(db: str | None = None) -> str:
+    """Turn ``--db`` (path or URL; falls back to $INDEXER_DB, then data/catalog.db) into a URL.
+
+    URLs are checked here, so every caller refuses an unknown scheme or a missing driver the
+    same way: CatalogError, before anything connects.
+    """
+    db = db or os.environ.get("INDEXER_DB") or DEFAULT_DB
+    if "://" not in db:
+        return f"sqlite:///{Path(db).expanduser().resolve()}"
+    scheme, rest = db.split("://", 1)
+    url = f"{SCHEME_ALIASES.get(scheme.lower(), scheme)}://{rest}"
+    check_driver(url)
+    return url
+
+
+def check_driver(url: str) -> None:
+    """CatalogError unless SQLAlchemy knows the scheme and its DBAPI driver is installed."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        dialect = make_url(url).get_dialect()
+    except NoSuchModuleError:
+        scheme = url.split("://", 1)[0]
+        raise CatalogError(f"--db {safe_url(url)}: unknown database scheme {scheme!r}; give {SUPPORTED}") from None
+    except (ArgumentError, ValueError) as e:
+        raise CatalogError(f"--db {safe_url(url)} is not a database URL ({e}); give {SUPPORTED}") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as e:
+        raise CatalogError(missing_driver(url, e)) from None
+
+
+def missing_driver(url: str, e: ImportError) -> str:
+    """The one line for a URL whose DBAPI driver is not installed, naming the extra that installs it."""
+    if url.startswith("postgresql"):
+        return f"--db {safe_url(url)}: the PostgreSQL driver (psycopg) is not installed; run {POSTGRES_FIX}"
+    return (f"--db {safe_url(url)}: its driver is not installed ({e}); the indexer is tested on SQLite "
+            f"and PostgreSQL ({POSTGRES_FIX})")
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password masked: never print a credential."""
+    if "://" not in url or "@" not in url:
+        return url
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - unparsable: drop the credentials part by hand
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a sqlite URL, or None for other databases / in-memory.
+
+    ``sqlite:///file:PATH?mode=ro&uri=true`` (a read-only URI, as the site uses) names PATH.
+    """
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :]
+    if path.startswith("file:"):
+        path = path[len("file:") :].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def db_arg(url: str) -> str:
+    """How to write the catalog back on a command line (a path for SQLite files)."""
+    path = sqlite_path(url)
+    return str(path) if path is not None else f"'{safe_url(url)}'"
+
+
+def missing_hint(path: Path) -> str:
+    """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
+    demo = Path(DEFAULT_DEMO_DB)
+    if path == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
+        return f"; the demo catalog is {demo}: add --db {demo} (or set INDEXER_DB={demo})"
+    return ""
+
+
+def busy_timeout() -> float:
+    """Seconds a writer waits for another writer's lock ($INDEXER_BUSY_TIMEOUT, else the default)."""
+    try:
+        return max(0.0, float(os.environ.get("INDEXER_BUSY_TIMEOUT", DEFAULT_BUSY_TIMEOUT)))
+    except ValueError:
+        return DEFAULT_BUSY_TIMEOUT
+
+
+# ---------------------------------------------------------------- SQLite files
+
+
+def _is_wal(path: Path) -> bool:
+    """Header bytes 18-19 are 2 in WAL mode (https://www.sqlite.org/fileformat2.html#database_header)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(20)[18:19] == b"\x02"
+    except OSError:
+        return False
+
+
+def writable(path: Path) -> bool:
+    """A SQLite writer needs the file and its directory (journal, -wal, -shm files).
+
+    ``os.access`` answers for the real user, and is False on a read-only mount even for root.
+    """
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    return os.access(parent, os.W_OK)
+
+
+def read_only_uri(path: Path) -> str | None:
+    """A ``file:`` URI that reads a catalog we cannot write, or None when it is writable.
+
+    ``mode=ro`` unless the file is in WAL mode and no ``-shm`` can be made beside it: then only
+    ``immutable=1`` opens it (https://www.sqlite.org/wal.html#readonly, "Read-Only Databases").
+    """
+    if writable(path):
+        return None
+    from urllib.parse import quote
+
+    shm = path.with_name(path.name + "-shm")
+    needs_immutable = _is_wal(path) and not os.access(path.parent, os.W_OK) and not shm.exists()
+    return f"file:{quote(str(path))}?{'immutable=1' if needs_immutable else 'mode=ro'}"
+
+
+def check_sqlite_file(path: Path) -> None:
+    """CatalogError unless ``path`` is a SQLite file (header "SQLite format 3", or empty: a new catalog)."""
+    if path.is_dir():
+        raise CatalogError(f"catalog {path} is a directory; point --db at a catalog file inside it")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise CatalogError(f"catalog {path} cannot be read ({e.strerror})") from None
+    if head and head != b"SQLite format 3\x00":
+        raise CatalogError(f"catalog {path} is not a SQLite database; point --db at a catalog file or a new path")
+
+
+def readonly_url(path: str | Path) -> str:
+    """A SQLAlchemy URL that opens a SQLite file read-only: no journal-mode switch, no -wal beside it."""
+    return f"sqlite:///file:{Path(path).resolve()}?mode=ro&uri=true"
