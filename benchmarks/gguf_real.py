@@ -32,8 +32,9 @@ sys.path.insert(0, str(ROOT))
 from click.testing import CliRunner  # noqa: E402
 
 from indexer.cli import cli  # noqa: E402
+from indexer.engines.llamacpp import speculative_compatible  # noqa: E402
 from indexer.gguf.file import read_gguf  # noqa: E402
-from indexer.gguf.predict import LLAMA_TOKEN_NULL, speculative_compatible  # noqa: E402
+from indexer.gguf.predict import LLAMA_TOKEN_NULL  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 FIELDS = ("vocab_type_name", "n_vocab", "add_bos", "add_eos", "bos", "eos", "pre", "tokens_sha256")

@@ -10,10 +10,11 @@ import pytest
 import sentencepiece as spm
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
+from indexer.engines.llamacpp import speculative_compatible
 from indexer.files import InputError
 from indexer.gguf import prehash as gguf_prehash
 from indexer.gguf.hf import load_hf_tokenizer
-from indexer.gguf.predict import GGUFVocab, is_not_modelled, load_vocab, predict_gguf, speculative_compatible
+from indexer.gguf.predict import GGUFVocab, is_not_modelled, load_vocab, predict_gguf
 from indexer.gguf.vocabpaths import pre_tokenizer_hash
 from indexer.gguf.written import Written
 

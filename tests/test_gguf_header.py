@@ -13,10 +13,10 @@ from gguf.constants import GGUFValueType, TokenType
 from ggufkit import ALL_TYPES, bpe_tokens, write_gguf
 
 from indexer.catalog.tokenstore import TokenStore, tokens_sha256
+from indexer.engines.llamacpp import speculative_compatible
 from indexer.files import InputError
 from indexer.gguf.file import choose_file, facts_from_header, local_gguf, read_gguf, split_info
 from indexer.gguf.header import TAIL, parse_header, read_kv_section
-from indexer.gguf.predict import speculative_compatible
 
 
 def header_of(path: Path):

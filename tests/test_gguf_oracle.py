@@ -5,7 +5,8 @@ import json
 import pytest
 from conftest import CORPUS, MODELS
 
-from indexer.gguf.predict import GGUFVocab, predict_gguf, speculative_compatible
+from indexer.engines.llamacpp import speculative_compatible
+from indexer.gguf.predict import GGUFVocab, predict_gguf
 
 ENGINES = CORPUS / "oracle-engines.json"
 pytestmark = pytest.mark.skipif(not ENGINES.is_file(), reason="../shared/corpus is absent")

@@ -40,6 +40,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from ..engines import ENGINES, GGUF_CLASS_KEY, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
+from ..engines.llamacpp import speculative_compatible
 from ..vocab.fingerprint import transformers_version
 from ..vocab.params import estimate_from_name
 from . import db
@@ -370,7 +371,7 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
         f"AND p.draft_signature = c.d WHERE p.target_signature IS NULL ORDER BY c.t, c.d LIMIT {int(limit) + 1}").all()
     if not todo:
         return {"candidates": 0, "computed": 0, "compatible": 0, "no_tokens": 0, "more_left": False}
-    from ..gguf.predict import GGUFVocab, speculative_compatible
+    from ..gguf.predict import GGUFVocab
 
     store = TokenStore(default_root(db))
     memo: dict[str, object] = {}

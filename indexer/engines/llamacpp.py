@@ -13,6 +13,46 @@ LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculat
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
 
 
+def token_text(s: str) -> str:
+    """A token text as the rule compares it: with strcmp, so text after a NUL does not count
+    (common/speculative.cpp:119)."""
+    return s.split("\0", 1)[0]
+
+
+def speculative_compatible(target, draft) -> tuple[bool, list[str]]:
+    """common_speculative_are_compatible (common/speculative.cpp:67-130) on two GGUF vocabularies
+    (``indexer.gguf.predict.GGUFVocab``: read from a file or predicted).
+
+    False means llama-server runs without speculation (common/speculative.cpp:242), not that it fails.
+    """
+    where = f"llama.cpp@{LLAMACPP_COMMIT}"
+    for side, v in (("target", target), ("draft", draft)):
+        if not v.converted:
+            return False, [f"cannot be converted to GGUF: the {side}: {v.error} ({where})"]
+    if target.vocab_type != draft.vocab_type:  # :79-83
+        return False, [f"vocab_type {target.vocab_type} != {draft.vocab_type} ({where} common/speculative.cpp:79)"]
+    if target.add_bos != draft.add_bos or (target.add_bos and target.bos != draft.bos):  # :85-91
+        return False, [f"bos: add {int(target.add_bos)}-{int(draft.add_bos)}, id {target.bos}-{draft.bos} "
+                       f"({where} common/speculative.cpp:85)"]
+    if target.add_eos != draft.add_eos or (target.add_eos and target.eos != draft.eos):  # :93-99
+        return False, [f"eos: add {int(target.add_eos)}-{int(draft.add_eos)}, id {target.eos}-{draft.eos} "
+                       f"({where} common/speculative.cpp:93)"]
+    diff = abs(target.n_vocab - draft.n_vocab)
+    if diff > LLAMACPP_MAX_VOCAB_DIFF:  # :101-113
+        return False, [f"n_vocab {target.n_vocab} vs {draft.n_vocab}: difference {diff} > "
+                       f"{LLAMACPP_MAX_VOCAB_DIFF} ({where} common/speculative.cpp:108)"]
+    if target.tokens is None or draft.tokens is None:
+        raise ValueError("speculative_compatible needs the token texts of both sides")
+    for i in range(LLAMACPP_CHECK_START_ID, min(target.n_vocab, draft.n_vocab)):  # :115-126
+        a, b = token_text(target.tokens[i]), token_text(draft.tokens[i])
+        if a != b:
+            return False, [f"token {i} text differs: {a!r} vs {b!r} ({where} common/speculative.cpp:119)"]
+    reasons = [f"compatible ({where} common/speculative.cpp:67)"]
+    if target.n_vocab != draft.n_vocab:
+        reasons.append(f"n_vocab {target.n_vocab} vs {draft.n_vocab} is within {LLAMACPP_MAX_VOCAB_DIFF}")
+    return True, reasons
+
+
 def _gguf_origin(role: str, side: Side) -> str:
     """Read facts name their file; predicted ones say from what conversion."""
     if side.gguf_file:
@@ -33,8 +73,6 @@ def rule(t: Side, d: Side) -> Verdict:
             return Verdict(REFUSED, [f"the {role} ({side.gguf_file}): {g.error} (llama.cpp @{LLAMACPP_COMMIT})"])
         if not g.converted:
             return Verdict(REFUSED, [f"the {role} cannot be converted to GGUF: {g.error} {follows}"])
-    from ..gguf.predict import speculative_compatible  # the transcription of the C++ rule lives beside the prediction
-
     ok, reasons = speculative_compatible(t.gguf, d.gguf)
     origins = [_gguf_origin(r, s) for r, s in (("target", t), ("draft", d))] if t.gguf_file or d.gguf_file else []
     if ok:
@@ -79,8 +117,7 @@ def gguf_buckets(tokens) -> tuple[str, str]:
     def key(m: int) -> str:
         h = hashlib.sha256(f"{m}:".encode())
         for tok in tokens[LLAMACPP_CHECK_START_ID:max(LLAMACPP_CHECK_START_ID, m * LLAMACPP_MAX_VOCAB_DIFF)]:
-            # the rule compares with strcmp: text after a NUL does not count
-            h.update(tok.split("\0", 1)[0].encode("utf-8", "surrogatepass") + b"\0")
+            h.update(token_text(tok).encode("utf-8", "surrogatepass") + b"\0")
         return h.hexdigest()
 
     return key(k), key(k - 1) if k > 0 else key(-1)

@@ -3,7 +3,7 @@
 ``indexer.gguf.predict`` *predicts* the GGUF that convert_hf_to_gguf.py would write from HF files; this module *reads*
 one (local or, through indexer/gguf/hub.py, from the Hub with HTTP ranges) and applies what
 ``llama_vocab::impl::load`` does with its keys (src/llama-vocab.cpp at llama.cpp@0c1e57098, lines cited below),
-so ``speculative_compatible`` judges read files exactly as the real llama-server does.
+so ``engines.llamacpp.speculative_compatible`` judges read files exactly as the real llama-server does.
 
 File choice follows llama-server's own ``-hf REPO[:QUANT]`` download code (common/download.cpp:482-510
 ``get_gguf_split_info``, :637-653 ``gguf_filename_is_model``): the quant tag is the last ``[-.]TAG`` of the

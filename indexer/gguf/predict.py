@@ -4,8 +4,8 @@ Pinned: ggml-org/llama.cpp@0c1e57098 (vendored in the llama-cpp-python 0.3.36 sd
 the converter's vocabulary path in pure Python (indexer/gguf/convert.py and vocabpaths.py, rules with
 file:line there), then applies what libllama's ``llama_vocab::impl::load`` does with those keys
 (src/llama-vocab.cpp, cited below).
-``speculative_compatible`` is ``common_speculative_are_compatible`` (common/speculative.cpp:67-130).
-docs/llamacpp.md lists every rule.
+The rule that compares two of them, ``common_speculative_are_compatible``, is the llama.cpp engine's
+(indexer/engines/llamacpp.py). docs/llamacpp.md lists every rule.
 """
 
 from __future__ import annotations
@@ -174,46 +174,6 @@ def predict_gguf_facts(directory, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
         return None, f"the GGUF prediction failed: {type(e).__name__}: {e}"
 
 
-def _text(s: str) -> str:
-    return s.split("\0", 1)[0]  # the rule compares with strcmp (common/speculative.cpp:119)
-
-
-SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128  # common/speculative.cpp:30
-SPEC_VOCAB_CHECK_START_TOKEN_ID = 5  # common/speculative.cpp:31
-
-
-def speculative_compatible(target: GGUFVocab, draft: GGUFVocab) -> tuple[bool, list[str]]:
-    """common_speculative_are_compatible (common/speculative.cpp:67-130) on the predicted GGUF vocabularies.
-
-    False means llama-server runs without speculation (common/speculative.cpp:242), not that it fails.
-    """
-    where = f"llama.cpp@{LLAMACPP_COMMIT}"
-    for side, v in (("target", target), ("draft", draft)):
-        if not v.converted:
-            return False, [f"cannot be converted to GGUF: the {side}: {v.error} ({where})"]
-    if target.vocab_type != draft.vocab_type:  # :79-83
-        return False, [f"vocab_type {target.vocab_type} != {draft.vocab_type} ({where} common/speculative.cpp:79)"]
-    if target.add_bos != draft.add_bos or (target.add_bos and target.bos != draft.bos):  # :85-91
-        return False, [f"bos: add {int(target.add_bos)}-{int(draft.add_bos)}, id {target.bos}-{draft.bos} "
-                       f"({where} common/speculative.cpp:85)"]
-    if target.add_eos != draft.add_eos or (target.add_eos and target.eos != draft.eos):  # :93-99
-        return False, [f"eos: add {int(target.add_eos)}-{int(draft.add_eos)}, id {target.eos}-{draft.eos} "
-                       f"({where} common/speculative.cpp:93)"]
-    diff = abs(target.n_vocab - draft.n_vocab)
-    if diff > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:  # :101-113
-        return False, [f"n_vocab {target.n_vocab} vs {draft.n_vocab}: difference {diff} > "
-                       f"{SPEC_VOCAB_MAX_SIZE_DIFFERENCE} ({where} common/speculative.cpp:108)"]
-    if target.tokens is None or draft.tokens is None:
-        raise ValueError("speculative_compatible needs the token texts of both sides")
-    for i in range(SPEC_VOCAB_CHECK_START_TOKEN_ID, min(target.n_vocab, draft.n_vocab)):  # :115-126
-        a, b = _text(target.tokens[i]), _text(draft.tokens[i])
-        if a != b:
-            return False, [f"token {i} text differs: {a!r} vs {b!r} ({where} common/speculative.cpp:119)"]
-    reasons = [f"compatible ({where} common/speculative.cpp:67)"]
-    if target.n_vocab != draft.n_vocab:
-        reasons.append(f"n_vocab {target.n_vocab} vs {draft.n_vocab} is within {SPEC_VOCAB_MAX_SIZE_DIFFERENCE}")
-    return True, reasons
-
 
 __all__ = ["LLAMACPP_COMMIT", "NOT_MODELLED", "GGUFVocab", "is_not_modelled", "predict_gguf", "predict_gguf_facts",
-           "speculative_compatible", "DEFAULT_MAX_FILE_BYTES"]
+           "DEFAULT_MAX_FILE_BYTES"]
