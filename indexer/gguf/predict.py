@@ -49,6 +49,8 @@ PRE_NO_BOS = frozenset({"chatglm-bpe", "glm4", "glm5"})  # llama-vocab.cpp:2279-
 
 @dataclass(frozen=True)
 class GGUFVocab:
+    """A GGUF vocabulary as libllama reports it (read from a file or predicted): what llama.cpp's rule compares."""
+
     converted: bool
     error: str | None  # why convert_hf_to_gguf.py refuses (or libllama cannot load), in their words
     vocab_type: str | None  # "spm", "bpe", ... (oracle-engines.json gguf.vocab_type_name)

@@ -1,0 +1,196 @@
+"""What every ``indexer`` command shares: one-line failures, the common options and their input checks, the
+signal handling of long runs, and the group that turns any project error into one line and its exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .engines import DEFAULT_ENGINE, ENGINE_NAMES
+from .errors import EXIT_BAD_INPUT, IndexerError
+from .files import DEFAULT_MAX_FILE_BYTES
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    """One clear line on stderr, never a traceback."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+# Commands that write the catalog: their --db is checked for write access (and a free lock) up front.
+WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
+# `check DIR DIR` needs no catalog: its server is reached only when a side is a repo id.
+CATALOG_OPTIONAL = {"check"}
+DB_META = "indexer.catalog.db"
+
+
+def check_db(ctx: click.Context, _param, value):
+    """--db callback: refuse a bad catalog before the command starts, and remember it for error messages."""
+    from .catalog.db import preflight
+
+    ctx.meta[DB_META] = value
+    ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
+                                  connect=ctx.command.name not in CATALOG_OPTIONAL)
+    return value
+
+
+def db_option(f):
+    """--db on every command that reads or writes the catalog, checked up front by :func:`check_db`."""
+    return click.option(
+        "--db",
+        envvar="INDEXER_DB",
+        default=None,
+        callback=check_db,
+        help="Catalog: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
+             "(default data/catalog.db, env INDEXER_DB).",
+    )(f)
+
+
+def max_bytes_option(f):
+    """--max-file-bytes: the cap on any tokenizer or config file read (bad input never fills memory)."""
+    return click.option(
+        "--max-file-bytes",
+        type=click.IntRange(min=1),
+        default=DEFAULT_MAX_FILE_BYTES,
+        show_default=True,
+        help="Refuse any tokenizer or config file larger than this.",
+    )(f)
+
+
+def valid_target(ctx: click.Context, param: click.Parameter, value):
+    """Callback of every TARGET/DRAFT: checked once (answer.validate), one line and exit 2 when it cannot be right."""
+    from .answer.validate import target
+
+    return None if value is None else target(value, param.name)
+
+
+def valid_repo_ids(_ctx, _param: click.Parameter, values):
+    """Callback of --model: each a valid Hub repo id (answer.validate), one line and exit 2 otherwise."""
+    from .answer.validate import repo_id
+
+    return tuple(repo_id(v) for v in values)
+
+
+def valid_path(_ctx, param: click.Parameter, value):
+    """Callback of a local DIRECTORY/FILE argument: it exists and is readable, else one line and exit 2."""
+    from .answer.validate import local_path
+
+    return local_path(value, param.name)
+
+
+def valid_output_file(_ctx, param: click.Parameter, value):
+    """An output file whose directory is writable, checked before the work, not after."""
+    from .answer.validate import output_file
+
+    output_file(value, param.opts[0])
+    return value
+
+
+def valid_output_dir(_ctx, param: click.Parameter, value):
+    """An output directory, checked before hours of work, not after (created when it is written)."""
+    from .answer.validate import output_dir
+
+    if value:
+        output_dir(value, param.opts[0], create=False)
+    return value
+
+
+def valid_limit(_ctx, _param: click.Parameter, value):
+    """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
+    from .answer.validate import limit
+
+    return None if value is None else limit(value, name="--limit")
+
+
+def interrupt_on_signals() -> dict:
+    """The first SIGTERM or SIGINT raises KeyboardInterrupt in the main thread: the run is recorded as
+    interrupted and reported. A second one exits at once (every repo is its own transaction, so nothing
+    committed is lost). Returns a dict that remembers the first signal."""
+    import os
+    import signal
+
+    got: dict = {}
+
+    def handler(signum, _frame):
+        if "signum" in got:
+            os._exit(128 + signum)
+        got["signum"] = signum
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return got
+
+
+def exit_interrupted(got: dict, message: str | None = None) -> None:
+    """Exit 128 + the signal (143 SIGTERM, 130 SIGINT). Everything worth keeping is committed and reported
+    by now; crawl workers still stuck in a stalled request are not waited for (issue 18)."""
+    import logging
+    import os
+    import signal
+    import threading
+    import time
+
+    if message:
+        click.echo(message, err=True)
+    code = 128 + got.get("signum", signal.SIGINT)
+    give_up = time.monotonic() + 2.0
+    for t in threading.enumerate():
+        if t.name.startswith("crawl") and t is not threading.current_thread():
+            t.join(max(0.0, give_up - time.monotonic()))
+    if any(t.name.startswith("crawl") and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
+
+
+def request_timeout_option(f):
+    """--request-timeout: one deadline per Hub call with all its retries (hub.guard), so nothing hangs a run."""
+    from .hub.guard import DEFAULT_CALL_SECONDS
+
+    return click.option(
+        "--request-timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CALL_SECONDS,
+        show_default=True,
+        help="Seconds one Hub call may take with all its retries; a repo past it is recorded 'error' (transient) "
+             "and retried next run.")(f)
+
+
+def verbose_option(f):
+    """--verbose: the Hub client's retries and waits on stderr instead of only in the log."""
+    return click.option("--verbose", "-v", is_flag=True,
+                        help="Show the Hub client's retries and waits on stderr (they go to the log otherwise).")(f)
+
+
+def print_json(data) -> None:
+    """Every --json output: indented, UTF-8 as is, anything else by str()."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+class IndexerGroup(click.Group):
+    """The one place where errors become one line: any :class:`~indexer.errors.IndexerError` a command lets
+    through prints ``error: ...`` and exits with the error's own exit code; a driver exception that
+    :func:`indexer.catalog.db.as_catalog_error` recognises is a CatalogError (exit 2)."""
+
+    def invoke(self, ctx: click.Context):
+        """Run the command; an IndexerError (or a driver error it words) becomes one line and its exit code."""
+        try:
+            return super().invoke(ctx)
+        except IndexerError as e:
+            fail(e.message, e.exit_code)
+        except Exception as e:
+            from .catalog.db import as_catalog_error
+
+            err = as_catalog_error(e, ctx.meta.get(DB_META))
+            if isinstance(err, IndexerError):
+                fail(err.message, err.exit_code)
+            raise
+
+
+def engine_option(help_text: str):
+    """--engine: one of the registry's engines, SGLang by default (the registry's DEFAULT_ENGINE)."""
+    return click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), default=DEFAULT_ENGINE,
+                        show_default=True, help=help_text)
