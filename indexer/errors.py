@@ -125,6 +125,7 @@ class SiteError(IndexerError):
 
     @property
     def status(self) -> int:
+        """The HTTP status under the name the site's callers have always read."""
         return self.http_status
 
 
