@@ -163,11 +163,11 @@ class GuardedTransport(httpx2.BaseTransport):
         self.inner = inner or httpx2.HTTPTransport()
 
     def close(self) -> None:
-        """Close the wrapped transport (httpx2's ``BaseTransport`` protocol)."""
+        """Close the wrapped transport when the client closes (httpx2 2.16 ``_transports/base.py:56``)."""
         self.inner.close()
 
     def handle_request(self, request):
-        """Send one request with timeouts clamped to the call's time left; note reachability."""
+        """Send with timeouts clamped to the call's time left (httpx2 2.16 ``_transports/base.py:23``)."""
         call = _CALL.get()
         if call is None:
             return self.inner.handle_request(request)
