@@ -125,7 +125,7 @@ class SiteError(IndexerError):
 
     @property
     def status(self) -> int:
-        """The HTTP status under the name the site's callers have always read."""
+        """``http_status`` under the name SiteError had before every error carried its own (kept for callers)."""
         return self.http_status
 
 

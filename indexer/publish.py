@@ -177,7 +177,7 @@ def check_port(host: str, port: int) -> None:
 
 
 def free_port(host: str = DEFAULT_HOST) -> int:
-    """A port the OS says is free now, for ``--port 0`` and the demo."""
+    """A port the OS says is free now, for ``serve`` and ``demo`` given no ``--port`` (or 0)."""
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]

@@ -77,7 +77,7 @@ class CatalogWriter:
         self._fact_columns = _config_fact_columns()
 
     def close(self) -> None:
-        """Remove the scratch directory fingerprinting exported blobs into."""
+        """Remove the scratch directory that blobs are exported into for fingerprinting."""
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     @contextmanager
