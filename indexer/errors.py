@@ -125,6 +125,7 @@ class SiteError(IndexerError):
 
     @property
     def status(self) -> int:
+        """``http_status`` under the name SiteError had before every error carried its own (kept for callers)."""
         return self.http_status
 
 

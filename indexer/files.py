@@ -39,6 +39,7 @@ WANTED_FILES = (CONFIG_FILE, *TOKENIZER_FILES)
 
 
 def check_dir(path: str | os.PathLike) -> Path:
+    """The path as a directory, or an InputError naming what is wrong with it."""
     p = Path(path)
     if not p.exists():
         raise InputError("error", f"{p}: no such directory")
@@ -48,6 +49,7 @@ def check_dir(path: str | os.PathLike) -> Path:
 
 
 def check_size(path: Path, max_bytes: int) -> int:
+    """The file's size, refusing one over the cap before anything reads it."""
     size = path.stat().st_size
     if size > max_bytes:
         raise InputError("too_large", f"{path.name}: {size} bytes is over the {max_bytes}-byte cap")
@@ -55,6 +57,7 @@ def check_size(path: Path, max_bytes: int) -> int:
 
 
 def read_bytes(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+    """The file's bytes, never more than the cap."""
     check_size(path, max_bytes)
     return path.read_bytes()
 
@@ -93,11 +96,13 @@ def _parse_stdlib(path: Path, raw: bytes):
 
 
 def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, expect=dict):
+    """A JSON file of the directory, or None when absent: most tokenizer files are optional."""
     path = directory / name
     return read_json(path, max_bytes, expect) if path.is_file() else None
 
 
 def sha256_file(path: Path) -> str:
+    """The file's sha256, read in 1 MiB chunks so a big file is never held whole."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

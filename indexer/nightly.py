@@ -230,6 +230,7 @@ def _get(obj, key, default=None):
 
 
 def summary_line(rep: dict) -> str:
+    """The nightly report in one line (status, crawl counts, compute): the report's ``summary``."""
     crawl = (rep["steps"].get("crawl") or {}).get("result") or {}
     compute = (rep["steps"].get("compute") or {}).get("result") or {}
     parts = [f"nightly {rep['status']}"]

@@ -115,6 +115,7 @@ def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
 
 
 def write_metadata(path: Path, db_name: str = METADATA_DB_KEY) -> Path:
+    """Write the datasette metadata for ``db_name`` to ``path`` (datasette reads it from a file)."""
     import yaml
 
     path.write_text(yaml.safe_dump(load_metadata(db_name), sort_keys=False, allow_unicode=True), "utf-8")
@@ -176,6 +177,7 @@ def check_port(host: str, port: int) -> None:
 
 
 def free_port(host: str = DEFAULT_HOST) -> int:
+    """A port the OS says is free now, for ``serve`` and ``demo`` given no ``--port`` (or 0)."""
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]

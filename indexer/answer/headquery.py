@@ -39,6 +39,7 @@ class HeadCatalog:
         self._chains: dict[str, list[str]] = {}
 
     def resolve(self, text: str) -> dict:
+        """The target's catalog row by repo id or near name, with ``note`` saying what was matched."""
         from .lookup import find_repo_id
 
         match = find_repo_id(self.cat.all, text, self.cat.dialect)  # RepoNotFound is a QueryError (exit 3, 404)
@@ -50,6 +51,7 @@ class HeadCatalog:
         return out
 
     def target(self, text: str) -> tuple[dict, TargetShape]:
+        """The row and shape of a target a head can attach to; heads and config-less repos are refused."""
         t = self.resolve(text)
         if t["status"] == "head":
             raise QueryError(f"{t['repo_id']} is a speculator head ({t['reason']}), not a target; "
@@ -109,6 +111,7 @@ def _sized(entry: dict, target_params: int | None) -> dict:
 
 
 def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
+    """The ``target`` block of a head answer, in the keys the draft answer's block uses."""
     params = t["params"] if t["params"] is not None else t["params_estimate"]
     source = "safetensors" if t["params"] is not None else t["params_estimate_source"]
     return {"repo_id": t["repo_id"], "params": params, "params_source": source, "params_active": None,

@@ -38,6 +38,8 @@ GGUF_BASE_TAG = "base_model:quantized:"
 
 @dataclass(frozen=True)
 class Match:
+    """A catalog repo id found for what was typed, so the answer can say what it matched."""
+
     repo_id: str  # as stored in the catalog
     asked: str  # what the person typed, when it differs from repo_id (shown as "matched from")
 

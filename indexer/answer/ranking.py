@@ -447,6 +447,7 @@ class Query:
         return e
 
     def target_info(self) -> dict:
+        """The ``target`` block of the JSON answer: the target's size, vocabulary and class."""
         t = self.t
         return {
             "repo_id": t["repo_id"],

@@ -35,6 +35,8 @@ def default_root(db: str | None = None) -> Path:
 
 
 class BlobStore:
+    """Downloaded blobs under one root, each written once and read back decompressed."""
+
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
 
@@ -43,6 +45,7 @@ class BlobStore:
         return self.root / safe_blob_id(blob_id)
 
     def has(self, blob_id: str) -> bool:
+        """Whether the blob is stored, so the crawler downloads it only once."""
         return self.path(blob_id).exists()
 
     def read(self, blob_id: str) -> bytes:

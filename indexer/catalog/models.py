@@ -38,6 +38,8 @@ ENGINES = tuple(ENGINE_REGISTRY)  # engine names, from the registry (indexer/eng
 
 
 class Base(DeclarativeBase):
+    """The declarative base whose metadata Alembic's env.py compares the migrations against."""
+
     pass
 
 
@@ -196,6 +198,8 @@ class Blob(Base):
 
 
 class CrawlRun(Base):
+    """One crawl run: its scope, counts, errors and owner, so a run is audited and its claims checked."""
+
     __tablename__ = "crawl_runs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -88,6 +88,7 @@ class Reader:
         return rows[0] if rows else None
 
     def close(self) -> None:
+        """Close the connection (and a SQLAlchemy engine's pool) at the end of the request."""
         self.conn.close()
         if self.sa is not None:
             self.sa.dispose()

@@ -35,15 +35,19 @@ def default_root(db: str | None = None) -> Path:
 
 
 class TokenStore:
+    """Full vocabularies, GGUF token lists and id counts under one root, named by their sha256."""
+
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
 
     def path(self, sha: str) -> Path:
+        """Where a vocabulary is stored; refuses anything but a sha256 so no name escapes the root."""
         if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
             raise ValueError(f"not a sha256 fingerprint: {sha!r}")
         return self.root / sha[:2] / f"{sha}.json.z"
 
     def has(self, sha: str) -> bool:
+        """Whether the vocabulary is stored, so a fingerprint seen before is not written again."""
         return self.path(sha).exists()
 
     def put(self, sha: str, canonical: bytes) -> bool:
@@ -57,14 +61,17 @@ class TokenStore:
         return True
 
     def put_fingerprint(self, fp) -> bool:
+        """Store a fingerprint's canonical vocabulary unless it is there (skips serializing)."""
         if self.has(fp.vocab_sha256):
             return False
         return self.put(fp.vocab_sha256, fp.canonical_bytes())
 
     def tokens_path(self, sha: str) -> Path:
+        """Where a GGUF token list is stored, beside the vocabulary of the same name."""
         return self.path(sha).with_name(f"{sha}.tokens.z")
 
     def has_tokens(self, sha: str) -> bool:
+        """Whether the GGUF token list is stored, so it is written once."""
         return self.tokens_path(sha).exists()
 
     def put_tokens(self, sha: str, tokens: list[str] | tuple[str, ...]) -> bool:
@@ -87,6 +94,7 @@ class TokenStore:
         return json.loads(raw.decode("utf-8", "surrogatepass"))
 
     def counts_path(self, sha: str) -> Path:
+        """Where the reference-text id counts of a vocabulary are stored."""
         return self.path(sha).with_name(f"{sha}.counts.z")
 
     def put_counts(self, sha: str, text_sha256: str, counts: dict[int, int]) -> None:

@@ -23,10 +23,12 @@ REMOTE_RUN_HOURS = 6
 
 
 def owner_tag() -> str:
+    """``host:pid`` of this process: what another crawl checks to tell whether our run is alive."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def run_alive(run: CrawlRun | None, now: datetime) -> bool:
+    """Whether a run still holds its claims: running, and its process exists (or, on another host, young)."""
     if run is None or run.status != "running" or not run.owner:
         return False
     host, _, pid = run.owner.rpartition(":")

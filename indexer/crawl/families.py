@@ -21,20 +21,25 @@ DEFAULT_PATH = FAMILIES_PATH
 
 @dataclass(frozen=True)
 class Family:
+    """One ``[[family]]`` of families.toml: who publishes it, its name patterns and its crawl search terms."""
+
     name: str
     authors: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
     search: tuple[str, ...] = field(default=())
 
     def matches_author(self, author: str | None) -> bool:
+        """The repo's author is one of the family's (case-insensitive)."""
         return bool(author) and author.lower() in (a.lower() for a in self.authors)
 
     def matches_name(self, name: str) -> bool:
+        """The repo's name matches one of the family's shell patterns (case-insensitive)."""
         name = name.lower()
         return any(fnmatch.fnmatchcase(name, p.lower()) for p in self.patterns)
 
 
 def load_families(path: str | os.PathLike | None = None) -> tuple[Family, ...]:
+    """The families of ``path``, ``$INDEXER_FAMILIES`` or the packaged families.toml (parsed once)."""
     path = Path(path or os.environ.get("INDEXER_FAMILIES") or DEFAULT_PATH)
     return _load(str(path))
 
@@ -59,6 +64,7 @@ def _load(path: str) -> tuple[Family, ...]:
 
 
 def find_family(name: str, families=None) -> Family | None:
+    """The family named ``name`` (case-insensitive), or None, for ``indexer crawl --family``."""
     for fam in families if families is not None else load_families():
         if fam.name.lower() == name.lower():
             return fam

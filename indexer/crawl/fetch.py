@@ -22,6 +22,8 @@ from .writefail import raise_if_write_failed
 
 @dataclass
 class Entry:
+    """One wanted file of a repo as huggingface_hub's ``paths_info`` gives it (``RepoFile``)."""
+
     filename: str
     blob_id: str
     size: int
@@ -74,11 +76,14 @@ def gated_waiting(item: Listed, out: Fetched, missing: list[str], why: str) -> F
 
 
 def describe(e: BaseException) -> str:
+    """An exception in one short line (type and first line), for a repo's reason or a run's errors."""
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {text[:300]}" if text else type(e).__name__
 
 
 class Fetcher:
+    """Resolves and downloads repos on worker threads, each new blob once even when two repos share it."""
+
     def __init__(self, client: HubClient, store: BlobStore, max_file_bytes: int, gguf_known: set[str] | None = None):
         self.client, self.store, self.max_file_bytes = client, store, max_file_bytes
         self.gguf = GGUFHeaderReader(client, gguf_known)

@@ -62,6 +62,8 @@ class Pass:
 
 @dataclass
 class ScopeListing:
+    """One scope's listing for this run: its passes from the saved cursor, what they listed and kept."""
+
     label: str
     kwargs: dict
     client: HubClient
@@ -146,5 +148,6 @@ class ScopeListing:
         row.updated_at = now
 
     def report(self) -> dict:
+        """The scope's counts for the run record and ``indexer crawl --json``."""
         return {"listed": self.listed, "kept": self.kept, "pages": self.pages, "complete": self.complete,
                 "saw_everything": self.saw_everything}

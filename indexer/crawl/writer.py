@@ -45,6 +45,7 @@ WRITE_ATTEMPTS = 4  # per repo, when concurrent crawls collide on a unique key o
 
 
 def now_utc() -> datetime:
+    """The current UTC time without tzinfo, as the catalog's DateTime columns store it."""
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
@@ -60,6 +61,8 @@ def _config_fact_columns() -> list[str]:
 
 
 class CatalogWriter:
+    """Writes fetched repos into the catalog on the main thread, one transaction per repo."""
+
     def __init__(self, store: BlobStore, tokens, families, max_file_bytes: int):
         self.store, self.tokens, self.families = store, tokens, families
         self.max_file_bytes = max_file_bytes
@@ -74,6 +77,7 @@ class CatalogWriter:
         self._fact_columns = _config_fact_columns()
 
     def close(self) -> None:
+        """Remove the scratch directory that blobs are exported into for fingerprinting."""
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     @contextmanager
@@ -124,6 +128,7 @@ class CatalogWriter:
                 session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == item.id))
 
     def mark_gone(self, session, rows: list[Repo], reason: str, run_id: int) -> None:
+        """Record repos as ``gone`` and drop their blob waits, so no later copy revives them."""
         with self._transaction(session):
             for row in rows:
                 row.status, row.reason = "gone", reason
@@ -132,6 +137,7 @@ class CatalogWriter:
             session.execute(delete(BlobWait).where(BlobWait.repo_id.in_([r.repo_id for r in rows])))
 
     def dequeue(self, session, repo_id: str) -> None:
+        """Drop a repo from the crawl queue once nothing is left to retry (e.g. it turned private)."""
         with self._transaction(session):
             session.execute(delete(CrawlQueue).where(CrawlQueue.repo_id == repo_id))
 
@@ -339,6 +345,7 @@ class CatalogWriter:
         row.architectures = archs if isinstance(archs, list) else None
 
     def listing_fields(self, row: Repo, item: Listed) -> None:
+        """Copy the listing's facts (author, dates, tags, gated) onto the repo's row."""
         row.author = item.author or item.id.split("/", 1)[0]
         row.last_modified = Listed.when(item.last_modified)
         row.created_at = Listed.when(item.created_at)

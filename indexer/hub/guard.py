@@ -71,6 +71,7 @@ class Guard:
             _CALL.reset(token)
 
     def cancel(self) -> None:
+        """Stop every request not yet sent (Ctrl-C, SIGTERM); calls in flight raise Cancelled."""
         self.cancelled.set()
 
     def connect_failed(self, exc: BaseException) -> None:
@@ -88,6 +89,7 @@ class Guard:
                 raise HubUnreachable(self.unreachable) from exc
 
     def connected(self) -> None:
+        """A connection succeeded: the count of failures toward HubUnreachable starts over."""
         with self._lock:
             self._failing_since, self._failures = None, 0
 
@@ -117,6 +119,7 @@ class _Call:
 
 
 def current_call() -> _Call | None:
+    """The call this thread's requests are in, or None outside ``Guard.call()``."""
     return _CALL.get()
 
 
@@ -160,9 +163,11 @@ class GuardedTransport(httpx2.BaseTransport):
         self.inner = inner or httpx2.HTTPTransport()
 
     def close(self) -> None:
+        """Close the wrapped transport when the client closes (httpx2 2.16 ``_transports/base.py:56``)."""
         self.inner.close()
 
     def handle_request(self, request):
+        """Send with timeouts clamped to the call's time left (httpx2 2.16 ``_transports/base.py:23``)."""
         call = _CALL.get()
         if call is None:
             return self.inner.handle_request(request)

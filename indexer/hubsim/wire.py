@@ -125,15 +125,19 @@ class Handler(BaseHTTPRequestHandler):
     server: Server
 
     def log_message(self, format, *args):  # noqa: A002 - silence per-request stderr logging
+        """Silence the per-request line http.server writes to stderr (Python 3.11 ``http/server.py:571``)."""
         pass
 
     def do_GET(self):
+        """http.server calls ``do_<METHOD>`` (Python 3.11 ``http/server.py:413``); every method goes to ``_handle``."""
         self._handle("GET")
 
     def do_HEAD(self):
+        """HEAD, as ``get_hf_file_metadata`` sends for a file (huggingface_hub 2.4 ``file_download.py:1671``)."""
         self._handle("HEAD")
 
     def do_POST(self):
+        """POST, as ``get_paths_info`` sends to ``/paths-info/{revision}`` (huggingface_hub 2.4 ``hf_api.py:4331``)."""
         self._handle("POST")
 
     def _handle(self, method: str) -> None:

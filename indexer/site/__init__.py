@@ -138,4 +138,5 @@ def explain(db: str, args: dict) -> dict:
 
 
 def hub_url(repo_id: str) -> str:
+    """The repo's page on the Hub, for links in the site's pages and cells."""
     return f"{HUB_URL}/{repo_id}"

@@ -65,6 +65,7 @@ def _methods():
 
 
 async def drafts_json(request, datasette):
+    """``GET /drafts.json``: the JSON of ``indexer query``, errors with their own HTTP status."""
     try:
         _, db = catalog_database(datasette)
         return _json(await _call(drafts, str(db.path), _args(request)))
@@ -73,6 +74,7 @@ async def drafts_json(request, datasette):
 
 
 async def explain_json(request, datasette):
+    """``GET /explain.json``: the JSON of ``indexer check``, errors with their own HTTP status."""
     try:
         _, db = catalog_database(datasette)
         return _json(await _call(explain, str(db.path), _args(request)))
@@ -81,6 +83,7 @@ async def explain_json(request, datasette):
 
 
 async def drafts_page(request, datasette):
+    """``GET /drafts``: the question form and, given a target, its drafts as a page."""
     args = _args(request)
     ctx = {"args": args, "engines": _engines(), "methods": _methods(), "result": None, "error": None,
            "summary": None, "engine": args.get("engine") or DEFAULT_ENGINE}
@@ -96,6 +99,7 @@ async def drafts_page(request, datasette):
 
 
 async def explain_page(request, datasette):
+    """``GET /explain``: the pair form and, given a target and a draft, the check as a page."""
     from ..answer import query
 
     args = _args(request)
@@ -112,6 +116,7 @@ async def explain_page(request, datasette):
 
 
 async def about_page(request, datasette):
+    """``GET /about``: what the site answers, with this version and the engines."""
     from .. import __version__
 
     return Response.html(await datasette.render_template(
@@ -139,6 +144,7 @@ async def repo_completion(request, datasette):
 
 
 async def site_css(request, datasette):
+    """``GET /-/indexer/site.css``: the plugin's stylesheet, cached an hour."""
     return Response((STATIC_DIR / "site.css").read_text("utf-8"), content_type="text/css; charset=utf-8",
                     headers={"Cache-Control": "max-age=3600"})
 
@@ -222,11 +228,13 @@ def render_cell(row, value, column, table, database, datasette):
 
 @hookimpl
 def extra_template_vars(datasette):
+    """The engine and method lists every template's question form needs (datasette 0.65 hookspecs.py:51)."""
     return {"indexer_engines": _engines(), "indexer_methods": _methods(), "indexer_default_engine": DEFAULT_ENGINE}
 
 
 @hookimpl
 def menu_links(datasette):
+    """The question pages in datasette's menu (datasette 0.65 hookspecs.py:124)."""
     return [{"href": datasette.urls.path("/drafts"), "label": "Drafts for a target"},
             {"href": datasette.urls.path("/explain"), "label": "Explain a pair"},
             {"href": datasette.urls.path("/about"), "label": "About"}]
@@ -234,6 +242,7 @@ def menu_links(datasette):
 
 @hookimpl
 def extra_css_urls(datasette):
+    """The plugin's stylesheet on every page (datasette 0.65 hookspecs.py:34)."""
     return [{"url": datasette.urls.path("/-/indexer/site.css")}]
 
 

@@ -25,12 +25,15 @@ SOURCE_SAFETENSORS, SOURCE_CONFIG, SOURCE_NAME = "safetensors", "config", "name"
 
 @dataclass(frozen=True)
 class ParamEstimate:
+    """A model's parameter count and where it came from, so an estimate is shown as one."""
+
     total: int
     active: int | None  # parameters used per token, for mixture-of-experts models only
     source: str  # "safetensors" (the Hub's count), "config" or "name" (estimates)
 
     @property
     def estimated(self) -> bool:
+        """Whether the count is ours (from config or name) rather than the Hub's safetensors count."""
         return self.source != SOURCE_SAFETENSORS
 
 

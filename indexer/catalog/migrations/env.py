@@ -22,6 +22,7 @@ target_metadata = Base.metadata
 
 
 def run_migrations_offline() -> None:
+    """``alembic upgrade --sql``: the migration SQL printed, no database touched."""
     context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=target_metadata,
                       literal_binds=True, render_as_batch=True)
     with context.begin_transaction():
@@ -29,6 +30,7 @@ def run_migrations_offline() -> None:
 
 
 def run_migrations_online() -> None:
+    """Apply migrations, each in its own transaction; concurrent upgrades wait on ``migration_lock``."""
     engine = create_engine(config.get_main_option("sqlalchemy.url"))
     immediate_transactions(engine)
     try:
