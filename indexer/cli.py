@@ -412,8 +412,3 @@ def demo(db, host, port, no_serve):
         sys.exit(run_serve(db, host, port, on_ready=ready))
     except (CatalogError, PublishError) as e:
         fail(str(e))
-
-
-def main():  # pragma: no cover
-    """The console script `indexer` (pyproject.toml [project.scripts])."""
-    cli()
