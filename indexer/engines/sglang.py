@@ -134,7 +134,8 @@ class SGLangHeads(HeadRules):
     aux_default_source = "models/llama.py:933-936"
     eagle_aux_source = "models/llama_eagle.py:91"
     dflash_layer_ids_source = "speculative/dflash_utils.py:579-584"
-    draft_vocab_source = "model_executor/models/llama_eagle3.py:338-345"  # the bound as cited for both engines
+    # The lm_head has draft_vocab_size rows and d2t maps each draft id to a target id (hot_token_id).
+    draft_vocab_source = "models/llama_eagle3.py:306-314, 350-352"
     # speculative/eagle_worker_v2.py:260-274
     draft_vocab_note = "; SGLang's --speculative-use-rejection-sampling needs the full vocabulary"
 
