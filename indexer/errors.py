@@ -160,7 +160,6 @@ class Cancelled(IndexerError):
     http_status = 503
 
 
-
 class TransientError(IndexerError):
     """A Hub failure worth retrying on a later run (rate limit, server error, network)."""
 

@@ -160,7 +160,7 @@ class Query:
 
     def _gguf_refusal(self) -> str | None:
         """A GGUF file target: engines that load no GGUF say so (llama.cpp answers from the file's facts)."""
-        return self.entry.refuses_gguf_target(self.target.gguf_file) if self.target.gguf_file else None
+        return self.entry.refuses_gguf_target() if self.target.gguf_file else None
 
     def _dense_id(self, column: str, value: str | None) -> int | None:
         """compute's number for an author or family string (any repo that has it carries it)."""

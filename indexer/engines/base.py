@@ -114,27 +114,27 @@ class Engine:
         """Classes are GGUF vocabulary signatures, with cross-class pairs in ``llamacpp_pairs`` (llama.cpp)."""
         return self.class_key == GGUF_CLASS_KEY
 
-    def refuses_gguf_target(self, gguf_file: str) -> str | None:
+    def refuses_gguf_target(self) -> str | None:
         """Why this engine's query gives a GGUF file target no drafts (None: it answers from the file's facts)."""
         if self.gguf_classes:
             return None
         if self.gguf_rule is not None:
             return self.gguf_target_refusal
-        return loads_no_gguf(self.display, Side(gguf_file, None, None, None, gguf_file=gguf_file),
-                             Side("", None, None, None))
+        return loads_no_gguf(self.display, target=True, draft=False)
 
     def verdict(self, t: Side, d: Side) -> Verdict:
         """This engine's verdict on the pair: GGUF files go to its GGUF rule (or are not judged)."""
         if t.gguf_file or d.gguf_file:
             if self.gguf_rule is None:
-                return Verdict(REFUSED, [loads_no_gguf(self.display, t, d)])
+                return Verdict(REFUSED, [loads_no_gguf(self.display, target=bool(t.gguf_file),
+                                                       draft=bool(d.gguf_file))])
             return self.gguf_rule(t, d)
         return self.rule(t, d)
 
 
-def loads_no_gguf(display: str, t: Side, d: Side) -> str:
-    """Why an engine that loads only HF checkpoints does not judge a pair with a GGUF file."""
-    files = [r for r, s in (("target", t), ("draft", d)) if s.gguf_file]
+def loads_no_gguf(display: str, *, target: bool, draft: bool) -> str:
+    """Why an engine that loads only HF checkpoints does not judge a pair with a GGUF file (on the sides named)."""
+    files = [role for role, is_gguf in (("target", target), ("draft", draft)) if is_gguf]
     what = "the target and the draft are GGUF files" if len(files) == 2 else f"the {files[0]} is a GGUF file"
     return (f"not judged: {display} loads Hugging Face checkpoints (config.json and tokenizer files) and its check "
             f"reads them; {what}. Check the HF repo the GGUF was made from, or run GGUF files with llama.cpp or "

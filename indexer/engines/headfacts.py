@@ -1,6 +1,6 @@
 """A head repo's config.json (+ tags) as :class:`HeadFacts`, a target's config.json as :class:`TargetShape`, and
 whether a listing's config digest is a head's (the crawler asks before downloading). Engine-neutral: it reads
-the engines' head-class tables (``engines/sglang.py``, ``engines/vllm.py``) to recognise a head. Stdlib only.
+the head classes of every engine in the registry (``HeadRules.head_classes``) to recognise a head. Stdlib only.
 """
 
 from __future__ import annotations
@@ -8,15 +8,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..vocab.modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
+from . import ENGINES
 from .headrules import MTP_LAYER_KEYS, HeadFacts, TargetShape
-from .sglang import SGLANG_HEAD_ARCHS
-from .vllm import VLLM_HEAD_REGISTRY
 
-# Architectures that the speculators library writes (config.json "architectures"); with
-# SGLANG_HEAD_ARCHS they let a listing's config digest recognise a head without downloading it.
+# The head classes the engines load (architectures entry -> algorithm), first engine in registry order first;
+# where two engines load one class they agree on its algorithm.
+HEAD_CLASSES: dict[str, str] = {}
+for _entry in ENGINES.values():
+    for _arch, _algorithm in (_entry.heads.head_classes.items() if _entry.heads else ()):
+        HEAD_CLASSES.setdefault(_arch, _algorithm)
+# Architectures that the speculators library writes (config.json "architectures"); with HEAD_CLASSES they let
+# a listing's config digest recognise a head without downloading it.
 SPECULATORS_ARCHS = ("Eagle3Speculator", "Eagle3DraftModel", "EagleSpeculator", "PEagleDraftModel",
                      "DFlashDraftModel", "DFlash2DraftModel", "DSparkDraftModel")
-HEAD_ARCHS = frozenset(SGLANG_HEAD_ARCHS) | frozenset(VLLM_HEAD_REGISTRY) | frozenset(SPECULATORS_ARCHS)
+HEAD_ARCHS = frozenset(HEAD_CLASSES) | frozenset(SPECULATORS_ARCHS)
 HEAD_MODEL_TYPES = ("eagle", "speculators")  # vLLM's own config classes (transformers_utils/config.py:160,178)
 # MiMo-V2 hard-codes one MTP layer (vLLM model_executor/models/mimo_v2_mtp.py:53-54; SGLang
 # configs/model_config.py:1096).
@@ -99,8 +104,7 @@ def parse_head(config: dict, repo_id: str = "", tags: Iterable[str] = ()) -> Hea
     base_models = base_models_from_tags(tags)
     if "speculators_model_type" in config or isinstance(config.get("speculators_config"), dict):
         return _parse_speculators(config, repo_id, archs, base_models)
-    native = next((SGLANG_HEAD_ARCHS.get(a) or VLLM_HEAD_REGISTRY.get(a) for a in archs
-                   if a in SGLANG_HEAD_ARCHS or a in VLLM_HEAD_REGISTRY), None)
+    native = next((HEAD_CLASSES[a] for a in archs if a in HEAD_CLASSES), None)
     if native:
         return _parse_native(config, repo_id, archs, base_models, native, "sglang-native")
     legacy = _legacy_eagle_name(repo_id)

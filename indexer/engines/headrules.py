@@ -165,6 +165,9 @@ class HeadRules:
     each. ``method in rules`` says whether the engine runs a --method (eagle, eagle3, dflash, mtp, ngram)."""
 
     engine = ""  # the registry name
+    # The head classes the engine loads: config.json architectures entry -> algorithm (headfacts recognises a
+    # head by these)
+    head_classes: dict[str, str] = {}
     # --method -> (the engine's own name for it, where the engine defines it)
     methods: dict[str, tuple[str, str]] = {}
     mtp_method = ""  # the engine's name for built-in MTP

@@ -121,6 +121,7 @@ class SGLangHeads(HeadRules):
     """SGLang's head rules (paths relative to python/sglang/srt/ at :data:`VERSION`)."""
 
     engine = NAME
+    head_classes = SGLANG_HEAD_ARCHS
     methods = {
         "eagle": ("EAGLE", "speculative/spec_info.py:42, models/llama_eagle.py:153"),
         "eagle3": ("EAGLE3", "speculative/spec_info.py:43, models/llama_eagle3.py:387"),

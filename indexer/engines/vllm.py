@@ -156,6 +156,7 @@ class VLLMHeads(HeadRules):
     """vLLM's head rules (paths relative to vllm/ at :data:`VERSION`)."""
 
     engine = NAME
+    head_classes = VLLM_HEAD_REGISTRY
     methods = {
         "eagle": ("eagle", "config/speculative.py:71-72, transformers_utils/configs/eagle.py:46-53"),
         "eagle3": ("eagle3", "config/speculative.py:71-72, transformers_utils/configs/speculators/algos.py:15-87"),
