@@ -83,3 +83,50 @@ def test_write_conflict_and_explain_on_real_sqlite_errors(catalog):
     assert explain(missing.value, resolve_url(catalog)) == (
         f"catalog {catalog} is not migrated; run `indexer db upgrade --db {catalog}`")
     engine.dispose()
+
+
+def test_a_new_catalog_is_made_in_wal_mode(tmp_path):
+    """Concurrent writers never have to switch a new catalog's journal mode (that switch needs the file alone)."""
+    import sqlite3
+
+    from indexer.catalog.db import upgrade
+
+    path = tmp_path / "c.db"
+    upgrade(str(path))
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def _write_once(path: str, barrier, results) -> None:
+    from indexer.catalog.db import make_engine
+
+    barrier.wait()
+    try:
+        engine = make_engine(path)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE IF NOT EXISTS t (x)")
+            conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+        engine.dispose()
+        results.put("ok")
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        results.put(repr(e))
+
+
+def test_writers_switching_an_old_catalog_to_wal_at_once_all_succeed(tmp_path):
+    """A rollback-journal catalog (as older versions made them) opened by four writers at the same moment:
+    SQLite refuses all but one switch to WAL at once with "database is locked"; every writer must get through."""
+    import multiprocessing
+    import sqlite3
+
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(12):
+        path = tmp_path / f"old{trial}.db"
+        sqlite3.connect(path).execute("CREATE TABLE a (x)").connection.close()
+        assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        barrier, results = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_write_once, args=(str(path), barrier, results)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [results.get(timeout=5) for _ in procs] == ["ok"] * 4, f"trial {trial}"
+        assert sqlite3.connect(path).execute("SELECT count(*) FROM t").fetchone() == (4,)

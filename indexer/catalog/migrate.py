@@ -101,6 +101,7 @@ def _build_new(path: Path, revision: str) -> None:
     os.close(os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644))  # the umask applies, as for a new file
     try:
         command.upgrade(alembic_config(f"sqlite:///{tmp}"), revision)
+        _to_wal(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -108,6 +109,20 @@ def _build_new(path: Path, revision: str) -> None:
     finally:
         for leftover in (tmp, *_sidecars(tmp)):
             leftover.unlink(missing_ok=True)
+
+
+def _to_wal(path: Path) -> None:
+    """Put a new catalog in WAL mode before anyone else opens it: "the WAL journaling mode is persistent; after
+    being set it stays in effect across multiple database connections" (https://www.sqlite.org/pragma.html
+    #pragma_journal_mode). Two crawls started at once on a new catalog then never race to switch it, a change
+    that needs the database to itself (one of them failed with "database is locked")."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+    finally:
+        con.close()  # the last connection to close checkpoints and removes the -wal file
 
 
 def _sidecars(path: Path) -> list[Path]:
