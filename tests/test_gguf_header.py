@@ -212,6 +212,22 @@ def test_llamacpp_defaults_when_keys_are_absent(tmp_path):
     assert bad_id.bos == 11  # a written id beyond the vocabulary is ignored (:2629-2632)
 
 
+def test_pre_is_reported_as_written_whatever_the_load_uses(tmp_path):
+    """libllama reports tokenizer.ggml.pre as the GGUF holds it: Gemma4Model.set_vocab writes model 'gemma4' and
+    no pre key (conversion/gemma.py:641-669), which the load tokenizes as 'gemma4' (src/llama-vocab.cpp:2149)
+    with add_bos forced on (:2651-2657); SPM and UGM ignore the key (:2430-2447), BPE without one uses 'default'."""
+    g = read_gguf(write_gguf(tmp_path / "g4.gguf", arch="gemma4", model="gemma4", pre=None,
+                             merges=["t o1"], add_bos=False)).vocab
+    assert g.converted and (g.vocab_type, g.pre, g.add_bos, g.bos, g.eos) == ("bpe", None, True, -1, -1)
+    written = read_gguf(write_gguf(tmp_path / "g4-pre.gguf", arch="gemma4", model="gemma4", pre="default",
+                                   merges=["t o1"])).vocab
+    assert written.converted and written.pre == "default" and written.add_bos is True
+    assert written.pre != g.pre and written.tokens == g.tokens  # the reported key, not the tokenization, differs
+    assert spm(tmp_path, "s-pre.gguf").pre == "default"
+    odd = read_gguf(write_gguf(tmp_path / "u-pre.gguf", model="t5", pre="not-a-pre", scores=[0.0] * 300)).vocab
+    assert odd.converted and odd.pre == "not-a-pre"  # UGM ignores it: no 'unknown pre-tokenizer' refusal
+
+
 @pytest.mark.parametrize("kw, words", [
     ({"merges": []}, "cannot find tokenizer merges"),
     ({"pre": "not-a-pre"}, "unknown pre-tokenizer type: 'not-a-pre'"),

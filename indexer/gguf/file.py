@@ -123,7 +123,11 @@ def _load(h: Header) -> GGUFVocab:
     if arch == "clip":  # src/llama.cpp:351-353
         return refused(CANNOT_LOAD + "CLIP cannot be used as main model, use it with --mmproj instead")
     model = _get(h, Keys.Tokenizer.MODEL, GGUFValueType.STRING, required=True)  # :1945
-    pre = _get(h, Keys.Tokenizer.PRE, GGUFValueType.STRING)  # :1944
+    # :1944: tokenizer.ggml.pre as written; that is what libllama reports (the GGUF's metadata key). The load may
+    # use another name internally (``effective_pre``): a gemma4 vocabulary, written with no pre key
+    # (conversion/gemma.py:641-669, Gemma4Model.set_vocab), is tokenized as 'gemma4' (:2149), a BPE vocabulary
+    # with no key as 'default' (:2159-2167), and SPM/WPM/UGM/RWKV/PLaMo-2 ignore the key (:2430-2455).
+    pre = _get(h, Keys.Tokenizer.PRE, GGUFValueType.STRING)
     _get(h, Keys.Tokenizer.TOKEN_TYPE_COUNT, GGUFValueType.UINT32)  # :1947: only its type matters here
     add_bos = add_eos = False  # member defaults (src/llama-vocab.cpp:1831-1832)
     if model in ("no_vocab", "none"):  # :1949-1969: dummy tokens, no special ids, no keys read after
@@ -131,13 +135,14 @@ def _load(h: Header) -> GGUFVocab:
         return GGUFVocab(True, None, "none", n, False, False, LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, pre,
                          tuple("" for _ in range(n)))
     merges_needed = False
+    effective_pre = pre
     if model == "llama":  # :1971-1980
         vtype, bos, eos = "spm", 1, 2
     elif model == "bert":  # :1981-1992
         vtype, bos, eos = "wpm", 101, LLAMA_TOKEN_NULL
     elif model in ("gpt2", "whitespace"):  # :1993-2037 ("hybriddna" rewrites token texts: not modelled)
         vtype, bos, eos = "bpe", 11, 11
-        merges_needed = pre != "kimi-k2"  # :1997-2006: Kimi-K2 has no merges
+        merges_needed = pre != "kimi-k2"  # :1997-2006: Kimi-K2 has no merges (the written key, :1999)
     elif model == "t5":  # :2038-2080
         vtype, bos, eos = "ugm", LLAMA_TOKEN_NULL, 1
         _array_of(h, Keys.Tokenizer.PRECOMPILED_CHARSMAP, (GGUFValueType.INT8, GGUFValueType.UINT8))
@@ -145,8 +150,8 @@ def _load(h: Header) -> GGUFVocab:
         vtype, bos, eos = "rwkv", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL
     elif model == "plamo2":  # :2100-2109
         vtype, bos, eos = "plamo2", 1, 2
-    elif model == "gemma4":  # :2110-2148: BPE with merges, no default ids, pre forced to gemma4
-        vtype, bos, eos, pre, merges_needed = "bpe", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, "gemma4", True
+    elif model == "gemma4":  # :2110-2149: BPE with merges, no default ids; tokenized as pre gemma4 whatever is written
+        vtype, bos, eos, effective_pre, merges_needed = "bpe", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, "gemma4", True
     elif model == "hybriddna":
         return refused(f"not modelled: libllama loading tokenizer model '{model}'")
     else:
@@ -156,7 +161,7 @@ def _load(h: Header) -> GGUFVocab:
     if merges_needed and merges is None:
         return refused(CANNOT_LOAD + "cannot find tokenizer merges in model file")  # :2000-2004
     if vtype == "bpe":  # :2153-2429
-        name = pre or "default"  # :2157-2167: a missing pre is 'default'
+        name = effective_pre or "default"  # :2157-2167: a missing pre is 'default'
         if name not in KNOWN_BPE_PRE:
             return refused(CANNOT_LOAD + f"unknown pre-tokenizer type: '{name}'")  # :2428
         add_bos = name in PRE_ADD_BOS  # :2174-2185, :2303-2307 tekken, :2330-2334 chameleon
@@ -215,7 +220,8 @@ def _load(h: Header) -> GGUFVocab:
     _array_of(h, _SUPPRESS, (GGUFValueType.INT32,))  # :2667-2673
     add_bos = add_bos if written_bos is None else written_bos
     add_eos = add_eos if written_eos is None else written_eos
-    if vtype == "bpe" and pre in ("gemma4", "granite-embed-multi-311m") and not add_bos:  # :2232-2234, :2651-2657
+    # :2232-2234 (both names are pre_type GEMMA4), :2651-2657: add_bos forced on
+    if vtype == "bpe" and effective_pre in ("gemma4", "granite-embed-multi-311m") and not add_bos:
         add_bos = True
     return GGUFVocab(True, None, vtype, n, bool(add_bos), bool(add_eos), ids["bos"], ids["eos"], pre, tokens)
 
