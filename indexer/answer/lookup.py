@@ -32,7 +32,7 @@ NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizati
 PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
 SUGGESTIONS = 3
 # The real Hub tags every repo whose card declares base_model with base_model:<id> and base_model:<relation>:<id>,
-# relation finetune/quantized/adapter/merge (shared/HUB-API.md section 0.1, item 2).
+# relation finetune/quantized/adapter/merge (docs/hub-api.md section 0.1, item 2).
 GGUF_BASE_TAG = "base_model:quantized:"
 
 
