@@ -301,7 +301,7 @@ class HubServer(ApiEndpoints, FileServing, ModelJson, DatasetEndpoints):
         moved = self._moved(raw_path)
         if moved is not None:
             return Response(307, {"Location": moved})
-        if segs[:2] in (["api", "datasets"], ["api", "repos"]):
+        if segs[:2] in (["api", "datasets"], ["api", "repos"], ["api", "validate-yaml"]):
             return self._dataset_api(method, segs[1:], query, body, headers)
         if segs[:1] == ["datasets"]:
             return self._dataset_git(method, segs, query, body, headers)

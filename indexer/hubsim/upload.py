@@ -100,6 +100,8 @@ class DatasetEndpoints:
         """``/api/repos/create`` and ``/api/datasets/ORG/NAME/...`` (``segs`` after ``api``)."""
         if segs == ["repos", "create"] and method == "POST":
             return self._create_repo(body, headers)
+        if segs == ["validate-yaml"] and method == "POST":
+            return validate_yaml(body)
         if len(segs) < 3:
             raise HttpError(404, None, "Not Found")
         repo_id, rest = f"{segs[1]}/{segs[2]}", segs[3:]
@@ -375,6 +377,36 @@ class DatasetEndpoints:
                                   "X-Linked-Size": str(fe.size), "ETag": f'"{fe.oid}"'})
         resp = Response(200, {**common, "ETag": f'"{fe.blob_sha1}"', "Content-Type": "application/octet-stream"})
         return self._file_response(resp, fe, method, headers)
+
+
+def validate_yaml(body: bytes) -> Response:
+    """``POST /api/validate-yaml``, which ``create_commit`` sends before committing a README.md
+    (huggingface_hub ``hf_api.py:5185-5192``, ``:11679-11719``): 400 with ``errors`` for metadata the Hub would
+    not accept (YAML that does not parse or is no mapping; ``configs`` entries without ``config_name`` or
+    ``data_files``), else ``warnings`` (an empty metadata block)."""
+    import yaml
+
+    try:
+        content = json.loads(body)["content"]
+    except (ValueError, KeyError, TypeError):
+        raise HttpError(400, None, "Invalid body") from None
+    m = re.match(r"^---\n(.*?)\n---\n", content, re.S)
+    if m is None:
+        return json_response({"warnings": [{"message": "empty or missing yaml metadata in repo card"}]})
+    try:
+        meta = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as e:
+        return json_response({"errors": [{"message": f"Invalid YAML: {e}"}]}, 400)
+    errors = []
+    if not isinstance(meta, dict):
+        errors.append("the metadata must be a mapping")
+    else:
+        for cfg in meta.get("configs") or []:
+            if not isinstance(cfg, dict) or not cfg.get("config_name") or not cfg.get("data_files"):
+                errors.append('"configs" entries need "config_name" and "data_files"')
+    if errors:
+        return json_response({"errors": [{"message": e} for e in errors]}, 400)
+    return json_response({"warnings": []})
 
 
 def _text(fe) -> str:

@@ -141,7 +141,7 @@ class Handler(BaseHTTPRequestHandler):
         self._handle("POST")
 
     def do_PUT(self):
-        """PUT, as the LFS basic transfer sends an object to its upload href (huggingface_hub 2.4 ``lfs.py:351-368``)."""
+        """PUT, as the LFS basic transfer sends an object to its href (huggingface_hub 2.4 ``lfs.py:351-368``)."""
         self._handle("PUT")
 
     def _handle(self, method: str) -> None:
