@@ -205,6 +205,12 @@ def test_source_default_env_override_and_bad_input(hub, monkeypatch, tmp_path, d
     assert code == 2 and err.count("error:") == 1
 
 
+def test_query_and_check_on_a_missing_catalog_point_to_pull(tmp_path):
+    for args in (["query", "--target", DEMO_TARGET], ["check", DEMO_TARGET, DEMO_DRAFT_MISMATCH]):
+        res = CliRunner().invoke(cli, [*args, "--db", str(tmp_path / "none.db")])
+        assert res.exit_code == 2 and "indexer pull" in res.stderr and res.stderr.count("\n") == 1, res.stderr
+
+
 # -- same answers --------------------------------------------------------------------------------------------
 
 
