@@ -211,8 +211,12 @@ def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None,
         raise DatasetError(f"no token: set HF_TOKEN to a token that can write to {repo_id}")
     with tempfile.TemporaryDirectory(prefix="indexer-hub-publish-") as tmp:
         out = Path(tmp)
-        manifest = build(db, out)
-        (out / CARD).write_text(card(repo_id, manifest), "utf-8")
+        try:
+            manifest = build(db, out)
+            (out / CARD).write_text(card(repo_id, manifest), "utf-8")
+        except (OSError, sqlite3.OperationalError) as e:  # a full disk while compacting or exporting
+            raise DatasetError(f"cannot build the snapshot in {tmp}: {getattr(e, 'strerror', None) or e}",
+                               exit_code=1) from None
         log(f"snapshot {manifest['snapshot']['bytes']} bytes, {manifest['counts'].get('repos', 0)} repos")
         hub.ensure()
         for attempt in (1, 2):

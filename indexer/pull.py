@@ -186,44 +186,54 @@ def pull(db: str | None = None, *, repo: str | None = None, revision: str = "mai
         for old in path.parent.glob(f"{STAGING_PREFIX}{path.name}-*"):  # left by a killed pull
             shutil.rmtree(old, ignore_errors=True)
         staging = path.parent / f"{STAGING_PREFIX}{path.name}-{uuid.uuid4().hex[:8]}"
-        staging.mkdir()
         try:
-            manifest = hub.read_json(MANIFEST, info.sha, staging / "meta") or {}
-            published = (manifest.get("snapshot") or {}).get("sha256")
-            if published and published != snap.lfs.sha256:
-                raise DatasetError(f"{repo_id}: manifest.json names another snapshot than the one stored")
-            staged = None
-            if local_sha256(path) != snap.lfs.sha256:
-                log(f"downloading {SNAPSHOT} ({snap.lfs.size} bytes) from {repo_id} at {info.sha[:12]}")
-                staged = hub.download(SNAPSHOT, info.sha, staging)
-                _verify(staged, snap.lfs.sha256, snap.lfs.size, SNAPSHOT)
-                result["downloaded_bytes"] += snap.lfs.size
-                result.update(check_staged(staged))
-            if toks is not None and not tokens_current:
-                tar = hub.download(TOKENS, info.sha, staging)
-                _verify(tar, toks.lfs.sha256, toks.lfs.size, TOKENS)
-                result["downloaded_bytes"] += toks.lfs.size
-                result["token_files"] = merge_tokens(tar, token_root)
-            if staged is not None:
-                if path.exists():
-                    try:
-                        _journal_delete(path)
-                    except sqlite3.Error as e:
-                        if "not a database" not in str(e):  # a broken old file is simply replaced
-                            raise DatasetError(f"cannot replace {path}: {e} (a crawl or another writer has it "
-                                               "open; stop it and pull again)") from None
-                with open(staged, "rb") as f:
-                    os.fsync(f.fileno())
-                os.chmod(staged, 0o644)
-                os.replace(staged, path)
-                fsync_dir(path.parent)
-            st = path.stat()
-            state = {"repo": repo_id, "commit": info.sha, "sha256": snap.lfs.sha256, "size": st.st_size,
-                     "mtime_ns": st.st_mtime_ns, "tokens_sha256": toks.lfs.sha256 if toks else None,
-                     "created_at": manifest.get("created_at")}
-            tmp = staging / "state.json"
-            tmp.write_text(json.dumps(state, indent=1) + "\n", "utf-8")
-            os.replace(tmp, state_path(path))
+            staging.mkdir()
+            return _swap_in(hub, info, path, staging, snap, toks, token_root, tokens_current, result, log)
+        except OSError as e:  # full disk, no permission: the old catalog is untouched until the rename
+            raise DatasetError(f"cannot pull into {path.parent}: {e.strerror or e}; the old catalog is kept",
+                               exit_code=1) from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _swap_in(hub, info, path: Path, staging: Path, snap, toks, token_root: Path, tokens_current: bool,
+             result: dict, log) -> dict:
+    """Steps 2-4 of the module docstring, inside ``staging``; the old catalog is replaced by the last rename."""
+    repo_id = hub.repo_id
+    manifest = hub.read_json(MANIFEST, info.sha, staging / "meta") or {}
+    published = (manifest.get("snapshot") or {}).get("sha256")
+    if published and published != snap.lfs.sha256:
+        raise DatasetError(f"{repo_id}: manifest.json names another snapshot than the one stored")
+    staged = None
+    if local_sha256(path) != snap.lfs.sha256:
+        log(f"downloading {SNAPSHOT} ({snap.lfs.size} bytes) from {repo_id} at {info.sha[:12]}")
+        staged = hub.download(SNAPSHOT, info.sha, staging)
+        _verify(staged, snap.lfs.sha256, snap.lfs.size, SNAPSHOT)
+        result["downloaded_bytes"] += snap.lfs.size
+        result.update(check_staged(staged))
+    if toks is not None and not tokens_current:
+        tar = hub.download(TOKENS, info.sha, staging)
+        _verify(tar, toks.lfs.sha256, toks.lfs.size, TOKENS)
+        result["downloaded_bytes"] += toks.lfs.size
+        result["token_files"] = merge_tokens(tar, token_root)
+    if staged is not None:
+        if path.exists():
+            try:
+                _journal_delete(path)
+            except sqlite3.Error as e:
+                if "not a database" not in str(e):  # a broken old file is simply replaced
+                    raise DatasetError(f"cannot replace {path}: {e} (a crawl or another writer has it "
+                                       "open; stop it and pull again)") from None
+        with open(staged, "rb") as f:
+            os.fsync(f.fileno())
+        os.chmod(staged, 0o644)
+        os.replace(staged, path)
+        fsync_dir(path.parent)
+    st = path.stat()
+    state = {"repo": repo_id, "commit": info.sha, "sha256": snap.lfs.sha256, "size": st.st_size,
+             "mtime_ns": st.st_mtime_ns, "tokens_sha256": toks.lfs.sha256 if toks else None,
+             "created_at": manifest.get("created_at")}
+    tmp = staging / "state.json"
+    tmp.write_text(json.dumps(state, indent=1) + "\n", "utf-8")
+    os.replace(tmp, state_path(path))
     return {**result, "status": "pulled", "created_at": manifest.get("created_at")}
