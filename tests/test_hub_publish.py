@@ -284,3 +284,19 @@ def test_the_imitation_refuses_what_the_hub_refuses(hub):
                    json={"name": name, "organization": ORG, "type": "dataset", **body})
         assert hub.datasets.repos[f"{ORG}/{name}"].private
         assert httpx.get(f"{hub.endpoint}/api/datasets/{ORG}/{name}").status_code == 401
+
+
+def test_xet_is_off_before_huggingface_hub_is_imported():
+    """constants.py:343 reads HF_HUB_DISABLE_XET at import; with Xet on and no Xet server the upload fails with no
+    fallback (HUB-UPLOAD §2.8). Importing the publish and pull modules first must leave it off."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_XET"}
+    code = ("import indexer.hubpublish, indexer.pull\n"
+            "from huggingface_hub import constants\n"
+            "from huggingface_hub.utils._runtime import is_xet_available\n"
+            "print(constants.HF_HUB_DISABLE_XET, is_xet_available())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False"]
