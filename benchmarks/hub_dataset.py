@@ -87,17 +87,20 @@ def main() -> None:
         with HubServer(str(_mk(work / "hub" / "models")), tokens={TOKEN: "write"}) as hub:
             publish_to_hub(str(big), "bench/catalog", endpoint=hub.endpoint, token=TOKEN)
             snap = work / f"out-{n2}" / "catalog.sqlite"
-            pulls, copies = [], []
+            pulls, copies, parts = [], [], []
             for i in range(args.runs):
                 dest = work / f"pulled-{i}" / "catalog.db"
                 t0 = time.perf_counter()
                 done = pull(str(dest), repo="bench/catalog", endpoint=hub.endpoint, token=TOKEN, progress=False)
                 pulls.append(time.perf_counter() - t0)
                 assert done["status"] == "pulled"
+                parts.append(done["seconds"])
                 copies.append(copy_time(snap, work / f"copy-{i}.db"))
             p, c = statistics.median(pulls), statistics.median(copies)
             print(f"pull of {b['snapshot']} bytes from the imitation: {p:.3f} s; local copy of the same bytes: "
                   f"{c:.3f} s; ratio {p / c:.1f}x (median of {args.runs} alternating runs)")
+            print("  of which (median): " + ", ".join(f"{k} {statistics.median(x[k] for x in parts):.3f} s"
+                                                    for k in parts[0]))
             hub.reset_counts()
             done = pull(str(work / "pulled-0" / "catalog.db"), repo="bench/catalog", endpoint=hub.endpoint,
                         token=TOKEN, progress=False)

@@ -27,6 +27,7 @@ import re
 import shutil
 import sqlite3
 import tarfile
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -207,10 +208,15 @@ def _swap_in(hub, info, path: Path, staging: Path, snap, toks, token_root: Path,
     staged = None
     if local_sha256(path) != snap.lfs.sha256:
         log(f"downloading {SNAPSHOT} ({snap.lfs.size} bytes) from {repo_id} at {info.sha[:12]}")
+        t0 = time.perf_counter()
         staged = hub.download(SNAPSHOT, info.sha, staging)
+        t1 = time.perf_counter()
         _verify(staged, snap.lfs.sha256, snap.lfs.size, SNAPSHOT)
+        t2 = time.perf_counter()
         result["downloaded_bytes"] += snap.lfs.size
         result.update(check_staged(staged))
+        result["seconds"] = {"download": round(t1 - t0, 3), "sha256": round(t2 - t1, 3),
+                             "integrity_and_schema": round(time.perf_counter() - t2, 3)}
     if toks is not None and not tokens_current:
         tar = hub.download(TOKENS, info.sha, staging)
         _verify(tar, toks.lfs.sha256, toks.lfs.size, TOKENS)
