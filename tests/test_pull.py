@@ -93,6 +93,11 @@ def test_a_new_snapshot_replaces_the_old_one(db, hub, monkeypatch, tmp_path):
     assert code == 0 and json.loads(out)["status"] == "pulled", err
     assert sha256(dest) == sha256(Path(remote_files(hub)["catalog.sqlite"].abs_path))
     assert json.loads(out)["token_files"] == 0  # the token store did not change: not downloaded again
+    # --revision: an earlier commit's snapshot, by its id
+    first = hub.datasets.repos[REPO].commits[1]
+    code, out, err = pull(dest, hub, monkeypatch, "--revision", first.oid)
+    assert code == 0 and json.loads(out)["commit"] == first.oid, err
+    assert sha256(dest) == first.files["catalog.sqlite"].sha256
 
 
 def _two_versions(db, hub, monkeypatch, tmp_path) -> tuple[Path, str]:
