@@ -158,6 +158,27 @@ def test_kill_9_during_a_pull_leaves_the_old_catalog_and_the_next_pull_cleans_up
     assert not list(dest.parent.glob(".pull-*")) and sha256(dest) != before
 
 
+def test_a_full_disk_during_the_download_leaves_the_old_catalog_answering(db, hub, monkeypatch, tmp_path):
+    """The file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes every write past 100 kB fail as a full disk does."""
+    import resource
+
+    dest, before = _two_versions(db, hub, monkeypatch, tmp_path)
+    assert dest.stat().st_size > 100_000
+
+    def small_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    env = {**os.environ, "HF_TOKEN": WRITE, "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    proc = subprocess.run([sys.executable, "-c", "from indexer.cli import cli; cli()", "pull", "--from", REPO,
+                           "--db", str(dest), "--endpoint", hub.endpoint], env=env, preexec_fn=small_disk,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.count("error:") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cannot write" in proc.stderr
+    assert sha256(dest) == before and _answers(dest)
+    assert not list(dest.parent.glob(".pull-*"))
+
+
 def test_an_older_schema_is_migrated_and_a_newer_one_refused(hub, monkeypatch, tmp_path):
     from indexer.catalog.db import upgrade
 

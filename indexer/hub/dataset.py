@@ -31,7 +31,7 @@ from ..errors import DatasetError
 LIBRARY_NAME = "indexer"
 MAX_COMMIT_WAITS = 5  # 429s on the commit POST waited out before giving up
 MAX_WAIT_SECONDS = 900.0
-DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM)
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EROFS, errno.EPERM)
 
 
 def _status(e) -> int | None:
