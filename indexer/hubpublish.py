@@ -9,7 +9,8 @@ The commit holds, under fixed names (HUB-UPLOAD §2.6: a dated name would add a 
   the same;
 * ``manifest.json``: indexer version, schema revision, ``created_at``, table counts, each file's sha256 and size,
   ``data_as_of`` and the per-scope high-water marks (``catalog/snapshot.py``);
-* ``data/{repos,tokenizers,drafts}.parquet`` for the dataset viewer, and ``README.md``, the dataset card.
+* ``data/{drafts,repos,tokenizers,classes}.parquet`` for the dataset viewer (``drafts``: the ranked drafts
+  ``indexer query`` gives the most downloaded targets on each engine), and ``README.md``, the dataset card.
 
 Failures: nothing changed (the snapshot and token store hash as published): no commit. The remote moved (412):
 read it again and retry once. The remote holds newer data: refused, never replaced. 429 on the commit: waited
@@ -37,7 +38,7 @@ TOKENS = "tokens.tar"
 MANIFEST = "manifest.json"
 CARD = "README.md"
 MANIFEST_FORMAT = 1
-# (file, SQL, columns with Arrow types): the tables a person browses. ``drafts`` lists each engine's classes:
+# (file, SQL, columns with Arrow types): the tables a person browses. ``classes`` lists each engine's classes:
 # the drafts of a target on an engine are the rows sharing its class (``indexer query`` ranks them).
 PARQUET = {
     "repos": ("data/repos.parquet",
@@ -59,17 +60,26 @@ PARQUET = {
                     ("hf_vocab_size", "int64"), ("tokenizer_class", "string"), ("model_type", "string"),
                     ("bos_token", "string"), ("eos_token", "string"), ("pad_token", "string"),
                     ("unk_token", "string"), ("method", "string"), ("repo_count", "int64")]),
-    "drafts": ("data/drafts.parquet",
-               "SELECT rc.engine, rc.class_id, r.repo_id, rc.params, rc.downloads, rc.is_chat, rc.gated"
-               " FROM repo_classes rc JOIN repos r ON r.id = rc.repo_pk ORDER BY rc.engine, rc.class_id, r.repo_id",
-               [("engine", "string"), ("class_id", "int64"), ("repo_id", "string"), ("params", "int64"),
-                ("downloads", "int64"), ("is_chat", "bool"), ("gated", "bool")]),
+    "classes": ("data/classes.parquet",
+                "SELECT rc.engine, rc.class_id, r.repo_id, rc.params, rc.downloads, rc.is_chat, rc.gated"
+                " FROM repo_classes rc JOIN repos r ON r.id = rc.repo_pk ORDER BY rc.engine, rc.class_id, r.repo_id",
+                [("engine", "string"), ("class_id", "int64"), ("repo_id", "string"), ("params", "int64"),
+                 ("downloads", "int64"), ("is_chat", "bool"), ("gated", "bool")]),
 }
+# ``drafts``: what ``indexer query --target T --engine E`` answers, for the most downloaded targets (one answer API:
+# no second copy of the ranking in SQL).
+DRAFTS = ("data/drafts.parquet", [("engine", "string"), ("target", "string"), ("rank", "int64"),
+                                  ("draft", "string"), ("outcome", "string"), ("params", "int64"),
+                                  ("ratio", "float64"), ("downloads", "int64"), ("reasons", "string"),
+                                  ("launch", "string")])
+DRAFT_TARGETS = 1000  # targets answered, most downloaded first
+DRAFTS_PER_TARGET = 5
 BATCH = 50_000
 
 
-def export_parquet(snapshot: Path, out_dir: Path) -> dict[str, int]:
-    """Write the browsable tables as Parquet under ``out_dir``; returns rows per config."""
+def export_parquet(snapshot: Path, out_dir: Path, answers_db: str | None = None) -> dict[str, int]:
+    """Write the browsable tables as Parquet under ``out_dir``; returns rows per config. The ``drafts`` are
+    answered on ``answers_db`` (the catalog ``--db`` names, with its token store; None here: the snapshot)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -92,7 +102,47 @@ def export_parquet(snapshot: Path, out_dir: Path) -> dict[str, int]:
             rows_out[name] = n
     finally:
         con.close()
+    rows_out["drafts"] = export_drafts(answers_db if answers_db is not None else str(snapshot), out_dir / DRAFTS[0])
     return rows_out
+
+
+def _schema(cols):
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int64": pa.int64(), "bool": pa.bool_(), "float64": pa.float64()}
+    return pa.schema([(c, types[t]) for c, t in cols])
+
+
+def export_drafts(db: str, dest: Path, targets: int = DRAFT_TARGETS) -> int:
+    """The ranked drafts ``indexer query`` gives each of the ``targets`` most downloaded ok repos, per engine."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .answer.query import open_reader, run_query
+    from .engines import ENGINES
+    from .errors import IndexerError
+
+    rows = []
+    reader = open_reader(db)
+    try:
+        ids = [r[0] for r in reader.all("SELECT repo_id FROM repos WHERE status = 'ok' "
+                                        "ORDER BY downloads DESC, repo_id LIMIT :n", {"n": targets})]
+        for target in ids:
+            for engine in ENGINES:
+                try:
+                    answer = run_query(target, engine=engine, limit=DRAFTS_PER_TARGET, reader=reader)
+                except IndexerError:  # not answerable on this engine (a head, no class): no rows
+                    continue
+                for rank, d in enumerate(answer["drafts"], 1):
+                    rows.append({"engine": engine, "target": target, "rank": rank, "draft": d["repo_id"],
+                                 "outcome": d.get("outcome"), "params": d.get("params"), "ratio": d.get("ratio"),
+                                 "downloads": d.get("downloads"), "reasons": "; ".join(d.get("reasons") or []),
+                                 "launch": d.get("launch")})
+    finally:
+        reader.close()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=_schema(DRAFTS[1])), dest)
+    return len(rows)
 
 
 def _cell(value, arrow_type: str):
@@ -130,8 +180,8 @@ def card(repo_id: str, manifest: dict) -> str:
         "license": "apache-2.0",
         "pretty_name": "indexer catalog: which draft models can speculate for which targets",
         "tags": ["speculative-decoding", "draft-models", "tokenizers", "vocabulary", "sqlite", "catalog"],
-        "configs": [{"config_name": name, "data_files": rel, **({"default": True} if name == "repos" else {})}
-                    for name, (rel, _sql, _cols) in PARQUET.items()],
+        "configs": [{"config_name": name, "data_files": rel, **({"default": True} if name == "drafts" else {})}
+                    for name, rel in [("drafts", DRAFTS[0])] + [(n, v[0]) for n, v in PARQUET.items()]],
     }
     counts = manifest["counts"]
     return (f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n# {repo_id}\n\n"
@@ -142,7 +192,8 @@ def card(repo_id: str, manifest: dict) -> str:
             f"Use it with `indexer pull --from {repo_id}` (or `INDEXER_CATALOG_REPO={repo_id} indexer pull`), then "
             "`indexer query --target ORG/MODEL`. `catalog.sqlite` is the SQLite catalog (sha256 in "
             "`manifest.json`), `tokens.tar` the token store `check` reads, `data/*.parquet` the tables shown "
-            "above: `drafts` lists each engine's compatibility classes (a target's drafts share its class).\n")
+            "above: `drafts` is what `indexer query` answers for the most downloaded targets on each engine, "
+            "`classes` each engine's compatibility classes (a target's drafts share its class).\n")
 
 
 def build(db: str | None, out: Path) -> dict:
@@ -161,7 +212,7 @@ def build(db: str | None, out: Path) -> dict:
     if src.parent == out:
         src.unlink()
     tokens = token_archive(default_root(db), out / TOKENS)
-    rows = export_parquet(out / SNAPSHOT, out)
+    rows = export_parquet(out / SNAPSHOT, out, db)
     manifest = {
         "format": MANIFEST_FORMAT,
         "indexer_version": __version__,
@@ -171,7 +222,8 @@ def build(db: str | None, out: Path) -> dict:
         "counts": snap["tables"],
         "snapshot": {"path": SNAPSHOT, "bytes": snap["bytes"], "sha256": snap["sha256"]},
         "tokens": tokens,
-        "parquet": {name: {"path": PARQUET[name][0], "rows": n} for name, n in rows.items()},
+        "parquet": {name: {"path": DRAFTS[0] if name == "drafts" else PARQUET[name][0], "rows": n}
+                    for name, n in rows.items()},
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
     return manifest

@@ -71,7 +71,7 @@ def test_one_commit_holds_snapshot_tokens_manifest_parquet_and_card(db, hub, mon
     assert done["status"] == "published" and hub.counts["commits"] == 1
     files = remote_files(hub)
     assert {"catalog.sqlite", "tokens.tar", "manifest.json", "README.md", "data/repos.parquet",
-            "data/tokenizers.parquet", "data/drafts.parquet", ".gitattributes"} == set(files)
+            "data/tokenizers.parquet", "data/classes.parquet", "data/drafts.parquet", ".gitattributes"} == set(files)
     # the server chose LFS for the binary files, regular for the text ones, and tracked the new LFS path
     assert files["catalog.sqlite"].lfs and files["tokens.tar"].lfs and files["data/repos.parquet"].lfs
     assert not files["manifest.json"].lfs and not files["README.md"].lfs
@@ -98,13 +98,28 @@ def test_one_commit_holds_snapshot_tokens_manifest_parquet_and_card(db, hub, mon
     repos = pq.read_table(files["data/repos.parquet"].abs_path)
     assert repos.num_rows == m["counts"]["repos"] and "repo_id" in repos.column_names
     assert pq.read_table(files["data/tokenizers.parquet"].abs_path).num_rows == m["counts"]["tokenizers"]
-    assert pq.read_table(files["data/drafts.parquet"].abs_path).num_rows == m["counts"]["repo_classes"]
+    assert pq.read_table(files["data/classes.parquet"].abs_path).num_rows == m["counts"]["repo_classes"]
+    # drafts: exactly what `indexer query --json` answers, per engine, for the targets it lists
+    from click.testing import CliRunner
+
+    from indexer.cli import cli
+
+    drafts = pq.read_table(files["data/drafts.parquet"].abs_path).to_pylist()
+    assert drafts and m["parquet"]["drafts"]["rows"] == len(drafts)
+    for target, engine in sorted({(d["target"], d["engine"]) for d in drafts})[:12]:
+        res = CliRunner().invoke(cli, ["query", "--db", str(db), "--target", target, "--engine", engine, "--limit",
+                                       "5", "--json"])
+        want = [d["repo_id"] for d in json.loads(res.stdout)["drafts"]]
+        got = [d["draft"] for d in sorted(drafts, key=lambda d: d["rank"])
+               if (d["target"], d["engine"]) == (target, engine)]
+        assert got == want, (target, engine)
 
     card = Path(files["README.md"].abs_path).read_text()
     meta = yaml.safe_load(card.split("---\n")[1])
     assert meta["license"] and "speculative-decoding" in meta["tags"]
     assert {c["data_files"] for c in meta["configs"]} == {"data/repos.parquet", "data/tokenizers.parquet",
-                                                          "data/drafts.parquet"}
+                                                          "data/drafts.parquet", "data/classes.parquet"}
+    assert all(c["data_files"] in files for c in meta["configs"])
     # the token is never written: not in any published file, nor in the catalog
     for fe in files.values():
         assert WRITE.encode() not in Path(fe.abs_path).read_bytes()
