@@ -51,6 +51,10 @@ VOLATILE = [
     (re.compile(r"\bpid \d+"), "pid <pid>"),
     (re.compile(r"\(\d+ bytes, (\d+ repos), sha256 [0-9a-f]+\)"), r"(<n> bytes, \1, sha256 <sha>)"),
     (re.compile(r'("(sha256|size|bytes)"): ("[0-9a-f]{64}"|\d+)'), r"\1: <v>"),
+    (re.compile(r"\bat [0-9a-f]{12}\b"), "at <commit>"),  # dataset commits of the Hub imitation
+    (re.compile(r"\bsnapshot \d+ bytes"), "snapshot <n> bytes"),
+    (re.compile(r"\(\d+ bytes, sha256 [0-9a-f]+ verified"), "(<n> bytes, sha256 <sha> verified"),
+    (re.compile(r"\(sha256 [0-9a-f]{12}\): nothing"), "(sha256 <sha>): nothing"),
 ]
 
 

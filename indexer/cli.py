@@ -293,19 +293,39 @@ def serve(host, port, db):
 
 
 @cli.command()
-@click.argument("outdir")
+@click.argument("outdir", required=False)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @click.option("--with-tokens", is_flag=True,
               help="Also copy the token lists (tokens/), so the site's explain view can run llama.cpp's check.")
-def publish(outdir, db, as_json, with_tokens):
+@click.option("--to-hub", "to_hub", metavar="ORG/NAME",
+              help="Commit the snapshot, token store, manifest, Parquet tables and card to this Hub dataset "
+                   "(token from HF_TOKEN).")
+@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint for --to-hub (default: $HF_ENDPOINT).")
+def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
     """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), the site plugin, metadata, serve.sh,
-    Dockerfile. A PostgreSQL catalog is exported to a SQLite snapshot first.
+    Dockerfile; or, with --to-hub ORG/NAME, publish the catalog to a Hub dataset in one commit (`indexer pull`
+    fetches it). A PostgreSQL catalog is exported to a SQLite snapshot first.
 
-    Exit status: 0 published, 2 bad catalog or OUTDIR.
+    Exit status: 0 published (or unchanged), 1 the upload failed on the way, 2 bad catalog, OUTDIR, token or repo.
     """
     from .publish import publish as run_publish
 
+    if not outdir and not to_hub:
+        fail("give OUTDIR, or --to-hub ORG/NAME")
+    if to_hub:
+        from .hubpublish import publish_to_hub
+
+        done = publish_to_hub(db, to_hub, endpoint=endpoint, log=lambda m: click.echo(m, err=True))
+        if as_json:
+            print_json(done)
+        else:
+            m = done["manifest"]
+            verb = "unchanged, no new commit:" if done["status"] == "unchanged" else "published"
+            click.echo(f"{verb} {done['repo']} at {done['commit'][:12]} ({m['snapshot']['bytes']} bytes, "
+                       f"{m['counts'].get('repos', 0)} repos, sha256 {m['snapshot']['sha256'][:12]})")
+        if not outdir:
+            return
     manifest = run_publish(db, outdir, with_tokens=with_tokens)  # errors: IndexerGroup
     if as_json:
         print_json(manifest)
@@ -317,12 +337,42 @@ def publish(outdir, db, as_json, with_tokens):
 
 
 @cli.command()
+@click.option("--from", "repo", metavar="ORG/NAME",
+              help="Dataset to pull (default: $INDEXER_CATALOG_REPO, else the project's published catalog).")
+@click.option("--revision", default="main", show_default=True, help="Branch or commit of the dataset.")
+@click.option("--db", envvar="INDEXER_DB", default=None,
+              help="Catalog file to replace (default data/catalog.db, env INDEXER_DB).")
+@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def pull(repo, revision, db, endpoint, as_json, quiet):
+    """Make the newest published catalog the local one: one request when it is unchanged; else download,
+    verify (sha256, integrity, schema), migrate if older, and rename into place atomically.
+
+    Exit status: 0 pulled or unchanged, 1 the download failed (the old catalog is kept), 2 bad input.
+    """
+    from .pull import pull as run_pull
+
+    done = run_pull(db, repo=repo, revision=revision, endpoint=endpoint, progress=not (quiet or as_json))
+    if as_json:
+        print_json(done)
+    elif done["status"] == "unchanged":
+        click.echo(f"catalog {done['db']} is already {done['repo']} at {done['commit'][:12]} "
+                   f"(sha256 {done['sha256'][:12]}): nothing downloaded")
+    else:
+        migrated = f", migrated from schema {done['migrated_from']}" if done["migrated_from"] else ""
+        click.echo(f"pulled {done['repo']} at {done['commit'][:12]} into {done['db']} ({done['bytes']} bytes, "
+                   f"sha256 {done['sha256'][:12]} verified, {done['token_files']} token files{migrated})")
+
+
+@cli.command()
 @db_option
 @click.option("--families", "families", multiple=True,
               help="Family of the families file (env INDEXER_FAMILIES; repeatable or comma-separated; default: all).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint or mirror (default: $HF_ENDPOINT).")
 @click.option("--publish-dir", default="data/publish", show_default=True, callback=valid_output_dir,
               help="Publish the bundle here afterwards ('' to skip).")
+@click.option("--to-hub", "to_hub", metavar="ORG/NAME", help="Also publish to this Hub dataset (token from HF_TOKEN).")
 @click.option("--report", "report", default=None, callback=valid_output_file,
               help="Write the JSON report to this file.")
 @click.option("--lock-file", default=None, callback=valid_output_file, help="Lock file (default: <catalog>.lock).")
@@ -335,7 +385,7 @@ def publish(outdir, db, as_json, with_tokens):
               metavar="DAYS", help="Do a full listing when the last complete one is older than DAYS.")
 @request_timeout_option
 @verbose_option
-def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes, max_api_calls, full_listing,
+def nightly(db, families, endpoint, publish_dir, to_hub, report, lock_file, max_minutes, max_api_calls, full_listing,
             full_every, request_timeout, verbose):
     """Crawl the families incrementally, compute, check integrity, publish, report (one run at a time).
 
@@ -353,7 +403,7 @@ def nightly(db, families, endpoint, publish_dir, report, lock_file, max_minutes,
         rep = run_nightly(db=db, families=names or None, endpoint=endpoint, publish_dir=publish_dir or None,
                           report=report, lock_file=lock_file, max_minutes=max_minutes,
                           max_api_calls=max_api_calls, request_timeout=request_timeout,
-                          full_listing=full_listing, full_listing_every=full_every)
+                          full_listing=full_listing, full_listing_every=full_every, to_hub=to_hub)
     except LockBusy as e:
         fail(str(e), EXIT_LOCKED)
     except KeyboardInterrupt:  # before the run began: no report to write

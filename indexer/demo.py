@@ -22,6 +22,9 @@ Tricky cases in the demo hub (target ``lumen-ai/Lumen-7B-Instruct``):
   never dropped.
 
 The hub stays in ``demo-hub/`` beside the catalog (:func:`demo_hub_dir`) for the README examples.
+
+Last, the catalog is published to a dataset repo of a second, empty Hub imitation (``publish --to-hub``) and
+pulled back into a temp directory (``pull``), to show both on the real client and protocol (:func:`round_trip`).
 """
 
 from __future__ import annotations
@@ -309,7 +312,44 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
 
     stats = compute(db)
     log(f"computed compatibility classes for {stats.get('repos')} repos")
-    return {"db": resolve_url(db), "crawl": summary, "compute": stats}
+    trip = round_trip(db, log=log)
+    return {"db": resolve_url(db), "crawl": summary, "compute": stats, "round_trip": trip}
+
+
+DEMO_DATASET = "demo/catalog"
+
+
+def round_trip(db: str, *, log=print) -> dict:
+    """Publish the catalog to a dataset of an empty Hub imitation and pull it into a temp dir: one log line."""
+    import tempfile
+
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    from .hubpublish import publish_to_hub
+    from .hubsim import HubServer
+    from .pull import pull
+
+    token = "demo-write-token"  # the imitation's own; never written anywhere
+    bars_were_off = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        with tempfile.TemporaryDirectory(prefix="indexer-demo-dataset-") as tmp, _online_for_local_hub(), \
+                HubServer(str(_empty(Path(tmp) / "models")), tokens={token: "write"}) as hub:
+            done = publish_to_hub(db, DEMO_DATASET, endpoint=hub.endpoint, token=token)
+            back = pull(str(Path(tmp) / "pulled" / "catalog.db"), repo=DEMO_DATASET, endpoint=hub.endpoint,
+                        token=token, progress=False)
+    finally:
+        if not bars_were_off:
+            enable_progress_bars()
+    same = "equal" if back["sha256"] == done["manifest"]["snapshot"]["sha256"] else "DIFFERENT"
+    log(f"published the catalog to the imitation's dataset {DEMO_DATASET} (publish --to-hub) and pulled it back "
+        f"(pull): sha256 {same}, {back['token_files']} token files")
+    return {"commit": done["commit"], "sha256": back["sha256"], "same": same == "equal"}
+
+
+def _empty(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _status_of(db, repo_id: str):

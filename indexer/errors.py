@@ -79,6 +79,19 @@ class PublishError(IndexerError):
     """The bundle cannot be written or served (one line)."""
 
 
+class DatasetError(IndexerError):
+    """A Hub dataset repo cannot be read or written as asked (publish --to-hub, pull): one line.
+
+    Exit 2 when the fault is the input's (no token, a read-only token, a missing or mistyped repo, a file that is
+    not a catalog); ``exit_code=1`` when the run failed on the way (network, server error, full disk).
+    """
+
+    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.http_status = 400 if exit_code == EXIT_BAD_INPUT else 503
+
+
 class PortBusy(PublishError):
     """Another process listens on the port: reported before anything claims to be serving."""
 

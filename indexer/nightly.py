@@ -109,20 +109,22 @@ def nightly(
     request_timeout: float | None = None,
     full_listing: bool = False,
     full_listing_every: float | None = None,
+    to_hub: str | None = None,
 ) -> dict:
     """Run every step under the lock; returns the report (``status`` "ok" or "failed").
 
     Raises LockBusy when another run holds the lock. ``families`` None = every family of
-    indexer/data/families.toml; ``publish_dir`` None or "" = do not publish.
+    indexer/data/families.toml; ``publish_dir`` None or "" = do not publish; ``to_hub`` ORG/NAME: also commit
+    the catalog to that Hub dataset (``hubpublish.py``; the endpoint is the crawl's).
     """
     lock = Path(lock_file) if lock_file else lock_path_for(db)
     with exclusive_lock(lock):
         return _run(db, families, endpoint, publish_dir, report, lock, max_minutes, max_api_calls, request_timeout,
-                    full_listing, full_listing_every)
+                    full_listing, full_listing_every, to_hub)
 
 
 def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
-         request_timeout=None, full_listing=False, full_listing_every=None) -> dict:
+         request_timeout=None, full_listing=False, full_listing_every=None, to_hub=None) -> dict:
     from .catalog.db import upgrade
 
     started = time.perf_counter()
@@ -181,6 +183,10 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         else:
             why = "no --publish-dir" if not publish_dir else "not a SQLite catalog"
             rep["steps"]["publish"] = {"status": "skipped", "reason": why}
+        if to_hub:
+            from .hubpublish import publish_to_hub
+
+            step("publish_hub", lambda: _hub_summary(publish_to_hub(db, to_hub, endpoint=endpoint)))
         rep["status"] = "ok"
     except BaseException as e:  # a report is written for every failure, even SIGTERM / Ctrl-C
         if _interrupted(e):  # the crawl recorded its run as interrupted; nothing later ran
@@ -194,6 +200,13 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
                 raise
     _finish(rep, started, report_path)
     return rep
+
+
+def _hub_summary(done: dict) -> dict:
+    """What the report keeps of a Hub publish: where, which commit, whether anything changed (no token)."""
+    m = done["manifest"]
+    return {"repo": done["repo"], "status": done["status"], "commit": done["commit"],
+            "bytes": m["snapshot"]["bytes"], "sha256": m["snapshot"]["sha256"]}
 
 
 def _interrupted(e: BaseException) -> bool:
@@ -250,6 +263,9 @@ def summary_line(rep: dict) -> str:
     pub = rep["steps"].get("publish", {})
     if pub.get("status") == "ok":
         parts.append(f"published {pub['result']['outdir']}")
+    hub = (rep["steps"].get("publish_hub") or {}).get("result")
+    if hub:
+        parts.append(f"{hub['repo']} {hub['status']} at {hub['commit'][:12]}")
     if rep.get("error"):
         parts.append(f"error: {rep['error']}")
     parts.append(f"{rep.get('seconds', 0):.1f}s")

@@ -15,10 +15,11 @@ from ..errors import CatalogError
 # What the reader is opened for, and the words when the catalog cannot give it: "answers" needs the computed
 # classes (`indexer query`), "repos" only the crawled repos (`indexer check`).
 NEEDS = {
-    "answers": ("repo_classes", "run `indexer crawl` and `indexer compute` first",
+    "answers": ("repo_classes", "run `indexer pull` to fetch the published catalog, or `indexer crawl` and "
+                "`indexer compute`",
                 "is not migrated or not computed; "
                 "run `indexer db upgrade --db {arg}` and `indexer compute --db {arg}`"),
-    "repos": ("repos", "run `indexer db upgrade --db {arg}` first",
+    "repos": ("repos", "run `indexer pull` to fetch the published catalog, or `indexer crawl`",
               "is not migrated; run `indexer db upgrade --db {arg}`"),
 }
 

@@ -103,7 +103,7 @@ class FileServing:
     def _cdn(self, method: str, segs: list[str], headers) -> Response:
         if method not in ("GET", "HEAD") or len(segs) != 2 or segs[0] != "cdn":
             raise HttpError(404, None, "Not Found")
-        fe = self.store.by_sha256.get(segs[1])
+        fe = self.store.by_sha256.get(segs[1]) or self.datasets.object_entry(segs[1])
         if fe is None:
             raise HttpError(404, None, "Not Found")
         resp = Response(200, {"ETag": f'"{fe.sha256}"', "Content-Type": "application/octet-stream"})

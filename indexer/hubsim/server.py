@@ -29,15 +29,21 @@ CDN: LFS and Xet headers, ranges), ``ratelimit.py`` (quotas).
 
 from __future__ import annotations
 
+import os
+import secrets
+import shutil
+import tempfile
 import threading
 from collections import Counter
 from urllib.parse import quote, unquote
 
 from .api import ApiEndpoints
+from .datasets import DatasetStore
 from .modelinfo import ModelJson
 from .ratelimit import WINDOW, RateLimits
 from .repos import Repo, RepoStore
 from .resolve import FileServing
+from .upload import DatasetEndpoints
 from .wire import FAULT_KINDS, Fault, Handler, HttpError, Response, Server, json_response
 
 COUNTER_KINDS = (
@@ -50,16 +56,23 @@ COUNTER_KINDS = (
     "resolve_get",
     "cdn_get",
     "bytes_sent",
+    "commits",
+    "lfs_uploads",
 )
 # Share of repos whose listing loses siblings by default: the Hub does it now and then (§0.1.11).
 LOSSY_SIBLINGS = 0.05
 
 
-class HubServer(ApiEndpoints, FileServing, ModelJson):
+class HubServer(ApiEndpoints, FileServing, ModelJson, DatasetEndpoints):
     """Serves a hub directory on 127.0.0.1 (ephemeral ports by default) in daemon threads.
 
     ``counts`` (a Counter, see COUNTER_KINDS), ``request_log`` [(method, path, status)],
     ``add_fault(...)`` for fault injection, ``reload()`` after changing files on disk.
+
+    Dataset repos (``upload.py``) live under ``dataset_dir`` (a temp dir removed at ``stop`` by default).
+    ``tokens`` maps a token to ``"write"`` or ``"read"`` for them (None: any token writes);
+    ``dataset_namespaces`` are the namespaces a write token may create and write in (None: any);
+    ``commit_quota=(N, seconds)``: at most N commits per token in each fixed window, then 429.
     """
 
     def __init__(
@@ -80,8 +93,21 @@ class HubServer(ApiEndpoints, FileServing, ModelJson):
         token_api_quota: int | None = None,
         token_resolver_quota: int | None = None,
         lossy_siblings: float = LOSSY_SIBLINGS,
+        dataset_dir: str | None = None,
+        tokens: dict[str, str] | None = None,
+        dataset_namespaces=None,
+        commit_quota: tuple[int, float] | None = None,
     ):
         self.lossy_siblings = lossy_siblings
+        self._own_dataset_dir = None if dataset_dir else tempfile.mkdtemp(prefix="hubsim-datasets-")
+        self.datasets = DatasetStore(dataset_dir or self._own_dataset_dir)
+        if tokens is not None and any(role not in ("read", "write") for role in tokens.values()):
+            raise ValueError("tokens maps a token to 'read' or 'write'")
+        self.tokens = dict(tokens) if tokens is not None else None
+        self.dataset_namespaces = set(dataset_namespaces) if dataset_namespaces is not None else None
+        self.commit_quota = commit_quota
+        self._commit_windows: dict = {}
+        self.upload_secret = secrets.token_bytes(16)
         self.deep_listing_504: tuple[int, int | None] | None = None  # see fail_deep_listings
         self.store = RepoStore(root, lfs_threshold=lfs_threshold)
         self.page_size = page_size
@@ -128,6 +154,8 @@ class HubServer(ApiEndpoints, FileServing, ModelJson):
         for t in self._threads:
             t.join(timeout=5)
         self._servers, self._threads = [], []
+        if self._own_dataset_dir and os.path.isdir(self._own_dataset_dir):
+            shutil.rmtree(self._own_dataset_dir, ignore_errors=True)
 
     def __enter__(self) -> HubServer:
         return self.start()
@@ -242,7 +270,9 @@ class HubServer(ApiEndpoints, FileServing, ModelJson):
         """Counter kinds of a request; faulted requests count too (they cost the real Hub's budget)."""
         segs = raw_path.split("/")[1:]
         if role == "cdn":
-            return ["cdn_get"] if method == "GET" else []
+            return ["cdn_get"] if method == "GET" else ["lfs_uploads"] if method == "PUT" else []
+        if segs[:1] == ["datasets"] and len(segs) >= 6 and segs[3] == "resolve":
+            return ["resolve_head" if method == "HEAD" else "resolve_get"]
         if segs[:1] != ["api"]:
             if len(segs) >= 5 and segs[2] == "resolve":
                 return ["resolve_head" if method == "HEAD" else "resolve_get"]
@@ -263,12 +293,18 @@ class HubServer(ApiEndpoints, FileServing, ModelJson):
         """The answer to one request (the route table of docs/hub-api.md §8); errors raise :class:`HttpError`."""
         segs = [unquote(s) for s in raw_path.split("/")[1:]]
         if role == "cdn":
+            if method == "PUT" and segs[:1] == ["lfs-upload"]:
+                return self._cdn_upload(segs, query, body)
             return self._cdn(method, segs, headers)
         if segs[:2] == ["api", "agent-harnesses"]:
             return json_response({"standardEnvVars": [], "harnesses": {}})
         moved = self._moved(raw_path)
         if moved is not None:
             return Response(307, {"Location": moved})
+        if segs[:2] in (["api", "datasets"], ["api", "repos"], ["api", "validate-yaml"]):
+            return self._dataset_api(method, segs[1:], query, body, headers)
+        if segs[:1] == ["datasets"]:
+            return self._dataset_git(method, segs, query, body, headers)
         if segs and segs[0] == "api":
             return self._api(method, segs[1:], query, body, headers)
         if len(segs) >= 5 and segs[2] == "resolve" and method in ("GET", "HEAD"):

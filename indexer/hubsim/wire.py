@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .repos import FileEntry
 
-FAULT_KINDS = ("status", "reset", "truncate", "slow", "stall", "malformed_json")
+FAULT_KINDS = ("status", "reset", "truncate", "slow", "stall", "malformed_json", "corrupt")
 
 
 @dataclass
@@ -140,6 +140,10 @@ class Handler(BaseHTTPRequestHandler):
         """POST, as ``get_paths_info`` sends to ``/paths-info/{revision}`` (huggingface_hub 2.4 ``hf_api.py:4331``)."""
         self._handle("POST")
 
+    def do_PUT(self):
+        """PUT, as the LFS basic transfer sends an object to its href (huggingface_hub 2.4 ``lfs.py:351-368``)."""
+        self._handle("PUT")
+
     def _handle(self, method: str) -> None:
         hub = self.server.hub
         length = int(self.headers.get("Content-Length") or 0)
@@ -211,13 +215,13 @@ class Handler(BaseHTTPRequestHandler):
                 self._abort(rst=fault_kind == "reset")
             return
         limit = length // 2 if fault_kind == "reset" else length
-        sent = self._write_body(resp, limit)
+        sent = self._write_body(resp, limit, corrupt=fault_kind == "corrupt")
         if resp.file is not None:
             self.server.hub._count("bytes_sent", sent)
         if fault_kind in ("reset", "truncate"):
             self._abort(rst=fault_kind == "reset")
 
-    def _write_body(self, resp: Response, limit: int) -> int:
+    def _write_body(self, resp: Response, limit: int, corrupt: bool = False) -> int:
         if resp.file is None:
             self.wfile.write(resp.body[:limit])
             return limit
@@ -229,6 +233,8 @@ class Handler(BaseHTTPRequestHandler):
                 chunk = f.read(min(1 << 16, limit - sent))
                 if not chunk:
                     break
+                if corrupt and sent == 0:  # same length, other bytes: only a hash of the content can tell
+                    chunk = bytes(b ^ 0xFF for b in chunk[:64]) + chunk[64:]
                 self.wfile.write(chunk)
                 sent += len(chunk)
         return sent
