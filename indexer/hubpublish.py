@@ -1,6 +1,6 @@
 """``indexer publish --to-hub ORG/NAME``: the catalog as a Hub dataset, in one commit.
 
-The commit holds, under fixed names (HUB-UPLOAD §2.6: a dated name would add a ``.gitattributes`` line a night):
+The commit holds, under fixed names (docs/hub-upload.md §2.6: a dated name would add a ``.gitattributes`` line a night):
 
 * ``catalog.sqlite``: the compacted read-only snapshot (``publish.compact_into``: ``VACUUM INTO``, checked);
 * ``tokens.tar``: the token store beside the catalog (``catalog/tokenstore.py``: full vocabularies, GGUF token

@@ -1,7 +1,7 @@
 """``indexer pull``: the newest published snapshot (``indexer publish --to-hub``) becomes the local catalog.
 
 1. One cheap request: ``dataset_info(files_metadata=True)`` names the commit and the snapshot's LFS sha256
-   (HUB-UPLOAD §3). When it equals the local catalog's (remembered in ``<catalog>.pulled.json`` with the file's
+   (docs/hub-upload.md §3). When it equals the local catalog's (remembered in ``<catalog>.pulled.json`` with the file's
    size and mtime, else hashed) and the token store is the published one, nothing is downloaded.
 2. Otherwise the snapshot is downloaded into a staging directory beside the catalog (same filesystem, so the
    rename is atomic), with the client's progress bar. The client checks only the size (§3): the sha256 is

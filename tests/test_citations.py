@@ -1,7 +1,7 @@
 """The project's docs and code cite only what a reader of the project has: its own docs or the engines' sources.
 
-The reference notes beside the checkout (../shared: DESIGN.md, ENGINE-ARCH-RULES.md, HUB-UPLOAD.md) are not
-shipped; docs/hub-api.md is the project's own copy of HUB-API.md, so "HUB-API §n" resolves inside the project.
+The reference notes beside the checkout (../shared) are not shipped; docs/hub-api.md and docs/hub-upload.md are the
+project's own copies of the Hub notes, so "HUB-API §n" and "docs/hub-upload.md §n" resolve inside the project.
 """
 
 from __future__ import annotations

@@ -303,7 +303,7 @@ def test_the_imitation_refuses_what_the_hub_refuses(hub):
 
 def test_xet_is_off_before_huggingface_hub_is_imported():
     """constants.py:343 reads HF_HUB_DISABLE_XET at import; with Xet on and no Xet server the upload fails with no
-    fallback (HUB-UPLOAD §2.8). Importing the publish and pull modules first must leave it off."""
+    fallback (docs/hub-upload.md §2.8). Importing the publish and pull modules first must leave it off."""
     import os
     import subprocess
     import sys

@@ -1,6 +1,6 @@
 """A Hub *dataset* repo as ``publish --to-hub`` and ``pull`` use it, through huggingface_hub 2.4.0 only.
 
-Where each call's behaviour is written (/work/shared/HUB-UPLOAD.md):
+Where each call's behaviour is written (docs/hub-upload.md):
 
 * ``create_repo(repo_type="dataset", exist_ok=True)`` (§1) succeeds with a read-only token on an existing repo
   (``hf_api.py:4770-4781``): it is no write check; the preupload of ``create_commit`` is, and it comes before any

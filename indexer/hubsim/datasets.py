@@ -5,7 +5,7 @@ LFS objects under ``lfs/<sha256>``, so the server streams both from disk as it s
 (``FileEntry``). A repo is born with one commit holding ``.gitattributes``, as the Hub's "initial commit" is;
 every commit is kept, so any earlier commit can still be read (``revision=<sha>``).
 
-What the real Hub does, and where it is written (docs: /work/shared/HUB-UPLOAD.md):
+What the real Hub does, and where it is written (docs: docs/hub-upload.md):
 
 * regular files over 10 MiB are refused by the commit endpoint (400, huggingface_hub issue #2666);
 * a commit whose ``parentCommit`` is not the branch head is refused (412, huggingface_hub
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from .repos import FileEntry, git_blob_sha1, hub_date
 
-REGULAR_LIMIT = 10 << 20  # the commit endpoint's limit for a regular file (HUB-UPLOAD §2.6)
-# A subset of the Hub's default dataset .gitattributes (the full template is unverified, HUB-UPLOAD §6):
+REGULAR_LIMIT = 10 << 20  # the commit endpoint's limit for a regular file (docs/hub-upload.md §2.6)
+# A subset of the Hub's default dataset .gitattributes (the full template is unverified, docs/hub-upload.md §6):
 # archives and columnar data; ``*.sqlite`` is not listed, so a SQLite file becomes LFS by its binary sample.
 LFS_PATTERNS = ("*.7z", "*.arrow", "*.bin", "*.gz", "*.parquet", "*.safetensors", "*.tar", "*.tar.*", "*.tgz",
                 "*.zip", "*.zst")

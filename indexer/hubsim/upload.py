@@ -1,6 +1,6 @@
 """The Hub imitation's dataset endpoints and upload protocol, as huggingface_hub 2.4.0 speaks it with Xet off.
 
-Each route and refusal follows /work/shared/HUB-UPLOAD.md (§ numbers below):
+Each route and refusal follows docs/hub-upload.md (§ numbers below):
 
 * ``POST /api/repos/create`` (§1): ``visibility`` (2.4.0) or ``private`` (older clients); 409 with ``url``;
   403 on a namespace the token cannot write;
@@ -371,7 +371,7 @@ class DatasetEndpoints:
         if fe is None:
             raise HttpError(404, "EntryNotFound", "Entry not found", {"X-Repo-Commit": c.oid})
         common = {"X-Repo-Commit": c.oid, "Accept-Ranges": "bytes"}
-        if fe.lfs:  # legacy LFS storage: no Xet headers (an object uploaded over LFS, HUB-UPLOAD §2.8)
+        if fe.lfs:  # legacy LFS storage: no Xet headers (an object uploaded over LFS, docs/hub-upload.md §2.8)
             location = f"{self.cdn_endpoint}/cdn/{fe.sha256}?repo={quote(repo_id)}&file={quote(path)}"
             return Response(302, {**common, "Location": location, "X-Linked-Etag": f'"{fe.sha256}"',
                                   "X-Linked-Size": str(fe.size), "ETag": f'"{fe.oid}"'})
