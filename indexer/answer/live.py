@@ -1,0 +1,377 @@
+"""Live answers for Hub repos the local catalog lacks (issue 22 part 3): fetched the way the crawl fetches them.
+
+A repo missing from the catalog is crawled alone: ``model_info`` (one API call), paths-info for its wanted files
+(one), one GET per blob the blob store does not hold, a GGUF header range-read for a GGUF-only repo
+(``crawl.fetch.Fetcher``), written by ``crawl.writer.CatalogWriter`` into the catalog (created by the real
+migrations when missing), then given its classes by ``catalog.compute_scoped`` (not a full ``compute``). Asked
+again, it is in the catalog: 0 requests. Gated repos are answered from public copies found by blob id, as in
+the crawl; a token (HF_TOKEN) is used by huggingface_hub and never stored. A private repo never enters the
+catalog: its files are fetched into a temporary directory and it is answered as a local model directory.
+
+``--live`` (``discover``) also lists candidate drafts the catalog lacks (``candidates.py``) and fetches them within
+a request budget. ``--offline`` and HF_HUB_OFFLINE=1 never touch the network.
+
+Everything here is imported only when an answer needs the Hub: a query the catalog answers imports none of it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import EXIT_NOT_FOUND, CatalogError, IndexerError, QueryError, RepoNotFound
+from ..files import DEFAULT_MAX_FILE_BYTES
+
+PULL_HINT = "`indexer pull` fetches the published catalog"
+DEFAULT_BUDGET = 60  # requests (API calls + downloads) of one `query --live`
+
+
+def offline(flag: bool = False) -> bool:
+    """--offline, or HF_HUB_OFFLINE as huggingface_hub reads it (constants.py:12-19, 194: 1/ON/YES/TRUE)."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
+    return flag or (value or "").upper() in {"1", "ON", "YES", "TRUE"}
+
+
+class LiveError(QueryError):
+    """A live answer that cannot be given (offline, not on the Hub, budget): one line, exit 3."""
+
+    def __init__(self, message: str):
+        super().__init__(message, EXIT_NOT_FOUND)
+
+
+@dataclass
+class Fetch:
+    """What one live fetch did: repos written, private repos read apart, failures, requests spent."""
+
+    written: list[str] = field(default_factory=list)
+    private: dict[str, Path] = field(default_factory=dict)  # repo id -> temporary model directory
+    failed: dict[str, str] = field(default_factory=dict)  # repo id -> why
+    statuses: dict[str, str] = field(default_factory=dict)  # repo id -> status the catalog gave it
+    ids: dict[str, str] = field(default_factory=dict)  # asked id -> the Hub's id
+    compute: dict | None = None
+
+    def close(self) -> None:
+        """Remove the private repos' temporary directories."""
+        for path in self.private.values():
+            shutil.rmtree(path.parent, ignore_errors=True)
+        self.private.clear()
+
+
+class Live:
+    """One live answer's door to the Hub: one client (its request counters are the answer's), one catalog."""
+
+    def __init__(self, db: str | None, *, endpoint: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 workers: int = 4, quiet: bool = True, base_delay: float = 1.0):
+        from ..crawl.loop import catalog_dir
+        from ..hub.client import HubClient
+
+        self.db, self.max_file_bytes, self.workers, self.quiet = db, max_file_bytes, workers, quiet
+        self.endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
+        self.base_delay = base_delay
+        self.client = HubClient(self.endpoint, token=None, scratch_dir=catalog_dir(db) / "cache",
+                                base_delay=base_delay)
+        self.fetch = Fetch()
+
+    def close(self) -> None:
+        """Close the client and remove temporary directories."""
+        self.client.close()
+        self.fetch.close()
+
+    def requests(self) -> int:
+        """Requests this answer sent: API calls plus resolver (download) calls."""
+        c = self.client.counts()
+        return c["api_calls"] + c["resolver_calls"]
+
+    def _options(self, models=()):
+        from ..crawl.options import CrawlOptions
+
+        return CrawlOptions(models=tuple(models), endpoint=self.client.endpoint, quiet=True,
+                            max_file_bytes=self.max_file_bytes, workers=self.workers, base_delay=self.base_delay)
+
+    def crawl(self, *, models=(), listed=(), progress=None) -> dict:
+        """Crawl exactly these repos (ids by model_info, or items already listed): the crawl's own code."""
+        from ..crawl.loop import Crawler
+        from ..errors import CrawlFailed
+
+        crawler = Crawler(self.db, self._options(models), client=self.client, listed=list(listed), resume=False,
+                          progress=progress)
+        try:
+            summary = crawler.run()
+        except CrawlFailed as e:
+            summary = e.summary
+        for err in summary.get("errors") or ():
+            if err.get("repo"):
+                self.fetch.failed[err["repo"]] = err["reason"]
+        for item in crawler.private:
+            self._read_private(item, crawler)
+        written = _rows(self.db, [i for i in crawler._seen if i not in self.fetch.private])
+        for rid, status in written.items():
+            self.fetch.statuses[rid] = status
+            if rid not in self.fetch.written:
+                self.fetch.written.append(rid)
+        return summary
+
+    def _read_private(self, item, crawler) -> None:
+        """A private repo: its wanted files into a temporary directory (blobs in a temporary store), no row."""
+        from ..catalog.blobstore import BlobStore
+        from ..crawl.fetch import Fetcher
+
+        tmp = Path(tempfile.mkdtemp(prefix="indexer-private-"))
+        store = BlobStore(tmp / "blobs")
+        got = Fetcher(self.client, store, self.max_file_bytes).fetch(item)
+        if got.status is not None or got.gguf is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            why = got.reason or ("a GGUF-only private repo is answered from a local .gguf file, not live"
+                                 if got.gguf is not None else got.status)
+            self.fetch.failed[item.id] = f"private: {why}"
+            return
+        directory = tmp / item.id.split("/")[-1]
+        store.export({e.filename: e.blob_id for e in got.entries.values()}, directory)
+        shutil.rmtree(tmp / "blobs", ignore_errors=True)
+        self.fetch.private[item.id] = directory
+
+
+def _rows(db: str | None, repo_ids) -> dict[str, str]:
+    """Status of each of ``repo_ids`` the catalog holds."""
+    from ..catalog.reader import Reader
+
+    ids = sorted(set(repo_ids))
+    if not ids:
+        return {}
+    cat = Reader(db, needs="repos")
+    try:
+        out = {}
+        for rid in ids:
+            row = cat.one("SELECT status FROM repos WHERE repo_id = :r", {"r": rid})
+            if row is not None:
+                out[rid] = row[0]
+        return out
+    finally:
+        cat.close()
+
+
+def in_catalog(db: str | None, arg: str) -> str | None:
+    """The catalog repo id ``arg`` names (any case, a Hub URL), else None (also when there is no catalog)."""
+    from ..catalog.reader import Reader
+    from .lookup import find_repo_id
+
+    try:
+        cat = Reader(db, needs="repos")
+    except CatalogError:
+        return None
+    try:
+        return find_repo_id(cat.all, arg, cat.dialect).repo_id
+    except RepoNotFound:
+        return None
+    finally:
+        cat.close()
+
+
+def hub_id(arg: str) -> str | None:
+    """The ``owner/name`` a target or draft names on the Hub (a repo id or Hub URL), None for a bare name."""
+    from .lookup import repo_ref
+    from .validate import is_repo_id
+
+    try:
+        ref = repo_ref(arg)
+    except RepoNotFound:
+        return None
+    return ref if "/" in ref and is_repo_id(ref) else None
+
+
+def missing_catalog(db: str | None) -> bool:
+    """No catalog file (a SQLite path that does not exist)."""
+    from ..catalog.db import resolve_url, sqlite_path
+
+    try:
+        path = sqlite_path(resolve_url(db))
+    except CatalogError:
+        return False
+    return path is not None and not path.exists()
+
+
+def offline_refusal(db: str | None, args) -> LiveError | CatalogError:
+    """What an offline answer says when the catalog lacks a repo (or there is no catalog)."""
+    if missing_catalog(db):
+        from ..catalog.db import resolve_url, sqlite_path
+
+        path = sqlite_path(resolve_url(db))
+        return CatalogError(f"catalog {path} does not exist and the Hub is not asked offline (--offline or "
+                            f"HF_HUB_OFFLINE=1); {PULL_HINT}, or run `indexer crawl`")
+    return LiveError(f"{', '.join(args)} {'is' if len(args) == 1 else 'are'} not in the catalog and the Hub is not "
+                     "asked offline (--offline or HF_HUB_OFFLINE=1): cannot be answered")
+
+
+def sides_to_fetch(db: str | None, *args: str) -> list[str]:
+    """The Hub repos among ``args`` that the catalog lacks (what a live answer would fetch, or refuse offline)."""
+    from .sides import is_local
+
+    return [a for a in args if not is_local(a) and hub_id(a) is not None and in_catalog(db, a) is None]
+
+
+def ensure(live: Live, args: list[str]) -> dict[str, str]:
+    """Fetch the repos among ``args`` (Hub ids) that the catalog lacks; asked id -> what answers it
+    (the catalog id, or a private repo's temporary directory). 0 requests for repos already held."""
+    need = []
+    out: dict[str, str] = {}
+    for arg in args:
+        held = in_catalog(live.db, arg)
+        if held is not None:
+            out[arg] = held
+        else:
+            need.append(arg)
+    if need:
+        ids = {arg: hub_id(arg) for arg in need}
+        live.crawl(models=[i for i in ids.values() if i])
+        fresh = [rid for rid in live.fetch.written]
+        if fresh:
+            from ..catalog.compute_scoped import compute_repos
+
+            live.fetch.compute = compute_repos(live.db, fresh)
+        for arg, rid in ids.items():
+            out[arg] = _answered_by(live, arg, rid)
+    return out
+
+
+def _answered_by(live: Live, arg: str, rid: str | None) -> str:
+    if rid is None:
+        raise RepoNotFound(f"{arg} is not in the catalog; give the full ORG/NAME id to fetch it from the Hub")
+    for pid, path in live.fetch.private.items():
+        if pid.lower() == rid.lower():
+            return str(path)
+    held = in_catalog(live.db, rid)
+    if held is not None:
+        return held
+    why = next((r for k, r in live.fetch.failed.items() if k.lower() == rid.lower()), None)
+    raise RepoNotFound(f"{arg} is not in the catalog and the Hub did not give it: {why or 'not written'}")
+
+
+def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+               offline_flag: bool = False, endpoint: str | None = None) -> tuple[dict, dict]:
+    """``indexer check`` for sides the catalog lacks: fetched first (unless offline); (result, live report)."""
+    from .query import check
+
+    hub_sides = sides_to_fetch(db, target, draft)
+    if not hub_sides:
+        return check(target, draft, db=db, max_file_bytes=max_file_bytes), {}
+    if offline(offline_flag):
+        raise offline_refusal(db, hub_sides)
+    live = Live(db, endpoint=endpoint, max_file_bytes=max_file_bytes)
+    try:
+        answered = ensure(live, hub_sides)
+        report = _report(live)
+        if not live.fetch.private:
+            return check(target, draft, db=db, max_file_bytes=max_file_bytes), report
+        return _check_private(target, draft, answered, db, max_file_bytes), report
+    finally:
+        live.close()
+
+
+def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes) -> dict:
+    """A check with a private side: that side read from its temporary directory, named by its repo id."""
+    from dataclasses import replace
+
+    from ..engines.rules import check_pair
+    from .query import _CheckCatalog
+    from .sides import is_local, resolve_side
+
+    catalog = _CheckCatalog(db)
+    try:
+        sides = []
+        for role, arg in (("target", target), ("draft", draft)):
+            use = answered.get(arg, arg)
+            try:
+                reader = None if is_local(use) else catalog.get()
+                side = resolve_side(use, db=db, max_file_bytes=max_file_bytes, reader=reader)
+            except IndexerError as e:
+                raise e.reworded(f"{role} {arg}: {e.message}") from None
+            sides.append(replace(side, name=arg) if use != arg else side)
+        return check_pair(*sides)
+    finally:
+        catalog.close()
+
+
+def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 10, near_misses: bool = False,
+               all_members: bool = False, method: str = "draft", offline_flag: bool = False, discover: bool = False,
+               budget: int = DEFAULT_BUDGET, endpoint: str | None = None, progress: bool | None = None) -> dict:
+    """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too)."""
+    from .query import run_query
+
+    rid = hub_id(target)
+    held = in_catalog(db, target)
+    if rid is None or offline(offline_flag) or (held is not None and not discover):
+        if rid is not None and held is None and offline(offline_flag):
+            raise offline_refusal(db, [target])
+        result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_members,
+                           db=db, method=method)
+        if discover and offline(offline_flag):
+            result["live"] = {"offline": True, "note": "offline: no candidate drafts were looked for on the Hub"}
+        return result
+    live = Live(db, endpoint=endpoint)
+    try:
+        answered = ensure(live, [target])[target]
+        report: dict = {}
+        if discover:
+            from .candidates import discover_drafts
+
+            report = discover_drafts(live, held or _catalog_id(live, answered), engine, budget, progress=progress)
+        report = {**_report(live), **report}
+        if answered in (str(p) for p in live.fetch.private.values()):
+            if method != "draft":
+                raise QueryError(f"{target} is private: it is answered as a local model directory, for "
+                                 "--method draft only")
+            result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
+                               all_members=all_members, db=db, method=method, shown=target)
+        else:
+            result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
+                               all_members=all_members, db=db, method=method)
+        result["live"] = report
+        return result
+    finally:
+        live.close()
+
+
+def _catalog_id(live: Live, answered: str) -> str | None:
+    return None if answered in (str(p) for p in live.fetch.private.values()) else answered
+
+
+def _report(live: Live) -> dict:
+    c = live.client.counts()
+    out = {"fetched": sorted(live.fetch.written), "private": sorted(live.fetch.private),
+           "failed": dict(sorted(live.fetch.failed.items())), "api_calls": c["api_calls"],
+           "downloads": c["resolver_calls"], "requests": c["api_calls"] + c["resolver_calls"]}
+    if live.fetch.compute is not None:
+        out["compute_seconds"] = live.fetch.compute["seconds"]
+    return out
+
+
+def render_live(report: dict) -> str:
+    """The live part of an answer in words (stderr: stdout stays the answer's own)."""
+    if not report:
+        return ""
+    if report.get("offline"):
+        return report["note"]
+    lines = []
+    fetched = report.get("fetched") or []
+    if fetched or report.get("private"):
+        lines.append(f"live: fetched {len(fetched)} repo(s) into the catalog"
+                     + (f" ({', '.join(fetched[:5])}{', ...' if len(fetched) > 5 else ''})" if fetched else "")
+                     + (f"; {len(report['private'])} private repo(s) read apart, not stored" if report.get("private")
+                        else "")
+                     + f"; {report['api_calls']} API call(s), {report['downloads']} download(s)")
+    for rid, why in list((report.get("failed") or {}).items())[:5]:
+        lines.append(f"live: {rid}: {why}")
+    for line in report.get("discovery_lines") or ():
+        lines.append(f"live: {line}")
+    return "\n".join(lines)
+
+
+def say(report: dict) -> None:
+    """Print :func:`render_live` to stderr when there is something to say."""
+    text = render_live(report)
+    if text:
+        print(text, file=sys.stderr)
