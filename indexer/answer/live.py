@@ -86,18 +86,37 @@ class Live:
         c = self.client.counts()
         return c["api_calls"] + c["resolver_calls"]
 
-    def _options(self, models=()):
+    def _options(self):
         from ..crawl.options import CrawlOptions
 
-        return CrawlOptions(models=tuple(models), endpoint=self.client.endpoint, quiet=True,
-                            max_file_bytes=self.max_file_bytes, workers=self.workers, base_delay=self.base_delay)
+        return CrawlOptions(live=True, endpoint=self.client.endpoint, quiet=True, max_file_bytes=self.max_file_bytes,
+                            workers=self.workers, base_delay=self.base_delay)
 
-    def crawl(self, *, models=(), listed=(), progress=None) -> dict:
-        """Crawl exactly these repos (ids by model_info, or items already listed): the crawl's own code."""
+    def crawl(self, *, models=(), listed=(), progress=None) -> None:
+        """Crawl exactly these repos (ids asked by model_info, one API call each, or items already listed) with
+        the crawl's own code. A private repo is never handed to the crawl (no row, no run record names it)."""
+        from ..crawl.fetch import describe
         from ..crawl.loop import Crawler
         from ..errors import CrawlFailed
+        from ..hub.client import BudgetExhausted, HubUnreachable
 
-        crawler = Crawler(self.db, self._options(models), client=self.client, listed=list(listed), resume=False,
+        items = [i for i in listed if not i.private]
+        for rid in models:
+            try:
+                item = self.client.model_info(rid)  # the crawl's --model call (crawl/loop.py _items)
+            except (HubUnreachable, BudgetExhausted):
+                raise
+            except Exception as e:  # noqa: BLE001 - a typo'd, vanished or hidden repo: said, not fatal
+                self.fetch.failed[rid] = f"model_info failed: {describe(e)}"
+                continue
+            self.fetch.ids[rid] = item.id
+            if item.private:
+                self._read_private(item)
+            else:
+                items.append(item)
+        if not items:
+            return
+        crawler = Crawler(self.db, self._options(), client=self.client, listed=items, resume=False,
                           progress=progress)
         try:
             summary = crawler.run()
@@ -106,16 +125,12 @@ class Live:
         for err in summary.get("errors") or ():
             if err.get("repo"):
                 self.fetch.failed[err["repo"]] = err["reason"]
-        for item in crawler.private:
-            self._read_private(item, crawler)
-        written = _rows(self.db, [i for i in crawler._seen if i not in self.fetch.private])
-        for rid, status in written.items():
+        for rid, status in _rows(self.db, [i.id for i in items]).items():
             self.fetch.statuses[rid] = status
             if rid not in self.fetch.written:
                 self.fetch.written.append(rid)
-        return summary
 
-    def _read_private(self, item, crawler) -> None:
+    def _read_private(self, item) -> None:
         """A private repo: its wanted files into a temporary directory (blobs in a temporary store), no row."""
         from ..catalog.blobstore import BlobStore
         from ..crawl.fetch import Fetcher
@@ -227,7 +242,7 @@ def ensure(live: Live, args: list[str]) -> dict[str, str]:
     if need:
         ids = {arg: hub_id(arg) for arg in need}
         live.crawl(models=[i for i in ids.values() if i])
-        fresh = [rid for rid in live.fetch.written]
+        fresh = list(live.fetch.written)
         if fresh:
             from ..catalog.compute_scoped import compute_repos
 
@@ -238,16 +253,17 @@ def ensure(live: Live, args: list[str]) -> dict[str, str]:
 
 
 def _answered_by(live: Live, arg: str, rid: str | None) -> str:
+    """What answers ``arg`` after the fetch: its catalog id or a private repo's directory, else RepoNotFound."""
     if rid is None:
         raise RepoNotFound(f"{arg} is not in the catalog; give the full ORG/NAME id to fetch it from the Hub")
-    for pid, path in live.fetch.private.items():
-        if pid.lower() == rid.lower():
-            return str(path)
-    held = in_catalog(live.db, rid)
+    canonical = live.fetch.ids.get(rid, rid)  # the Hub's spelling of the id
+    if canonical in live.fetch.private:
+        return str(live.fetch.private[canonical])
+    held = in_catalog(live.db, canonical)
     if held is not None:
         return held
-    why = next((r for k, r in live.fetch.failed.items() if k.lower() == rid.lower()), None)
-    raise RepoNotFound(f"{arg} is not in the catalog and the Hub did not give it: {why or 'not written'}")
+    why = live.fetch.failed.get(canonical) or live.fetch.failed.get(rid) or "not written"
+    raise RepoNotFound(f"{arg} is not in the catalog and the Hub did not give it ({why})")
 
 
 def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,

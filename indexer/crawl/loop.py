@@ -71,7 +71,6 @@ class Crawler(RunRecord):
         self.opt = options
         self.listed = list(listed or ())  # repos a caller has already listed (live answers): no model_info
         self.resume = resume  # start with the previous run's queue (a live answer fetches only what it asks)
-        self.private: list[Listed] = []  # private repos met (never written): a live answer reads them apart
         self.families = load_families()
         for name in options.families:
             if find_family(name, self.families) is None:
@@ -364,7 +363,6 @@ class Crawler(RunRecord):
         row = session.execute(select(Repo).where(Repo.repo_id == item.id)).scalar_one_or_none()
         if item.private:  # listed because a token is set: a public catalog never holds it
             self.counts["private"] += 1
-            self.private.append(item)
             if row is not None and row.status != "gone":
                 self.writer.mark_gone(session, [row], "private on the Hub", self.run_id)
                 self.counts["gone"] += 1
