@@ -98,12 +98,13 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline):
 
     try:
         result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
-    except IndexerError:
-        from .answer import live
+    except IndexerError as e:
+        from .answer import live  # the live path (answer/live.py), imported only here
 
         if not live.sides_to_fetch(db, target, draft):
             raise
-        result, report = live.live_check(target, draft, db=db, max_file_bytes=max_file_bytes, offline_flag=offline)
+        result, report = live.live_check(target, draft, db=db, max_file_bytes=max_file_bytes, offline_flag=offline,
+                                         first=e)
         result["live"] = report
         if not as_json:
             live.say(report)
@@ -289,19 +290,20 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     from .errors import IndexerError
 
     kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method)
-    result = None
+    result = first = None
     if not live_:
         try:
             result = run_query(target, **kw)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
-        except IndexerError:
+        except IndexerError as e:
             from .answer.live import sides_to_fetch
 
             if not sides_to_fetch(db, target):  # not a Hub repo the catalog lacks: the catalog's answer stands
                 raise
+            first = e
     if result is None:  # the live path (answer/live.py), imported only here
         from .answer import live
 
-        result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, **kw)
+        result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, first=first, **kw)
         if not as_json:
             live.say(result.get("live") or {})
     if as_json:

@@ -209,16 +209,12 @@ def missing_catalog(db: str | None) -> bool:
     return path is not None and not path.exists()
 
 
-def offline_refusal(db: str | None, args) -> LiveError | CatalogError:
-    """What an offline answer says when the catalog lacks a repo (or there is no catalog)."""
-    if missing_catalog(db):
-        from ..catalog.db import resolve_url, sqlite_path
-
-        path = sqlite_path(resolve_url(db))
-        return CatalogError(f"catalog {path} does not exist and the Hub is not asked offline (--offline or "
-                            f"HF_HUB_OFFLINE=1); {PULL_HINT}, or run `indexer crawl`")
-    return LiveError(f"{', '.join(args)} {'is' if len(args) == 1 else 'are'} not in the catalog and the Hub is not "
-                     "asked offline (--offline or HF_HUB_OFFLINE=1): cannot be answered")
+def offline_refusal(db: str | None, args, first: IndexerError | None = None) -> IndexerError:
+    """What an offline answer says when the catalog lacks a repo (or there is no catalog): one line."""
+    why = "the Hub is not asked offline (--offline or HF_HUB_OFFLINE=1)"
+    if first is None and not missing_catalog(db):
+        return LiveError(f"{', '.join(args)} {'is' if len(args) == 1 else 'are'} not in the catalog, and {why}")
+    return unanswered(db, first, why)
 
 
 def sides_to_fetch(db: str | None, *args: str) -> list[str]:
@@ -263,22 +259,49 @@ def _answered_by(live: Live, arg: str, rid: str | None) -> str:
     if held is not None:
         return held
     why = live.fetch.failed.get(canonical) or live.fetch.failed.get(rid) or "not written"
-    raise RepoNotFound(f"{arg} is not in the catalog and the Hub did not give it ({why})")
+    raise RepoNotFound(f"{arg} is not on the Hub either ({why})")
+
+
+def unanswered(db: str | None, first: IndexerError | None, why: str) -> IndexerError:
+    """The catalog's own answer (``first``: not in the catalog, did you mean) with why the Hub did not answer
+    either; with no catalog at all, one line saying how to get one."""
+    if missing_catalog(db):
+        from ..catalog.db import resolve_url, sqlite_path
+
+        return CatalogError(f"catalog {sqlite_path(resolve_url(db))} does not exist, and {why}; {PULL_HINT}, "
+                            "or run `indexer crawl`")
+    if first is None:
+        return RepoNotFound(why)
+    return first.reworded(f"{first.message}; {why}")
+
+
+def _fetched(live: Live, args: list[str], first: IndexerError | None) -> dict[str, str]:
+    """``ensure``, its failures worded with the catalog's own answer."""
+    from ..hub.client import HubUnreachable
+
+    try:
+        return ensure(live, args)
+    except HubUnreachable as e:
+        raise unanswered(live.db, first, f"the Hub could not be asked ({e})") from None
+    except RepoNotFound as e:
+        raise unanswered(live.db, first, e.message) from None
 
 
 def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-               offline_flag: bool = False, endpoint: str | None = None) -> tuple[dict, dict]:
-    """``indexer check`` for sides the catalog lacks: fetched first (unless offline); (result, live report)."""
+               offline_flag: bool = False, endpoint: str | None = None,
+               first: IndexerError | None = None) -> tuple[dict, dict]:
+    """``indexer check`` for sides the catalog lacks: fetched first (unless offline); (result, live report).
+    ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
     from .query import check
 
     hub_sides = sides_to_fetch(db, target, draft)
     if not hub_sides:
         return check(target, draft, db=db, max_file_bytes=max_file_bytes), {}
     if offline(offline_flag):
-        raise offline_refusal(db, hub_sides)
+        raise offline_refusal(db, hub_sides, first)
     live = Live(db, endpoint=endpoint, max_file_bytes=max_file_bytes)
     try:
-        answered = ensure(live, hub_sides)
+        answered = _fetched(live, hub_sides, first)
         report = _report(live)
         if not live.fetch.private:
             return check(target, draft, db=db, max_file_bytes=max_file_bytes), report
@@ -313,15 +336,17 @@ def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes) 
 
 def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 10, near_misses: bool = False,
                all_members: bool = False, method: str = "draft", offline_flag: bool = False, discover: bool = False,
-               budget: int = DEFAULT_BUDGET, endpoint: str | None = None, progress: bool | None = None) -> dict:
-    """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too)."""
+               budget: int = DEFAULT_BUDGET, endpoint: str | None = None, progress: bool | None = None,
+               first: IndexerError | None = None) -> dict:
+    """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too).
+    ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
     from .query import run_query
 
     rid = hub_id(target)
     held = in_catalog(db, target)
     if rid is None or offline(offline_flag) or (held is not None and not discover):
         if rid is not None and held is None and offline(offline_flag):
-            raise offline_refusal(db, [target])
+            raise offline_refusal(db, [target], first)
         result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_members,
                            db=db, method=method)
         if discover and offline(offline_flag):
@@ -329,7 +354,7 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
         return result
     live = Live(db, endpoint=endpoint)
     try:
-        answered = ensure(live, [target])[target]
+        answered = _fetched(live, [target], first)[target]
         report: dict = {}
         if discover:
             from .candidates import discover_drafts
