@@ -41,6 +41,10 @@ NARROW_SQL = (
     "FROM repos r LEFT JOIN tokenizers t ON t.id = r.tokenizer_id LEFT JOIN engine_facts e "
     "ON e.file_set_id = r.file_set_id AND e.config_blob = COALESCE(r.config_blob, '') "
     "WHERE r.id = :pk AND r.status = 'ok' AND (t.id IS NOT NULL OR e.gguf_signature IS NOT NULL)")
+ENGINE_LIST = ", ".join(f"'{name}'" for name in ENGINES)  # repo_classes' key is (engine, repo_pk)
+# compute numbers the roots outside the catalog -1, -2, ... (fewer than the repos); a root first met here gets
+# -(OUTSIDE_BASE + the pk of the repo that met it), which none of those can be.
+OUTSIDE_BASE = 1 << 40
 NARROW_KEYS = ("pk", "tok", "vs", "vst", "vllm_vs", "hf", "gguf_sig", "gguf_nv", "params", "downloads", "is_chat",
                "gated", "disabled", "vocab_sha", "repo_id", "author", "family", "base_models")
 
@@ -54,17 +58,21 @@ def compute_repos(db: str | None, repo_ids) -> dict:
         with engine.connect() as conn:
             with conn.begin():
                 stats["engine_facts"] = derive_engine_facts(conn, db)
+            changed = bool(stats["engine_facts"]["derived"])
             with conn.begin():
                 for repo_id in repo_ids:
-                    stats["memberships"] += _add_repo(conn, repo_id)
+                    added, new_inputs = _add_repo(conn, repo_id)
+                    stats["memberships"] += added
                     stats["repos"] += 1
-            with conn.begin():
-                families = _families(conn)
-                stats["agreement"] = compute_agreement(conn, db, families)
+                    changed = changed or new_inputs
             with conn.begin():
                 stats["llamacpp_pairs"] = compute_llamacpp_pairs(conn, db)
-            with conn.begin():
-                stats["pairs"] = compute_pairs(conn, db, families)
+            if changed:  # else the agreement and pair steps' inputs are as the last compute left them
+                with conn.begin():
+                    families = _families(conn)
+                    stats["agreement"] = compute_agreement(conn, db, families)
+                with conn.begin():
+                    stats["pairs"] = compute_pairs(conn, db, families)
     finally:
         engine.dispose()
     stats["seconds"] = round(time.perf_counter() - started, 3)
@@ -121,21 +129,22 @@ def _children_lineage(conn, root: str) -> int | None:
             "SELECT r.id, r.base_models FROM repos r WHERE r.status = 'ok' AND r.base_models IS NOT NULL "
             "AND r.base_models LIKE :like"), {"like": f"%{root}%"}):  # a superset: the first base decides
         if _first(base) == root:
-            row = _one(conn, "SELECT lineage_id FROM repo_classes WHERE repo_pk = :pk LIMIT 1", {"pk": pk})
+            row = _one(conn, f"SELECT lineage_id FROM repo_classes WHERE engine IN ({ENGINE_LIST}) AND repo_pk = :pk "
+                             "LIMIT 1", {"pk": pk})
             if row is not None and row[0] is not None:
                 return row[0]
     return None
 
 
-def _dense(conn, column: str, value: str | None) -> int | None:
-    """The number the catalog gives ``value`` of repos.author / repos.family, else a new one."""
+def _dense(conn, column: str, value: str | None, pk: int) -> int | None:
+    """The number the catalog gives ``value`` of repos.author / repos.family, else a new one: ``-pk``, which no
+    other value has (compute numbers them 1, 2, ...; a repo's pk is its own)."""
     if value is None:
         return None
-    row = _one(conn, f"SELECT rc.{column}_id FROM repos r JOIN repo_classes rc ON rc.repo_pk = r.id "
-                     f"WHERE r.{column} = :v AND rc.{column}_id IS NOT NULL LIMIT 1", {"v": value})
-    if row is not None:
-        return row[0]
-    return (_one(conn, f"SELECT max({column}_id) FROM repo_classes", {})[0] or 0) + 1
+    row = _one(conn, f"SELECT rc.{column}_id FROM repos r JOIN repo_classes rc ON rc.engine IN ({ENGINE_LIST}) "
+                     f"AND rc.repo_pk = r.id WHERE r.{column} = :v AND rc.{column}_id IS NOT NULL LIMIT 1",
+               {"v": value})
+    return row[0] if row is not None else -pk
 
 
 def _lineage(conn, n: dict) -> int:
@@ -147,9 +156,8 @@ def _lineage(conn, n: dict) -> int:
         root = _root(conn, n["repo_id"], first)
         row = _one(conn, "SELECT id FROM repos WHERE repo_id = :r", {"r": root})
         lid = row[0] if row is not None else _children_lineage(conn, root)
-        if lid is None:  # a root outside the catalog no other repo shares: a new negative number
-            low = _one(conn, "SELECT min(lineage_id) FROM repo_classes", {})[0]
-            lid = min(-1, (low or 0) - 1)
+        if lid is None:  # a root outside the catalog no other repo shares: a number no other lineage has
+            lid = -(OUTSIDE_BASE + n["pk"])
     outside = _children_lineage(conn, n["repo_id"])  # repos that derive from this repo had it outside
     if outside is not None and outside < 0 and outside != lid:
         conn.execute(text("UPDATE repo_classes SET lineage_id = :lid WHERE lineage_id = :old"),
@@ -157,28 +165,31 @@ def _lineage(conn, n: dict) -> int:
     return lid
 
 
-def _add_repo(conn, repo_id: str) -> int:
-    """The repo's memberships in every engine's class (made when new), counts updated; how many."""
+def _add_repo(conn, repo_id: str) -> tuple[int, bool]:
+    """The repo's memberships in every engine's class (made when new), counts updated: (how many, whether the
+    agreement and pair steps' inputs changed: a new class, a tokenizer's first repo, a tokenizer's new family)."""
     pk_row = _one(conn, "SELECT id FROM repos WHERE repo_id = :r", {"r": repo_id})
     if pk_row is None:
-        return 0
+        return 0, False
     pk = pk_row[0]
     _drop_memberships(conn, pk)
     row = _one(conn, NARROW_SQL, {"pk": pk})
     if row is None:
-        return 0  # not ok, or no facts: no class, as in compute
+        return 0, False  # not ok, or no facts: no class, as in compute
     n = dict(zip(NARROW_KEYS, row, strict=True))
     if n["params"] is None:
         named = estimate_from_name(repo_id)
         n["params"] = named.total if named else None
     facts = {"pk": pk, "params": n["params"], "downloads": n["downloads"], "lineage_id": _lineage(conn, n),
-             "author_id": _dense(conn, "author", n["author"]), "family_id": _dense(conn, "family", n["family"]),
+             "author_id": _dense(conn, "author", n["author"], pk),
+             "family_id": _dense(conn, "family", n["family"], pk),
              "is_chat": n["is_chat"], "gated": bool(n["gated"]), "disabled": bool(n["disabled"])}
-    added = 0
+    added, changed = 0, _new_for_tokenizer(conn, n)
     for eng in ENGINES.values():
-        cid = _class_id(conn, eng.name, eng.class_key, n)
+        cid, made = _class_id(conn, eng.name, eng.class_key, n)
         if cid is None:
             continue
+        changed = changed or made
         conn.execute(text("UPDATE compat_classes SET members = members + 1 WHERE id = :c"), {"c": cid})
         conn.execute(text(
             "INSERT INTO repo_classes (engine, repo_pk, class_id, params, downloads, lineage_id, author_id, "
@@ -188,36 +199,50 @@ def _add_repo(conn, repo_id: str) -> int:
     if n["tok"] is not None:
         conn.execute(text("UPDATE tokenizers SET repo_count = COALESCE(repo_count, 0) + 1 WHERE id = :t"),
                      {"t": n["tok"]})
-    return added
+    return added, changed
+
+
+def _new_for_tokenizer(conn, n: dict) -> bool:
+    """Is this repo its tokenizer's first counted repo, or the first of its family with it?"""
+    if n["tok"] is None:
+        return False
+    count = _one(conn, "SELECT repo_count FROM tokenizers WHERE id = :t", {"t": n["tok"]})
+    if not count or not count[0]:
+        return True
+    if n["family"] is None:
+        return False
+    return _one(conn, "SELECT 1 FROM repos WHERE tokenizer_id = :t AND family = :f AND status = 'ok' AND id <> :pk "
+                      "LIMIT 1", {"t": n["tok"], "f": n["family"], "pk": n["pk"]}) is None
 
 
 def _drop_memberships(conn, pk: int) -> None:
     """A repo written again: its old memberships leave their classes first."""
-    for (cid,) in conn.execute(text("SELECT class_id FROM repo_classes WHERE repo_pk = :pk"), {"pk": pk}).all():
+    where = f"engine IN ({ENGINE_LIST}) AND repo_pk = :pk"
+    for (cid,) in conn.execute(text(f"SELECT class_id FROM repo_classes WHERE {where}"), {"pk": pk}).all():
         conn.execute(text("UPDATE compat_classes SET members = members - 1 WHERE id = :c"), {"c": cid})
-    if conn.execute(text("DELETE FROM repo_classes WHERE repo_pk = :pk"), {"pk": pk}).rowcount:
+    if conn.execute(text(f"DELETE FROM repo_classes WHERE {where}"), {"pk": pk}).rowcount:
         conn.execute(text("UPDATE tokenizers SET repo_count = repo_count - 1 WHERE id = "
                           "(SELECT tokenizer_id FROM repos WHERE id = :pk) AND repo_count > 0"), {"pk": pk})
 
 
-def _class_id(conn, engine: str, key: tuple[str, ...], n: dict) -> int | None:
-    """The id of the repo's class on ``engine`` (compute's ``insert_classes`` key and label), made when new."""
+def _class_id(conn, engine: str, key: tuple[str, ...], n: dict) -> tuple[int | None, bool]:
+    """(id, made now) of the repo's class on ``engine`` (compute's ``insert_classes`` key and label)."""
     if key == GGUF_CLASS_KEY:
         if n["gguf_sig"] is None:
-            return None
+            return None, False
         ck, size, tok = n["gguf_sig"], n["gguf_nv"], None
         label = f"GGUF vocabulary {ck[:12]}, n_vocab {size}"
     else:
         size_col, _ = key
         size, tok = n[size_col], n["tok"]
         if size is None or tok is None:
-            return None
+            return None, False
         ck = f"{size}:{n['vocab_sha']}"
         label = f"{SIZE_WORDS[size_col]} {size} and get_vocab() mapping {n['vocab_sha'][:12]}"
     row = _one(conn, "SELECT id FROM compat_classes WHERE engine = :e AND class_key = :k", {"e": engine, "k": ck})
     if row is not None:
-        return row[0]
+        return row[0], False
     conn.execute(text("INSERT INTO compat_classes (engine, class_key, vocab_size, tokenizer_id, members, label) "
                       "VALUES (:e, :k, :s, :t, 0, :l)"), {"e": engine, "k": ck, "s": size, "t": tok, "l": label})
     return _one(conn, "SELECT id FROM compat_classes WHERE engine = :e AND class_key = :k",
-                {"e": engine, "k": ck})[0]
+                {"e": engine, "k": ck})[0], True
