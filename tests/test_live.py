@@ -261,3 +261,45 @@ def test_query_answered_from_the_catalog_imports_no_hub_client(hub, env):
             "'indexer.answer.candidates', 'indexer.crawl', 'indexer.hub.client', 'indexer.catalog.compute')))) ")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _all_answers(db: str, targets) -> dict:
+    from indexer.answer.query import run_query
+    from indexer.errors import IndexerError
+
+    out = {}
+    for t in targets:
+        for e in ENGINES:
+            try:
+                out[t, e] = run_query(t, engine=e, db=db, near_misses=True, limit=50)
+            except IndexerError as err:
+                out[t, e] = (type(err).__name__, err.message)
+    return out
+
+
+@pytest.mark.parametrize("added", ["Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-0.5B-Instruct", "ft/derived", "variant/added",
+                                   "meta-llama/Llama-3.2-1B", "gate/gated-chat"])
+def test_scoped_compute_of_a_repo_added_late_equals_a_full_compute(tmp_path, added):
+    """A repo written after the last compute, given its classes by compute_scoped, answers every target of the
+    catalog exactly as a full compute does: lineage (a base added after its fine-tunes), author, family, counts."""
+    from test_query import REPOS, build_catalog
+
+    from indexer.catalog.compute_scoped import compute_repos
+
+    full = build_catalog(tmp_path / "full.db")
+    compute(full)
+    targets = [r[0] for r in REPOS]
+    want = _all_answers(full, targets)
+    late = build_catalog(tmp_path / "late.db")
+    con = sqlite3.connect(late)
+    con.row_factory = sqlite3.Row
+    row = dict(con.execute("SELECT * FROM repos WHERE repo_id = ?", (added,)).fetchone())
+    con.execute("DELETE FROM repos WHERE repo_id = ?", (added,))
+    con.commit()
+    compute(late)
+    con.execute(f"INSERT INTO repos ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+    con.commit()
+    con.close()
+    stats = compute_repos(late, [added])
+    assert stats["memberships"] == len(ENGINES) - 1  # every engine but llama.cpp (no GGUF facts here)
+    assert _all_answers(late, targets) == want
