@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -220,6 +221,7 @@ def test_private_repo_is_answered_but_never_stored(hub, env, monkeypatch):
     res = run("check", "--db", db, DEMO_TARGET, PRIVATE_DRAFT, ok=(3,))  # no token: the Hub hides it
     assert "error:" in res.output
     monkeypatch.setenv("HF_TOKEN", TOKEN)
+    temps = set(Path(tempfile.gettempdir()).glob("indexer-private-*"))
     hub.reset_counts()
     res = run("check", "--db", db, "--json", DEMO_TARGET, PRIVATE_DRAFT)
     out = json.loads(res.output)
@@ -232,6 +234,7 @@ def test_private_repo_is_answered_but_never_stored(hub, env, monkeypatch):
     ids = repo_ids(db)
     assert PRIVATE_TARGET not in ids and PRIVATE_DRAFT not in ids
     assert blobs_held(db) == before  # its blobs went to a temporary store, gone with it
+    assert set(Path(tempfile.gettempdir()).glob("indexer-private-*")) == temps
     con = sqlite3.connect(db)
     try:
         dumped = "\n".join(con.iterdump())

@@ -127,7 +127,7 @@ def _children_lineage(conn, root: str) -> int | None:
     """The lineage number the catalog gives repos whose first base is ``root`` (None when it has none)."""
     for pk, base in conn.execute(text(
             "SELECT r.id, r.base_models FROM repos r WHERE r.status = 'ok' AND r.base_models IS NOT NULL "
-            "AND r.base_models LIKE :like"), {"like": f"%{root}%"}):  # a superset: the first base decides
+            "AND CAST(r.base_models AS TEXT) LIKE :like"), {"like": f"%{root}%"}):  # a superset: the first base decides
         if _first(base) == root:
             row = _one(conn, f"SELECT lineage_id FROM repo_classes WHERE engine IN ({ENGINE_LIST}) AND repo_pk = :pk "
                              "LIMIT 1", {"pk": pk})
