@@ -341,16 +341,18 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
     """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
     from .query import run_query
+    from .sides import is_local
 
-    rid = hub_id(target)
-    held = in_catalog(db, target)
+    held = None if is_local(target) else in_catalog(db, target)
+    rid = None if is_local(target) else hub_id(target) or held  # a bare name the catalog knows: its full id
     if rid is None or offline(offline_flag) or (held is not None and not discover):
         if rid is not None and held is None and offline(offline_flag):
             raise offline_refusal(db, [target], first)
         result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_members,
                            db=db, method=method)
-        if discover and offline(offline_flag):
-            result["live"] = {"offline": True, "note": "offline: no candidate drafts were looked for on the Hub"}
+        if discover and (offline(offline_flag) or is_local(target)):
+            why = "a local target" if is_local(target) else "offline"
+            result["live"] = {"note": f"{why}: no candidate drafts were looked for on the Hub"}
         return result
     live = Live(db, endpoint=endpoint)
     try:
@@ -394,8 +396,8 @@ def render_live(report: dict) -> str:
     """The live part of an answer in words (stderr: stdout stays the answer's own)."""
     if not report:
         return ""
-    if report.get("offline"):
-        return report["note"]
+    if report.get("note"):
+        return f"live: {report['note']}"
     lines = []
     fetched = report.get("fetched") or []
     if fetched or report.get("private"):
