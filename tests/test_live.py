@@ -306,3 +306,23 @@ def test_scoped_compute_of_a_repo_added_late_equals_a_full_compute(tmp_path, add
     stats = compute_repos(late, [added])
     assert stats["memberships"] == len(ENGINES) - 1  # every engine but llama.cpp (no GGUF facts here)
     assert _all_answers(late, targets) == want
+
+
+def test_a_transient_failure_is_not_the_answer_forever(hub, env):
+    """A fetch that failed (a 500 after the retries) leaves an error row; the next ask fetches the repo again, as
+    the crawl resolves error rows again."""
+    from indexer.answer.live import Live, ensure, sides_to_fetch
+
+    db = str(env / "catalog.db")
+    hub.add_fault("POST", rf"/api/models/{DRAFT}/paths-info", status=500, times=None)
+    live = Live(db, endpoint=hub.endpoint, base_delay=0.01)
+    try:
+        ensure(live, [DRAFT])
+        assert live.fetch.statuses[DRAFT] == "error"
+    finally:
+        live.close()
+        hub.clear_faults()
+    assert sides_to_fetch(db, DRAFT) == [DRAFT]
+    hub.reset_counts()
+    res = run("check", "--db", db, DEMO_TARGET, DRAFT)
+    assert res.exit_code == 0 and hub.counts["paths_info"] == 2

@@ -169,8 +169,12 @@ def _rows(db: str | None, repo_ids) -> dict[str, str]:
         cat.close()
 
 
-def in_catalog(db: str | None, arg: str) -> str | None:
-    """The catalog repo id ``arg`` names (any case, a Hub URL), else None (also when there is no catalog)."""
+REFETCH = ("error", "gone")  # rows the crawl resolves again however unchanged (crawl/loop.py _triage)
+
+
+def in_catalog(db: str | None, arg: str, *, any_status: bool = False) -> str | None:
+    """The catalog repo id ``arg`` names (any case, a Hub URL), else None (also when there is no catalog).
+    A row the crawl would resolve again (a transient error, gone) counts as missing unless ``any_status``."""
     from ..catalog.reader import Reader
     from .lookup import find_repo_id
 
@@ -179,7 +183,11 @@ def in_catalog(db: str | None, arg: str) -> str | None:
     except CatalogError:
         return None
     try:
-        return find_repo_id(cat.all, arg, cat.dialect).repo_id
+        rid = find_repo_id(cat.all, arg, cat.dialect).repo_id
+        if any_status:
+            return rid
+        status = cat.one("SELECT status FROM repos WHERE repo_id = :r", {"r": rid})[0]
+        return None if status in REFETCH else rid
     except RepoNotFound:
         return None
     finally:
@@ -255,7 +263,7 @@ def _answered_by(live: Live, arg: str, rid: str | None) -> str:
     canonical = live.fetch.ids.get(rid, rid)  # the Hub's spelling of the id
     if canonical in live.fetch.private:
         return str(live.fetch.private[canonical])
-    held = in_catalog(live.db, canonical)
+    held = in_catalog(live.db, canonical, any_status=True)  # written now: its status is the answer
     if held is not None:
         return held
     why = live.fetch.failed.get(canonical) or live.fetch.failed.get(rid) or "not written"
