@@ -75,11 +75,23 @@ class Live:
         self.client = HubClient(self.endpoint, token=None, scratch_dir=catalog_dir(db) / "cache",
                                 base_delay=base_delay)
         self.fetch = Fetch()
+        self._catalog = None
+
+    def _engine(self):
+        """The catalog, opened (and created or migrated) once for every crawl round of this answer."""
+        if self._catalog is None:
+            from ..catalog.db import immediate_transactions, open_catalog
+
+            self._catalog = open_catalog(self.db, create=True)  # as a crawl opens it (crawl/loop.py Crawler)
+            immediate_transactions(self._catalog)
+        return self._catalog
 
     def close(self) -> None:
-        """Close the client and remove temporary directories."""
+        """Close the client and the catalog, remove temporary directories."""
         self.client.close()
         self.fetch.close()
+        if self._catalog is not None:
+            self._catalog.dispose()
 
     def requests(self) -> int:
         """Requests this answer sent: API calls plus resolver (download) calls."""
@@ -117,7 +129,7 @@ class Live:
         if not items:
             return
         crawler = Crawler(self.db, self._options(), client=self.client, listed=items, resume=False,
-                          progress=progress)
+                          progress=progress, engine=self._engine())
         try:
             summary = crawler.run()
         except CrawlFailed as e:
