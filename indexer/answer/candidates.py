@@ -64,10 +64,15 @@ def _target_facts(db: str | None, repo_id: str) -> dict | None:
 def _held(db: str | None, ids) -> set[str]:
     from ..catalog.reader import Reader, in_list
 
+    from ..errors import CatalogError
+
     ids = sorted(set(ids))
     if not ids:
         return set()
-    cat = Reader(db, needs="repos")
+    try:
+        cat = Reader(db, needs="repos")
+    except CatalogError:  # no catalog yet: the first crawl round creates it
+        return set()
     try:
         held = set()
         for i in range(0, len(ids), 500):
@@ -104,15 +109,36 @@ def worst_cost(item) -> int:
     return 1 + max(len(WANTED_FILES), GGUF_READS) + (1 if siblings_may_hide_gguf(item) else 0)
 
 
-def discover_drafts(live, target_id: str | None, engine: str, budget: int, *, progress: bool | None = None) -> dict:
-    """List, filter, order and fetch candidate drafts for ``target_id`` within ``budget`` requests in all."""
+def _item_facts(item, families) -> dict:
+    """The target's facts from what the Hub said (model_info), as the crawl's writer derives them."""
+    from ..crawl.families import family_of
+    from ..hub.listed import base_models_from_tags
+
+    bases = base_models_from_tags(item.tags)[0] or []
+    return {"repo_id": item.id, "author": item.author or item.id.split("/")[0], "base_models": bases,
+            "family": family_of(item.id, bases, families), "params": _size(item)}
+
+
+def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress: bool | None = None,
+                    held: bool = True) -> dict:
+    """List, filter, order and fetch candidate drafts for ``target_id`` within ``budget`` requests in all.
+
+    ``held``: the target is in the catalog (its facts are read there); else it is asked (model_info) and
+    fetched in the first round with the candidates, so one crawl run and one scoped compute serve both."""
     from ..crawl.families import load_families
 
+    families = load_families()
     report: dict = {"budget": budget, "looked_in": [], "candidates": 0, "skipped": {}, "discovered": []}
     lines = report["discovery_lines"] = []
-    target = _target_facts(live.db, target_id) if target_id else None
+    pending = []
+    if held:
+        target = _target_facts(live.db, target_id)
+    else:
+        pending = live.lookup([target_id])
+        item = live.items.get(live.fetch.ids.get(target_id, target_id))
+        target = _item_facts(item, families) if item is not None else None
     if target is None:
-        lines.append("no candidate drafts looked for: the target is not in the catalog")
+        lines.append("no candidate drafts looked for: the Hub did not give the target")
         return report
     skipped = report["skipped"]
 
@@ -120,7 +146,7 @@ def discover_drafts(live, target_id: str | None, engine: str, budget: int, *, pr
         skipped[why] = skipped.get(why, 0) + n
 
     found: dict[str, tuple[object, str]] = {}
-    for label, kwargs in _sources(target, load_families()):
+    for label, kwargs in _sources(target, families):
         if budget - live.requests() < MIN_FOR_LISTING:
             skip("listings not asked (budget)")
             continue
@@ -164,30 +190,28 @@ def discover_drafts(live, target_id: str | None, engine: str, budget: int, *, pr
     todo = [item for item, _ in keep]
     bar = _bar(len(todo), progress)
     try:
-        while todo:
-            left = budget - live.requests()
+        while todo or pending:
+            left = budget - live.requests() - sum(worst_cost(i) for i in pending)  # the target's fetch first
             batch, cost = [], 0
             for item in todo:
                 c = worst_cost(item)
                 if cost + c <= left:
                     batch.append(item)
                     cost += c
-            if not batch:
+            if not batch and not pending:
                 break
             todo = [i for i in todo if i not in batch]
             before = set(live.fetch.written)
-            live.crawl(listed=batch, progress=bar)
-            report["discovered"] += [r for r in live.fetch.written if r not in before]
+            live.crawl(pending + batch, progress=bar)
+            report["discovered"] += [i.id for i in batch if i.id in live.fetch.written and i.id not in before]
+            pending = []
     finally:
         if bar is not None:
             bar.close()
     if todo:
         skip("over the request budget", len(todo))
     new = report["discovered"]
-    if new:
-        from ..catalog.compute_scoped import compute_repos
-
-        live.fetch.compute = compute_repos(live.db, new)
+    live.compute()
     where = ", ".join(f"{s['where']} ({s['listed']})" for s in report["looked_in"]) or "nowhere"
     lines.append(f"looked for drafts in {where}: {report['candidates']} candidate(s), fetched {len(new)}")
     if skipped:

@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import EXIT_NOT_FOUND, CatalogError, IndexerError, QueryError, RepoNotFound
+from ..errors import EXIT_NOT_FOUND, CatalogError, HubUnreachable, IndexerError, QueryError, RepoNotFound
 from ..files import DEFAULT_MAX_FILE_BYTES
 
 PULL_HINT = "`indexer pull` fetches the published catalog"
@@ -76,6 +76,8 @@ class Live:
                                 base_delay=base_delay)
         self.fetch = Fetch()
         self._catalog = None
+        self._computed: set[str] = set()
+        self.items: dict = {}  # the Hub's id -> what model_info said (Listed)
 
     def _engine(self):
         """The catalog, opened (and created or migrated) once for every crawl round of this answer."""
@@ -104,28 +106,37 @@ class Live:
         return CrawlOptions(live=True, endpoint=self.client.endpoint, quiet=True, max_file_bytes=self.max_file_bytes,
                             workers=self.workers, base_delay=self.base_delay)
 
-    def crawl(self, *, models=(), listed=(), progress=None) -> None:
-        """Crawl exactly these repos (ids asked by model_info, one API call each, or items already listed) with
-        the crawl's own code. A private repo is never handed to the crawl (no row, no run record names it)."""
+    def lookup(self, repo_ids) -> list:
+        """``model_info`` of each (one API call, the crawl's --model call, crawl/loop.py ``_items``): the public
+        repos' items; a private repo is read apart at once (never handed to the crawl), a failure recorded."""
         from ..crawl.fetch import describe
-        from ..crawl.loop import Crawler
-        from ..errors import CrawlFailed
         from ..hub.client import BudgetExhausted, HubUnreachable
 
-        items = [i for i in listed if not i.private]
-        for rid in models:
+        items = []
+        for rid in repo_ids:
+            if rid in self.fetch.ids or rid in self.fetch.failed:
+                continue  # asked already in this answer
             try:
-                item = self.client.model_info(rid)  # the crawl's --model call (crawl/loop.py _items)
+                item = self.client.model_info(rid)
             except (HubUnreachable, BudgetExhausted):
                 raise
             except Exception as e:  # noqa: BLE001 - a typo'd, vanished or hidden repo: said, not fatal
                 self.fetch.failed[rid] = f"model_info failed: {describe(e)}"
                 continue
             self.fetch.ids[rid] = item.id
+            self.items[item.id] = item
             if item.private:
                 self._read_private(item)
             else:
                 items.append(item)
+        return items
+
+    def crawl(self, listed, progress=None) -> None:
+        """Crawl exactly these listed repos with the crawl's own code (no row, no run record for a private one)."""
+        from ..crawl.loop import Crawler
+        from ..errors import CrawlFailed
+
+        items = [i for i in listed if not i.private]
         if not items:
             return
         crawler = Crawler(self.db, self._options(), client=self.client, listed=items, resume=False,
@@ -141,6 +152,15 @@ class Live:
             self.fetch.statuses[rid] = status
             if rid not in self.fetch.written:
                 self.fetch.written.append(rid)
+
+    def compute(self) -> None:
+        """Classes for every repo this answer wrote (catalog/compute_scoped.py), once."""
+        todo = [r for r in self.fetch.written if r not in self._computed]
+        if todo:
+            from ..catalog.compute_scoped import compute_repos
+
+            self.fetch.compute = compute_repos(self.db, todo)
+            self._computed.update(todo)
 
     def _read_private(self, item) -> None:
         """A private repo: its wanted files into a temporary directory (blobs in a temporary store), no row."""
@@ -257,12 +277,8 @@ def ensure(live: Live, args: list[str]) -> dict[str, str]:
             need.append(arg)
     if need:
         ids = {arg: hub_id(arg) for arg in need}
-        live.crawl(models=[i for i in ids.values() if i])
-        fresh = list(live.fetch.written)
-        if fresh:
-            from ..catalog.compute_scoped import compute_repos
-
-            live.fetch.compute = compute_repos(live.db, fresh)
+        live.crawl(live.lookup([i for i in ids.values() if i]))
+        live.compute()
         for arg, rid in ids.items():
             out[arg] = _answered_by(live, arg, rid)
     return out
@@ -297,8 +313,6 @@ def unanswered(db: str | None, first: IndexerError | None, why: str) -> IndexerE
 
 def _fetched(live: Live, args: list[str], first: IndexerError | None) -> dict[str, str]:
     """``ensure``, its failures worded with the catalog's own answer."""
-    from ..hub.client import HubUnreachable
-
     try:
         return ensure(live, args)
     except HubUnreachable as e:
@@ -376,12 +390,15 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
         return result
     live = Live(db, endpoint=endpoint)
     try:
-        answered = _fetched(live, [target], first)[target]
         report: dict = {}
         if discover:
             from .candidates import discover_drafts
 
-            report = discover_drafts(live, held or _catalog_id(live, answered), engine, budget, progress=progress)
+            try:
+                report = discover_drafts(live, held or rid, engine, budget, progress=progress, held=held is not None)
+            except HubUnreachable as e:
+                raise unanswered(db, first, f"the Hub could not be asked ({e})") from None
+        answered = _fetched(live, [target], first)[target]
         report = {**_report(live), **report}
         if answered in (str(p) for p in live.fetch.private.values()):
             if method != "draft":
@@ -396,10 +413,6 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
         return result
     finally:
         live.close()
-
-
-def _catalog_id(live: Live, answered: str) -> str | None:
-    return None if answered in (str(p) for p in live.fetch.private.values()) else answered
 
 
 def _report(live: Live) -> dict:
