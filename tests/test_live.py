@@ -231,6 +231,12 @@ def test_private_repo_is_answered_but_never_stored(hub, env, monkeypatch):
     out = json.loads(res.output)
     assert out["target"]["repo_id"] == PRIVATE_TARGET and out["drafts"][0]["repo_id"] == DRAFT
     assert PRIVATE_TARGET in out["drafts"][0]["launch"]
+    fresh = env / "fresh" / "catalog.db"
+    res = run("query", "--db", fresh, "--target", PRIVATE_TARGET, "--live", "--json")
+    out = json.loads(res.output)  # on no catalog: public drafts found by its author and family
+    assert out["target"]["repo_id"] == PRIVATE_TARGET and DRAFT in [d["repo_id"] for d in out["drafts"]]
+    assert "secret-lab" not in "".join(sorted(repo_ids(fresh)))
+    assert not {hub.repos[PRIVATE_TARGET].files["config.json"].oid} & blobs_held(fresh)
     ids = repo_ids(db)
     assert PRIVATE_TARGET not in ids and PRIVATE_DRAFT not in ids
     assert blobs_held(db) == before  # its blobs went to a temporary store, gone with it
