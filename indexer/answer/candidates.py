@@ -63,7 +63,6 @@ def _target_facts(db: str | None, repo_id: str) -> dict | None:
 
 def _held(db: str | None, ids) -> set[str]:
     from ..catalog.reader import Reader, in_list
-
     from ..errors import CatalogError
 
     ids = sorted(set(ids))
