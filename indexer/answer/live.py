@@ -37,7 +37,7 @@ def offline(flag: bool = False) -> bool:
 
 
 class LiveError(QueryError):
-    """A live answer that cannot be given (offline, not on the Hub, budget): one line, exit 3."""
+    """A live answer that cannot be given (offline): one line, exit 3."""
 
     def __init__(self, message: str):
         super().__init__(message, EXIT_NOT_FOUND)
@@ -65,11 +65,11 @@ class Live:
     """One live answer's door to the Hub: one client (its request counters are the answer's), one catalog."""
 
     def __init__(self, db: str | None, *, endpoint: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                 workers: int = 4, quiet: bool = True, base_delay: float = 1.0):
+                 workers: int = 4, base_delay: float = 1.0):
         from ..crawl.loop import catalog_dir
         from ..hub.client import HubClient
 
-        self.db, self.max_file_bytes, self.workers, self.quiet = db, max_file_bytes, workers, quiet
+        self.db, self.max_file_bytes, self.workers = db, max_file_bytes, workers
         self.endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
         self.base_delay = base_delay
         self.client = HubClient(self.endpoint, token=None, scratch_dir=catalog_dir(db) / "cache",
