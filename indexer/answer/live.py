@@ -259,9 +259,17 @@ def offline_refusal(db: str | None, args, first: IndexerError | None = None) -> 
 
 def sides_to_fetch(db: str | None, *args: str) -> list[str]:
     """The Hub repos among ``args`` that the catalog lacks (what a live answer would fetch, or refuse offline)."""
+    from ..catalog.reader import Reader
     from .sides import is_local
 
-    return [a for a in args if not is_local(a) and hub_id(a) is not None and in_catalog(db, a) is None]
+    hub = [a for a in args if not is_local(a) and hub_id(a) is not None]
+    if not hub or missing_catalog(db):
+        return hub
+    try:
+        Reader(db, needs="repos").close()
+    except CatalogError:  # a catalog that exists but cannot be read: its own error stands, nothing is fetched
+        return []
+    return [a for a in hub if in_catalog(db, a) is None]
 
 
 def ensure(live: Live, args: list[str]) -> dict[str, str]:
