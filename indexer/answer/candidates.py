@@ -10,7 +10,8 @@ Where it looks (one listing call each, sorted by downloads, ``LISTING_LIMIT`` it
 
 A candidate is fetched (paths-info and the blobs the store lacks, ``live.Live.crawl``: the listing already gave
 its sha, so no model_info) only when it can be a draft: not in the catalog yet, public, smaller than the target
-when both sizes are known, and not a GGUF-only repo for an engine that loads no GGUF. The likeliest first
+when both sizes are known, and not a GGUF-only repo unless the engine's classes are GGUF vocabularies
+(llama.cpp: the other engines' classes never hold a repo without tokenizer files, catalog/compute.py). The likeliest first
 (inside the preferred size ratio, then by downloads), in rounds while the budget's worst case allows: each
 round's cost is bounded before it starts, so the budget is never exceeded. What was skipped is counted by why.
 """
@@ -161,7 +162,7 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
             found.setdefault(item.id, (item, label))
     found.pop(target["repo_id"], None)
     held = _held(live.db, found)
-    loads_gguf = registry.ENGINES[engine].gguf_rule is not None
+    ranks_gguf = registry.ENGINES[engine].gguf_classes  # only GGUF-signature classes hold GGUF-only repos
     keep = []
     for rid, (item, _label) in found.items():
         size = _size(item)
@@ -173,8 +174,8 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
             skip("disabled")
         elif size is not None and target["params"] and size >= target["params"]:
             skip("not smaller than the target")
-        elif _gguf_only(item) and not loads_gguf:
-            skip(f"GGUF-only ({registry.ENGINE_NAMES[engine]} loads no GGUF)")
+        elif _gguf_only(item) and not ranks_gguf:
+            skip(f"GGUF-only (no {registry.ENGINE_NAMES[engine]} class)")
         else:
             keep.append((item, size))
     report["candidates"] = len(found)
