@@ -31,9 +31,12 @@ DEFAULT_BUDGET = 60  # requests (API calls + downloads) of one `query --live`
 
 
 def offline(flag: bool = False) -> bool:
-    """--offline, or HF_HUB_OFFLINE as huggingface_hub reads it (constants.py:12-19, 194: 1/ON/YES/TRUE)."""
+    """--offline, or HF_HUB_OFFLINE as huggingface_hub reads it (constants.py:12-19, 194: 1/ON/YES/TRUE), or its
+    ``constants.HF_HUB_OFFLINE`` when it is already imported (what every request checks, constants.py:197-213)."""
     value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
-    return flag or (value or "").upper() in {"1", "ON", "YES", "TRUE"}
+    constants = sys.modules.get("huggingface_hub.constants")
+    return (flag or (value or "").upper() in {"1", "ON", "YES", "TRUE"}
+            or bool(constants is not None and getattr(constants, "HF_HUB_OFFLINE", False)))
 
 
 class LiveError(QueryError):
@@ -310,10 +313,11 @@ def unanswered(db: str | None, first: IndexerError | None, why: str) -> IndexerE
     """The catalog's own answer (``first``: not in the catalog, did you mean) with why the Hub did not answer
     either; with no catalog at all, one line saying how to get one."""
     if missing_catalog(db):
-        from ..catalog.db import resolve_url, sqlite_path
+        from ..catalog.db import missing_hint, resolve_url, sqlite_path
 
-        return CatalogError(f"catalog {sqlite_path(resolve_url(db))} does not exist, and {why}; {PULL_HINT}, "
-                            "or run `indexer crawl`")
+        path = sqlite_path(resolve_url(db))
+        return CatalogError(f"catalog {path} does not exist, and {why}; {PULL_HINT}, or run `indexer crawl`"
+                            + missing_hint(path))
     if first is None:
         return RepoNotFound(why)
     return first.reworded(f"{first.message}; {why}")
