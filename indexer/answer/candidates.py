@@ -13,8 +13,8 @@ its sha, so no model_info) only when it can be a draft: not in the catalog yet, 
 when both sizes are known, and not a GGUF-only repo unless the engine's classes are GGUF vocabularies
 (llama.cpp: the other engines' classes never hold a repo without tokenizer files, catalog/compute.py).
 The likeliest first (inside the preferred size ratio, then by downloads), in rounds while the budget's worst
-case allows: each round's cost is bounded before it starts, so the budget is never exceeded. What was skipped
-is counted by why.
+case allows: each round's cost is bounded before it starts, so the budget is never exceeded (a target the
+catalog lacks is fetched whatever the budget: without it there is no answer). What was skipped is counted by why.
 """
 
 from __future__ import annotations
