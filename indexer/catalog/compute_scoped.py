@@ -57,7 +57,7 @@ def compute_repos(db: str | None, repo_ids) -> dict:
     try:
         with engine.connect() as conn:
             with conn.begin():
-                stats["engine_facts"] = derive_engine_facts(conn, db)
+                stats["engine_facts"] = derive_engine_facts(conn, db, repo_ids=list(repo_ids))
             changed = bool(stats["engine_facts"]["derived"])
             with conn.begin():
                 for repo_id in repo_ids:
