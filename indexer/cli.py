@@ -75,7 +75,9 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @db_option
 @max_bytes_option
-def check(target, draft, engine, as_json, db, max_file_bytes):
+@click.option("--offline", is_flag=True,
+              help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
+def check(target, draft, engine, as_json, db, max_file_bytes, offline):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
@@ -85,12 +87,27 @@ def check(target, draft, engine, as_json, db, max_file_bytes):
     useless (starts, drafts rejected), refused (raises at launch) or no_speculation (llama-server serves
     without a draft). Exit status: 0 when the outcome on --engine is works (default SGLang: equal vocab_size
     and the vocabularies agree), 1 when not, 2 on bad input,
-    3 when a repo is not in the catalog.
+    3 when a repo is neither in the catalog nor on the Hub (or --offline).
+
+    A Hub repo the catalog lacks is fetched as the crawl fetches it (at most 2 API calls and one download per
+    file the blob store lacks) and written into the catalog, so the next check costs no request.
     """
     from .answer.query import check as check_pair
     from .answer.query import render_check, works_on
+    from .errors import IndexerError
 
-    result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
+    try:
+        result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
+    except IndexerError as e:
+        from .answer import live  # the live path (answer/live.py), imported only here
+
+        if not live.sides_to_fetch(db, target, draft):
+            raise
+        result, report = live.live_check(target, draft, db=db, max_file_bytes=max_file_bytes, offline_flag=offline,
+                                         first=e)
+        result["live"] = report
+        if not as_json:
+            live.say(report)
     if as_json:
         print_json(result)
     else:
@@ -252,16 +269,43 @@ def compute(as_json, quiet, db):
                    "mtp: the target's own MTP layers; ngram: prompt lookup (needs nothing); all: every option "
                    "per engine.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option("--live", "live_", is_flag=True,
+              help="Also look for candidate drafts on the Hub that the catalog lacks, and fetch them "
+                   "(within --budget).")
+@click.option("--budget", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Hub requests (API calls and downloads) a --live answer may spend in all.")
+@click.option("--offline", is_flag=True,
+              help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
 @db_option
-def query(target, engine, limit, near_misses, all_, method, as_json, db):
+def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db):
     """Ranked draft models for --target that work on the engine, with reasons and launch flags.
 
-    Exit status: 0 answered, 2 bad input or catalog, 3 target not in the catalog.
+    A Hub target the catalog lacks (or no catalog at all) is fetched as the crawl fetches it and answered
+    against the catalog's drafts; --live also fetches candidate drafts from the Hub.
+
+    Exit status: 0 answered, 2 bad input or catalog, 3 target neither in the catalog nor on the Hub
+    (or --offline).
     """
     from .answer.query import render, run_query
+    from .errors import IndexerError
 
-    result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db,
-                       method=method)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
+    kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method)
+    result = first = None
+    if not live_:
+        try:
+            result = run_query(target, **kw)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
+        except IndexerError as e:
+            from .answer.live import sides_to_fetch
+
+            if not sides_to_fetch(db, target):  # not a Hub repo the catalog lacks: the catalog's answer stands
+                raise
+            first = e
+    if result is None:  # the live path (answer/live.py), imported only here
+        from .answer import live
+
+        result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, first=first, **kw)
+        if not as_json:
+            live.say(result.get("live") or {})
     if as_json:
         print_json(result)
     else:

@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-# Before anything imports huggingface_hub: no telemetry, no Xet, no token, never offline.
+# A closed local port: `query` and `check` ask the Hub for repos the catalog lacks (indexer/answer/live.py), so a
+# test that does not point them at an imitation meets a refused connection instead of reaching the internet.
+NO_HUB = "http://127.0.0.1:9"
+
+# Before anything imports huggingface_hub: no telemetry, no Xet, no token, never offline, no real Hub.
 os.environ.update(
+    HF_ENDPOINT=NO_HUB,
     HF_HOME=tempfile.mkdtemp(prefix="indexer-hf-home-"),
     HF_HUB_DISABLE_TELEMETRY="1",
     HF_HUB_DISABLE_XET="1",

@@ -12,6 +12,8 @@ from tokfactory import make_model
 
 from indexer.crawl.loop import Crawler, CrawlOptions
 
+NO_HUB = "http://127.0.0.1:9"  # a closed port, as tests/conftest.py sets HF_ENDPOINT
+
 
 def write_repo(hub_dir: Path, repo_id: str, **kw) -> Path:
     return make_model(hub_dir / repo_id, **kw)
@@ -75,4 +77,5 @@ def hermetic_env(tmp: Path) -> dict:
                HF_HUB_DISABLE_PROGRESS_BARS="1")
     for var in ("HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT", "INDEXER_DB"):
         env.pop(var, None)
+    env["HF_ENDPOINT"] = NO_HUB  # never the real Hub (tests/conftest.py)
     return env

@@ -38,12 +38,13 @@ def open_reader(db: str | None = None) -> Reader:
 
 def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int = 10, near_misses: bool = False,
               all_members: bool = False, db: str | None = None, method: str = "draft",
-              reader: Reader | None = None) -> dict:
+              reader: Reader | None = None, shown: str | None = None) -> dict:
     """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary.
 
     ``method`` other than "draft" answers with speculator heads, MTP or n-gram (indexer/answer/headquery.py) in the
     same shape; "all" gives one overview per engine instead. ``reader``: the request's, when the caller asks
-    more than one question of the catalog (the site's page); else one is opened on ``db`` and closed."""
+    more than one question of the catalog (the site's page); else one is opened on ``db`` and closed.
+    ``shown``: the name a local directory target is shown by (a private Hub repo read into one, answer/live.py)."""
     if method not in METHODS:
         raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if engine not in ENGINES:
@@ -57,7 +58,7 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat))
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
                                           all_members=all_members)
-        q = Query(cat, target, engine)
+        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None)
         drafts = q.all_members() if all_members else q.drafts(limit)
         misses = q.near_misses(limit) if near_misses else []
         return {
@@ -71,6 +72,16 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
     finally:
         if reader is None:
             cat.close()
+
+
+def _shown_as(cat: Reader, path: str, shown: str):
+    """A local directory target, named ``shown`` in the answer and its launch commands."""
+    from .target import resolve_target
+
+    t = resolve_target(cat, path)
+    t.facts["repo_id"] = shown
+    t.note = (t.note or "").replace(f"local directory {path}", f"{shown} (private: read from its files, not stored)")
+    return t
 
 
 def _drafts_per_engine(cat: Reader, limit: int = 3):

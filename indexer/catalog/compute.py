@@ -307,19 +307,25 @@ def facts_of_dir(directory: Path, tokens) -> dict:
     return row
 
 
-def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS) -> dict:
-    """engine_facts for every (file set, config blob) of an ok repo that has none yet, from the blob store."""
+def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS, repo_ids=None) -> dict:
+    """engine_facts for every (file set, config blob) of an ok repo that has none yet, from the blob store
+    (``repo_ids``: of those repos only; catalog/compute_scoped.py)."""
     from .blobstore import BlobStore
     from .blobstore import default_root as blob_root
     from .tokenstore import TokenStore, default_root
 
     loads = _loads()
-    todo = conn.exec_driver_sql(
+    only, params = "", {}
+    if repo_ids is not None:
+        only = " AND r.repo_id IN (" + (", ".join(f":r{i}" for i in range(len(repo_ids))) or "NULL") + ")"
+        params = {f"r{i}": rid for i, rid in enumerate(repo_ids)}
+    todo = conn.execute(text(
         # DISTINCT over the ids only: PostgreSQL has no equality operator for json (file_sets.files).
         "SELECT x.fs, x.cb, f.files FROM (SELECT DISTINCT r.file_set_id AS fs, COALESCE(r.config_blob, '') AS cb "
         "FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
         "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.status = 'ok' AND r.tokenizer_id IS NOT NULL "
-        "AND r.file_set_id IS NOT NULL AND e.id IS NULL) x JOIN file_sets f ON f.id = x.fs ORDER BY x.fs, x.cb").all()
+        f"AND r.file_set_id IS NOT NULL AND e.id IS NULL{only}) x JOIN file_sets f ON f.id = x.fs "
+        "ORDER BY x.fs, x.cb"), params).all()
     blobs, tokens = BlobStore(blob_root(db)), TokenStore(default_root(db))
     rows, missing = [], 0
     now = datetime.now(timezone.utc).replace(tzinfo=None)

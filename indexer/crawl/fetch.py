@@ -148,7 +148,7 @@ class Fetcher:
                                      safe_blob_id(lfs.sha256) if lfs else None)
         out = Fetched(entries=entries)
         if not any(v in entries for v in VOCAB_FILES) and not (CONFIG_FILE in entries and _maybe_head(item)):
-            if not gguf_files and _siblings_may_hide_gguf(item):
+            if not gguf_files and siblings_may_hide_gguf(item):
                 gguf_files = self._gguf_from_tree(item)
             if gguf_files:
                 return self._gguf(item, out, gguf_files)
@@ -247,7 +247,7 @@ MAX_GGUF_NAMES = 1000  # paths-info names asked for one repo's GGUF files
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".npz")
 
 
-def _siblings_may_hide_gguf(item: Listed) -> bool:
+def siblings_may_hide_gguf(item: Listed) -> bool:
     """A listing whose ``siblings`` show no weights of any kind may have lost them (HUB-API §0.1.11: empty or
     truncated under server-side caching): GGUF names cannot be asked of paths-info, so the tree is listed."""
     return not any(str(n).lower().endswith(WEIGHT_SUFFIXES) for n in item.siblings or ())

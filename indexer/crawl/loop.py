@@ -66,9 +66,11 @@ class Crawler(RunRecord):
     """One crawl run: its queue and listings, the fetch workers, the writer, and the budget."""
 
     def __init__(self, db: str | None, options: CrawlOptions, *, client: HubClient | None = None,
-                 progress=None, engine=None):
+                 progress=None, engine=None, listed: list[Listed] | None = None, resume: bool = True):
         self.db = db
         self.opt = options
+        self.listed = list(listed or ())  # repos a caller has already listed (live answers): no model_info
+        self.resume = resume  # start with the previous run's queue (a live answer fetches only what it asks)
         self.families = load_families()
         for name in options.families:
             if find_family(name, self.families) is None:
@@ -148,7 +150,8 @@ class Crawler(RunRecord):
         now = now_utc()
         busy = {r.id for r in session.scalars(select(CrawlRun).where(CrawlRun.status == "running"))
                 if r.id != self.run_id and run_alive(r, now)}  # their claims are theirs to finish
-        for q in session.scalars(select(CrawlQueue).order_by(CrawlQueue.queued_at, CrawlQueue.repo_id)).all():
+        queue = session.scalars(select(CrawlQueue).order_by(CrawlQueue.queued_at, CrawlQueue.repo_id)).all()
+        for q in queue if self.resume else ():
             item = Listed.from_json(q.item)
             if item.id in self._seen or q.crawl_run_id in busy:
                 continue
@@ -156,6 +159,11 @@ class Crawler(RunRecord):
             self._queued.add(item.id)
             self.counts["resumed"] += 1
             yield item, True
+        for item in self.listed:
+            if item.id not in self._seen:
+                self._seen.add(item.id)
+                n += 1
+                yield item, False
         for model_id in o.models:
             if o.limit and n >= o.limit:
                 return

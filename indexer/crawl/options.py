@@ -43,6 +43,7 @@ class CrawlOptions:
     call_timeout: float = DEFAULT_CALL_SECONDS  # one Hub call with all its retries (indexer/hub/guard.py)
     blob_dir: str | None = None
     cache_dir: str | None = None
+    live: bool = False  # repos a live answer listed itself (indexer/answer/live.py): recorded as scope "live"
 
     def scope(self) -> str:
         """The run's scope in words, as ``crawl_runs.scope`` records it."""
@@ -52,6 +53,8 @@ class CrawlOptions:
         if self.search:
             parts.append(f"search={self.search}")
         parts += [f"model={m}" for m in self.models]
+        if self.live:
+            parts.append("live")
         if self.all:
             parts.append("all")
         if self.limit:

@@ -46,10 +46,14 @@ class Downloaded:
 class HubClient(HubSession):
     """The crawler's only door to the Hub."""
 
-    def list_models(self, *, author=None, search=None, pipeline_tag=None, limit=None) -> Iterator[Listed]:
-        """Listed items in a stable order (``LIST_SORT``); the client pages and retries 429/5xx itself."""
+    def list_models(self, *, author=None, search=None, pipeline_tag=None, limit=None, filter=None,
+                    sort: str = LIST_SORT) -> Iterator[Listed]:
+        """Listed items in a stable order (``LIST_SORT``, or ``sort``); the client pages and retries 429/5xx itself.
+
+        ``filter``: tags every item carries, e.g. ``base_model:ORG/NAME`` (the Hub tags derived repos so,
+        HUB-API §0.1.2; the client sends each as a ``filter`` parameter, hf_api.py ``list_models``)."""
         items = iter(self.api.list_models(author=author, search=search, pipeline_tag=pipeline_tag, limit=limit,
-                                          sort=LIST_SORT, expand=list(LIST_EXPAND)))
+                                          filter=filter, sort=sort, expand=list(LIST_EXPAND)))
         while True:
             with self.guard.call("listing page"):  # each page, with the client's retries, has one deadline
                 try:
