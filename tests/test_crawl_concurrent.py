@@ -108,7 +108,6 @@ def test_two_computes_that_read_the_same_pending_rows_both_finish(tmp_path):
     for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0 and "Traceback" not in err, err
     stats = [json.loads(out) for out, _ in outs]
-    print([s["engine_facts"] for s in stats], [s["seconds"] for s in stats])
     assert sum(s["engine_facts"]["derived"] for s in stats) >= sets  # both derived them: the race was run
     con = sqlite3.connect(db)
     try:
