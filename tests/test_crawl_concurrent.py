@@ -79,43 +79,91 @@ def _has_open(pid: int, path) -> bool:
         return False
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="watches /proc for the computes' open catalog")
-def test_two_computes_that_read_the_same_pending_rows_both_finish(tmp_path):
-    """The race made certain: a third writer holds the catalog's write lock while both computes read what is
-    pending (engine facts, agreements, classes) and wait to write it; then it lets them go, one after the other."""
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_catalog(request, tmp_path) -> str:
+    """A new SQLite file, or a fresh PostgreSQL database (INDEXER_TEST_PG): the guarantee holds on both."""
+    if request.param == "sqlite":
+        if not os.path.isdir("/proc/self/fd"):
+            pytest.skip("watches /proc for the computes' open catalog")
+        return str((tmp_path / "c.db").resolve())
+    return request.getfixturevalue("pg_url")
+
+
+class WriteLock:
+    """A third writer that holds back every write to the catalog while reads go on, until ``release``:
+    SQLite's write lock (WAL readers are not blocked); on PostgreSQL a SHARE lock on ``engine_facts``
+    (inserts wait, selects do not: https://www.postgresql.org/docs/current/explicit-locking.html)."""
+
+    def __init__(self, db: str):
+        self.db = db
+        if "://" in db:
+            import sqlalchemy as sa
+
+            self.engine = sa.create_engine(db)
+            self.conn = self.engine.connect()
+            self.conn.exec_driver_sql("LOCK TABLE engine_facts IN SHARE MODE")
+        else:
+            self.conn = sqlite3.connect(db, isolation_level=None)
+            self.conn.execute("BEGIN IMMEDIATE")  # every write waits (busy timeout)
+
+    def both_waiting(self, procs) -> bool:
+        """Have both computes read what is pending, and do they wait to write it?"""
+        if "://" not in self.db:  # both opened the catalog: their first read follows at once
+            return all(_has_open(p.pid, self.db) for p in procs)
+        import sqlalchemy as sa
+
+        with sa.create_engine(self.db).connect() as probe:
+            return probe.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE 'INSERT INTO engine_facts%%'").scalar() == len(procs)
+
+    def release(self) -> None:
+        if "://" in self.db:
+            self.conn.rollback()
+            self.conn.close()
+            self.engine.dispose()
+        else:
+            self.conn.execute("ROLLBACK")
+            self.conn.close()
+
+
+def test_two_computes_that_read_the_same_pending_rows_both_finish(any_catalog, tmp_path):
+    """The race made certain: a third writer holds back the catalog's writes while both computes read what is
+    pending (engine facts, agreements, classes) and wait to write it; then it lets them go together."""
+    db = any_catalog
     hub_dir = tmp_path / "hub"
     n, sets = 12, 6
     _shared_hub(hub_dir, n, sets)
-    db = (tmp_path / "c.db").resolve()
     env = {**hermetic_env(tmp_path), "INDEXER_TOKENS": str(tmp_path / "tokens")}
     with HubServer(str(hub_dir)) as hub:
-        crawl = subprocess.run(CLI + ["crawl", "--author", "org", "--endpoint", hub.endpoint, "--db", str(db),
-                                      "--quiet", "--no-compute"], env=env, capture_output=True, text=True, timeout=240)
+        crawl = subprocess.run(CLI + ["crawl", "--author", "org", "--endpoint", hub.endpoint, "--db", db, "--quiet",
+                                      "--no-compute"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                               timeout=240)
     assert crawl.returncode == 0, crawl.stderr
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # every write waits (busy timeout); reads go on (WAL)
-    procs = [subprocess.Popen(CLI + ["compute", "--json", "--db", str(db)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    lock = WriteLock(db)
+    procs = [subprocess.Popen(CLI + ["compute", "--json", "--db", db], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     try:
         deadline = time.monotonic() + 60
-        while not all(_has_open(p.pid, db) for p in procs) and time.monotonic() < deadline:
+        while not lock.both_waiting(procs) and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(1.0)  # both have opened the catalog: their first reads follow at once, then they wait to write
+        time.sleep(1.0)
     finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+        lock.release()
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0 and "Traceback" not in err, err
     stats = [json.loads(out) for out, _ in outs]
     assert sum(s["engine_facts"]["derived"] for s in stats) >= sets  # both derived them: the race was run
-    con = sqlite3.connect(db)
-    try:
-        q = con.execute
-        assert q("SELECT count(*) FROM engine_facts").fetchone()[0] == sets
-        assert q("SELECT count(*) FROM repo_classes WHERE engine = 'sglang'").fetchone()[0] == n
-        assert q("SELECT count(*), count(DISTINCT engine || class_key) FROM compat_classes").fetchone()[0] \
-            == q("SELECT count(DISTINCT engine || class_key) FROM compat_classes").fetchone()[0]
-        assert q("SELECT sum(repo_count) FROM tokenizers").fetchone()[0] == n
-    finally:
-        con.close()
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db if "://" in db else f"sqlite:///{db}")
+    with engine.connect() as conn:
+        q = conn.exec_driver_sql
+        assert q("SELECT count(*) FROM engine_facts").scalar() == sets
+        assert q("SELECT count(*) FROM repo_classes WHERE engine = 'sglang'").scalar() == n
+        assert q("SELECT count(*) FROM compat_classes").scalar() \
+            == q("SELECT count(DISTINCT engine || class_key) FROM compat_classes").scalar()
+        assert q("SELECT sum(repo_count) FROM tokenizers").scalar() == n
+        assert q("SELECT count(*) FROM meta WHERE key = 'compute_repos'").scalar() == 1
+    engine.dispose()
