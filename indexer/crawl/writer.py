@@ -54,6 +54,23 @@ def file_set_key(files: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(sorted(files.items()), separators=(",", ":")).encode()).hexdigest()
 
 
+def insert_or_skip(session, model, **values) -> bool:
+    """Insert a row keyed by its content unless another transaction has (or just committed) it: True when this
+    one inserted it. Two crawls that meet the same blob, file set or tokenizer both write it; the second insert is
+    skipped, not an error, and the caller reads the row by its key (on PostgreSQL the insert first waits for the
+    other transaction: https://www.postgresql.org/docs/current/sql-insert.html#SQL-ON-CONFLICT; SQLite 3.24+:
+    https://www.sqlite.org/lang_upsert.html)."""
+    table = model.__table__
+    if session.bind.dialect.name != "postgresql":
+        from sqlalchemy.dialects.sqlite import insert
+
+        return session.execute(insert(table).values(**values).on_conflict_do_nothing()).rowcount == 1
+    from sqlalchemy.dialects.postgresql import insert
+
+    key = next(iter(table.primary_key.columns))  # RETURNING: psycopg's rowcount does not tell here (-1)
+    return session.execute(insert(table).values(**values).on_conflict_do_nothing().returning(key)).first() is not None
+
+
 def _config_fact_columns() -> list[str]:
     from ..vocab.modelconfig import ConfigFacts
 
@@ -231,11 +248,10 @@ class CatalogWriter:
         if hit is None:
             if read.file is None and read.status == "ok":
                 raise TransientError(f"GGUF {read.filename}: sha256 {read.sha256[:12]} marked known, not in catalog")
-            fs = FileSet(key=key, files={read.filename: read.sha256}, status=read.status,
-                         reason=read.error if read.status != "ok" else f"GGUF {read.filename}", created_at=now)
-            session.add(fs)
-            session.flush()
-            if read.file is not None:
+            new = insert_or_skip(session, FileSet, key=key, files={read.filename: read.sha256}, status=read.status,
+                                 reason=read.error if read.status != "ok" else f"GGUF {read.filename}", created_at=now)
+            fs = session.execute(select(FileSet).where(FileSet.key == key)).scalar_one()
+            if new and read.file is not None:  # else the transaction that wrote the set wrote its facts
                 self._gguf_facts(session, fs.id, read.file, now)
             hit = self._pending_sets[key] = (fs.id, fs.status, fs.reason, None)
         fs_id, status, fs_reason, _ = hit
@@ -251,12 +267,12 @@ class CatalogWriter:
             tsha = v.tokens_sha256()
             self.tokens.put_tokens(tsha, v.tokens)
             sig, (hi, lo) = gguf_signature(v, tsha), gguf_buckets(v.tokens)
-        session.add(EngineFacts(
+        insert_or_skip(  # a compute may have derived them meanwhile
+            session, EngineFacts,
             file_set_id=fs_id, config_blob="", vllm_vocab_size=None, text_config_error=None, has_vision_config=False,
             gguf_converted=v.converted, gguf_error=v.error, gguf_n_vocab=v.n_vocab, gguf_tokens_sha256=tsha,
             gguf=file.to_dict(), gguf_signature=sig, gguf_bucket_hi=hi, gguf_bucket_lo=lo,
-            llamacpp_commit=LLAMACPP_COMMIT, derived_at=now))
-        session.flush()
+            llamacpp_commit=LLAMACPP_COMMIT, derived_at=now)
 
     def refresh_gated_notes(self, session) -> None:
         """Make gated notes independent of the order work happened in (workers race, runs get killed):
@@ -376,7 +392,7 @@ class CatalogWriter:
                 size, sha256 = len(data), hashlib.sha256(data).hexdigest()
             else:
                 raise TransientError(f"blob {e.blob_id} of {e.filename} is missing locally")
-            session.add(Blob(blob_id=e.blob_id, sha256=sha256, size=size, first_seen_at=now))
+            insert_or_skip(session, Blob, blob_id=e.blob_id, sha256=sha256, size=size, first_seen_at=now)
             self._pending_blobs.add(e.blob_id)
 
     def _file_set(self, session, tok_files: dict[str, str], now):
@@ -402,11 +418,10 @@ class CatalogWriter:
             fs_status, fs_reason = "ok", None
         else:
             fs_status, fs_reason = memo
-        fs = FileSet(key=key, files=dict(sorted(tok_files.items())), status=fs_status, reason=fs_reason,
-                     tokenizer_id=tokenizer_id, created_at=now)
-        session.add(fs)
-        session.flush()
-        hit = self._pending_sets[key] = (fs.id, fs_status, fs_reason, tokenizer_id)
+        insert_or_skip(session, FileSet, key=key, files=dict(sorted(tok_files.items())), status=fs_status,
+                       reason=fs_reason, tokenizer_id=tokenizer_id, created_at=now)
+        fs = session.execute(select(FileSet).where(FileSet.key == key)).scalar_one()  # ours, or the other crawl's
+        hit = self._pending_sets[key] = (fs.id, fs.status, fs.reason, fs.tokenizer_id)
         return hit
 
     def _fingerprint(self, tok_files: dict[str, str]) -> tuple:
@@ -436,12 +451,9 @@ class CatalogWriter:
 
         facts = fp.to_dict()
         cols = {c.key for c in Tokenizer.__table__.columns}
-        tok = Tokenizer(**{k: v for k, v in facts.items() if k in cols and k != "repo_count"})
-        tok.transformers_version = transformers_version()
-        tok.created_at = now
-        session.add(tok)
-        session.flush()
-        return tok.id
+        values = {k: v for k, v in facts.items() if k in cols and k != "repo_count"}
+        insert_or_skip(session, Tokenizer, **values, transformers_version=transformers_version(), created_at=now)
+        return session.execute(q).scalar_one().id  # ours, or the other crawl's (the same vocabulary)
 
     def _config(self, blob_id: str):
         if blob_id in self._config_memo:
