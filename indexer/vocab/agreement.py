@@ -65,9 +65,12 @@ def count_text(directory) -> dict[int, int]:
     Raises whatever transformers raises; callers store nothing then (agreement falls back to ids)."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers import AutoTokenizer
+    from .fingerprint import TRANSFORMERS_LOCK
 
-    tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+    with TRANSFORMERS_LOCK:  # the load; the tokenizers library then encodes without the GIL
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
     counts: dict[int, int] = {}
     for part in reference_parts():
         for i in tok(part, add_special_tokens=False)["input_ids"]:
