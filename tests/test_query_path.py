@@ -44,11 +44,12 @@ OURS = {
     "indexer.gguf.written", "indexer.gguf.prehash",
 }
 # Everything else it may load beyond `python -c pass` (a name stands for its submodules too): the standard library
-# it uses, and orjson (which the check's sides import with the fingerprint code; orjson loads uuid and platform).
+# it uses, and orjson (which the check's sides import with the fingerprint code; orjson loads uuid and platform;
+# threading: the fingerprint code's lock around transformers loads).
 OTHERS = tuple("""
 json _json sqlite3 _sqlite3 datetime _datetime dataclasses inspect ast _ast dis opcode _opcode tokenize token
 linecache copy weakref _weakrefset collections.abc contextvars _contextvars hashlib _hashlib _blake2 math zlib
-difflib heapq _heapq orjson uuid _uuid platform
+difflib heapq _heapq orjson uuid _uuid platform threading
 """.split())
 # Never on the query path: what issue 24 found there, and what a query must not need.
 FORBIDDEN = ("click", "httpx", "httpx2", "huggingface_hub", "sqlalchemy", "importlib.metadata", "importlib.resources",
