@@ -6,17 +6,27 @@ repo statuses, so the crawler can record it and the CLI can print one clear line
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
 from .errors import InputError
 
-try:  # 2-3x faster parsing of multi-megabyte tokenizer files; stdlib json gives the error messages
-    import orjson
-except ImportError:  # pragma: no cover
-    orjson = None
+_UNSET = object()
+_orjson = _UNSET
+
+
+def orjson_module():
+    """orjson, imported on first use (the query path parses no files), or None when it is not installed: 2-3x
+    faster parsing of multi-megabyte tokenizer files; stdlib json gives the error messages."""
+    global _orjson
+    if _orjson is _UNSET:
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover
+            orjson = None
+        _orjson = orjson
+    return _orjson
 
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 
@@ -66,6 +76,7 @@ def read_json(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES, expect: type 
     """Parse a JSON file, insisting on UTF-8 and on the top-level type ``expect``."""
     raw = read_bytes(path, max_bytes)
     data = _FAILED
+    orjson = orjson_module()
     if orjson is not None:
         try:
             data = orjson.loads(raw)
@@ -103,6 +114,8 @@ def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_
 
 def sha256_file(path: Path) -> str:
     """The file's sha256, read in 1 MiB chunks so a big file is never held whole."""
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

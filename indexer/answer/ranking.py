@@ -37,6 +37,7 @@ def _gated(g) -> bool:
     return g is not None and str(g) not in NOT_GATED
 
 
+WINDOW = "rc.params * 50 >= :tp AND rc.params * 5 <= :tp"  # the size inside RATIO_LOW..RATIO_HIGH of the target's
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
@@ -216,9 +217,21 @@ class Query:
         t = self.t
         params.update({"tp": t["params"], "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
                        "chat": t["is_chat"], "pk": self.target.exclude_pk})
+        if limit is None or t["params"] is None:
+            return self._details(self._rank_rows(class_ids, where, params, limit))
+        # Members inside the preferred ratio sort first: when they fill the page (a big class), the rest of the
+        # class is never read, and the index range on (class_id, params) holds them (a third of the rows).
+        params.update({"lo": t["params"] // 50, "hi": t["params"] // 5 + 1})
+        rows = self._rank_rows(class_ids, f"{where} AND rc.params BETWEEN :lo AND :hi AND {WINDOW}", params, limit)
+        if len(rows) < limit:
+            rows += self._rank_rows(class_ids, f"{where} AND (CASE WHEN {WINDOW} THEN 1 ELSE 0 END) = 0", params,
+                                    limit - len(rows))
+        return self._details(rows)
+
+    def _rank_rows(self, class_ids: list[int], where: str, params: dict, limit: int | None) -> list[dict]:
         sql = (
             f"SELECT {RANK_COLS}, "
-            "CASE WHEN rc.params * 50 >= :tp AND rc.params * 5 <= :tp THEN 1 ELSE 0 END AS win, "
+            f"CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
             "CASE WHEN rc.lineage_id = :lin OR rc.author_id = :aid OR rc.family_id = :fid "
             "THEN 1 ELSE 0 END AS lin, "
             "CASE WHEN rc.is_chat = :chat THEN 1 ELSE 0 END AS kind "
@@ -228,8 +241,7 @@ class Query:
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)]
-        return self._details(rows)
+        return [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)]
 
     def drafts(self, limit: int) -> list[dict]:
         """Smaller drafts ranked on their size (the Hub's count, else compute's estimate from the config

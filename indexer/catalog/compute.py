@@ -45,7 +45,7 @@ from ..vocab.fingerprint import transformers_version
 from ..vocab.params import estimate_from_name
 from . import db
 from .compute_agreement import compute_agreement
-from .compute_pairs import MAX_NEW_PAIRS, compute_pairs
+from .compute_pairs import MAX_NEW_PAIRS, META_UPSERT, SKIP_EXISTING, compute_pairs
 from .db import open_catalog
 
 # What each size column of tmp_ok means, for class labels.
@@ -160,6 +160,7 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
             conn.commit()
             say(f"scanned repos: {len(facts)} ok")
             with conn.begin():
+                write_lock(conn)  # the classes are rebuilt whole: one compute at a time
                 for tmp in ("tmp_repo", "tmp_ok"):
                     conn.exec_driver_sql(f"DROP TABLE IF EXISTS {tmp}")
                 conn.exec_driver_sql("CREATE TEMPORARY TABLE tmp_repo (repo_pk INTEGER PRIMARY KEY, "
@@ -275,8 +276,19 @@ def insert_classes(ex, engine: str, key: tuple[str, ...]) -> None:
 def write_meta(conn, values: dict[str, str]) -> None:
     """Replace these ``meta`` rows: when, how long and with which transformers and llama.cpp classes were computed."""
     for key, value in values.items():
-        conn.execute(text("DELETE FROM meta WHERE key = :k"), {"k": key})
-        conn.execute(text("INSERT INTO meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})
+        conn.execute(text(META_UPSERT), {"k": key, "v": value})
+
+
+def write_lock(conn) -> None:
+    """Take the catalog's write lock at the start of this transaction, so that a second compute waits for it
+    instead of failing. SQLite: BEGIN IMMEDIATE (a transaction that read first cannot start writing once another
+    writer committed: SQLITE_BUSY at once, https://www.sqlite.org/lang_transaction.html); PostgreSQL: a lock on
+    the class tables that conflicts with itself and not with readers (EXCLUSIVE,
+    https://www.postgresql.org/docs/current/explicit-locking.html#LOCKING-TABLES)."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("LOCK TABLE compat_classes, repo_classes IN EXCLUSIVE MODE")
 
 
 # ---------------------------------------------------------------- engine facts
@@ -346,7 +358,7 @@ def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS, repo_i
             "INSERT INTO engine_facts (file_set_id, config_blob, vllm_vocab_size, text_config_error, "
             "has_vision_config, gguf_converted, gguf_error, gguf_n_vocab, gguf_tokens_sha256, gguf, gguf_signature, "
             "gguf_bucket_hi, gguf_bucket_lo, llamacpp_commit, derived_at) VALUES (:fs, :cb, :vllm, :tce, :vis, "
-            ":conv, :gerr, :nv, :tsha, :gguf, :sig, :hi, :lo, :commit, :at)"),
+            ":conv, :gerr, :nv, :tsha, :gguf, :sig, :hi, :lo, :commit, :at)" + SKIP_EXISTING),
             [{**r, "gguf": _dumps(r["gguf"])} for r in rows])
     return {"pending": len(todo), "derived": len(rows), "blobs_missing": missing,
             "left": max(0, len(todo) - limit)}
@@ -406,6 +418,6 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
                      "n": 0 if ok else max(1, len(reasons))})
     if rows:
         conn.execute(text("INSERT INTO llamacpp_pairs (target_signature, draft_signature, compatible, reason, "
-                          "failed_checks) VALUES (:t, :d, :ok, :why, :n)"), rows)
+                          "failed_checks) VALUES (:t, :d, :ok, :why, :n)" + SKIP_EXISTING), rows)
     return {"candidates": len(todo), "computed": len(rows), "compatible": sum(r["ok"] for r in rows),
             "no_tokens": missing, "more_left": len(todo) > limit}

@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from ..vocab import agreement as agr
-from .compute_pairs import candidate_pairs
+from .compute_pairs import META_UPSERT, SKIP_EXISTING, candidate_pairs
 
 MAX_NEW_AGREEMENTS = 5000  # pair measurements per compute run (the rest next run)
 MAX_NEW_COUNTS = 50  # tokenizers counted from the blob store per run (catalogs crawled before counts existed)
@@ -78,8 +78,7 @@ def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit
         conn.exec_driver_sql("DELETE FROM tokenizer_agreement")
         conn.exec_driver_sql("UPDATE tokenizers SET agrees_by_base = NULL, agreement_basis = NULL, text_tokens = NULL, "
                              "added_text_counts = NULL")
-        conn.execute(text("DELETE FROM meta WHERE key = :k"), {"k": META_KEY})
-        conn.execute(text("INSERT INTO meta (key, value) VALUES (:k, :v)"), {"k": META_KEY, "v": ref})
+        conn.execute(text(META_UPSERT), {"k": META_KEY, "v": ref})
     new = conn.exec_driver_sql("SELECT id, vocab_sha256, vocab_len, added_tokens FROM tokenizers "
                                "WHERE repo_count > 0 AND agrees_by_base IS NULL ORDER BY id").all()
     flags, recounted = [], 0
@@ -118,7 +117,8 @@ def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit
     if rows:
         conn.execute(text(
             "INSERT INTO tokenizer_agreement (target_tokenizer_id, draft_tokenizer_id, grade, basis, text_agreement, "
-            "ids_agreement, differing_ids) VALUES (:t, :d, :g, :b, :ta, :ia, :n)"), rows)
+            "ids_agreement, differing_ids) VALUES (:t, :d, :g, :b, :ta, :ia, :n)"
+            + SKIP_EXISTING), rows)
     return {"flagged": len(flags), "agree_by_base": sum(f["ok"] for f in flags), "recounted": recounted,
             "pairs_wanted": len(wanted), "measured": len(rows), "no_vocabulary": missing,
             "left": max(0, len(todo) - limit), "seconds": round(time.perf_counter() - started, 3)}

@@ -11,6 +11,15 @@ MAX_PARTNERS = 32  # candidate tokenizer pairs per tokenizer
 MAX_NEW_PAIRS = 5000  # token-list evaluations per compute run
 
 
+# Rows keyed by what they hold (a file set's engine facts, a pair's verdict, a meta key) may be written by two
+# computes at once (two crawls that ended together, each computing): each reads what is missing, derives it, and
+# inserts it. The second insert of a row is no error: it holds the same facts, so it is skipped (an upsert for
+# meta, whose value is the latest run's). ON CONFLICT is SQLite's (3.24+, https://www.sqlite.org/lang_upsert.html)
+# and PostgreSQL's (https://www.postgresql.org/docs/current/sql-insert.html#SQL-ON-CONFLICT) alike.
+SKIP_EXISTING = " ON CONFLICT DO NOTHING"
+META_UPSERT = "INSERT INTO meta (key, value) VALUES (:k, :v) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+
 def candidate_pairs(tokenizers: list[tuple], families: dict[int, set[str]]) -> list[tuple[int, int]]:
     """Tokenizer pairs worth a token-list check: same base vocabulary, or same family and
     vocab_len within 128. Both directions; at most MAX_PARTNERS partners per tokenizer."""
@@ -92,6 +101,7 @@ def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
     if rows:
         conn.execute(text(
             "INSERT INTO pair_verdicts (target_tokenizer_id, draft_tokenizer_id, llamacpp_ok, "
-            "llamacpp_reason, tli_intersection, tli_ratio) VALUES (:t, :d, NULL, NULL, :n, :r)"), rows)
+            "llamacpp_reason, tli_intersection, tli_ratio) VALUES (:t, :d, NULL, NULL, :n, :r)"
+            + SKIP_EXISTING), rows)
     return {"candidates": len(pairs), "cached": len(cached), "computed": len(rows),
             "no_tokens": missing}

@@ -36,7 +36,7 @@ from .dburl import (
 from .migrate import alembic_config, current_revision, migration_lock, upgrade, upgrade_lock
 
 __all__ = [
-    "CatalogError", "NOT_GATED", "open_catalog", "session_factory",
+    "CatalogError", "NOT_GATED", "insert_or_skip", "open_catalog", "session_factory",
     "immediate_transactions", "make_engine", "preflight",
     "as_catalog_error", "explain", "is_db_error", "is_write_conflict",
     "DEFAULT_BUSY_TIMEOUT", "DEFAULT_DB", "DEFAULT_DEMO_DB", "DRIVER_MODULES", "POSTGRES_FIX", "SCHEME_ALIASES",
@@ -78,3 +78,20 @@ def session_factory(engine):
     from sqlalchemy.orm import sessionmaker
 
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def insert_or_skip(session, model, **values) -> bool:
+    """Insert a row keyed by its content unless another transaction has (or just committed) it: True when this
+    one inserted it. Two crawls that meet the same blob, file set or tokenizer both write it; the second insert is
+    skipped, not an error, and the caller reads the row by its key (on PostgreSQL the insert first waits for the
+    other transaction: https://www.postgresql.org/docs/current/sql-insert.html#SQL-ON-CONFLICT; SQLite 3.24+:
+    https://www.sqlite.org/lang_upsert.html)."""
+    table = model.__table__
+    if session.bind.dialect.name != "postgresql":
+        from sqlalchemy.dialects.sqlite import insert
+
+        return session.execute(insert(table).values(**values).on_conflict_do_nothing()).rowcount == 1
+    from sqlalchemy.dialects.postgresql import insert
+
+    key = next(iter(table.primary_key.columns))  # RETURNING: psycopg's rowcount does not tell here (-1)
+    return session.execute(insert(table).values(**values).on_conflict_do_nothing().returning(key)).first() is not None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -134,6 +133,8 @@ def tokens_sha256(tokens) -> str:
 def _write_compressed(dest: Path, data: bytes) -> None:
     """zlib-compress ``data`` into ``dest`` atomically (temp file + rename): readers never see half a file."""
     dest.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: a check reads the store and never writes it
+
     fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as f:
         f.write(zlib.compress(data, 6))

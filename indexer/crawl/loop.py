@@ -276,6 +276,7 @@ class Crawler(RunRecord):
                         self._save_run(session, "running")
                 while pending:
                     self._drain(session, pending, block=True)
+                self.writer.wait_for_counts()  # compute reads them next
                 self._settle_waits(session)
                 self.writer.refresh_gated_notes(session)
                 self._save_listings(session)
@@ -303,7 +304,7 @@ class Crawler(RunRecord):
             self._save_final(status)
             if self._own_client:
                 self.client.close()
-            self.writer.close()
+            self.writer.close(wait=status not in ("interrupted", "failed"))
         summary = self.summary(status)
         if status == "interrupted":
             raise CrawlInterrupted(summary)

@@ -18,10 +18,8 @@ costs no tokenization. :data:`WORKS_AT` and :data:`DEGRADED_AT` are the only thr
 
 from __future__ import annotations
 
-import hashlib
 import os
 from functools import lru_cache
-from importlib import resources
 
 WORKS_AT = 0.99  # text_agreement from which a started pair works (docs/engines.md "Outcomes")
 DEGRADED_AT = 0.5  # ... from which it still pays, below which it is useless
@@ -44,13 +42,17 @@ def grade(figure: float) -> str:
 @lru_cache(maxsize=1)
 def reference_parts() -> tuple[str, ...]:
     """The reference text's parts, in order (package data, found with importlib.resources)."""
-    root = resources.files("indexer.vocab") / "reference_text"
+    from ..resources import package_path  # not at import: the query path reads no reference text
+
+    root = package_path("vocab", "reference_text")
     return tuple(root.joinpath(name).read_text("utf-8") for name in REFERENCE_PARTS)
 
 
 @lru_cache(maxsize=1)
 def reference_sha256() -> str:
     """Names the text the stored counts were taken over: counts of another text are stale."""
+    import hashlib
+
     h = hashlib.sha256()
     for part in reference_parts():
         h.update(part.encode("utf-8") + b"\0")
@@ -63,9 +65,12 @@ def count_text(directory) -> dict[int, int]:
     Raises whatever transformers raises; callers store nothing then (agreement falls back to ids)."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers import AutoTokenizer
+    from .fingerprint import TRANSFORMERS_LOCK
 
-    tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+    with TRANSFORMERS_LOCK:  # the load; the tokenizers library then encodes without the GIL
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
     counts: dict[int, int] = {}
     for part in reference_parts():
         for i in tok(part, add_special_tokens=False)["input_ids"]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..files import orjson
+from ..files import orjson_module
+
+orjson = orjson_module()
 
 
 def canonical_bytes(vocab: dict[str, int]) -> bytes:

@@ -17,6 +17,7 @@ How transformers reads each tokenizer file, which the fast path follows, is ``to
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -44,6 +45,11 @@ from .tokenizer_files import (
     resolve_class,
     resolve_specials,
 )
+
+# transformers loads its modules lazily, and two threads that load at once can see a half-made module ("cannot
+# import name 'AutoTokenizer' from 'transformers'"): the crawl counts the reference text on a thread of its own
+# (crawl.writer) while the main thread may load a config or a tokenizer. Every load a crawl makes holds this.
+TRANSFORMERS_LOCK = threading.RLock()
 
 
 @dataclass
@@ -225,10 +231,11 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
             check_size(directory / name, max_bytes)
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     tj = read_optional_json(directory, "tokenizer.json", max_bytes)
-    from transformers import AutoTokenizer
-
     try:
-        tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+        with TRANSFORMERS_LOCK:
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
     except Exception as e:
         text = " ".join(str(e).split())
         if "trust_remote_code" in text or "custom code" in text or tc.get("auto_map"):

@@ -50,10 +50,13 @@ def _vocab_size(value, where: str) -> int | None:
 def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> tuple[int | None, int | None]:
     """(SGLang, transformers) vocab_size as transformers' config classes fill them in, for
     configs that leave vocab_size to a class default (AutoConfig, never remote code)."""
-    try:
-        from transformers import AutoConfig
+    from .fingerprint import TRANSFORMERS_LOCK
 
-        cfg = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+    try:
+        with TRANSFORMERS_LOCK:
+            from transformers import AutoConfig
+
+            cfg = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
         sub = cfg
         for part in (sglang_key or "").split(".") if sglang_key else ():
             sub = getattr(sub, part, None)
