@@ -10,8 +10,9 @@ missing ``--target``, a value click would refuse, ``--``, shell completion) goes
 What the fast path does is what the click command does, in the same order: the same input checks (the
 callbacks of ``cli_support``: ``answer.validate``, ``catalog.db.preflight``) run in click's processing order
 (options in the order given, then the arguments, then the rest as declared; click's
-``core.iter_params_for_processing``), the same library call, the same output, and errors are what
-``cli_support.IndexerGroup`` makes of them: one ``error:`` line and the error's exit code.
+``core.iter_params_for_processing``), the same library call, the same output. When the catalog cannot answer
+(any error: a repo it lacks, no catalog, bad input) the argv goes to the click command, which answers live
+(answer/live.py) or prints the one ``error:`` line and exit code ``cli_support.IndexerGroup`` makes of it.
 tests/test_query_path.py holds both paths to byte-identical output and checks this table against cli.py's.
 """
 
@@ -184,35 +185,43 @@ def _run(command: str, values: dict) -> None:
     sys.exit(0 if works_on(result, values["engine"]) else 1)
 
 
-def answer(command: str, values: dict, order: list[str]) -> None:
-    """Check, run and print, turning errors into one line as ``cli_support.IndexerGroup.invoke`` does."""
+def answer(command: str, values: dict, order: list[str]) -> bool:
+    """Check, run and print; False when the catalog cannot answer (an error, a repo it lacks, no catalog).
+
+    Those are the cases where ``cli.py`` goes on: it fetches a Hub repo the catalog lacks (answer/live.py) or
+    says why not, in one line. Nothing has been printed then, so the click command can start afresh.
+    """
     from .errors import IndexerError
 
     meta: dict = {}
     try:
         _checked(command, values, order, meta)
         _run(command, values)
-    except IndexerError as e:
-        fail(e.message, e.exit_code)
+    except IndexerError:
+        return False
     except Exception as e:
         from .catalog.db import as_catalog_error
 
-        err = as_catalog_error(e, meta.get("db"))
-        if isinstance(err, IndexerError):
-            fail(err.message, err.exit_code)
+        if isinstance(as_catalog_error(e, meta.get("db")), IndexerError):
+            return False
         raise
+    return True
+
+
+def _click(argv: list[str] | None) -> None:
+    """The click CLI, with the same argv."""
+    from .cli import cli
+
+    cli.main(args=argv) if argv is not None else cli.main()
 
 
 def main(argv: list[str] | None = None) -> None:
     """The console script: the fast path for what :func:`parse` understands, the click CLI for the rest."""
     parsed = parse(sys.argv[1:] if argv is None else list(argv))
     if parsed is None:
-        from .cli import cli
-
-        cli.main(args=argv) if argv is not None else cli.main()
-        return
+        return _click(argv)
     try:
-        answer(*parsed)
+        answered = answer(*parsed)
     except KeyboardInterrupt:  # click's main: a blank line, then "Aborted!", exit 1
         echo("", err=True)
         echo("Aborted!", err=True)
@@ -220,3 +229,5 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # click's main on EPIPE: exit 1, nothing more written
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
         sys.exit(1)
+    if not answered:
+        _click(argv)

@@ -332,3 +332,20 @@ def test_a_transient_failure_is_not_the_answer_forever(hub, env):
     hub.reset_counts()
     res = run("check", "--db", db, DEMO_TARGET, DRAFT)
     assert res.exit_code == 0 and hub.counts["paths_info"] == 2
+
+
+def test_the_console_script_hands_a_catalog_miss_to_the_live_path(hub, env):
+    """The fast console script (indexer.fastcli) answers from the catalog only; a repo the catalog lacks goes to
+    cli.py, which fetches it: the same answer as the click command, and the next ask costs no request."""
+    import os
+
+    db = str(env / "c.db")
+    cmd = [sys.executable, "-c", "from indexer.fastcli import main; main()", "check", DEMO_TARGET, DRAFT,
+           "--db", db, "--json"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["live"] and requests(hub) > 0
+    hub.reset_counts()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert again.returncode == 0 and requests(hub) == 0, again.stderr
+    assert json.loads(again.stdout)["verdicts"] == json.loads(first.stdout)["verdicts"]
