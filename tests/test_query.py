@@ -269,6 +269,8 @@ QUERY_PATH_MODULES = {
     "indexer.engines.llamacpp", "indexer.engines.mlx", "indexer.engines.lmstudio",
     # ... and indexer.engines.heads into the head API, its facts and the rules the engines subclass:
     "indexer.engines.headfacts", "indexer.engines.headrules",
+    # ... and the architecture rows beside the vocabulary, with the config facts they read (issue 23):
+    "indexer.engines.archrules", "indexer.vocab.archconfig",
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
     "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
     "indexer.vocab.params",

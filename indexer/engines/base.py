@@ -1,4 +1,4 @@
-"""What every engine shares: the five outcomes, a model as the rules see it (:class:`Side`), a
+"""What every engine shares: the six outcomes, a model as the rules see it (:class:`Side`), a
 :class:`Verdict`, the :class:`Engine` entry each ``engines/<engine>.py`` fills in, and the grading
 helpers the rules call. No engine is named here; :mod:`indexer.engines` lists them (stdlib only).
 
@@ -13,7 +13,12 @@ vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the onl
 * ``useless``: it starts, but under half agree, so nearly every drafted token is
   rejected and speculation is slower than none (the engine does not warn);
 * ``refused``: the engine raises at launch;
-* ``no_speculation``: llama-server starts, logs the failed check and serves without a draft.
+* ``no_speculation``: llama-server starts, logs the failed check and serves without a draft;
+* ``wrong_output``: the engine starts and drafts, but the output can differ from the target's own (mlx-lm on a
+  sliding-window target: rejected draft tokens stay in the target's cache once the context passes the window).
+
+Beside the vocabulary, each engine's architecture rows (``Engine.arch_rules``, :mod:`indexer.engines.archrules`)
+may make the verdict worse or add a note; ``Verdict.vocabulary`` keeps what the vocabulary alone says.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..vocab import agreement as _agreement
+from ..vocab.archconfig import ArchFacts
+from .archrules import WRONG_OUTPUT, matching, worst
 from .headrules import HeadRules
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
-OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
+OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION, WRONG_OUTPUT)
 GGUF_CLASS_KEY = ("gguf_sig",)  # compute's class key for an engine that compares GGUF token lists
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
 
@@ -46,6 +53,7 @@ class Side:
     gguf_missing: str | None = None  # why ``gguf`` is None
     model_type: str | None = None  # config.json model_type (mlx-lm picks its model class by it)
     gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
+    arch: ArchFacts | None = None  # the architecture facts (indexer.vocab.archconfig), None when unknown
     counts: dict[int, int] | None = None  # id counts of this tokenizer over the reference text (agreement)
     source_dir: str | None = None  # a local directory to count in when ``counts`` is None
     agreements: dict = field(default_factory=dict, repr=False, compare=False)  # draft name -> agreement (memo)
@@ -57,11 +65,19 @@ class Verdict:
 
     outcome: str
     reasons: list[str]
+    vocabulary: str | None = None  # the vocabulary rule's outcome before the architecture rows (None: the same)
+    architecture: list = field(default_factory=list)  # archrules.Applied rows that matched
+    fix: str | None = None  # an architecture row's fix, when a row decided the outcome
 
     @property
     def accepted(self) -> bool:
         """The engine starts with the pair (and drafts)."""
-        return self.outcome in (WORKS, DEGRADED, USELESS)
+        return self.outcome in (WORKS, DEGRADED, USELESS, WRONG_OUTPUT)
+
+    @property
+    def demoted(self) -> bool:
+        """A row says to rank this draft after the others (it works, with a cost)."""
+        return any(a.rule.demote for a in self.architecture)
 
     @property
     def compatible(self) -> bool:
@@ -71,7 +87,8 @@ class Verdict:
     def to_dict(self) -> dict:
         """The JSON shape ``check --json`` prints per engine."""
         return {"compatible": self.compatible, "accepted": self.accepted, "outcome": self.outcome,
-                "reasons": self.reasons}
+                "reasons": self.reasons, "vocabulary_outcome": self.vocabulary or self.outcome,
+                "architecture": [a.to_dict() for a in self.architecture]}
 
 
 def no_fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> None:
@@ -108,6 +125,9 @@ class Engine:
     # Why a GGUF file target gets no drafts from this engine's query although it loads GGUF files (LM Studio:
     # they run on its llama.cpp engine, so ask that); None where the engine answers it or loads no GGUF.
     gguf_target_refusal: str | None = None
+    # The architecture table (archrules.ArchRule rows, as data) for HF sides, and for a pair with a GGUF file.
+    arch_rules: tuple = ()
+    gguf_arch_rules: tuple = ()
 
     @property
     def gguf_classes(self) -> bool:
@@ -123,13 +143,32 @@ class Engine:
         return loads_no_gguf(self.display, target=True, draft=False)
 
     def verdict(self, t: Side, d: Side) -> Verdict:
-        """This engine's verdict on the pair: GGUF files go to its GGUF rule (or are not judged)."""
+        """This engine's verdict on the pair: GGUF files go to its GGUF rule (or are not judged); then its
+        architecture rows."""
         if t.gguf_file or d.gguf_file:
             if self.gguf_rule is None:
                 return Verdict(REFUSED, [loads_no_gguf(self.display, target=bool(t.gguf_file),
                                                        draft=bool(d.gguf_file))])
-            return self.gguf_rule(t, d)
-        return self.rule(t, d)
+            return with_arch(self.gguf_rule(t, d), self.gguf_arch_rules, t, d)
+        return with_arch(self.rule(t, d), self.arch_rules, t, d)
+
+
+def with_arch(v: Verdict, rules, t: Side, d: Side, sides: tuple[str, ...] = ("target", "draft", "pair")) -> Verdict:
+    """The vocabulary verdict ``v`` with the architecture rows that match the pair: the worse outcome wins and
+    its words come first; rows without an outcome add notes (each with its source)."""
+    applied = matching(rules, t.arch, d.arch, sides)
+    if not applied:
+        return v
+    outcome = v.outcome
+    for a in applied:
+        outcome = worst(outcome, a.rule.outcome)
+    deciding = [a for a in applied if a.rule.outcome is not None and a.rule.outcome == outcome
+                and outcome != v.outcome]
+    notes = [a for a in applied if a not in deciding]
+    fix = next((f for a in deciding if (f := a.fix(t.arch, d.arch))), None)
+    reasons = [*(a.words for a in deciding), *v.reasons,
+               *(f"{'also' if a.rule.outcome else 'note'}: {a.words}" for a in notes)]
+    return Verdict(outcome, reasons, vocabulary=v.outcome, architecture=applied, fix=fix)
 
 
 def loads_no_gguf(display: str, *, target: bool, draft: bool) -> str:
@@ -240,4 +279,4 @@ def resize_words(t_size: int | None) -> str:
 # How an engine that grades started pairs says each outcome (the ``words`` of most entries).
 SIZE_WORDS = {WORKS: "works", DEGRADED: "starts; part of the drafted tokens mean something else: pays less",
               USELESS: "starts, but rejects nearly every drafted token: slower than no draft",
-              REFUSED: "refuses to start"}
+              REFUSED: "refuses to start", WRONG_OUTPUT: "starts, but the output can be wrong"}

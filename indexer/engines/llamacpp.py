@@ -7,10 +7,24 @@ import hashlib
 import json
 
 from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
+from .archrules import ArchRule, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, Verdict
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
+
+
+# llama-server probes each context (common_context_can_seq_rm): a recurrent or hybrid memory cannot drop a partial
+# suffix with draft-simple (n_rs_seq 0), so speculation runs with a checkpoint per round. The arch lists are
+# src/llama-arch.cpp:1071-1109 (GGUF sides); HF sides are judged by their state layers.
+ARCH_RULES = (
+    ArchRule("recurrent or hybrid target", StateIn("target"), None,
+             "llama-server saves the target's state before each verify and restores it on a partial acceptance "
+             "(\"speculative decoding will use checkpoints\"): the output stays correct, speculation pays less",
+             "common/common.cpp:1491-1529; tools/server/server-context.cpp:1226-1228, 3050-3056"),
+    ArchRule("recurrent or hybrid draft", StateIn("draft"), None,
+             "the draft's state is checkpointed the same way", "tools/server/server-context.cpp:2980-2984"),
+)
 
 
 def token_text(s: str) -> str:
@@ -170,5 +184,6 @@ ENGINE = Engine(
     },
     facts=("gguf",),
     rule=rule, class_key=GGUF_CLASS_KEY, launch=launch, sizes=sizes, fix=fix, gguf_rule=rule,
+    arch_rules=ARCH_RULES, gguf_arch_rules=ARCH_RULES,
     words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
            REFUSED: "has no GGUF to load (the converter refuses the repo)"})

@@ -151,6 +151,12 @@ def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict 
     ambiguous = bool(t.text_config_error or d.text_config_error)  # vLLM and transformers raise before any size
     out = {}
     for name, v in results.items():
+        if v.fix is not None:  # an architecture row decided the outcome, and it has a way around it
+            out[name] = v.fix
+            continue
+        if v.vocabulary is not None and v.vocabulary != v.outcome:  # an architecture row decided: no vocabulary fix
+            out[name] = None
+            continue
         if ambiguous and "text_config_error" in ENGINES[name].facts:
             out[name] = None
             continue
@@ -199,6 +205,9 @@ def check_pair(t: Side, d: Side) -> dict:
             "added_only_in_target": added_only(t, d),
             "added_only_in_draft": added_only(d, t),
             "first_differing_ids": first_differing_ids(t, d),
+            # the architecture facts the engines' non-vocabulary rows read (None: unknown, e.g. not computed yet)
+            "architecture": {role: side.arch.to_dict() if side.arch is not None else None
+                             for role, side in (("target", t), ("draft", d))},
         },
     }
     if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
