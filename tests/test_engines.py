@@ -103,7 +103,8 @@ def test_each_entry_is_complete():
 
 def test_verdict_shape_and_outcomes():
     v = registry.Verdict(registry.USELESS, ["x"])
-    assert v.to_dict() == {"compatible": False, "accepted": True, "outcome": "useless", "reasons": ["x"]}
+    assert v.to_dict() == {"compatible": False, "accepted": True, "outcome": "useless", "reasons": ["x"],
+                           "vocabulary_outcome": "useless", "architecture": []}
     assert registry.Verdict(registry.NO_SPECULATION, []).accepted is False
     assert registry.Verdict(registry.WORKS, []).compatible is True
 
@@ -324,7 +325,8 @@ def test_check_json_and_engine_exit_status(tmp_path):
     assert res.exit_code == 1
     data = json.loads(res.stdout)
     for v in data["verdicts"].values():
-        assert set(v) == {"compatible", "accepted", "outcome", "reasons"} and v["outcome"] in registry.OUTCOMES
+        assert set(v) == {"compatible", "accepted", "outcome", "reasons", "vocabulary_outcome", "architecture"} \
+            and v["outcome"] in registry.OUTCOMES
     assert data["verdicts"]["mlx"]["compatible"]
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "mlx"]).exit_code == 0
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "vllm"]).exit_code == 1
