@@ -17,7 +17,7 @@ from indexer.answer.sides import side_from_dir
 from indexer.catalog.compute import compute
 from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.engines import ENGINES, verdicts
+from indexer.engines import ENGINES, Verdict, verdicts
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
 
@@ -55,6 +55,12 @@ def expected(engines_oracle: dict) -> dict:
     return out
 
 
+def vocabulary_verdict(v: Verdict) -> Verdict:
+    """The verdict of the vocabulary rule alone: what the oracle measured (its ``rules``: the pair rules are
+    vocabulary-level; the architecture rows of issue 23 come on top, tested in test_arch.py and below)."""
+    return Verdict(v.vocabulary or v.outcome, v.reasons)
+
+
 def agreement(sides: dict, engines_oracle: dict) -> dict:
     """(engine, field) -> list of disagreeing pairs, over every ordered pair."""
     want = expected(engines_oracle)
@@ -62,9 +68,33 @@ def agreement(sides: dict, engines_oracle: dict) -> dict:
     for t, d in itertools.permutations(sorted(sides), 2):
         got = verdicts(sides[t], sides[d])
         for (engine, field), pairs in want.items():
-            if getattr(got[engine], field) != ((t, d) in pairs):
+            if getattr(vocabulary_verdict(got[engine]), field) != ((t, d) in pairs):
                 bad[(engine, field)].append((t, d, got[engine].reasons))
     return bad
+
+
+def config_context(name: str) -> int | None:
+    """A corpus model's context length read plainly from its config.json: max_position_embeddings (GPT-2's
+    n_positions) times a linear rope factor; None when neither is stated."""
+    c = json.loads((MODELS / name / "config.json").read_text())
+    n = c.get("max_position_embeddings") or c.get("n_positions")
+    rope = c.get("rope_scaling") or {}
+    return int(n * (rope.get("factor") or 1)) if n else None
+
+
+def assert_architecture_rows(sides: dict) -> None:
+    """On the corpus (plain text models), the only row that changes an outcome is SGLang's shorter draft context,
+    exactly for the pairs whose draft states a shorter context than the target; every changed verdict names it."""
+    changed = {}
+    for t, d in itertools.permutations(sorted(sides), 2):
+        for engine, v in verdicts(sides[t], sides[d]).items():
+            if v.vocabulary is not None and v.vocabulary != v.outcome:
+                changed[(engine, t, d)] = v
+                assert v.reasons[0].endswith("standalone_worker_v2.py:86-93)"), (engine, t, d, v.reasons)
+    want = {("sglang", t, d) for t, d in itertools.permutations(sorted(sides), 2)
+            if verdicts(sides[t], sides[d])["sglang"].vocabulary not in (None, "refused")
+            and (config_context(t) or 2048) > (config_context(d) or 2048)}
+    assert set(changed) == want
 
 
 def assert_gguf_facts(sides: dict, engines_oracle: dict) -> None:
@@ -87,6 +117,7 @@ def local_sides(engines_oracle):
 
 
 def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_sides, engines_oracle):
+    assert_architecture_rows(local_sides)
     n = len(local_sides) * (len(local_sides) - 1)
     assert n == 552
     bad = agreement(local_sides, engines_oracle)
@@ -142,6 +173,7 @@ def catalog_sides(crawled, engines_oracle):
 
 def test_every_pair_and_engine_equals_the_oracle_through_catalog_repo_ids(catalog_sides, engines_oracle):
     sides = catalog_sides
+    assert_architecture_rows(sides)  # the facts came through the catalog (engine_facts.arch)
     bad = agreement(sides, engines_oracle)
     assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
     assert_gguf_facts(sides, engines_oracle)

@@ -270,7 +270,8 @@ QUERY_PATH_MODULES = {
     # ... and indexer.engines.heads into the head API, its facts and the rules the engines subclass:
     "indexer.engines.headfacts", "indexer.engines.headrules",
     # ... and the architecture rows beside the vocabulary, with the config facts they read (issue 23):
-    "indexer.engines.archrules", "indexer.vocab.archconfig",
+    "indexer.engines.archrules", "indexer.vocab.archconfig", "indexer.answer.archrank",
+    "indexer.answer.summary",  # ranking's summary line, moved out to keep ranking.py short
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
     "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
     "indexer.vocab.params",
