@@ -144,6 +144,10 @@ def layer_kinds(text: dict, model_type: str | None) -> tuple[Counter, bool]:
         if kinds:
             return kinds, True
     state = STATE_BY_MODEL_TYPE.get(model_type or "")
+    interval = _int(text.get("full_attention_interval"))
+    if state and interval and n:  # Qwen3-Next: every interval-th layer is full attention, the others linear
+        full = n // interval
+        return Counter({"full_attention": full, "linear_attention": n - full}), True
     period = _int(text.get("attn_layer_period"))
     if state and period and n:  # Jamba: attention where i % attn_layer_period == attn_layer_offset
         offset = text.get("attn_layer_offset") if isinstance(text.get("attn_layer_offset"), int) else 0
