@@ -162,6 +162,19 @@ def engine_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def arch_table() -> str:
+    """Every engine's architecture rows (issue 23), from each engine's ARCH_RULES: the fact read, the outcome
+    (note: the outcome stands), and the source."""
+    from indexer.engines import ENGINES
+    from indexer.engines.archrules import table
+
+    rows = ["| `--engine` | check | reads | outcome | source |", "| --- | --- | --- | --- | --- |"]
+    for name, e in ENGINES.items():
+        for r in table(e.arch_rules):
+            rows.append(f"| `{name}` | {r['check']} | {r['side']} | {r['outcome']} | `{r['source']}` |")
+    return "\n".join(rows) + "\n"
+
+
 def demo_urls() -> str:
     """The pages ``indexer demo`` prints once datasette answers (``indexer.demo.urls``, the CLI's layout)."""
     from indexer.demo import urls
@@ -177,7 +190,7 @@ def crontab() -> str:
     return "```\n" + "\n".join(lines) + "\n```\n"
 
 
-GENERATORS = {"engines": engine_table, "demo-urls": demo_urls, "crontab": crontab}
+GENERATORS = {"engines": engine_table, "arch": arch_table, "demo-urls": demo_urls, "crontab": crontab}
 
 
 def render(text: str, work: Path | None = None) -> str:

@@ -53,7 +53,8 @@ class ArchJudge:
         return next((a for a in self.rows(r) if a.rule.outcome == REFUSED), None)
 
     def apply(self, entry: dict, r: dict) -> dict:
-        """The entry with the rows' outcome (the worse wins, its words first), the other rows as notes after, and
+        """The entry with the rows' outcome (the worse wins, its words right after the accept reason), the other rows
+        as notes after, and
         ``demoted`` (a row says to rank it after the others), as ``engines.base.with_arch`` words a verdict."""
         rows = self.rows(r)
         base = entry["outcome"]
@@ -61,7 +62,8 @@ class ArchJudge:
         for a in rows:
             outcome = worst(outcome, a.rule.outcome)
         deciding = [a for a in rows if a.rule.outcome and a.rule.outcome == outcome != base]
-        entry["reasons"] = [*(a.words for a in deciding), *entry["reasons"],
+        first, rest = entry["reasons"][:1], entry["reasons"][1:]  # the first stays why the class accepts it
+        entry["reasons"] = [*first, *(a.words for a in deciding), *rest,
                             *(f"{'also' if a.rule.outcome else 'note'}: {a.words}" for a in rows if a not in deciding)]
         entry["outcome"] = outcome
         entry["demoted"] = any(a.rule.demote for a in rows)

@@ -2,7 +2,7 @@
 :class:`Verdict`, the :class:`Engine` entry each ``engines/<engine>.py`` fills in, and the grading
 helpers the rules call. No engine is named here; :mod:`indexer.engines` lists them (stdlib only).
 
-A verdict has one of five outcomes, because a user needs to know whether speculation *works*,
+A verdict has one of six outcomes, because a user needs to know whether speculation *works*,
 not only whether the engine starts. For the engines that start without comparing token lists
 (SGLang, vLLM, transformers, MLX, LM Studio), a started pair is graded by how far the two
 vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the only ones):
