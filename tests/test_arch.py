@@ -351,7 +351,7 @@ def test_query_vllm_ranks_shorter_context_drafts_after_the_others(catalog):
 def test_query_mlx_lists_sliding_window_drafts_as_wrong_output(catalog):
     got = drafts(catalog, "google/gemma-3-1b", "mlx")["drafts"]
     assert got and {d["outcome"] for d in got} == {WRONG_OUTPUT}
-    assert "window of 512 tokens" in got[0]["reasons"][0]
+    assert "window of 512 tokens" in got[0]["reasons"][1]  # right after why its class accepts it
 
 
 def test_check_and_query_all_agree_for_every_pair_and_engine(catalog):
@@ -388,3 +388,22 @@ def test_an_older_catalog_gets_the_facts_on_the_next_compute_without_a_crawl(cat
         after = dict(conn.execute("SELECT id, arch FROM engine_facts").fetchall())
     assert {k: json.loads(v) for k, v in after.items()} == {k: json.loads(v) for k, v in before.items()}
     assert compute(catalog)["engine_facts"]["arch_backfilled"] == 0
+
+
+def test_gguf_heads_are_read_from_the_header_and_launched_with_their_spec_type(tmp_path):
+    u32, i32 = GGUFValueType.UINT32, GGUFValueType.INT32
+    target = write_gguf(tmp_path / "qwen35-mtp.gguf", arch="qwen35",
+                        extra=[("qwen35.nextn_predict_layers", 1, u32), ("qwen35.block_count", 4, u32)])
+    eagle = write_gguf(tmp_path / "eagle3-head.gguf", arch="eagle3",
+                       extra=[("eagle3.target_layers", [2, 10, 20], GGUFValueType.ARRAY, i32),
+                              ("eagle3.target_hidden_size", 4096, u32)])
+    ts, ds = side_from_gguf(target), side_from_gguf(eagle)
+    assert ts.arch.head == {"kind": "mtp", "spec_type": "draft-mtp", "embedded": True, "nextn_predict_layers": 1}
+    assert ds.arch.head["kind"] == "eagle3" and ds.arch.head["target_layers"] == [2, 10, 20]
+    r = check_pair(ts, ds)
+    assert r["launch"]["llama.cpp"].endswith("--spec-type draft-eagle3")
+    said_ = " ".join(r["verdicts"]["llama.cpp"]["reasons"])
+    assert "EAGLE3 head" in said_ and "target_hidden_size 4096" in said_ and "own MTP layers" in said_
+    plain = write_gguf(tmp_path / "llama.gguf", arch="llama")
+    assert check_pair(ts, side_from_gguf(plain))["launch"]["llama.cpp"].endswith("--spec-type draft-simple")
+    assert side_from_gguf(plain).arch.head is None

@@ -116,11 +116,30 @@ class Vision:
 
 
 @dataclass(frozen=True)
+class Head:
+    """The side's GGUF header declares a speculator head (EAGLE-3, DFlash, Gemma-4 assistant) or MTP layers."""
+
+    side: str
+    embedded: bool = False  # True: MTP layers inside the model itself; False: a separate head file
+
+    def __call__(self, t: ArchFacts | None, d: ArchFacts | None) -> str | None:
+        """The words of the match, or None."""
+        f = _side(t, d, self.side)
+        head = (f.head if f is not None else None) or {}
+        if not head or bool(head.get("embedded")) != self.embedded:
+            return None
+        keys = ", ".join(f"{k} {v}" for k, v in head.items() if k not in ("kind", "spec_type", "embedded"))
+        return (f"the {self.side}'s GGUF ({f.gguf_arch}) is {'a model with' if self.embedded else 'a'} "
+                f"{head['kind'].upper()} {'layers' if self.embedded else 'head'}" + (f" ({keys})" if keys else "")
+                + f": llama-server runs it with --spec-type {head['spec_type']}")
+
+
+@dataclass(frozen=True)
 class ArchRule:
     """One row of an engine's architecture table: the fact it reads, what the engine does, its source."""
 
     check: str  # a short name: the near miss's failed_check, the details' rule name
-    when: TypeIn | StateIn | Sliding | ShorterContext | Vision
+    when: TypeIn | StateIn | Sliding | ShorterContext | Vision | Head
     outcome: str | None  # refused / wrong_output, or None: the outcome stands and the words are a note
     says: str  # what the engine does, after the matched fact
     source: str  # file:line at the engine's pinned version

@@ -7,7 +7,7 @@ import hashlib
 import json
 
 from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
-from .archrules import ArchRule, StateIn
+from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, Verdict
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
@@ -24,6 +24,14 @@ ARCH_RULES = (
              "common/common.cpp:1491-1529; tools/server/server-context.cpp:1226-1228, 3050-3056"),
     ArchRule("recurrent or hybrid draft", StateIn("draft"), None,
              "the draft's state is checkpointed the same way", "tools/server/server-context.cpp:2980-2984"),
+    # -md alone infers no type for an EAGLE-3 or Gemma-4 assistant file (only dflash, and MTP by a tensor name),
+    # and draft-simple is not the head's type: the launch command carries the head's --spec-type
+    ArchRule("speculator head draft", Head("draft"), None,
+             "a plain -md without --spec-type runs no speculation", "common/speculative.cpp:2270-2305, "
+             "common/arg.cpp:566-573, common/speculative.cpp:2611-2626"),
+    ArchRule("embedded MTP target", Head("target", embedded=True), None,
+             "--spec-type draft-mtp without -md drafts with the target's own MTP layers",
+             "common/speculative.cpp:2557-2567"),
 )
 
 
@@ -154,10 +162,11 @@ def _is_gguf_repo(name: str) -> bool:
     return ":" in name or "gguf" in repo.lower()
 
 
-def launch(target: str, draft: str) -> str:
+def launch(target: str, draft: str, spec_type: str = "draft-simple") -> str:
     """One runnable llama-server command: -m / -md for GGUF files, -hf / -hfd for GGUF repos (common/arg.cpp:3035,
-    3060, 3975, 4241), --spec-type draft-simple (common/arg.cpp:4249, common/speculative.cpp:35); HF sides are
-    converted first (convert_hf_to_gguf.py DIR --outfile)."""
+    3060, 3975, 4241), always with --spec-type (common/arg.cpp:4249, common/speculative.cpp:33-45): draft-simple for
+    a draft model, the head's own type for a GGUF head; HF sides are converted first (convert_hf_to_gguf.py DIR
+    --outfile)."""
     steps, args = [], []
     for flag_file, flag_hub, name in (("-m", "-hf", target), ("-md", "-hfd", draft)):
         if _is_gguf_path(name):
@@ -168,7 +177,7 @@ def launch(target: str, draft: str) -> str:
             stem = _stem(name)
             steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf")
             args.append(f"{flag_file} {stem}.gguf")
-    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type draft-simple"])
+    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}"])
 
 
 ENGINE = Engine(

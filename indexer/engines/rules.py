@@ -211,5 +211,8 @@ def check_pair(t: Side, d: Side) -> dict:
         },
     }
     if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
-        out["launch"] = {GGUF_ENGINE: ENGINES[GGUF_ENGINE].launch(t.gguf_file or t.name, d.gguf_file or d.name)}
+        head = (d.arch.head if d.arch is not None else None) or {}
+        spec = {"spec_type": head["spec_type"]} if head.get("spec_type") and not head.get("embedded") else {}
+        out["launch"] = {GGUF_ENGINE: ENGINES[GGUF_ENGINE].launch(t.gguf_file or t.name, d.gguf_file or d.name,
+                                                                  **spec)}
     return out

@@ -119,7 +119,41 @@ def arch_from_header(h: Header) -> ArchFacts:
         layers["sliding_attention" if window else "full_attention"] = n or 1
     ctx = num("context_length")
     return ArchFacts(layers=layers, state=[state] if state else [], sliding_window=window, context_sglang=ctx,
-                     context_vllm=ctx, vision=False, gguf_arch=arch, source="GGUF header")
+                     context_vllm=ctx, vision=False, gguf_arch=arch, source="GGUF header", head=head_from_header(h))
+
+
+# The speculator kinds a GGUF header declares, with the llama-server --spec-type that runs them
+# (common/speculative.cpp:33-45): an EAGLE-3 head (src/models/eagle3.cpp:3-35: eagle3.target_layers, exactly 3,
+# and eagle3.target_hidden_size), a DFlash head (src/models/dflash.cpp:7-60: dflash.target_layers; DSpark when the
+# file has a markov_w1 tensor, which the key/value section does not show), Gemma-4's assistant (an MTP drafter,
+# src/models/gemma4-assistant.cpp), and a model with embedded MTP layers (<arch>.nextn_predict_layers > 0,
+# src/llama-arch.cpp:226).
+HEAD_ARCHS = {"eagle3": ("eagle3", "draft-eagle3"), "dflash": ("dflash", "draft-dflash"),
+              "gemma4-assistant": ("mtp", "draft-mtp")}
+
+
+def head_from_header(h: Header) -> dict | None:
+    """What a header says about speculation: a head's kind and keys, or the target's embedded MTP layers."""
+    arch = h.values.get(Keys.General.ARCHITECTURE)
+    if not isinstance(arch, str):
+        return None
+
+    def arr(key: str):
+        a = h.arrays.get(key)
+        return list(a.values) if a is not None and a.values is not None else None
+
+    if arch in HEAD_ARCHS:
+        kind, spec = HEAD_ARCHS[arch]
+        out = {"kind": kind, "spec_type": spec, "embedded": False}
+        for key in ("target_layers", "target_hidden_size", "block_size"):
+            value = arr(f"{arch}.{key}") if key == "target_layers" else h.values.get(f"{arch}.{key}")
+            if value is not None:
+                out[key] = value
+        return out
+    layers = h.values.get(f"{arch}.nextn_predict_layers")
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+        return {"kind": "mtp", "spec_type": "draft-mtp", "embedded": True, "nextn_predict_layers": layers}
+    return None
 
 
 class WrongType(Exception):

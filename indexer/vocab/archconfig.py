@@ -89,6 +89,7 @@ class ArchFacts:
     context_vllm: int | None = None  # vLLM's derived max_model_len (with tokenizer_config's model_max_length)
     vision: bool = False  # config.json has vision_config
     gguf_arch: str | None = None  # general.architecture, for a GGUF file
+    head: dict | None = None  # a GGUF speculator head or embedded MTP layers: kind, llama-server --spec-type, keys
     source: str = "config.json"
 
     def to_dict(self) -> dict:
