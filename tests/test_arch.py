@@ -407,3 +407,96 @@ def test_gguf_heads_are_read_from_the_header_and_launched_with_their_spec_type(t
     plain = write_gguf(tmp_path / "llama.gguf", arch="llama")
     assert check_pair(ts, side_from_gguf(plain))["launch"]["llama.cpp"].endswith("--spec-type draft-simple")
     assert side_from_gguf(plain).arch.head is None
+
+
+# ---------------------------------------------------------------- GGUF heads on llama.cpp (--method)
+
+U32, I32 = GGUFValueType.UINT32, GGUFValueType.INT32
+
+
+def _gguf(hub, repo_id, file, arch, keys, tags, **kw):
+    extra = [(f"{arch}.{k}", v, U32) if isinstance(v, int) else (f"{arch}.{k}", v, GGUFValueType.ARRAY, I32)
+             for k, v in keys.items()]
+    write_gguf(hub / repo_id / file, arch=arch, extra=extra, **kw)
+    set_meta(hub, repo_id, tags=["gguf", *tags])
+
+
+@pytest.fixture(scope="module")
+def gguf_catalog(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gguf-heads")
+    hub = root / "hub"
+    shape = {"block_count": 32, "embedding_length": 4096}
+    _gguf(hub, "ggml/Qwen3.5-9B-GGUF", "Qwen3.5-9B-Q4_K_M.gguf", "qwen35",
+          {**shape, "nextn_predict_layers": 1, "context_length": 262144}, ["base_model:quantized:qwen/Qwen3.5-9B"])
+    _gguf(hub, "ggml/Llama-3.1-8B-GGUF", "Llama-3.1-8B-Q4_K_M.gguf", "llama", shape,
+          ["base_model:quantized:meta/Llama-3.1-8B"])
+    _gguf(hub, "ggml/gemma-4-E4B-GGUF", "gemma-4-E4B-Q4_K_M.gguf", "gemma4", {"block_count": 42,
+          "embedding_length": 2560}, ["base_model:quantized:google/gemma-4-E4B"])
+    # heads carry no vocabulary here, so they are never draft models (class members)
+    _gguf(hub, "heads/Llama-3.1-8B-EAGLE3-GGUF", "Llama-3.1-8B-EAGLE3-Q8_0.gguf", "eagle3",
+          {"target_layers": [2, 15, 29], "target_hidden_size": 4096}, ["base_model:meta/Llama-3.1-8B"], tokens=[],
+          model=None, pre=None)
+    _gguf(hub, "heads/Deep-EAGLE3-GGUF", "Deep-EAGLE3-Q8_0.gguf", "eagle3",
+          {"target_layers": [2, 30, 60], "target_hidden_size": 4096}, [], tokens=[], model=None, pre=None)
+    _gguf(hub, "heads/Wide-EAGLE3-GGUF", "Wide-EAGLE3-Q8_0.gguf", "eagle3",
+          {"target_layers": [2, 15, 29], "target_hidden_size": 5120}, [], tokens=[], model=None, pre=None)
+    _gguf(hub, "heads/Qwen3.5-9B-DFlash-GGUF", "Qwen3.5-9B-DFlash-Q8_0.gguf", "dflash",
+          {"target_layers": [1, 8, 16, 24, 30], "block_size": 16}, ["base_model:qwen/Qwen3.5-9B"], tokens=[],
+          model=None, pre=None)
+    _gguf(hub, "heads/gemma-4-E4B-assistant-GGUF", "gemma-4-E4B-assistant-Q8_0.gguf", "gemma4-assistant",
+          {"embedding_length_out": 2560}, ["base_model:google/gemma-4-E4B"], tokens=[], model=None, pre=None)
+    db = str(root / "catalog.db")
+    upgrade(db)
+    with HubServer(str(hub)) as server:
+        crawl(db, server)
+    compute(db)
+    return db
+
+
+def test_llamacpp_self_mtp_from_the_target_header(gguf_catalog):
+    res = run_query("ggml/Qwen3.5-9B-GGUF", engine="llama.cpp", method="mtp", db=gguf_catalog)
+    assert [d["repo_id"] for d in res["drafts"]] == ["ggml/Qwen3.5-9B-GGUF"]
+    assert res["drafts"][0]["launch"] == "llama-server -hf ggml/Qwen3.5-9B-GGUF:Q4_K_M --spec-type draft-mtp"
+    none = run_query("ggml/Llama-3.1-8B-GGUF", engine="llama.cpp", method="mtp", db=gguf_catalog, near_misses=True)
+    assert none["drafts"] == [] and none["near_misses"][0]["failed_check"] == "mtp"
+
+
+def test_llamacpp_eagle3_heads_fit_by_header_keys(gguf_catalog):
+    res = run_query("ggml/Llama-3.1-8B-GGUF", engine="llama.cpp", method="eagle3", db=gguf_catalog,
+                    near_misses=True)
+    assert [(d["repo_id"], d["tier"]) for d in res["drafts"]] == [("heads/Llama-3.1-8B-EAGLE3-GGUF", "lineage")]
+    assert res["drafts"][0]["launch"] == ("llama-server -hf ggml/Llama-3.1-8B-GGUF:Q4_K_M -hfd "
+                                          "heads/Llama-3.1-8B-EAGLE3-GGUF:Q8_0 --spec-type draft-eagle3")
+    misses = {m["repo_id"]: m["failed_check"] for m in res["near_misses"]}
+    assert misses == {"heads/Deep-EAGLE3-GGUF": "aux_layers", "heads/Wide-EAGLE3-GGUF": "hidden_size"}
+    # gemma4 exports layer inputs too, but the shapes differ; a target whose graph does not (none here) would fail
+    # target_arch
+    dflash = run_query("ggml/Qwen3.5-9B-GGUF", engine="llama.cpp", method="dflash", db=gguf_catalog)
+    assert [d["repo_id"] for d in dflash["drafts"]] == ["heads/Qwen3.5-9B-DFlash-GGUF"]
+    assert all(d["launch"].endswith("--spec-type draft-dflash") for d in dflash["drafts"])
+
+
+def test_llamacpp_gemma4_assistant_is_an_mtp_drafter(gguf_catalog):
+    res = run_query("ggml/gemma-4-E4B-GGUF", engine="llama.cpp", method="mtp", db=gguf_catalog, near_misses=True)
+    assert [d["repo_id"] for d in res["drafts"]] == ["heads/gemma-4-E4B-assistant-GGUF"]
+    assert res["drafts"][0]["launch"].endswith("-hfd heads/gemma-4-E4B-assistant-GGUF:Q8_0 --spec-type draft-mtp")
+    # the assistant is for gemma4 only
+    other = run_query("ggml/Llama-3.1-8B-GGUF", engine="llama.cpp", method="mtp", db=gguf_catalog, near_misses=True)
+    assert ("heads/gemma-4-E4B-assistant-GGUF", "target_arch") in {(m["repo_id"], m["failed_check"])
+                                                                    for m in other["near_misses"]}
+
+
+def test_every_llamacpp_command_carries_a_spec_type(gguf_catalog):
+    for target in ("ggml/Qwen3.5-9B-GGUF", "ggml/Llama-3.1-8B-GGUF", "ggml/gemma-4-E4B-GGUF"):
+        for method in ("mtp", "eagle3", "dflash"):
+            res = CliRunner().invoke(cli, ["query", "--db", gguf_catalog, "--target", target, "--engine", "llama.cpp",
+                                           "--method", method, "--json"])
+            assert res.exit_code == 0, res.output
+            for d in json.loads(res.stdout)["drafts"]:
+                assert " --spec-type draft-" in d["launch"]
+    text = CliRunner().invoke(cli, ["query", "--db", gguf_catalog, "--target", "ggml/Qwen3.5-9B-GGUF", "--engine",
+                                    "llama.cpp", "--method", "mtp"])
+    assert text.exit_code == 0 and "$ llama-server -hf ggml/Qwen3.5-9B-GGUF:Q4_K_M --spec-type draft-mtp" in text.output
+    bad = CliRunner().invoke(cli, ["query", "--db", gguf_catalog, "--target", "heads/Deep-EAGLE3-GGUF", "--engine",
+                                   "llama.cpp", "--method", "eagle3"])
+    assert bad.exit_code != 0 and bad.output.startswith("error:") and "not a target" in bad.output

@@ -128,6 +128,12 @@ class Engine:
     # The architecture table (archrules.ArchRule rows, as data) for HF sides, and for a pair with a GGUF file.
     arch_rules: tuple = ()
     gguf_arch_rules: tuple = ()
+    # --method -> (engine's name, source) of the speculator heads it runs from GGUF files (llama.cpp), with
+    # gguf_head_fit(method, head facts, target ArchFacts) -> [(check, ok, detail, source)] and
+    # gguf_head_launch(target, head or None, spec_type) -> the command
+    gguf_heads: dict = field(default_factory=dict)
+    gguf_head_fit: Callable | None = None
+    gguf_head_launch: Callable | None = None
 
     @property
     def gguf_classes(self) -> bool:

@@ -119,7 +119,8 @@ def arch_from_header(h: Header) -> ArchFacts:
         layers["sliding_attention" if window else "full_attention"] = n or 1
     ctx = num("context_length")
     return ArchFacts(layers=layers, state=[state] if state else [], sliding_window=window, context_sglang=ctx,
-                     context_vllm=ctx, vision=False, gguf_arch=arch, source="GGUF header", head=head_from_header(h))
+                     context_vllm=ctx, vision=False, gguf_arch=arch, source="GGUF header", head=head_from_header(h),
+                     gguf_block_count=num("block_count"), gguf_embedding_length=num("embedding_length"))
 
 
 # The speculator kinds a GGUF header declares, with the llama-server --spec-type that runs them
@@ -145,7 +146,7 @@ def head_from_header(h: Header) -> dict | None:
     if arch in HEAD_ARCHS:
         kind, spec = HEAD_ARCHS[arch]
         out = {"kind": kind, "spec_type": spec, "embedded": False}
-        for key in ("target_layers", "target_hidden_size", "block_size"):
+        for key in ("target_layers", "target_hidden_size", "block_size", "embedding_length_out"):
             value = arr(f"{arch}.{key}") if key == "target_layers" else h.values.get(f"{arch}.{key}")
             if value is not None:
                 out[key] = value

@@ -90,6 +90,8 @@ class ArchFacts:
     vision: bool = False  # config.json has vision_config
     gguf_arch: str | None = None  # general.architecture, for a GGUF file
     head: dict | None = None  # a GGUF speculator head or embedded MTP layers: kind, llama-server --spec-type, keys
+    gguf_block_count: int | None = None  # <arch>.block_count (a GGUF file)
+    gguf_embedding_length: int | None = None  # <arch>.embedding_length (a GGUF file)
     source: str = "config.json"
 
     def to_dict(self) -> dict:
