@@ -156,7 +156,8 @@ def engine_table() -> str:
     rows = ["| `--engine` | engine | version mirrored | works when | checks, with their source |",
             "| --- | --- | --- | --- | --- |"]
     for name, e in ENGINES.items():
-        key = " and ".join(agree.get(column, f"equal {words.get(column, column)}") for column in e.class_key)
+        key = (" and ".join(agree.get(column, f"equal {words.get(column, column)}") for column in e.class_key)
+               or "never: no separate draft models (MTP and DFlash drafters: `--method mtp`, `--method dflash`)")
         checks = "; ".join(f"{check}: `{src}`" for check, src in e.sources.items())
         rows.append(f"| `{name}` | {e.display} | {e.version} | {key} | {checks} |")
     return "\n".join(rows) + "\n"

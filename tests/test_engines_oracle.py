@@ -45,7 +45,7 @@ def expected(engines_oracle: dict) -> dict:
     # its own rule (every token text from id 5 equal).
     agree = json.loads((CORPUS / "oracle-agreement.json").read_text())["pairs"]
     agreeing = {(p["target"], p["draft"]) for p in agree if p["cls"] in ("identical", "works")}
-    for e in ENGINES:
+    for e in ACCEPTED:  # the oracle's engines (Ollama is not among them: see test_ollama_refuses_every_corpus_pair)
         if e == "llama.cpp":
             out[(e, "compatible")] = {tuple(p) for p in pairs[COMPATIBLE[e]]["accept"]}
         else:
@@ -123,6 +123,14 @@ def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_si
     bad = agreement(local_sides, engines_oracle)
     assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
     assert_gguf_facts(local_sides, engines_oracle)
+
+
+def test_ollama_refuses_every_corpus_pair(local_sides):
+    """Ollama launches every non-DFlash DRAFT as draft-mtp (llm/llama_server.go:826-835): none of the corpus's plain
+    models is an MTP or DFlash drafter, so no pair runs."""
+    for t, d in itertools.permutations(sorted(local_sides), 2):
+        v = verdicts(local_sides[t], local_sides[d])["ollama"]
+        assert v.outcome == "refused" and "draft-mtp" in v.reasons[0], (t, d)
 
 
 def test_mlx_model_type_support_equals_the_oracle(local_sides, engines_oracle):

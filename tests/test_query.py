@@ -267,6 +267,7 @@ QUERY_PATH_MODULES = {
     # indexer.engines split into its registry and one module per engine (issue 15):
     "indexer.engines.base", "indexer.engines.sglang", "indexer.engines.vllm", "indexer.engines.transformers",
     "indexer.engines.llamacpp", "indexer.engines.mlx", "indexer.engines.lmstudio",
+    "indexer.engines.ollama",  # the engine issue 23 added
     # ... and indexer.engines.heads into the head API, its facts and the rules the engines subclass:
     "indexer.engines.headfacts", "indexer.engines.headrules",
     # ... and the architecture rows beside the vocabulary, with the config facts they read (issue 23):

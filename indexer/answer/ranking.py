@@ -60,7 +60,7 @@ class Query:
         self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
-        gguf_refusal = self._gguf_refusal()
+        gguf_refusal = self.entry.refuses_drafts or self._gguf_refusal()  # Ollama: no draft model at all
         cls = None if gguf_refusal else cat.one(
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "

@@ -196,6 +196,9 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql("DELETE FROM repo_classes")
                 conn.exec_driver_sql("DELETE FROM compat_classes")
                 for eng in ENGINES.values():
+                    if not eng.class_key:  # the engine runs no draft model (Ollama): no classes
+                        stats["memberships"][eng.name] = stats["classes"][eng.name] = 0
+                        continue
                     insert_classes(ex, eng.name, eng.class_key)
                     on = " AND ".join(CLASS_JOIN[col] for col in eng.class_key)
                     res = ex(

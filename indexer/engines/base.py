@@ -106,7 +106,8 @@ class Engine:
     sources: dict[str, str]  # check -> file:line at ``version``
     facts: tuple[str, ...]  # Side attributes the rule reads
     rule: Callable[[Side, Side], Verdict]
-    # compute's class key: columns of compute's per-repo table; same key => the pair works
+    # compute's class key: columns of compute's per-repo table; same key => the pair works (empty: no classes, the
+    # engine runs no draft model)
     class_key: tuple[str, ...]
     launch: Callable[[str, str], str]
     # The vocabulary sizes this engine compares, (target, draft): the numbers its fix words use.
@@ -117,6 +118,8 @@ class Engine:
     words: dict[str, str] = field(default_factory=dict)  # outcome -> how this engine says it
     # a Side fact that, true on the target, makes the engine refuse every draft (query reads it)
     refuses_target_with: str | None = None
+    # why the engine runs no separate draft model at all (Ollama): query answers every target with it
+    refuses_drafts: str | None = None
     # Speculator heads and built-in MTP, per --method (eagle, eagle3, dflash, mtp, ngram): a HeadRules
     # (engines/headrules.py) with the engine's head rules, launch commands and method names. Empty: it loads none.
     heads: HeadRules | tuple = ()
