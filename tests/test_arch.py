@@ -500,3 +500,40 @@ def test_every_llamacpp_command_carries_a_spec_type(gguf_catalog):
     bad = CliRunner().invoke(cli, ["query", "--db", gguf_catalog, "--target", "heads/Deep-EAGLE3-GGUF", "--engine",
                                    "llama.cpp", "--method", "eagle3"])
     assert bad.exit_code != 0 and bad.output.startswith("error:") and "not a target" in bad.output
+
+
+# ---------------------------------------------------------------- Ollama
+
+
+def test_ollama_takes_no_draft_model_for_any_pair(sides, gguf_catalog):
+    v = verdicts(sides["llama31"], sides["llama_2k"])["ollama"]
+    assert v.outcome == "refused" and "--spec-type draft-mtp" in v.reasons[0]
+    res = run_query("ggml/Llama-3.1-8B-GGUF", engine="ollama", db=gguf_catalog)
+    assert res["drafts"] == [] and "no separate draft models" in res["refused"]
+
+
+def test_ollama_mtp_and_dflash_drafters_with_their_modelfile(gguf_catalog):
+    mtp = run_query("ggml/Qwen3.5-9B-GGUF", engine="ollama", method="mtp", db=gguf_catalog)["drafts"]
+    assert [d["repo_id"] for d in mtp] == ["ggml/Qwen3.5-9B-GGUF"]
+    assert "FROM hf.co/ggml/Qwen3.5-9B-GGUF:Q4_K_M\\nPARAMETER draft_num_predict 4" in mtp[0]["launch"]
+    assert any("draft_num_predict" in r for r in mtp[0]["reasons"])  # off by default without it
+    dflash = run_query("ggml/Qwen3.5-9B-GGUF", engine="ollama", method="dflash", db=gguf_catalog)["drafts"]
+    assert [d["repo_id"] for d in dflash] == ["heads/Qwen3.5-9B-DFlash-GGUF"]
+    cmd = dflash[0]["launch"]
+    assert cmd.startswith("hf download heads/Qwen3.5-9B-DFlash-GGUF --include '*Q8_0*.gguf' --local-dir draft")
+    assert "DRAFT ./draft" in cmd and "ollama create qwen3.5-9b-gguf -f Modelfile" in cmd
+    assert cmd.endswith("--spec-type draft-dflash")
+    assistant = run_query("ggml/gemma-4-E4B-GGUF", engine="ollama", method="mtp", db=gguf_catalog)["drafts"]
+    assert [d["repo_id"] for d in assistant] == ["heads/gemma-4-E4B-assistant-GGUF"]
+    res = CliRunner().invoke(cli, ["query", "--db", gguf_catalog, "--target", "ggml/Llama-3.1-8B-GGUF", "--engine",
+                                   "ollama", "--method", "eagle3"])
+    # a non-DFlash DRAFT runs as MTP, so EAGLE-3 heads run elsewhere
+    assert res.exit_code == 2 and "runs no eagle3 heads (only mtp, dflash" in res.output and "llama.cpp" in res.output
+
+
+def test_ollama_verdict_on_a_dflash_draft_file(tmp_path):
+    t = write_gguf(tmp_path / "qwen35.gguf", arch="qwen35", extra=[("qwen35.block_count", 32, U32)])
+    d = write_gguf(tmp_path / "dflash.gguf", arch="dflash",
+                   extra=[("dflash.target_layers", [1, 8, 16], GGUFValueType.ARRAY, I32)])
+    v = verdicts(side_from_gguf(t), side_from_gguf(d))["ollama"]
+    assert v.outcome == "works" and "--spec-type draft-dflash" in v.reasons[0]

@@ -125,6 +125,8 @@ def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
 def _not_loading(engine: str, method: str) -> str:
     what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
             "layers"}.get(method, "loads no speculator heads")
+    if registry.ENGINES[engine].gguf_heads:  # it runs some heads from GGUF files, not this kind
+        what = f"runs no {method} heads (only {', '.join(registry.ENGINES[engine].gguf_heads)}, from GGUF files)"
     able = [name for name, e in registry.ENGINES.items() if method in e.heads or method in e.gguf_heads]
     raise QueryError(f"{registry.ENGINE_NAMES[engine]} {what} (--method {method}); "
                      f"choose --engine {' or '.join(able or registry.HEAD_ENGINES)}")
