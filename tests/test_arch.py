@@ -137,6 +137,7 @@ def test_layer_kinds_state_and_windows_from_the_config_fields():
     g = arch_facts(CONFIGS["gemma3"])
     assert g.sliding_window == 1024 and g.layers == {"full_attention": 5, "sliding_attention": 29} and not g.state
     assert arch_facts(CONFIGS["gpt_oss"]).sliding_window == 128
+    assert arch_facts(CONFIGS["gemma3_text"]).layers == {"full_attention": 4, "sliding_attention": 22}
     assert arch_facts(CONFIGS["mistral_no_window"]).sliding_window is None
     assert arch_facts(CONFIGS["mistral_v01"]).sliding_window == 4096
     q = arch_facts({**CONFIGS["llama_2k"], "sliding_window": 32768, "use_sliding_window": False})

@@ -15,7 +15,7 @@ from .llamacpp import head_fit as llamacpp_head_fit
 
 NAME = "ollama"
 VERSION = "fb307609"  # github:ollama/ollama HEAD, 2026-08-21
-DRAFT_TYPE = "llm/llama_server.go:826-835 (externalDraftType)"
+DRAFT_TYPE = "llm/llama_server.go:826-835"  # externalDraftType
 NO_MTP_CONTEXT = "llama.cpp src/llama-context.cpp:3880-3885"
 DRAFT_NUM_PREDICT = 4  # the Modelfile value the commands set (api/types.go default for a DRAFT)
 
@@ -38,8 +38,8 @@ def rule(t: Side, d: Side) -> Verdict:
         spec = "draft-dflash" if kind == "dflash" else "draft-mtp"
         return Verdict(WORKS, [f"the draft's GGUF is a {kind.upper()} drafter ({d.arch.gguf_arch}): Ollama launches "
                                f"its DRAFT with --spec-type {spec} ({DRAFT_TYPE})"])
-    what = f"a {kind} head" if kind else "a draft model"
-    return Verdict(REFUSED, [f"the draft is {what}: Ollama launches every Modelfile DRAFT whose GGUF architecture is "
+    what = f"the draft is a {kind} head" if kind else "Ollama takes no separate draft models"
+    return Verdict(REFUSED, [f"{what}: Ollama launches every Modelfile DRAFT whose GGUF architecture is "
                              f"not dflash as --spec-type draft-mtp ({DRAFT_TYPE}), and llama-server exits on a draft "
                              f"without MTP layers (\"failed to create MTP context\", {NO_MTP_CONTEXT}): Ollama runs "
                              "MTP and DFlash drafters only"])

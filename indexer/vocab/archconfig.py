@@ -256,7 +256,8 @@ def arch_facts(config: dict, tokenizer_config: dict | None = None) -> ArchFacts:
     model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
     text = _text(config)
     text_type = text.get("model_type") if text is not config and isinstance(text.get("model_type"), str) else None
-    kind_type = text_type if text_type in STATE_BY_MODEL_TYPE or model_type not in STATE_BY_MODEL_TYPE else model_type
+    # the type that names the layers: the one an engine knows as stateful, else the text sub-config's, else the top's
+    kind_type = next((x for x in (text_type, model_type) if x in STATE_BY_MODEL_TYPE), text_type or model_type)
     kinds, listed = layer_kinds(text, kind_type)
     window = _window(text) if kinds.get("sliding_attention") else None
     return ArchFacts(
