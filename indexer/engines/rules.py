@@ -161,7 +161,8 @@ def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict 
             out[name] = None
             continue
         rule_of = name
-        if (t.gguf_file or d.gguf_file) and ENGINES[name].gguf_rule is not None:
+        e = ENGINES[name]
+        if (t.gguf_file or d.gguf_file) and e.gguf_rule is not None and e.gguf_rule is not e.rule:
             rule_of = GGUF_ENGINE  # a GGUF file runs on llama.cpp (LM Studio's GGUF engine too): its fixes apply
         shared = base
         if shared is None and "gguf" in ENGINES[rule_of].facts:  # GGUF files: their token lists are all we have
