@@ -18,8 +18,9 @@ Written into the README: the output with the temp dir shown as ``$PWD``. Compare
 sides with run-dependent values masked (durations, timestamps, pids, the published file's hash and size).
 
 Blocks between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` are rendered from the code
-(``engines``: the rule table from ``indexer.engines.ENGINES``; ``arch``: every engine's architecture rows; ``demo-urls``: the pages ``indexer demo`` prints
-once datasette answers, from ``indexer.demo.urls``; ``crontab``: the line of ``deploy/crontab``).
+(``engines``: the rule table from ``indexer.engines.ENGINES``; ``arch``: every engine's architecture rows;
+``demo-urls``: the pages ``indexer demo`` prints once datasette answers, from ``indexer.demo.urls``; ``crontab``:
+the line of ``deploy/crontab``).
 """
 
 from __future__ import annotations
