@@ -538,3 +538,10 @@ def test_ollama_verdict_on_a_dflash_draft_file(tmp_path):
                    extra=[("dflash.target_layers", [1, 8, 16], GGUFValueType.ARRAY, I32)])
     v = verdicts(side_from_gguf(t), side_from_gguf(d))["ollama"]
     assert v.outcome == "works" and "--spec-type draft-dflash" in v.reasons[0]
+
+
+def test_a_config_without_a_context_key_gets_its_class_default_as_the_engines_read_it():
+    """Both engines read transformers' config object: LlamaConfig's max_position_embeddings default (2048) beats
+    tokenizer_config's larger model_max_length cap."""
+    f = arch_facts({"model_type": "llama", "num_hidden_layers": 2}, {"model_max_length": 4096})
+    assert (f.context_sglang, f.context_vllm) == (2048, 2048)

@@ -208,6 +208,21 @@ def _value(text: dict, key: str):
     return v
 
 
+def _class_default(text: dict, config: dict) -> int | None:
+    """max_position_embeddings as transformers' config class fills it in when config.json leaves it out: both
+    engines read the config object, not the JSON (AutoConfig.for_model, never remote code)."""
+    model_type = text.get("model_type") or config.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    try:
+        from transformers import AutoConfig
+
+        value = getattr(AutoConfig.for_model(model_type).get_text_config(), "max_position_embeddings", None)
+    except Exception:  # noqa: BLE001 - an unknown model type (or no transformers): the engines' own default
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def sglang_context(config: dict) -> int:
     """SGLang's get_context_length on its hf_text_config (common.py:677-694): the first context key, times the
     rope factor unless the rope parameters carry original_max_position_embeddings or are llama3."""
@@ -222,7 +237,8 @@ def sglang_context(config: dict) -> int:
         value = _value(text, key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return int(factor * value)
-    return SGLANG_DEFAULT_CONTEXT
+    default = _class_default(text, config)
+    return int(factor * default) if default else SGLANG_DEFAULT_CONTEXT
 
 
 def vllm_context(config: dict, tokenizer_config: dict | None = None) -> int | None:
@@ -234,6 +250,8 @@ def vllm_context(config: dict, tokenizer_config: dict | None = None) -> int | No
     except AmbiguousTextConfig:
         return None
     found = [v for k in VLLM_CONTEXT_KEYS if isinstance(v := _value(text, k), (int, float)) and not isinstance(v, bool)]
+    if not found and (default := _class_default(text, config)):
+        found = [default]
     derived: float = min(found) if found else float("inf")
     if isinstance(text.get("model_max_length"), (int, float)) and text.get("model_max_length"):
         derived = text["model_max_length"]
