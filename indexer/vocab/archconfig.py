@@ -18,8 +18,10 @@ engines' own code reads (the rules that use them, with file:line, are in ``index
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 from ..errors import AmbiguousTextConfig
 from .textconfig import sglang_text_config, transformers_text_config, vllm_text_config
@@ -212,8 +214,12 @@ def _class_default(text: dict, config: dict) -> int | None:
     """max_position_embeddings as transformers' config class fills it in when config.json leaves it out: both
     engines read the config object, not the JSON (AutoConfig.for_model, never remote code)."""
     model_type = text.get("model_type") or config.get("model_type")
-    if not isinstance(model_type, str):
-        return None
+    return _type_default(model_type) if isinstance(model_type, str) else None
+
+
+@lru_cache(maxsize=256)
+def _type_default(model_type: str) -> int | None:
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # as vocab/fingerprint.py: no banner in the output
     try:
         from transformers import AutoConfig
 
