@@ -273,7 +273,8 @@ class Query:
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
         if self.arch.per_draft and self.class_ids + self.degraded_ids:  # a draft row may refuse every member
-            return bool(self.drafts(1))
+            size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+            return any(self._take(self.class_ids + self.degraded_ids, f"{size}AND NOT rc.disabled", 1))
         params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
         size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
         classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
