@@ -74,12 +74,15 @@ def agreement(sides: dict, engines_oracle: dict) -> dict:
 
 
 def config_context(name: str) -> int | None:
-    """A corpus model's context length read plainly from its config.json: max_position_embeddings (GPT-2's
-    n_positions) times a linear rope factor; None when neither is stated."""
+    """A corpus model's context length read plainly from its config.json (its text_config when it has one):
+    max_position_embeddings (GPT-2's n_positions) times a linear rope factor; None when neither is stated."""
     c = json.loads((MODELS / name / "config.json").read_text())
+    c = c.get("text_config") or c
     n = c.get("max_position_embeddings") or c.get("n_positions")
     rope = c.get("rope_scaling") or {}
-    return int(n * (rope.get("factor") or 1)) if n else None
+    return int(n * (rope.get("factor") or 1)) if n and rope.get("type", rope.get("rope_type")) in (None, "linear",
+                                                                                            "default", "mrope") \
+        else n
 
 
 def assert_architecture_rows(sides: dict) -> None:
@@ -92,7 +95,7 @@ def assert_architecture_rows(sides: dict) -> None:
                 changed[(engine, t, d)] = v
                 assert v.reasons[0].endswith("standalone_worker_v2.py:86-93)"), (engine, t, d, v.reasons)
     want = {("sglang", t, d) for t, d in itertools.permutations(sorted(sides), 2)
-            if verdicts(sides[t], sides[d])["sglang"].vocabulary not in (None, "refused")
+            if ENGINES["sglang"].rule(sides[t], sides[d]).outcome != "refused"  # the vocabulary rule alone
             and (config_context(t) or 2048) > (config_context(d) or 2048)}
     assert set(changed) == want
 
