@@ -18,8 +18,9 @@ Written into the README: the output with the temp dir shown as ``$PWD``. Compare
 sides with run-dependent values masked (durations, timestamps, pids, the published file's hash and size).
 
 Blocks between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` are rendered from the code
-(``engines``: the rule table from ``indexer.engines.ENGINES``; ``demo-urls``: the pages ``indexer demo`` prints
-once datasette answers, from ``indexer.demo.urls``; ``crontab``: the line of ``deploy/crontab``).
+(``engines``: the rule table from ``indexer.engines.ENGINES``; ``arch``: every engine's architecture rows;
+``demo-urls``: the pages ``indexer demo`` prints once datasette answers, from ``indexer.demo.urls``; ``crontab``:
+the line of ``deploy/crontab``).
 """
 
 from __future__ import annotations
@@ -160,9 +161,23 @@ def engine_table() -> str:
     rows = ["| `--engine` | engine | version mirrored | works when | checks, with their source |",
             "| --- | --- | --- | --- | --- |"]
     for name, e in ENGINES.items():
-        key = " and ".join(agree.get(column, f"equal {words.get(column, column)}") for column in e.class_key)
+        key = (" and ".join(agree.get(column, f"equal {words.get(column, column)}") for column in e.class_key)
+               or "never: no separate draft models (MTP and DFlash drafters: `--method mtp`, `--method dflash`)")
         checks = "; ".join(f"{check}: `{src}`" for check, src in e.sources.items())
         rows.append(f"| `{name}` | {e.display} | {e.version} | {key} | {checks} |")
+    return "\n".join(rows) + "\n"
+
+
+def arch_table() -> str:
+    """Every engine's architecture rows (issue 23), from each engine's ARCH_RULES: the fact read, the outcome
+    (note: the outcome stands), and the source."""
+    from indexer.engines import ENGINES
+    from indexer.engines.archrules import table
+
+    rows = ["| `--engine` | check | reads | outcome | source |", "| --- | --- | --- | --- | --- |"]
+    for name, e in ENGINES.items():
+        for r in table(e.arch_rules):
+            rows.append(f"| `{name}` | {r['check']} | {r['side']} | {r['outcome']} | `{r['source']}` |")
     return "\n".join(rows) + "\n"
 
 
@@ -181,7 +196,7 @@ def crontab() -> str:
     return "```\n" + "\n".join(lines) + "\n```\n"
 
 
-GENERATORS = {"engines": engine_table, "demo-urls": demo_urls, "crontab": crontab}
+GENERATORS = {"engines": engine_table, "arch": arch_table, "demo-urls": demo_urls, "crontab": crontab}
 
 
 def render(text: str, work: Path | None = None) -> str:

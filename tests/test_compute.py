@@ -39,8 +39,9 @@ def test_classes_per_engine(db):
     assert stats["repos"] == len(ok)
     # Every size-based engine: (its size, mapping); llama.cpp: the GGUF signature, which needs the
     # engine facts derived from stored blobs (this hand-built catalog has none).
+    # Ollama takes no draft models: no classes.
     assert stats["classes"] == {"sglang": 5, "vllm": 5, "transformers": 5, "llama.cpp": 0, "mlx": 4,
-                                "lmstudio": 4}
+                                "lmstudio": 4, "ollama": 0}
     for engine in ("sglang", "vllm", "transformers", "mlx", "lmstudio"):
         assert stats["memberships"][engine] == len(ok)
     assert stats["memberships"]["llama.cpp"] == 0 and stats["engine_facts"]["derived"] == 0

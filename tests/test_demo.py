@@ -61,7 +61,7 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     # Same tokenizer, config vocab_size padded (576 vs 640): the size rules refuse; the Lumen family's
     # byte-fallback tokenizers convert to GGUF (llama-hf path) with equal token lists, so llama.cpp drafts.
     assert verdicts == {"sglang": False, "vllm": False, "transformers": False, "llama.cpp": True, "mlx": True,
-                        "lmstudio": True}
+                        "lmstudio": True, "ollama": False}  # Ollama runs no draft model
     assert res.exit_code == 1
     # The byte-level families have no known BPE pre-tokenizer: convert_hf_to_gguf.py refuses them.
     res = CliRunner().invoke(cli, ["check", "--db", str(db), DEMO_TARGET, "corvid-labs/Corvid-1B", "--json"])

@@ -93,17 +93,19 @@ def test_every_part_names_exactly_the_registry_engines(tmp_path):
 def test_each_entry_is_complete():
     for name, e in registry.ENGINES.items():
         assert e.name == name and e.display and e.version and e.facts
-        assert e.sources and all(re.search(r"\.(py|cpp)(:\d+)?", ref) for ref in e.sources.values()), name
+        assert e.sources and all(re.search(r"\.(py|cpp|go)(:\d+)?", ref) for ref in e.sources.values()), name
         assert e.words[registry.WORKS] and e.words.get(registry.REFUSED), name
         assert registry.USELESS in e.words or registry.NO_SPECULATION in e.words, name
         cmd = e.launch("org/Target-7B", "org/Draft-0.5B")
         assert "Target-7B" in cmd and "Draft-0.5B" in cmd, name
-        assert e.class_key in (("gguf_sig",),) or e.class_key[1] == "tok", name
+        assert e.class_key in (("gguf_sig",), ()) or e.class_key[1] == "tok", name
+        assert bool(e.class_key) != bool(e.refuses_drafts), name  # no classes exactly when no draft model runs
 
 
 def test_verdict_shape_and_outcomes():
     v = registry.Verdict(registry.USELESS, ["x"])
-    assert v.to_dict() == {"compatible": False, "accepted": True, "outcome": "useless", "reasons": ["x"]}
+    assert v.to_dict() == {"compatible": False, "accepted": True, "outcome": "useless", "reasons": ["x"],
+                           "vocabulary_outcome": "useless", "architecture": []}
     assert registry.Verdict(registry.NO_SPECULATION, []).accepted is False
     assert registry.Verdict(registry.WORKS, []).compatible is True
 
@@ -324,12 +326,13 @@ def test_check_json_and_engine_exit_status(tmp_path):
     assert res.exit_code == 1
     data = json.loads(res.stdout)
     for v in data["verdicts"].values():
-        assert set(v) == {"compatible", "accepted", "outcome", "reasons"} and v["outcome"] in registry.OUTCOMES
+        assert set(v) == {"compatible", "accepted", "outcome", "reasons", "vocabulary_outcome", "architecture"} \
+            and v["outcome"] in registry.OUTCOMES
     assert data["verdicts"]["mlx"]["compatible"]
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "mlx"]).exit_code == 0
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "vllm"]).exit_code == 1
-    bad = runner.invoke(cli, ["check", str(t), str(d), "--engine", "ollama"])
-    assert bad.exit_code == 2 and "ollama" in bad.output
+    bad = runner.invoke(cli, ["check", str(t), str(d), "--engine", "tgi"])
+    assert bad.exit_code == 2 and "tgi" in bad.output
     text = runner.invoke(cli, ["check", str(t), str(d)]).stdout
     assert "REFUSED" in text and "WORKS" in text
 

@@ -17,7 +17,7 @@ from indexer.answer.sides import side_from_dir
 from indexer.catalog.compute import compute
 from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.engines import ENGINES, verdicts
+from indexer.engines import ENGINES, Verdict, verdicts
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
 
@@ -45,7 +45,7 @@ def expected(engines_oracle: dict) -> dict:
     # its own rule (every token text from id 5 equal).
     agree = json.loads((CORPUS / "oracle-agreement.json").read_text())["pairs"]
     agreeing = {(p["target"], p["draft"]) for p in agree if p["cls"] in ("identical", "works")}
-    for e in ENGINES:
+    for e in ACCEPTED:  # the oracle's engines (Ollama is not among them: see test_ollama_refuses_every_corpus_pair)
         if e == "llama.cpp":
             out[(e, "compatible")] = {tuple(p) for p in pairs[COMPATIBLE[e]]["accept"]}
         else:
@@ -55,6 +55,12 @@ def expected(engines_oracle: dict) -> dict:
     return out
 
 
+def vocabulary_verdict(v: Verdict) -> Verdict:
+    """The verdict of the vocabulary rule alone: what the oracle measured (its ``rules``: the pair rules are
+    vocabulary-level; the architecture rows of issue 23 come on top, tested in test_arch.py and below)."""
+    return Verdict(v.vocabulary or v.outcome, v.reasons)
+
+
 def agreement(sides: dict, engines_oracle: dict) -> dict:
     """(engine, field) -> list of disagreeing pairs, over every ordered pair."""
     want = expected(engines_oracle)
@@ -62,9 +68,36 @@ def agreement(sides: dict, engines_oracle: dict) -> dict:
     for t, d in itertools.permutations(sorted(sides), 2):
         got = verdicts(sides[t], sides[d])
         for (engine, field), pairs in want.items():
-            if getattr(got[engine], field) != ((t, d) in pairs):
+            if getattr(vocabulary_verdict(got[engine]), field) != ((t, d) in pairs):
                 bad[(engine, field)].append((t, d, got[engine].reasons))
     return bad
+
+
+def config_context(name: str) -> int | None:
+    """A corpus model's context length read plainly from its config.json (its text_config when it has one):
+    max_position_embeddings (GPT-2's n_positions) times a linear rope factor; None when neither is stated."""
+    c = json.loads((MODELS / name / "config.json").read_text())
+    c = c.get("text_config") or c
+    n = c.get("max_position_embeddings") or c.get("n_positions")
+    rope = c.get("rope_scaling") or {}
+    return int(n * (rope.get("factor") or 1)) if n and rope.get("type", rope.get("rope_type")) in (None, "linear",
+                                                                                            "default", "mrope") \
+        else n
+
+
+def assert_architecture_rows(sides: dict) -> None:
+    """On the corpus (plain text models), the only row that changes an outcome is SGLang's shorter draft context,
+    exactly for the pairs whose draft states a shorter context than the target; every changed verdict names it."""
+    changed = {}
+    for t, d in itertools.permutations(sorted(sides), 2):
+        for engine, v in verdicts(sides[t], sides[d]).items():
+            if v.vocabulary is not None and v.vocabulary != v.outcome:
+                changed[(engine, t, d)] = v
+                assert v.reasons[0].endswith("standalone_worker_v2.py:86-93)"), (engine, t, d, v.reasons)
+    want = {("sglang", t, d) for t, d in itertools.permutations(sorted(sides), 2)
+            if ENGINES["sglang"].rule(sides[t], sides[d]).outcome != "refused"  # the vocabulary rule alone
+            and (config_context(t) or 2048) > (config_context(d) or 2048)}
+    assert set(changed) == want
 
 
 def assert_gguf_facts(sides: dict, engines_oracle: dict) -> None:
@@ -87,11 +120,20 @@ def local_sides(engines_oracle):
 
 
 def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_sides, engines_oracle):
+    assert_architecture_rows(local_sides)
     n = len(local_sides) * (len(local_sides) - 1)
     assert n == 552
     bad = agreement(local_sides, engines_oracle)
     assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
     assert_gguf_facts(local_sides, engines_oracle)
+
+
+def test_ollama_refuses_every_corpus_pair(local_sides):
+    """Ollama launches every non-DFlash DRAFT as draft-mtp (llm/llama_server.go:826-835): none of the corpus's plain
+    models is an MTP or DFlash drafter, so no pair runs."""
+    for t, d in itertools.permutations(sorted(local_sides), 2):
+        v = verdicts(local_sides[t], local_sides[d])["ollama"]
+        assert v.outcome == "refused" and "draft-mtp" in v.reasons[0], (t, d)
 
 
 def test_mlx_model_type_support_equals_the_oracle(local_sides, engines_oracle):
@@ -142,6 +184,7 @@ def catalog_sides(crawled, engines_oracle):
 
 def test_every_pair_and_engine_equals_the_oracle_through_catalog_repo_ids(catalog_sides, engines_oracle):
     sides = catalog_sides
+    assert_architecture_rows(sides)  # the facts came through the catalog (engine_facts.arch)
     bad = agreement(sides, engines_oracle)
     assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
     assert_gguf_facts(sides, engines_oracle)

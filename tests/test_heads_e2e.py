@@ -157,7 +157,9 @@ def test_method_all_gives_every_option_per_engine(synthetic):
         assert view["ngram"]["launch"]
         assert set(view["heads"]) == {"eagle", "eagle3", "dflash"}
     for engine, view in res["engines"].items():
-        if engine not in ("sglang", "vllm"):
+        if engine in ("llama.cpp", "ollama"):  # heads from GGUF files, asked with a GGUF repo target
+            assert view["heads"] is None and view["note"].startswith("runs speculator heads from GGUF files")
+        elif engine not in ("sglang", "vllm"):
             assert view["heads"] is None and view["note"] == "loads no speculator heads"
     code, out, _ = invoke("query", "--db", db, "--target", TINY, "--method", "all")
     assert code == 0

@@ -81,7 +81,8 @@ def test_check_exit_codes(tmp_path):
     from indexer.engines import ENGINES
 
     assert set(data["verdicts"]) == set(ENGINES)
-    assert set(data["verdicts"]["sglang"]) == {"compatible", "accepted", "outcome", "reasons"}
+    assert set(data["verdicts"]["sglang"]) == {"compatible", "accepted", "outcome", "reasons", "vocabulary_outcome",
+                                                "architecture"}
     assert set(data["tli"]) >= {"intersection", "ratio"}
 
 

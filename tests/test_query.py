@@ -267,8 +267,12 @@ QUERY_PATH_MODULES = {
     # indexer.engines split into its registry and one module per engine (issue 15):
     "indexer.engines.base", "indexer.engines.sglang", "indexer.engines.vllm", "indexer.engines.transformers",
     "indexer.engines.llamacpp", "indexer.engines.mlx", "indexer.engines.lmstudio",
+    "indexer.engines.ollama",  # the engine issue 23 added
     # ... and indexer.engines.heads into the head API, its facts and the rules the engines subclass:
     "indexer.engines.headfacts", "indexer.engines.headrules",
+    # ... and the architecture rows beside the vocabulary, with the config facts they read (issue 23):
+    "indexer.engines.archrules", "indexer.vocab.archconfig", "indexer.answer.archrank",
+    "indexer.answer.summary",  # ranking's summary line, moved out to keep ranking.py short
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
     "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
     "indexer.vocab.params",

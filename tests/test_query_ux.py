@@ -133,8 +133,9 @@ def test_no_drafts_names_the_engines_that_have_some(catalog):
     assert "try --engine mlx" in res.output
     summary = run_query("solo/Only-7B", db=catalog)["summary"]
     assert summary["engines_with_drafts"] == ["mlx", "lmstudio"]
-    # llama.cpp needs GGUF facts, derived from stored blobs: this fixture inserts repos without any
-    assert summary["engines_without_drafts"] == ["sglang", "vllm", "transformers", "llama.cpp"]
+    # llama.cpp needs GGUF facts, derived from stored blobs: this fixture inserts repos without any; Ollama takes
+    # no separate draft models at all
+    assert summary["engines_without_drafts"] == ["sglang", "vllm", "transformers", "llama.cpp", "ollama"]
     res = CliRunner().invoke(cli, ["query", "--target", "lonely/Alone-7B", "--db", catalog])
     assert "no other engine has any either" in res.output and "no engine has drafts" in res.output
 

@@ -125,7 +125,9 @@ def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
 def _not_loading(engine: str, method: str) -> str:
     what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
             "layers"}.get(method, "loads no speculator heads")
-    able = [name for name, e in registry.ENGINES.items() if method in e.heads]
+    if registry.ENGINES[engine].gguf_heads:  # it runs some heads from GGUF files, not this kind
+        what = f"runs no {method} heads (only {', '.join(registry.ENGINES[engine].gguf_heads)}, from GGUF files)"
+    able = [name for name, e in registry.ENGINES.items() if method in e.heads or method in e.gguf_heads]
     raise QueryError(f"{registry.ENGINE_NAMES[engine]} {what} (--method {method}); "
                      f"choose --engine {' or '.join(able or registry.HEAD_ENGINES)}")
 
@@ -133,6 +135,11 @@ def _not_loading(engine: str, method: str) -> str:
 def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
                  all_members: bool = False) -> dict:
     """``--method eagle|eagle3|dflash|mtp|ngram`` on one engine, in the JSON shape of the draft answer."""
+    if method in registry.ENGINES[engine].gguf_heads:  # heads the engine runs from GGUF files (llama.cpp)
+        from .ggufheads import method_query as gguf_method_query
+
+        return gguf_method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
+                                 all_members=all_members)
     if method not in registry.ENGINES[engine].heads:
         _not_loading(engine, method)
     hc = HeadCatalog(cat)
@@ -186,6 +193,9 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
             ov = rules.overview(shape, candidates, engine, target_lineage=hc.chain(t["repo_id"]),
                                 lineage_of=hc.chain, downloads=downloads)
             view.update(mtp=ov["mtp"], heads={m: hs[:limit] for m, hs in ov["heads"].items()}, ngram=ov["ngram"])
+        elif entry.gguf_heads:
+            view.update(mtp=None, heads=None, ngram=None, note="runs speculator heads from GGUF files only: ask "
+                        f"--method {'|'.join(entry.gguf_heads)} --engine {engine} with a GGUF repo as the target")
         else:
             view.update(mtp=None, heads=None, ngram=None, note="loads no speculator heads")
         try:

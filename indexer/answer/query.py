@@ -15,8 +15,9 @@ from .. import engines as registry
 from ..catalog.reader import Reader
 from ..errors import EXIT_NOT_FOUND, CatalogError, IndexerError, InputError, QueryError
 from ..files import DEFAULT_MAX_FILE_BYTES
-from .ranking import Query, launch, summarize
+from .ranking import Query, launch
 from .render import fmt_params, fmt_ratio, fmt_size, render, render_check, render_explain
+from .summary import summarize
 
 ENGINES = tuple(registry.ENGINES)  # the names, re-exported from the registry (the site imports them)
 ENGINE_NAMES = registry.ENGINE_NAMES

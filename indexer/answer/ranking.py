@@ -18,7 +18,9 @@ import json
 from .. import engines as registry
 from ..catalog.db import NOT_GATED
 from ..catalog.reader import Reader, in_list
+from ..engines.archrules import SEVERITY
 from ..errors import QueryError
+from .archrank import ArchJudge
 from .render import fmt_ratio, fmt_size
 from .target import Target, hub_gguf, resolve_target
 
@@ -43,10 +45,11 @@ RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, 
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
              "class_id", "win", "lin", "kind")  # the last three: _ranked's computed sort columns
 DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
-              "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate "
-              "FROM repos r WHERE r.id IN ")
+              "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate, e.arch "
+              "FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+              "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id IN ")
 DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
-               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active")
+               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch")
 
 
 class Query:
@@ -58,7 +61,7 @@ class Query:
         self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
-        gguf_refusal = self._gguf_refusal()
+        gguf_refusal = self.entry.refuses_drafts or self._gguf_refusal()  # Ollama: no draft model at all
         cls = None if gguf_refusal else cat.one(
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
@@ -83,9 +86,14 @@ class Query:
         self.class_ids = [self.class_id] if self.class_id is not None else []
         self.paired: dict[int, str] = {}
         refusing = self.entry.refuses_target_with
+        # The engine's architecture rows (engines/archrules.py): the target's once, the draft's per draft.
+        self.arch = ArchJudge(cat, self.entry, self.target.class_pk, bool(self.target.gguf_file))
         if self.refused_target is None and refusing and self._engine_fact(refusing):
             # The rule refuses every draft for this target (LM Studio: a vision_config target).
             self.refused_target = self.entry.rule(self._fact_side(refusing), self._fact_side(None)).reasons[0]
+            self.class_ids = []
+        elif self.refused_target is None and self.arch.refusal():
+            self.refused_target = self.arch.refusal()  # a stateful target on transformers, mlx-lm, ...
             self.class_ids = []
         elif self.class_id is not None and self.entry.gguf_classes:
             # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
@@ -210,15 +218,15 @@ class Query:
                 out[row[0]] = dict(zip(DETAIL_KEYS, row, strict=True))
         return [{**r, **out[r["pk"]]} for r in rows if r["pk"] in out]
 
-    def _ranked(self, class_ids: list[int], where: str, params: dict, limit: int | None) -> list[dict]:
+    def _ranked(self, class_ids: list[int], where: str, params: dict, limit: int | None, offset: int = 0) -> list[dict]:
         """Rank class members from the covering index alone, then fetch the winners' details."""
         if not class_ids:
             return []
         t = self.t
         params.update({"tp": t["params"], "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
                        "chat": t["is_chat"], "pk": self.target.exclude_pk})
-        if limit is None or t["params"] is None:
-            return self._details(self._rank_rows(class_ids, where, params, limit))
+        if limit is None or t["params"] is None or offset:  # a later page (archrank.take): one plain query
+            return self._details(self._rank_rows(class_ids, where, params, limit, offset))
         # Members inside the preferred ratio sort first: when they fill the page (a big class), the rest of the
         # class is never read, and the index range on (class_id, params) holds them (a third of the rows).
         params.update({"lo": t["params"] // 50, "hi": t["params"] // 5 + 1})
@@ -228,7 +236,8 @@ class Query:
                                     limit - len(rows))
         return self._details(rows)
 
-    def _rank_rows(self, class_ids: list[int], where: str, params: dict, limit: int | None) -> list[dict]:
+    def _rank_rows(self, class_ids: list[int], where: str, params: dict, limit: int | None,
+                   offset: int = 0) -> list[dict]:
         sql = (
             f"SELECT {RANK_COLS}, "
             f"CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
@@ -240,29 +249,45 @@ class Query:
             "ORDER BY win DESC, lin DESC, kind DESC, rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
         )
         if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+            sql += f" LIMIT {int(limit)}" + (f" OFFSET {int(offset)}" if offset else "")
         return [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)]
+
+    def _take(self, class_ids: list[int], where: str, need: int) -> tuple[list[dict], list[dict]]:
+        """Up to ``need`` ranked members no architecture row refuses, and the demoted ones apart (ranked after)."""
+        if not self.arch.per_draft:
+            return self._ranked(class_ids, where, {}, need), []
+        return self.arch.take(lambda n, offset: self._ranked(class_ids, where, {}, n, offset), need)
 
     def drafts(self, limit: int) -> list[dict]:
         """Smaller drafts ranked on their size (the Hub's count, else compute's estimate from the config
         or the name), then the drafts of unknown size, marked "size unknown"."""
         if self.t["params"] is None:  # nothing to compare with: every member, sized ones first
-            rows = self._ranked(self.class_ids, "AND NOT rc.disabled", {}, limit)
+            rows, later = self._take(self.class_ids, "AND NOT rc.disabled", limit)
             rows.sort(key=lambda r: r["params"] is None)
-            more = self._ranked(self.degraded_ids, "AND NOT rc.disabled", {}, limit - len(rows)) \
-                if len(rows) < limit else []
+            more, more_later = self._take(self.degraded_ids, "AND NOT rc.disabled", limit - len(rows)) \
+                if len(rows) < limit else ([], [])
             more.sort(key=lambda r: r["params"] is None)
-            return [self._entry(r) for r in rows + more]
-        rows = []
+            return self._ordered([*rows, *more, *later, *more_later], limit)
+        rows, later = [], []
         for ids in (self.class_ids, self.degraded_ids):  # degraded drafts come after every working one
-            if len(rows) < limit:
-                rows += self._ranked(ids, "AND rc.params < :tp AND NOT rc.disabled", {}, limit - len(rows))
-            if len(rows) < limit:
-                rows += self._ranked(ids, "AND rc.params IS NULL AND NOT rc.disabled", {}, limit - len(rows))
-        return [self._entry(r) for r in rows]
+            for where in ("AND rc.params < :tp AND NOT rc.disabled", "AND rc.params IS NULL AND NOT rc.disabled"):
+                if len(rows) < limit:
+                    got, demoted = self._take(ids, where, limit - len(rows))
+                    rows += got
+                    later += demoted
+        return self._ordered([*rows, *later], limit)
+
+    def _ordered(self, rows: list[dict], limit: int) -> list[dict]:
+        """Entries by outcome (works, degraded, ..., wrong_output), demoted ones after the others of theirs."""
+        entries = [self._entry(r) for r in rows]
+        entries.sort(key=lambda e: (SEVERITY.index(e["outcome"]), e["demoted"]))
+        return entries[:limit]
 
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
+        if self.arch.per_draft and self.class_ids + self.degraded_ids:  # a draft row may refuse every member
+            size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+            return any(self._take(self.class_ids + self.degraded_ids, f"{size}AND NOT rc.disabled", 1))
         params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
         size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
         classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
@@ -276,8 +301,10 @@ class Query:
         sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
                f"WHERE rc.class_id IN {in_list('c', self.class_ids + self.degraded_ids, params)} AND rc.repo_pk <> :pk")
         rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
-        rows.sort(key=lambda r: (r["class_id"] in self.degraded_ids, r["repo_id"]))
-        return [self._entry(r, ranked=False) for r in rows]
+        rows = [r for r in rows if self.arch.refused(r) is None]  # an architecture row refuses the others
+        out = [self._entry(r, ranked=False) for r in rows]
+        out.sort(key=lambda e: (SEVERITY.index(e["outcome"]), e["demoted"], e["repo_id"]))
+        return out
 
     def near_misses(self, limit: int) -> list[dict]:
         """Drafts for which this engine's verdict is useless or refused because exactly one fact
@@ -331,6 +358,9 @@ class Query:
                               sizes=(self.size, ds), tli_info=self._tli(r))
                 out.append(self._miss(r, registry.REFUSED, "vocab_size", "same get_vocab() mapping, but the size "
                                       f"differs: target {self.size}, draft {ds}", fix))
+        if self.arch.per_draft:  # drafts of the class that a draft row refuses (SGLang: a shorter context)
+            for r, why in self.arch.misses(lambda n, offset: self._ranked(self.class_ids, base, {}, n, offset), limit):
+                out.append(self._miss(r, registry.REFUSED, *why))
         out.sort(key=lambda m: m["_rank"])
         for m in out:
             m.pop("_rank")
@@ -431,7 +461,7 @@ class Query:
     def _entry(self, r: dict, ranked: bool = True) -> dict:
         source = self._source(r)
         r["agreement"] = self.pair_agreement(r) if r.get("class_id") is not None else None
-        return {
+        return self.arch.apply({
             "repo_id": r["repo_id"],
             "outcome": r["agreement"]["class"] if r["agreement"] is not None else registry.WORKS,
             "agreement": r["agreement"],
@@ -442,7 +472,7 @@ class Query:
             "downloads": r["downloads"],
             "reasons": self._reasons(r, ranked),
             "launch": launch(self.engine, self.target.gguf_file or self.t["repo_id"], self._launch_name(r)),
-        }
+        }, r)
 
     def _launch_name(self, r: dict) -> str:
         """A GGUF repo draft launches as ``REPO:QUANT`` (llama-server -hfd); others by their repo id."""
@@ -453,6 +483,7 @@ class Query:
     def _miss(self, r: dict, outcome: str, check: str, reason: str, fix: str | None) -> dict:
         e = self._entry(r)
         e.pop("launch")
+        e.pop("demoted")
         e["reasons"] = e["reasons"][1:]
         e.update({"outcome": outcome, "failed_check": check, "reason": reason, "fix": fix})
         e["_rank"] = (-r["win"], -r["lin"], -r["kind"], bool(r["is_gated"]), -(r["downloads"] or 0), r["pk"])
@@ -474,30 +505,3 @@ class Query:
             "class": self.label,
             "class_members": self.members,
         }
-
-
-# Which near-miss fix costs least: resizing embeddings (vocab_size), re-converting a GGUF (token list), then TLI
-# (a mapping that disagrees: only an engine with TLI has a fix for it).
-FIX_COST = {"vocab_size": 1, "token list": 2, "mapping": 3}
-SUMMARY_NEAR_MISSES = 3
-
-
-def summarize(q: Query, misses: list[dict] | None = None) -> dict:
-    """Across engines: which have drafts for this target, and the cheapest fix among the near misses."""
-    with_drafts, without = [], []
-    for engine in ENGINES:
-        try:
-            other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target)
-        except QueryError:  # no class on this engine (its facts are missing)
-            without.append(engine)
-            continue
-        (with_drafts if other.has_candidates() else without).append(engine)
-    if misses is None and q.engine not in with_drafts:  # a fix matters when there is no draft
-        misses = q.near_misses(SUMMARY_NEAR_MISSES)
-    cheapest = None
-    fixable = [m for m in misses or () if m["fix"]]
-    if fixable:
-        best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
-        cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
-                    "fix": best["fix"]}
-    return {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}

@@ -96,6 +96,10 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
                 figure = a["text_agreement"] if a["text_agreement"] is not None else a["ids_agreement"]
                 n = a["differing_ids"]
                 why = f"{mark}{figure:.1%} agree, {n} token{'' if n == 1 else 's'} differ; {why}"
+            if d["outcome"] == registry.WRONG_OUTPUT:  # an architecture row: it starts, the output can be wrong
+                why = f"WRONG OUTPUT POSSIBLE: {why}"
+            elif d.get("demoted"):
+                why = f"ranked lower: {why}"
             dl = d["downloads"] if d["downloads"] is not None else "?"
             size = fmt_size(d["params"], d["params_source"], d["params_active"])
             lines.append(f"{d['repo_id']:{width}}  {size:>{psize}}  {fmt_ratio(d['ratio']):>6}  {dl:>10}  {why}")

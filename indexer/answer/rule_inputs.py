@@ -6,6 +6,7 @@ from ..catalog.reader import Reader, json_value
 from ..catalog.tokenstore import TokenStore, default_root
 from ..engines import Side
 from ..errors import CatalogError, InputError
+from ..vocab.archconfig import ArchFacts
 from .target import hub_gguf_name
 
 TOKENIZER_FACTS = (
@@ -17,7 +18,7 @@ BOOLEAN_FACTS = ("add_bos_token", "add_eos_token")  # 0/1 from sqlite3: the rule
 REPO_COLS = ("id", "repo_id", "status", "reason", "tags", "tokenizer_id", "file_set_id", "config_blob", "vocab_size",
              "vocab_size_transformers", "model_type")
 ENGINE_FACT_COLS = ("vllm_vocab_size", "text_config_error", "has_vision_config", "gguf", "gguf_error",
-                    "gguf_converted", "gguf_tokens_sha256")
+                    "gguf_converted", "gguf_tokens_sha256", "arch")
 
 
 def _flag(value) -> bool | None:
@@ -113,6 +114,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
         side.has_vision_config = bool(ef["has_vision_config"])
         side.gguf, side.gguf_missing = gguf_from_facts(ef, store)
         side.gguf_file = hub_gguf_name(repo["repo_id"], ef["gguf"])
+        side.arch = ArchFacts.from_dict(json_value(ef["arch"]))
     return side
 
 

@@ -33,6 +33,7 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
         text_config_error=config.text_config_error,
         has_vision_config=config.has_vision_config,
         model_type=config.model_type,
+        arch=config.arch,
         gguf=gguf,
         gguf_missing=missing,
         source_dir=str(directory),  # the reference-text counts are taken here when a pair needs them
@@ -42,10 +43,11 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
 def side_from_gguf(path: Path, name: str | None = None) -> Side:
     """A local GGUF file as the rules see it: its own vocabulary facts, no HF config or tokenizer."""
     from ..gguf.file import read_gguf
+    from ..vocab.archconfig import ArchFacts
 
     f = read_gguf(path)
     return Side(name=name or str(path), vocab_size=None, vocab_size_transformers=None, tok=None,
-                gguf=f.vocab, gguf_file=str(path))
+                gguf=f.vocab, gguf_file=str(path), arch=ArchFacts.from_dict(f.arch))
 
 
 def is_local(arg: str) -> bool:

@@ -57,6 +57,7 @@ CLASS_INDEX = "ix_repo_classes_class_params"
 CLASS_INDEX_COLUMNS = ("class_id, params, downloads, lineage_id, author_id, family_id, is_chat, gated, "
                        "disabled, repo_pk")
 LINEAGE_DEPTH = 16
+NO_ARCH = {"source": "none"}  # no config.json to read: no architecture row can match (and none is retried)
 
 
 def _loads():
@@ -196,6 +197,9 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                 conn.exec_driver_sql("DELETE FROM repo_classes")
                 conn.exec_driver_sql("DELETE FROM compat_classes")
                 for eng in ENGINES.values():
+                    if not eng.class_key:  # the engine runs no draft model (Ollama): no classes
+                        stats["memberships"][eng.name] = stats["classes"][eng.name] = 0
+                        continue
                     insert_classes(ex, eng.name, eng.class_key)
                     on = " AND ".join(CLASS_JOIN[col] for col in eng.class_key)
                     res = ex(
@@ -300,11 +304,12 @@ def facts_of_dir(directory: Path, tokens) -> dict:
     from ..gguf.predict import predict_gguf_facts
     from ..vocab.modelconfig import read_config
 
-    row: dict = {"vllm": None, "tce": None, "vis": False}
+    row: dict = {"vllm": None, "tce": None, "vis": False, "arch": NO_ARCH}
     if (directory / "config.json").is_file():
         try:
             cfg = read_config(directory)
-            row.update(vllm=cfg.vllm_vocab_size, tce=cfg.text_config_error, vis=cfg.has_vision_config)
+            row.update(vllm=cfg.vllm_vocab_size, tce=cfg.text_config_error, vis=cfg.has_vision_config,
+                       arch=cfg.arch.to_dict() if cfg.arch else NO_ARCH)
         except InputError as e:
             row["tce"] = e.message
     g, missing = predict_gguf_facts(directory)
@@ -357,11 +362,49 @@ def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS, repo_i
         conn.execute(text(
             "INSERT INTO engine_facts (file_set_id, config_blob, vllm_vocab_size, text_config_error, "
             "has_vision_config, gguf_converted, gguf_error, gguf_n_vocab, gguf_tokens_sha256, gguf, gguf_signature, "
-            "gguf_bucket_hi, gguf_bucket_lo, llamacpp_commit, derived_at) VALUES (:fs, :cb, :vllm, :tce, :vis, "
-            ":conv, :gerr, :nv, :tsha, :gguf, :sig, :hi, :lo, :commit, :at)" + SKIP_EXISTING),
-            [{**r, "gguf": _dumps(r["gguf"])} for r in rows])
+            "gguf_bucket_hi, gguf_bucket_lo, llamacpp_commit, derived_at, arch) VALUES (:fs, :cb, :vllm, :tce, :vis, "
+            ":conv, :gerr, :nv, :tsha, :gguf, :sig, :hi, :lo, :commit, :at, :arch)" + SKIP_EXISTING),
+            [{**r, "gguf": _dumps(r["gguf"]), "arch": _dumps(r["arch"])} for r in rows])
     return {"pending": len(todo), "derived": len(rows), "blobs_missing": missing,
-            "left": max(0, len(todo) - limit)}
+            "left": max(0, len(todo) - limit), "arch_backfilled": backfill_arch(conn, db, blobs)}
+
+
+def backfill_arch(conn, db: str | None, blobs) -> int:
+    """Architecture facts for engine_facts rows derived before they existed (catalog revision 0009): read again
+    from the stored config blob and the file set's tokenizer_config.json, no converter and no re-crawl. A GGUF
+    repo's row (no config blob) gets its facts from the stored header facts when they carry them."""
+    from ..files import InputError, read_json
+    from ..vocab.archconfig import arch_facts
+
+    loads = _loads()
+    todo = conn.exec_driver_sql(
+        "SELECT e.id, e.config_blob, f.files, e.gguf FROM engine_facts e JOIN file_sets f ON f.id = e.file_set_id "
+        "WHERE e.arch IS NULL ORDER BY e.id").all()
+    updates = []
+    for eid, config_blob, files, gguf in todo:
+        arch = NO_ARCH
+        if config_blob:
+            files = loads(files) if isinstance(files, (str, bytes)) else files
+            wanted = {"config.json": config_blob}
+            if isinstance(files, dict) and files.get("tokenizer_config.json"):
+                wanted["tokenizer_config.json"] = files["tokenizer_config.json"]
+            with tempfile.TemporaryDirectory(prefix="indexer-arch-") as tmp:
+                try:
+                    blobs.export(wanted, tmp)
+                    config = read_json(Path(tmp) / "config.json")
+                    tc = read_json(Path(tmp) / "tokenizer_config.json") if "tokenizer_config.json" in wanted else None
+                except (KeyError, InputError):
+                    continue  # blobs not stored here, or a config no engine reads: retried next run
+            if isinstance(config, dict):
+                arch = arch_facts(config, tc if isinstance(tc, dict) else None).to_dict()
+        else:
+            g = loads(gguf) if isinstance(gguf, (str, bytes)) else gguf
+            if isinstance(g, dict) and isinstance(g.get("arch"), dict):
+                arch = g["arch"]
+        updates.append({"id": eid, "arch": _dumps(arch)})
+    if updates:
+        conn.execute(text("UPDATE engine_facts SET arch = :arch WHERE id = :id"), updates)
+    return len(updates)
 
 
 def _dumps(value) -> str | None:

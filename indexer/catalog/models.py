@@ -327,6 +327,9 @@ class EngineFacts(Base):
     gguf_bucket_lo: Mapped[str | None] = mapped_column(String(64), index=True)
     llamacpp_commit: Mapped[str | None] = mapped_column(String(20))
     derived_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # ArchFacts.to_dict() (indexer/vocab/archconfig.py): what the engines check beside the vocabulary; NULL until
+    # compute derives it from the config blob (a GGUF repo's comes from its header, written by the crawl)
+    arch: Mapped[dict | None] = mapped_column(JSON)
 
 
 class LlamacppPair(Base):

@@ -294,7 +294,7 @@ class CatalogWriter:
             file_set_id=fs_id, config_blob="", vllm_vocab_size=None, text_config_error=None, has_vision_config=False,
             gguf_converted=v.converted, gguf_error=v.error, gguf_n_vocab=v.n_vocab, gguf_tokens_sha256=tsha,
             gguf=file.to_dict(), gguf_signature=sig, gguf_bucket_hi=hi, gguf_bucket_lo=lo,
-            llamacpp_commit=LLAMACPP_COMMIT, derived_at=now)
+            llamacpp_commit=LLAMACPP_COMMIT, derived_at=now, arch=file.arch)
 
     def refresh_gated_notes(self, session) -> None:
         """Make gated notes independent of the order work happened in (workers race, runs get killed):

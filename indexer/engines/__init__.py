@@ -1,18 +1,19 @@
 """The engine registry: the one list of serving engines (stdlib only, for the query path).
 
 Each engine is one module beside this one (``sglang``, ``vllm``, ``transformers``, ``llamacpp``, ``mlx``,
-``lmstudio``) whose :class:`~indexer.engines.base.Engine` carries its name and display name, the engine
+``lmstudio``, ``ollama``) whose :class:`~indexer.engines.base.Engine` carries its name and display name, the engine
 version it mirrors, the source reference of each check, the facts its rule reads, the rule itself, its class
 key for ``compute``, its launch-command builder, the sizes and the fix it words, its words for the outcomes
 and, for SGLang and vLLM, its speculator-head rules. ``rules``, ``compute``, ``query``, the CLI choices, the
 models and the site all read :data:`ENGINES`; adding an engine means adding its module and one line here.
-docs/engines.md explains every rule; :mod:`indexer.engines.base` the five outcomes.
+docs/engines.md explains every rule; :mod:`indexer.engines.base` the six outcomes; each engine's
+``ARCH_RULES`` (:mod:`indexer.engines.archrules`) its architecture rows.
 """
 
 from __future__ import annotations
 
 from ..gguf import LLAMACPP_COMMIT  # noqa: F401  (re-exported: compute and the crawl writer stamp it)
-from . import llamacpp, lmstudio, mlx, sglang, transformers, vllm
+from . import llamacpp, lmstudio, mlx, ollama, sglang, transformers, vllm
 from .base import (  # noqa: F401  (re-exported: the names the rest of the project imports from the registry)
     DEGRADED,
     GGUF_CLASS_KEY,
@@ -22,6 +23,7 @@ from .base import (  # noqa: F401  (re-exported: the names the rest of the proje
     SLOWER,
     USELESS,
     WORKS,
+    WRONG_OUTPUT,
     Engine,
     Side,
     Verdict,
@@ -35,7 +37,8 @@ from .mlx import mlx_model_type_supported  # noqa: F401
 from .vllm import tli_constraints  # noqa: F401
 
 # Today's order: it is the order of every output that lists engines.
-ENGINES: dict[str, Engine] = {m.ENGINE.name: m.ENGINE for m in (sglang, vllm, transformers, llamacpp, mlx, lmstudio)}
+ENGINES: dict[str, Engine] = {m.ENGINE.name: m.ENGINE
+                              for m in (sglang, vllm, transformers, llamacpp, mlx, lmstudio, ollama)}
 
 ENGINE_NAMES: dict[str, str] = {name: e.display for name, e in ENGINES.items()}
 DEFAULT_ENGINE = "sglang"

@@ -1,8 +1,8 @@
-"""What every engine shares: the five outcomes, a model as the rules see it (:class:`Side`), a
+"""What every engine shares: the six outcomes, a model as the rules see it (:class:`Side`), a
 :class:`Verdict`, the :class:`Engine` entry each ``engines/<engine>.py`` fills in, and the grading
 helpers the rules call. No engine is named here; :mod:`indexer.engines` lists them (stdlib only).
 
-A verdict has one of five outcomes, because a user needs to know whether speculation *works*,
+A verdict has one of six outcomes, because a user needs to know whether speculation *works*,
 not only whether the engine starts. For the engines that start without comparing token lists
 (SGLang, vLLM, transformers, MLX, LM Studio), a started pair is graded by how far the two
 vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the only ones):
@@ -13,7 +13,12 @@ vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the onl
 * ``useless``: it starts, but under half agree, so nearly every drafted token is
   rejected and speculation is slower than none (the engine does not warn);
 * ``refused``: the engine raises at launch;
-* ``no_speculation``: llama-server starts, logs the failed check and serves without a draft.
+* ``no_speculation``: llama-server starts, logs the failed check and serves without a draft;
+* ``wrong_output``: the engine starts and drafts, but the output can differ from the target's own (mlx-lm on a
+  sliding-window target: rejected draft tokens stay in the target's cache once the context passes the window).
+
+Beside the vocabulary, each engine's architecture rows (``Engine.arch_rules``, :mod:`indexer.engines.archrules`)
+may make the verdict worse or add a note; ``Verdict.vocabulary`` keeps what the vocabulary alone says.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..vocab import agreement as _agreement
+from ..vocab.archconfig import ArchFacts
+from .archrules import WRONG_OUTPUT, matching, worst
 from .headrules import HeadRules
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
-OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION)
+OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION, WRONG_OUTPUT)
 GGUF_CLASS_KEY = ("gguf_sig",)  # compute's class key for an engine that compares GGUF token lists
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
 
@@ -46,6 +53,7 @@ class Side:
     gguf_missing: str | None = None  # why ``gguf`` is None
     model_type: str | None = None  # config.json model_type (mlx-lm picks its model class by it)
     gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
+    arch: ArchFacts | None = None  # the architecture facts (indexer.vocab.archconfig), None when unknown
     counts: dict[int, int] | None = None  # id counts of this tokenizer over the reference text (agreement)
     source_dir: str | None = None  # a local directory to count in when ``counts`` is None
     agreements: dict = field(default_factory=dict, repr=False, compare=False)  # draft name -> agreement (memo)
@@ -57,11 +65,19 @@ class Verdict:
 
     outcome: str
     reasons: list[str]
+    vocabulary: str | None = None  # the vocabulary rule's outcome before the architecture rows (None: the same)
+    architecture: list = field(default_factory=list)  # archrules.Applied rows that matched
+    fix: str | None = None  # an architecture row's fix, when a row decided the outcome
 
     @property
     def accepted(self) -> bool:
         """The engine starts with the pair (and drafts)."""
-        return self.outcome in (WORKS, DEGRADED, USELESS)
+        return self.outcome in (WORKS, DEGRADED, USELESS, WRONG_OUTPUT)
+
+    @property
+    def demoted(self) -> bool:
+        """A row says to rank this draft after the others (it works, with a cost)."""
+        return any(a.rule.demote for a in self.architecture)
 
     @property
     def compatible(self) -> bool:
@@ -71,7 +87,8 @@ class Verdict:
     def to_dict(self) -> dict:
         """The JSON shape ``check --json`` prints per engine."""
         return {"compatible": self.compatible, "accepted": self.accepted, "outcome": self.outcome,
-                "reasons": self.reasons}
+                "reasons": self.reasons, "vocabulary_outcome": self.vocabulary or self.outcome,
+                "architecture": [a.to_dict() for a in self.architecture]}
 
 
 def no_fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> None:
@@ -89,7 +106,8 @@ class Engine:
     sources: dict[str, str]  # check -> file:line at ``version``
     facts: tuple[str, ...]  # Side attributes the rule reads
     rule: Callable[[Side, Side], Verdict]
-    # compute's class key: columns of compute's per-repo table; same key => the pair works
+    # compute's class key: columns of compute's per-repo table; same key => the pair works (empty: no classes, the
+    # engine runs no draft model)
     class_key: tuple[str, ...]
     launch: Callable[[str, str], str]
     # The vocabulary sizes this engine compares, (target, draft): the numbers its fix words use.
@@ -100,6 +118,8 @@ class Engine:
     words: dict[str, str] = field(default_factory=dict)  # outcome -> how this engine says it
     # a Side fact that, true on the target, makes the engine refuse every draft (query reads it)
     refuses_target_with: str | None = None
+    # why the engine runs no separate draft model at all (Ollama): query answers every target with it
+    refuses_drafts: str | None = None
     # Speculator heads and built-in MTP, per --method (eagle, eagle3, dflash, mtp, ngram): a HeadRules
     # (engines/headrules.py) with the engine's head rules, launch commands and method names. Empty: it loads none.
     heads: HeadRules | tuple = ()
@@ -108,6 +128,15 @@ class Engine:
     # Why a GGUF file target gets no drafts from this engine's query although it loads GGUF files (LM Studio:
     # they run on its llama.cpp engine, so ask that); None where the engine answers it or loads no GGUF.
     gguf_target_refusal: str | None = None
+    # The architecture table (archrules.ArchRule rows, as data) for HF sides, and for a pair with a GGUF file.
+    arch_rules: tuple = ()
+    gguf_arch_rules: tuple = ()
+    # --method -> (engine's name, source) of the speculator heads it runs from GGUF files (llama.cpp), with
+    # gguf_head_fit(method, head facts, target ArchFacts) -> [(check, ok, detail, source)] and
+    # gguf_head_launch(target, head or None, spec_type) -> the command
+    gguf_heads: dict = field(default_factory=dict)
+    gguf_head_fit: Callable | None = None
+    gguf_head_launch: Callable | None = None
 
     @property
     def gguf_classes(self) -> bool:
@@ -123,13 +152,32 @@ class Engine:
         return loads_no_gguf(self.display, target=True, draft=False)
 
     def verdict(self, t: Side, d: Side) -> Verdict:
-        """This engine's verdict on the pair: GGUF files go to its GGUF rule (or are not judged)."""
+        """This engine's verdict on the pair: GGUF files go to its GGUF rule (or are not judged); then its
+        architecture rows."""
         if t.gguf_file or d.gguf_file:
             if self.gguf_rule is None:
                 return Verdict(REFUSED, [loads_no_gguf(self.display, target=bool(t.gguf_file),
                                                        draft=bool(d.gguf_file))])
-            return self.gguf_rule(t, d)
-        return self.rule(t, d)
+            return with_arch(self.gguf_rule(t, d), self.gguf_arch_rules, t, d)
+        return with_arch(self.rule(t, d), self.arch_rules, t, d)
+
+
+def with_arch(v: Verdict, rules, t: Side, d: Side, sides: tuple[str, ...] = ("target", "draft", "pair")) -> Verdict:
+    """The vocabulary verdict ``v`` with the architecture rows that match the pair: the worse outcome wins and
+    its words come first; rows without an outcome add notes (each with its source)."""
+    applied = matching(rules, t.arch, d.arch, sides)
+    if not applied:
+        return v
+    outcome = v.outcome
+    for a in applied:
+        outcome = worst(outcome, a.rule.outcome)
+    deciding = [a for a in applied if a.rule.outcome is not None and a.rule.outcome == outcome
+                and outcome != v.outcome]
+    notes = [a for a in applied if a not in deciding]
+    fix = next((f for a in deciding if (f := a.fix(t.arch, d.arch))), None)
+    reasons = [*(a.words for a in deciding), *v.reasons,
+               *(f"{'also' if a.rule.outcome else 'note'}: {a.words}" for a in notes)]
+    return Verdict(outcome, reasons, vocabulary=v.outcome, architecture=applied, fix=fix)
 
 
 def loads_no_gguf(display: str, *, target: bool, draft: bool) -> str:
@@ -240,4 +288,4 @@ def resize_words(t_size: int | None) -> str:
 # How an engine that grades started pairs says each outcome (the ``words`` of most entries).
 SIZE_WORDS = {WORKS: "works", DEGRADED: "starts; part of the drafted tokens mean something else: pays less",
               USELESS: "starts, but rejects nearly every drafted token: slower than no draft",
-              REFUSED: "refuses to start"}
+              REFUSED: "refuses to start", WRONG_OUTPUT: "starts, but the output can be wrong"}

@@ -6,10 +6,32 @@ from __future__ import annotations
 import json
 
 from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
+from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, Verdict
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
+
+
+# llama-server probes each context (common_context_can_seq_rm): a recurrent or hybrid memory cannot drop a partial
+# suffix with draft-simple (n_rs_seq 0), so speculation runs with a checkpoint per round. The arch lists are
+# src/llama-arch.cpp:1071-1109 (GGUF sides); HF sides are judged by their state layers.
+ARCH_RULES = (
+    ArchRule("recurrent or hybrid target", StateIn("target"), None,
+             "llama-server saves the target's state before each verify and restores it on a partial acceptance "
+             "(\"speculative decoding will use checkpoints\"): the output stays correct, speculation pays less",
+             "common/common.cpp:1491-1529; tools/server/server-context.cpp:1226-1228, 3050-3056"),
+    ArchRule("recurrent or hybrid draft", StateIn("draft"), None,
+             "the draft's state is checkpointed the same way", "tools/server/server-context.cpp:2980-2984"),
+    # -md alone infers no type for an EAGLE-3 or Gemma-4 assistant file (only dflash, and MTP by a tensor name),
+    # and draft-simple is not the head's type: the launch command carries the head's --spec-type
+    ArchRule("speculator head draft", Head("draft"), None,
+             "a plain -md without --spec-type runs no speculation", "common/speculative.cpp:2270-2305, "
+             "common/arg.cpp:566-573, common/speculative.cpp:2611-2626"),
+    ArchRule("embedded MTP target", Head("target", embedded=True), None,
+             "--spec-type draft-mtp without -md drafts with the target's own MTP layers",
+             "common/speculative.cpp:2557-2567"),
+)
 
 
 def token_text(s: str) -> str:
@@ -143,10 +165,11 @@ def _is_gguf_repo(name: str) -> bool:
     return ":" in name or "gguf" in repo.lower()
 
 
-def launch(target: str, draft: str) -> str:
+def launch(target: str, draft: str, spec_type: str = "draft-simple") -> str:
     """One runnable llama-server command: -m / -md for GGUF files, -hf / -hfd for GGUF repos (common/arg.cpp:3035,
-    3060, 3975, 4241), --spec-type draft-simple (common/arg.cpp:4249, common/speculative.cpp:35); HF sides are
-    converted first (convert_hf_to_gguf.py DIR --outfile)."""
+    3060, 3975, 4241), always with --spec-type (common/arg.cpp:4249, common/speculative.cpp:33-45): draft-simple for
+    a draft model, the head's own type for a GGUF head; HF sides are converted first (convert_hf_to_gguf.py DIR
+    --outfile)."""
     steps, args = [], []
     for flag_file, flag_hub, name in (("-m", "-hf", target), ("-md", "-hfd", draft)):
         if _is_gguf_path(name):
@@ -157,7 +180,79 @@ def launch(target: str, draft: str) -> str:
             stem = _stem(name)
             steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf")
             args.append(f"{flag_file} {stem}.gguf")
-    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type draft-simple"])
+    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}"])
+
+
+# ---------------------------------------------------------------- GGUF speculator heads and embedded MTP
+# llama-server runs these from GGUF files only, each with its --spec-type (common/speculative.cpp:33-45); the
+# facts come from the headers the crawl range-reads (indexer/gguf/file.py head_from_header).
+GGUF_HEAD_METHODS = {  # --method -> (the --spec-type, where llama.cpp defines it)
+    "mtp": ("draft-mtp", "common/speculative.cpp:2520-2567 (an MTP context on the target or on a -md assistant)"),
+    "eagle3": ("draft-eagle3", "common/speculative.cpp:503-548, src/models/eagle3.cpp:3-35"),
+    "dflash": ("draft-dflash", "common/speculative.cpp:1014-1023, src/models/dflash.cpp:7-60"),
+}
+# Targets whose graph builds an MTP head (src/models/*.cpp with LLM_GRAPH_TYPE_DECODER_MTP).
+MTP_GRAPH_ARCHS = frozenset("""
+bailingmoe3 cohere2moe deepseek2 deepseek32 deepseek4 glm-dsa glm4moe glm5-next hy_v3 mimo2 nemotron_h_moe qwen35
+qwen35moe qwen3next step35
+""".split())
+# Targets whose graph exports per-layer inputs (t_layer_inp in src/models/*.cpp), which EAGLE-3 and DFlash read;
+# any other target fails GGML_ASSERT "layer input tensor is null" (src/llama-graph.cpp:1380-1386).
+LAYER_INPUT_ARCHS = frozenset("""
+bailingmoe3 deepseek4 gemma4 gpt-oss hunyuan_vl lfm2 lfm2moe llama mimo2 minimax-01 minimax-m2 muse-glimmer nanbeige
+nemotron_h nemotron_h_moe qwen3 qwen35 qwen35moe qwen3moe qwen3next qwen4exp
+""".split())
+
+
+def head_fit(method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:
+    """llama-server's checks of a GGUF head (``head``: its ArchFacts.head; None: the target's own MTP layers) on a
+    GGUF target (its ArchFacts), as (check, ok, detail, source); every one must pass."""
+    arch, layers, width = target.gguf_arch, target.gguf_block_count, target.gguf_embedding_length
+    out = []
+    if head is None:  # --spec-type draft-mtp without -md: an MTP context on the target itself
+        n = (target.head or {}).get("nextn_predict_layers") or 0
+        out.append(("mtp", n > 0, f"{n} MTP layer(s) in the target's header (<arch>.nextn_predict_layers)" if n else
+                    "the target's header declares no MTP layers (<arch>.nextn_predict_layers): llama-server exits "
+                    "(\"failed to create MTP context\")", "src/llama-context.cpp:3880-3885"))
+        out.append(("target_arch", arch in MTP_GRAPH_ARCHS, f"{arch} {'has' if arch in MTP_GRAPH_ARCHS else 'has no'} "
+                    "MTP graph in llama.cpp", "src/models/*.cpp (LLM_GRAPH_TYPE_DECODER_MTP)"))
+        return out
+    if method == "mtp":  # Gemma-4's assistant: an MTP drafter for a Gemma-4 target
+        out.append(("target_arch", arch == "gemma4", f"a gemma4-assistant drafts for gemma4 targets (target: {arch})",
+                    "src/models/gemma4-assistant.cpp"))
+        w = head.get("embedding_length_out")
+        out.append(("hidden_size", w is None or width is None or w == width,
+                    f"the assistant's embedding_length_out {w} against the target's embedding_length {width}",
+                    "common/speculative.cpp:1376-1377, src/models/gemma4-assistant.cpp:29-31"))
+        return out
+    out.append(("target_arch", arch in LAYER_INPUT_ARCHS,
+                f"the target's graph ({arch}) {'exports' if arch in LAYER_INPUT_ARCHS else 'does not export'} the "
+                "per-layer inputs the head reads", "src/llama-graph.cpp:1380-1386"))
+    ids = head.get("target_layers")
+    if not ids:
+        out.append(("aux_layers", False, f"the head has no {method}.target_layers: llama.cpp refuses to load it",
+                    "src/models/eagle3.cpp:6-8" if method == "eagle3" else "src/models/dflash.cpp:35-37"))
+        return out
+    if method == "eagle3":
+        out.append(("aux_layers", len(ids) == 3, f"{len(ids)} target layers (EAGLE-3 needs exactly 3)",
+                    "src/models/eagle3.cpp:9-11"))
+        out.append(("aux_layers", layers is None or max(ids) <= layers,  # id == n_layer: the last hidden state
+                    f"target layer ids {ids} against the target's {layers} layers", "common/speculative.cpp:540-548"))
+        w = head.get("target_hidden_size")
+        out.append(("hidden_size", w is None or width is None or w == width,
+                    f"the head reads hidden states of width {w}; the target's embedding_length is {width}",
+                    "src/models/eagle3.cpp:16-22 (fc input = 3 x target_hidden_size)"))
+    return out
+
+
+def head_launch(target: str, head: str | None, spec_type: str) -> str:
+    """llama-server with the head (-hfd for a Hub repo, -md for a file; none for the target's own MTP layers),
+    always with its --spec-type: a -md alone infers no type for EAGLE-3 (common/speculative.cpp:2270-2305)."""
+    def flag(name: str, file_flag: str, hub_flag: str) -> str:
+        return f"{file_flag} {name}" if _is_gguf_path(name) else f"{hub_flag} {name}"
+
+    parts = [flag(target, "-m", "-hf")] + ([flag(head, "-md", "-hfd")] if head else [])
+    return f"llama-server {' '.join(parts)} --spec-type {spec_type}"
 
 
 ENGINE = Engine(
@@ -173,5 +268,7 @@ ENGINE = Engine(
     },
     facts=("gguf",),
     rule=rule, class_key=GGUF_CLASS_KEY, launch=launch, sizes=sizes, fix=fix, gguf_rule=rule,
+    arch_rules=ARCH_RULES, gguf_arch_rules=ARCH_RULES, gguf_heads=GGUF_HEAD_METHODS, gguf_head_fit=head_fit,
+    gguf_head_launch=head_launch,
     words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
            REFUSED: "has no GGUF to load (the converter refuses the repo)"})

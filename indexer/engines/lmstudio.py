@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .archrules import WRONG_OUTPUT, ArchRule, Sliding, StateIn, TypeIn
 from .base import (
     REFUSED,
     SIZE_WORDS,
@@ -16,9 +17,30 @@ from .base import (
     tokenizer_missing,
     tokenizer_sizes,
 )
+from .llamacpp import ARCH_RULES as LLAMACPP_ARCH_RULES
 from .llamacpp import rule as llamacpp_rule
+from .mlx import MLX_ARRAYS_CACHE, MLX_ROTATING, MLX_ROTATING_LISTED
 
 VERSION = "08f0c075"  # mlx-engine
+MLX_LM = "2c008fd0"  # the mlx-lm mlx-engine pins (requirements.txt:29); its checks are mlx-lm d78bf58e's
+
+# A text target on the sequential ModelKit generates through mlx-lm's stream_generate(draft_model=...)
+# (mlx_engine/generate.py:593-600), so mlx-lm's cache rules apply (vision targets are refused before, in rule).
+ARCH_RULES = (
+    ArchRule("non-trimmable target cache", TypeIn("target", MLX_ARRAYS_CACHE), REFUSED,
+             "its mlx-lm model keeps an ArraysCache, and the first generation raises mlx-lm's ValueError "
+             "\"Speculative decoding requires a trimmable prompt cache\"",
+             f"mlx_engine/generate.py:593-600; mlx-lm {MLX_LM} mlx_lm/generate.py:529-533"),
+    ArchRule("sliding-window target", Sliding("target", MLX_ROTATING, MLX_ROTATING_LISTED), WRONG_OUTPUT,
+             "speculation starts, but past the window mlx-lm trims no layer of the target's cache, so rejected "
+             "draft tokens stay in it and the output can be wrong (a prompt longer than the window, prefilled by "
+             "mlx-engine's cache wrapper, fails the start check instead)",
+             f"mlx_engine/cache_wrapper.py:278-300; mlx-lm {MLX_LM} mlx_lm/models/cache.py:109-110, 543, "
+             "mlx_lm/generate.py:589-591"),
+    ArchRule("non-trimmable draft cache", StateIn("draft"), None,
+             "the draft's cache is never checked (a no-op trim), so acceptance falls; the target verifies every token",
+             f"mlx-lm {MLX_LM} mlx_lm/generate.py:591"),
+)
 
 
 def rule(t: Side, d: Side) -> Verdict:
@@ -63,6 +85,7 @@ ENGINE = Engine(
     },
     facts=("has_vision_config", "tok.hf_vocab_size", "tok.vocab_sha256"),
     rule=rule, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes, words=dict(SIZE_WORDS),
-    refuses_target_with="has_vision_config", gguf_rule=gguf_rule,
+    refuses_target_with="has_vision_config", gguf_rule=gguf_rule, arch_rules=ARCH_RULES,
+    gguf_arch_rules=LLAMACPP_ARCH_RULES,
     gguf_target_refusal="LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
                         "--engine llama.cpp")

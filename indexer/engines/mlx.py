@@ -3,6 +3,7 @@ the repository root."""
 
 from __future__ import annotations
 
+from .archrules import WRONG_OUTPUT, ArchRule, Sliding, StateIn, TypeIn
 from .base import (
     REFUSED,
     SIZE_WORDS,
@@ -38,6 +39,38 @@ qwen qwen2 qwen2_moe qwen2_vl qwen3 qwen3_5 qwen3_5_moe qwen3_moe qwen3_next qwe
 recurrent_gemma rope_utils rwkv7 seed_oss smollm3 solar_open ssm stablelm starcoder2 step3p5 switch_layers
 telechat3 youtu_llm
 """.split())
+
+
+# The model files under mlx_lm/models/ whose make_cache keeps an ArraysCache (a recurrent or convolution state:
+# ArraysCache has no is_trimmable override, models/cache.py:594, 146-147), with the model types that load them.
+MLX_ARRAYS_CACHE = frozenset("""
+baichuan_m1 bailing_moe_linear falcon_h1 falcon_mamba granitemoehybrid jamba kimi_linear lfm2 lfm2_moe lfm2-vl
+longcat_flash_ngram mamba mamba2 nemotron_h plamo2 qwen3_5 qwen3_5_moe qwen3_next recurrent_gemma rwkv7
+""".split())
+# ... whose sliding layers keep a RotatingKVCache(max_size=sliding_window) (trimmable only while offset < max_size,
+# models/cache.py:542-543): always for these model types,
+MLX_ROTATING = frozenset("""
+afmoe cohere2 exaone4 exaone_moe gemma3 gemma3_text gemma3n gemma4 gemma4_text gemma4_unified gpt_oss iquestloopcoder
+laguna mellum mimo_v2_flash olmo3 step3p5
+""".split())
+# ... and for these only where layer_types lists sliding_attention layers (models/llama.py:157-170, 266-270;
+# ministral3.py:162-173, 325-329; mistral and iquestcoder load llama, mistral3 ministral3).
+MLX_ROTATING_LISTED = frozenset({"llama", "mistral", "iquestcoder", "ministral3", "mistral3"})
+
+ARCH_RULES = (
+    ArchRule("non-trimmable target cache", TypeIn("target", MLX_ARRAYS_CACHE), REFUSED,
+             "its mlx-lm model keeps an ArraysCache, and mlx_lm.generate raises ValueError \"Speculative decoding "
+             "requires a trimmable prompt cache (got {'ArraysCache'})\"",
+             "mlx_lm/generate.py:520-524, mlx_lm/models/cache.py:88-92"),
+    ArchRule("sliding-window target", Sliding("target", MLX_ROTATING, MLX_ROTATING_LISTED), WRONG_OUTPUT,
+             "speculation starts, but once prompt and output pass the window its RotatingKVCache is no longer "
+             "trimmable and trim_prompt_cache then trims no layer, so rejected draft tokens stay in the target's "
+             "cache and the output can be wrong",
+             "mlx_lm/models/cache.py:109-110, 542-543; mlx_lm/generate.py:580-582"),
+    ArchRule("non-trimmable draft cache", StateIn("draft"), None,
+             "the draft's cache is never checked and trim_prompt_cache is a no-op on it, so acceptance falls; the "
+             "target verifies every token", "mlx_lm/generate.py:582"),
+)
 
 
 def mlx_model_type_supported(model_type: str | None) -> bool | None:
@@ -85,4 +118,5 @@ ENGINE = Engine(
         "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193",
     },
     facts=("tok.hf_vocab_size", "tok.vocab_sha256"),
-    rule=rule, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes, words=dict(SIZE_WORDS))
+    rule=rule, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes,
+    words=dict(SIZE_WORDS), arch_rules=ARCH_RULES)

@@ -151,11 +151,18 @@ def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict 
     ambiguous = bool(t.text_config_error or d.text_config_error)  # vLLM and transformers raise before any size
     out = {}
     for name, v in results.items():
+        if v.fix is not None:  # an architecture row decided the outcome, and it has a way around it
+            out[name] = v.fix
+            continue
+        if v.vocabulary is not None and v.vocabulary != v.outcome:  # an architecture row decided: no vocabulary fix
+            out[name] = None
+            continue
         if ambiguous and "text_config_error" in ENGINES[name].facts:
             out[name] = None
             continue
         rule_of = name
-        if (t.gguf_file or d.gguf_file) and ENGINES[name].gguf_rule is not None:
+        e = ENGINES[name]
+        if (t.gguf_file or d.gguf_file) and e.gguf_rule is not None and e.gguf_rule is not e.rule:
             rule_of = GGUF_ENGINE  # a GGUF file runs on llama.cpp (LM Studio's GGUF engine too): its fixes apply
         shared = base
         if shared is None and "gguf" in ENGINES[rule_of].facts:  # GGUF files: their token lists are all we have
@@ -199,8 +206,14 @@ def check_pair(t: Side, d: Side) -> dict:
             "added_only_in_target": added_only(t, d),
             "added_only_in_draft": added_only(d, t),
             "first_differing_ids": first_differing_ids(t, d),
+            # the architecture facts the engines' non-vocabulary rows read (None: unknown, e.g. not computed yet)
+            "architecture": {role: side.arch.to_dict() if side.arch is not None else None
+                             for role, side in (("target", t), ("draft", d))},
         },
     }
     if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
-        out["launch"] = {GGUF_ENGINE: ENGINES[GGUF_ENGINE].launch(t.gguf_file or t.name, d.gguf_file or d.name)}
+        head = (d.arch.head if d.arch is not None else None) or {}
+        spec = {"spec_type": head["spec_type"]} if head.get("spec_type") and not head.get("embedded") else {}
+        out["launch"] = {GGUF_ENGINE: ENGINES[GGUF_ENGINE].launch(t.gguf_file or t.name, d.gguf_file or d.name,
+                                                                  **spec)}
     return out

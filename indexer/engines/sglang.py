@@ -3,6 +3,7 @@ heads and built-in MTP (:mod:`indexer.engines.heads`). Sources are SGLang's, at 
 
 from __future__ import annotations
 
+from .archrules import ArchRule, ShorterContext, StateIn, TypeIn
 from .base import (
     REFUSED,
     SIZE_WORDS,
@@ -22,6 +23,29 @@ from .headrules import HeadFacts, HeadRules, TargetShape, check
 NAME = "sglang"  # the registry key: --engine sglang
 # The PyPI wheel (no sdist of 0.5.23 is published); head-rule paths are relative to python/sglang/srt/.
 VERSION = "0.5.23"
+
+ALLOW_LONGER = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+ARCH_RULES = (
+    # falcon_mamba, and mamba, whose model wraps FalconMamba (srt/models/mamba.py); SGLang has no Jamba model
+    ArchRule("Mamba-1 target", TypeIn("target", frozenset({"falcon_mamba", "mamba"})), REFUSED,
+             "the first verify fails the assert \"Mamba-1 (Falcon-Mamba) does not support speculative decoding yet\"",
+             "python/sglang/srt/layers/attention/mamba/mamba1.py:230-232"),
+    ArchRule("hybrid target", StateIn("target", frozenset({"mamba2", "gated_deltanet", "short_conv"})), None,
+             "SGLang keeps these layers' states per draft token and runs the pair (with the extra_buffer radix "
+             "cache, --mamba-track-interval must be at least --speculative-num-draft-tokens)",
+             "python/sglang/srt/arg_groups/mamba_hook.py:132-133"),
+    ArchRule("shorter draft context", ShorterContext("context_sglang", "SGLang's get_context_length: the first "
+             "context key of the text config, times a rope factor"), REFUSED,
+             "the draft worker is built with the target's context length and its ModelConfig raises ValueError "
+             "(\"Target model's context_length ... is greater than the derived context_length\")",
+             "python/sglang/srt/configs/model_config.py:1291-1316, "
+             "python/sglang/srt/speculative/standalone_worker_v2.py:86-93",
+             fix=f"set {ALLOW_LONGER} (SGLang then raises the draft's max_position_embeddings to {{t}}; past its "
+                 "trained {d} tokens its drafts get worse), or serve the target with --context-length {d}"),
+    ArchRule("hybrid draft", StateIn("draft"), None,
+             "a STANDALONE draft with state layers is not established in SGLang's code (unverified: read, not run)",
+             "python/sglang/srt/speculative/standalone_worker_v2.py:86-93"),
+)
 
 
 def rule(t: Side, d: Side) -> Verdict:
@@ -238,4 +262,4 @@ ENGINE = Engine(
     },
     facts=("vocab_size", "tok.vocab_sha256", "vocab"),
     rule=rule, class_key=("vs", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
-    heads=SGLangHeads())
+    heads=SGLangHeads(), arch_rules=ARCH_RULES)

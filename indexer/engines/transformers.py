@@ -3,6 +3,7 @@ at :data:`VERSION`; paths are relative to the repository root."""
 
 from __future__ import annotations
 
+from .archrules import ArchRule, StateIn, TypeIn
 from .base import (
     REFUSED,
     SIZE_WORDS,
@@ -19,6 +20,27 @@ from .base import (
 )
 
 VERSION = "5.24.0"
+
+# The model types whose PreTrainedModel sets ``_is_stateful = True`` (grep src/transformers/models at VERSION, e.g.
+# models/qwen3_5/modeling_qwen3_5.py:924, qwen3_5_moe/modeling_qwen3_5_moe.py:1029, qwen3_next/...:953,
+# granitemoehybrid/...:1028, falcon_h1/...:996, jamba/...:812, mamba/...:540, mamba2/...:660, rwkv/...:366); the
+# text model types share their model files.
+STATEFUL = frozenset("""
+bailing_hybrid bamba deepseek_v4 falcon_h1 falcon_mamba glm5_next granitemoehybrid jamba kimi_linear lara_mini mamba
+mamba2 minicpm_ocr minicpmv4_6 minicpmv4_7 nemotron3_5_transcribe nemotron_h nemotron_h_omni olmo_hybrid qwen3_5
+qwen3_5_text qwen3_5_moe qwen3_5_moe_text qwen3_next qwen4_exp recurrent_gemma rwkv xlstm zamba zamba2 zaya
+""".split())
+
+ARCH_RULES = (
+    ArchRule("stateful target", TypeIn("target", STATEFUL), REFUSED,
+             "generate(assistant_model=...) raises ValueError \"assisted generation is not supported with stateful "
+             "models\": a recurrent state cannot be reset to a prefix of the generated text",
+             "src/transformers/generation/utils.py:1885-1890"),
+    ArchRule("stateful draft", StateIn("draft"), None,
+             "the assistant is not checked; its cache is cropped where it can be, so acceptance may fall while the "
+             "target verifies every token",
+             "src/transformers/generation/candidate_generator.py:292-302"),
+)
 
 UAG = ("pass tokenizer= and assistant_tokenizer= to generate() (transformers universal assisted generation, "
        "generation/candidate_generator.py:762-795: any pair, TLI when sampling)")
@@ -74,4 +96,5 @@ ENGINE = Engine(
         "universal assisted generation (TLI)": "src/transformers/generation/candidate_generator.py:762-795",
     },
     facts=("vocab_size_transformers", "text_config_error", "tok.vocab_sha256"),
-    rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS))
+    rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
+    arch_rules=ARCH_RULES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from .archrules import WRONG_OUTPUT, ArchRule, ShorterContext, StateIn, TypeIn, Vision
 from .base import (
     REFUSED,
     SIZE_WORDS,
@@ -37,6 +38,28 @@ def tli_constraints(t: Side, d: Side) -> list[str]:
         if tok.get("unk_token_id") is None and tok.get("eos_token_id") is None:
             out.append(f"the {role} has neither an unk nor an eos token, so vLLM's TLI refuses it")
     return out
+
+
+ARCH_RULES = (
+    ArchRule("Mamba-1 target", TypeIn("target", frozenset({"jamba", "mamba", "falcon_mamba"})), WRONG_OUTPUT,
+             "vLLM's Mamba-1 metadata builder never passes the accepted-token counts, so a verify is run as a prefill "
+             "and rejected draft tokens stay in the state (unverified: read from the code, not run; no refusal)",
+             "vllm/v1/attention/backends/mamba1_attn.py:38-45, vllm/v1/attention/backends/mamba_attn.py:400-406"),
+    ArchRule("hybrid target", StateIn("target", frozenset({"mamba2", "gated_deltanet", "short_conv"})), None,
+             "vLLM gives these layers one state slot per speculative token and runs the pair",
+             "vllm/model_executor/layers/mamba/abstract.py:72-90"),
+    ArchRule("hybrid draft", StateIn("draft"), REFUSED,
+             "vLLM's KV-cache manager assumes \"draft models have no mamba layers\", and support for hybrid drafts "
+             "was never merged (PRs #49138, #50146 closed): expect a failure at start-up (unverified: read, not run)",
+             "vllm/v1/core/kv_cache_coordinator.py:871-874"),
+    ArchRule("shorter draft context", ShorterContext("context_vllm", "vLLM's derived max_model_len: the smallest "
+             "context key, times a rope factor, capped by tokenizer_config's model_max_length"), None,
+             "vLLM starts, but lowers the target's max_model_len to the draft's with a warning (V2 model runner)",
+             "vllm/config/vllm.py:3025-3050", demote=True),
+    ArchRule("multimodal target", Vision("target"), None,
+             "the draft runs text-only: vLLM passes it none of the target's multimodal embeddings (a warning)",
+             "vllm/v1/worker/gpu/spec_decode/speculator.py:244-253"),
+)
 
 
 def rule(t: Side, d: Side) -> Verdict:
@@ -275,4 +298,4 @@ ENGINE = Engine(
     },
     facts=("vllm_vocab_size", "text_config_error", "tok.vocab_sha256", "tok.unk_token_id", "tok.eos_token_id"),
     rule=rule, class_key=("vllm_vs", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
-    heads=VLLMHeads())
+    heads=VLLMHeads(), arch_rules=ARCH_RULES)

@@ -19,6 +19,7 @@ from pathlib import Path
 from gguf.constants import GGUFValueType, Keys, LlamaFileType
 
 from ..files import InputError
+from ..vocab.archconfig import ArchFacts
 from .header import DEFAULT_MAX_KV_BYTES, Header, read_local
 from .predict import KNOWN_BPE_PRE, LLAMA_TOKEN_NULL, PRE_ADD_BOS, PRE_NO_BOS, GGUFVocab, refused
 
@@ -82,6 +83,78 @@ plamo2 plamo3 plm pockettts qwen qwen2 qwen2moe qwen2vl qwen3 qwen35 qwen35moe q
 qwen3vlmoe qwen4exp refact rnd1 rwkv6 rwkv6qwen2 rwkv7 seed_oss smallthinker smollm3 spark2_5 stablelm starcoder
 starcoder2 step35 t5 t5encoder talkie wavtokenizer-dec xverse
 """.split())
+
+
+# src/llama-arch.cpp:1071-1109: the recurrent (llm_arch_is_recurrent) and hybrid (llm_arch_is_hybrid)
+# architectures, with the family of their state layers.
+GGUF_STATE = {
+    "mamba": "mamba1", "mamba2": "mamba2", "rwkv6": "rwkv", "rwkv6qwen2": "rwkv", "rwkv7": "rwkv", "arwkv7": "rwkv",
+    "jamba": "mamba1", "falcon-h1": "mamba2", "plamo2": "mamba2", "granitehybrid": "mamba2", "lfm2": "short_conv",
+    "lfm2moe": "short_conv", "nemotron_h": "mamba2", "nemotron_h_moe": "mamba2", "qwen3next": "gated_deltanet",
+    "kimi-linear": "gated_deltanet", "bailingmoe3": "gated_deltanet", "kimi-k3": "gated_deltanet",
+    "glm5-next": "gated_deltanet", "qwen35": "gated_deltanet", "qwen35moe": "gated_deltanet",
+    "qwen4exp": "gated_deltanet", "deepseek4": "recurrent", "minimax-01": "recurrent",
+}
+GGUF_PURE_STATE = frozenset({"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"})
+
+
+def arch_from_header(h: Header) -> ArchFacts:
+    """The architecture facts of a GGUF header: general.architecture (its state family), ``<arch>.context_length``
+    (llama.cpp's n_ctx_train), ``<arch>.attention.sliding_window`` and ``<arch>.block_count``
+    (src/llama-model.cpp reads these keys with the arch prefix, src/llama-arch.cpp LLM_KV_NAMES)."""
+    arch = h.values.get(Keys.General.ARCHITECTURE)
+    arch = arch if isinstance(arch, str) else None
+
+    def num(key: str) -> int | None:
+        v = h.values.get(f"{arch}.{key}") if arch else None
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+    n = num("block_count") or 0
+    state = GGUF_STATE.get(arch or "")
+    window = num("attention.sliding_window")
+    layers: dict[str, int] = {}
+    if state:
+        layers[state] = n or 1
+    if not state or arch not in GGUF_PURE_STATE:
+        layers["sliding_attention" if window else "full_attention"] = n or 1
+    ctx = num("context_length")
+    return ArchFacts(layers=layers, state=[state] if state else [], sliding_window=window, context_sglang=ctx,
+                     context_vllm=ctx, vision=False, gguf_arch=arch, source="GGUF header", head=head_from_header(h),
+                     gguf_block_count=num("block_count"), gguf_embedding_length=num("embedding_length"))
+
+
+# The speculator kinds a GGUF header declares, with the llama-server --spec-type that runs them
+# (common/speculative.cpp:33-45): an EAGLE-3 head (src/models/eagle3.cpp:3-35: eagle3.target_layers, exactly 3,
+# and eagle3.target_hidden_size), a DFlash head (src/models/dflash.cpp:7-60: dflash.target_layers; DSpark when the
+# file has a markov_w1 tensor, which the key/value section does not show), Gemma-4's assistant (an MTP drafter,
+# src/models/gemma4-assistant.cpp), and a model with embedded MTP layers (<arch>.nextn_predict_layers > 0,
+# src/llama-arch.cpp:226).
+HEAD_ARCHS = {"eagle3": ("eagle3", "draft-eagle3"), "dflash": ("dflash", "draft-dflash"),
+              "gemma4-assistant": ("mtp", "draft-mtp")}
+
+
+def head_from_header(h: Header) -> dict | None:
+    """What a header says about speculation: a head's kind and keys, or the target's embedded MTP layers."""
+    arch = h.values.get(Keys.General.ARCHITECTURE)
+    if not isinstance(arch, str):
+        return None
+
+    def arr(key: str):
+        a = h.arrays.get(key)
+        return list(a.values) if a is not None and a.values is not None else None
+
+    if arch in HEAD_ARCHS:
+        kind, spec = HEAD_ARCHS[arch]
+        out = {"kind": kind, "spec_type": spec, "embedded": False}
+        for key in ("target_layers", "target_hidden_size", "block_size", "embedding_length_out"):
+            value = arr(f"{arch}.{key}") if key == "target_layers" else h.values.get(f"{arch}.{key}")
+            if value is not None:
+                out[key] = value
+        return out
+    layers = h.values.get(f"{arch}.nextn_predict_layers")
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+        return {"kind": "mtp", "spec_type": "draft-mtp", "embedded": True, "nextn_predict_layers": layers}
+    return None
 
 
 class WrongType(Exception):
@@ -240,13 +313,14 @@ class GGUFFile:
     split_count: int = 1
     kv_bytes: int | None = None  # the size of the key/value section
     notes: list[str] = field(default_factory=list)
+    arch: dict | None = None  # arch_from_header(...).to_dict(): the architecture facts the engines check
 
     def to_dict(self) -> dict:
         """The catalog's ``gguf`` JSON for a read file: the vocabulary's facts plus the file's own."""
         return {**self.vocab.to_dict(), "source": "read", "file": self.file, "architecture": self.architecture,
                 "name": self.name, "file_type": self.file_type, "has_chat_template": self.has_chat_template,
                 "quant": self.quant, "split_count": self.split_count, "kv_bytes": self.kv_bytes,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "arch": self.arch}
 
 
 def _file_type(value) -> str | None:
@@ -278,7 +352,7 @@ def facts_from_header(h: Header, file: str) -> GGUFFile:
         file=file, vocab=vocab, architecture=arch if isinstance(arch, str) else None,
         name=name if isinstance(name, str) else None, file_type=_file_type(h.values.get(Keys.General.FILE_TYPE)),
         has_chat_template=bool(h.values.get(Keys.Tokenizer.CHAT_TEMPLATE)), quant=quant, split_count=count,
-        kv_bytes=h.kv_end, notes=notes)
+        kv_bytes=h.kv_end, notes=notes, arch=arch_from_header(h).to_dict())
 
 
 def local_gguf(path: str | Path) -> Path | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import AmbiguousTextConfig
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
+from .archconfig import ArchFacts, arch_facts
 from .params import estimate_from_config
 from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_text_config, vllm_text_config
 
@@ -33,6 +34,7 @@ class ConfigFacts:
     vllm_vocab_size: int | None = None  # vLLM's get_text_config() after its model-type remaps
     text_config_error: str | None = None  # get_text_config() raises (transformers and vLLM refuse)
     has_vision_config: bool = False  # LM Studio never drafts for such a target
+    arch: ArchFacts | None = None  # the architecture facts the engines check beside the vocabulary (archconfig)
 
     def to_dict(self) -> dict:
         """Every field by name, as the writer copies them onto the repo row."""
@@ -99,6 +101,12 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         if vllm is None and error is None and model_type not in VLLM_TEXT_KEY_REMAPS:
             vllm = hf
     estimate = estimate_from_config(config)
+    tokenizer_config = None
+    if (directory / "tokenizer_config.json").is_file():  # vLLM caps max_model_len by its model_max_length
+        try:
+            tokenizer_config = read_json(directory / "tokenizer_config.json", max_bytes)
+        except InputError:
+            tokenizer_config = None
     return ConfigFacts(
         model_type=model_type,
         architectures=archs,
@@ -112,4 +120,5 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         vllm_vocab_size=vllm,
         text_config_error=error,
         has_vision_config="vision_config" in config,
+        arch=arch_facts(config, tokenizer_config if isinstance(tokenizer_config, dict) else None),
     )

@@ -1,0 +1,105 @@
+"""The engines' architecture rows on a query's drafts (issue 23), the way ``check`` applies them
+(:func:`indexer.engines.base.with_arch`), so that every front end gives one answer.
+
+A compatibility class groups drafts by vocabulary only. The rows that read the target alone (a stateful target,
+a sliding-window one on mlx-lm) are judged once per query: a refusal refuses every draft, ``wrong_output`` marks
+every draft, a note goes on every draft. The rows that read the draft (its state layers, its context length) are
+judged per ranked draft from its stored ``engine_facts.arch``: a refused draft leaves the list (it is a near
+miss, with the row's fix), a demoted one is ranked after the others.
+"""
+
+from __future__ import annotations
+
+from ..catalog.reader import Reader, json_value
+from ..engines.archrules import Applied, matching, worst
+from ..vocab.archconfig import ArchFacts
+
+REFUSED = "refused"
+MAX_PAGES = 20  # pages of ranked members scanned for drafts no architecture row refuses
+
+
+def arch_of(cat: Reader, repo_pk: int) -> ArchFacts | None:
+    """A catalog repo's stored architecture facts (None: not derived yet, or no engine facts)."""
+    row = cat.one("SELECT e.arch FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": repo_pk})
+    return ArchFacts.from_dict(json_value(row[0])) if row else None
+
+
+class ArchJudge:
+    """One engine's rows for one target: the target's rows once, the draft rows per draft."""
+
+    def __init__(self, cat: Reader, entry, target_pk: int, gguf_target: bool = False):
+        rules = entry.gguf_arch_rules if gguf_target else entry.arch_rules
+        self.t = arch_of(cat, target_pk) if rules else None
+        self.target_rows = matching(rules, self.t, None, ("target",))
+        self.draft_rules = tuple(r for r in rules if r.side != "target")
+
+    @property
+    def per_draft(self) -> bool:
+        """Some row reads the draft, so each ranked draft is judged."""
+        return bool(self.draft_rules)
+
+    def refusal(self) -> str | None:
+        """The words of a target row that refuses every draft."""
+        return next((a.words for a in self.target_rows if a.rule.outcome == REFUSED), None)
+
+    def rows(self, r: dict) -> list[Applied]:
+        """Every row that matches the target and this draft (``r["arch"]``: its stored facts)."""
+        d = ArchFacts.from_dict(json_value(r.get("arch")))
+        return [*self.target_rows, *matching(self.draft_rules, self.t, d, ("draft", "pair"))]
+
+    def refused(self, r: dict) -> Applied | None:
+        """The draft row that refuses this draft, if one does."""
+        return next((a for a in self.rows(r) if a.rule.outcome == REFUSED), None)
+
+    def apply(self, entry: dict, r: dict) -> dict:
+        """The entry with the rows' outcome (the worse wins, its words right after the accept reason), the other rows
+        as notes after, and
+        ``demoted`` (a row says to rank it after the others), as ``engines.base.with_arch`` words a verdict."""
+        rows = self.rows(r)
+        base = entry["outcome"]
+        outcome = base
+        for a in rows:
+            outcome = worst(outcome, a.rule.outcome)
+        deciding = [a for a in rows if a.rule.outcome and a.rule.outcome == outcome != base]
+        first, rest = entry["reasons"][:1], entry["reasons"][1:]  # the first stays why the class accepts it
+        entry["reasons"] = [*first, *(a.words for a in deciding), *rest,
+                            *(f"{'also' if a.rule.outcome else 'note'}: {a.words}" for a in rows if a not in deciding)]
+        entry["outcome"] = outcome
+        entry["demoted"] = any(a.rule.demote for a in rows)
+        return entry
+
+    def miss(self, r: dict) -> tuple[str, str, str | None] | None:
+        """(failed check, reason, fix) of a draft a draft row refuses; None when none does."""
+        a = self.refused(r)
+        if a is None:
+            return None
+        return a.rule.check, a.words, a.fix(self.t, ArchFacts.from_dict(json_value(r.get("arch"))))
+
+    def take(self, ranked, need: int) -> tuple[list[dict], list[dict]]:
+        """Up to ``need`` members, in rank order, that no row refuses, and the demoted ones apart (up to ``need``).
+        ``ranked(n, offset)``: the next ``n`` ranked members."""
+        good: list[dict] = []
+        later: list[dict] = []
+        page = max(need, 20)
+        for n in range(MAX_PAGES):
+            rows = ranked(page, n * page)
+            for r in rows:
+                applied = self.rows(r)
+                if any(a.rule.outcome == REFUSED for a in applied):
+                    continue
+                (later if any(a.rule.demote for a in applied) else good).append(r)
+            if len(good) >= need or len(rows) < page:
+                break
+        return good[:need], later[:need]
+
+    def misses(self, ranked, limit: int) -> list[tuple[dict, tuple[str, str, str | None]]]:
+        """Up to ``limit`` members, in rank order, that a draft row refuses, each with (check, reason, fix)."""
+        out = []
+        page = max(limit, 20)
+        for n in range(MAX_PAGES):
+            rows = ranked(page, n * page)
+            out += [(r, why) for r in rows if (why := self.miss(r)) is not None]
+            if len(out) >= limit or len(rows) < page:
+                break
+        return out[:limit]

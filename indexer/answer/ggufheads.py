@@ -1,0 +1,101 @@
+"""``--method mtp|eagle3|dflash`` on an engine that runs speculator heads from GGUF files (llama.cpp): the
+target's own MTP layers and the catalog's GGUF heads, from the header facts the crawl read
+(``engine_facts.arch.head``: indexer/gguf/file.py), judged by the engine's ``gguf_head_fit`` and launched by its
+``gguf_head_launch`` (always with ``--spec-type``). The JSON shape is the head answer's (headquery.py)."""
+
+from __future__ import annotations
+
+from .. import engines as registry
+from ..catalog.reader import Reader, json_value
+from ..errors import QueryError
+from ..vocab.archconfig import ArchFacts
+from .lookup import find_repo_id, gguf_base
+from .target import hub_gguf_name
+
+GGUF_REPOS = ("SELECT r.id, r.repo_id, r.downloads, r.tags, r.base_models, e.gguf, e.arch FROM repos r "
+              "JOIN engine_facts e ON e.file_set_id = r.file_set_id AND e.config_blob = COALESCE(r.config_blob, '') "
+              "WHERE r.tokenizer_id IS NULL AND e.arch IS NOT NULL")
+KINDS = {"mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash"}  # --method -> the header's head kind
+
+
+def _row(r) -> dict:
+    pk, repo_id, downloads, tags, bases, gguf, arch = r
+    return {"pk": pk, "repo_id": repo_id, "downloads": downloads, "tags": json_value(tags) or [],
+            "base_models": json_value(bases) or [], "gguf": json_value(gguf) or {},
+            "arch": ArchFacts.from_dict(json_value(arch))}
+
+
+def _declared(r: dict) -> set[str]:
+    """The repos a GGUF file says it is made from or for: its quantized base, its base_models, base_model tags."""
+    out = {b.lower() for b in r["base_models"] if isinstance(b, str)}
+    out |= {t.rsplit(":", 1)[-1].lower() for t in r["tags"] if isinstance(t, str) and t.startswith("base_model:")}
+    if (q := gguf_base(r["tags"])) is not None:
+        out.add(q.lower())
+    return out
+
+
+def _name(r: dict) -> str:
+    return hub_gguf_name(r["repo_id"], r["gguf"]) or r["repo_id"]
+
+
+def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
+                 all_members: bool = False) -> dict:
+    """The target's own MTP layers (``mtp``) and every catalog GGUF head of the method's kind, fitting ones ranked
+    by lineage then downloads, the others as near misses with the failed check."""
+    entry = registry.ENGINES[engine]
+    spec_type, source = entry.gguf_heads[method]
+    match = find_repo_id(cat.all, target, cat.dialect)
+    row = cat.one(GGUF_REPOS + " AND r.repo_id = :r", {"r": match.repo_id})
+    if row is None:
+        raise QueryError(f"{match.repo_id} is not a GGUF repo whose header the catalog read: "
+                         f"{entry.display} runs {method} heads from GGUF files (ask for a GGUF repo of it)")
+    t = _row(row)
+    if t["arch"].head and not t["arch"].head.get("embedded"):
+        raise QueryError(f"{t['repo_id']} is a {t['arch'].head['kind']} head ({t['arch'].gguf_arch}), not a target")
+    found, missed = [], []
+    if method == "mtp":  # the target's own MTP layers first
+        checks = entry.gguf_head_fit(method, None, t["arch"])
+        reasons = [*(f"{detail} ({src})" for _, _, detail, src in checks), f"--spec-type {spec_type}: {source}"]
+        failed = next((c for c in checks if not c[1]), None)
+        if failed is None:
+            found.append(_entry(t, "exact", reasons, entry.gguf_head_launch(_name(t), None, spec_type), spec_type,
+                                "built-in"))
+        elif near_misses:
+            missed.append({**_entry(t, None, reasons, None, spec_type, "built-in"), "failed_check": failed[0],
+                           "reason": f"{failed[2]} ({failed[3]})", "fix": None})
+    ours = _declared(t) | {t["repo_id"].lower()}
+    for r in (_row(x) for x in cat.all(GGUF_REPOS)):
+        h = r["arch"].head if r["arch"] else None
+        if not h or h.get("embedded") or h.get("kind") != KINDS[method] or r["pk"] == t["pk"]:
+            continue
+        checks = entry.gguf_head_fit(method, h, t["arch"])
+        tier = "lineage" if _declared(r) & ours else "shape"
+        reasons = [f"{check}: {detail} ({src})" for check, ok, detail, src in checks]
+        failed = next((c for c in checks if not c[1]), None)
+        if failed is None:
+            found.append(_entry(r, tier, reasons, entry.gguf_head_launch(_name(t), _name(r), spec_type), spec_type))
+        else:
+            missed.append({**_entry(r, None, reasons, None, spec_type), "failed_check": failed[0],
+                           "reason": f"{failed[2]} ({failed[3]})", "fix": None})
+    order = {"exact": 0, "lineage": 1, "shape": 2}
+    found.sort(key=lambda e: (order.get(e["tier"], 3), -(e["downloads"] or 0), e["repo_id"]))
+    if not all_members:
+        found = found[:limit]
+    a = t["arch"]
+    return {"target": {"repo_id": t["repo_id"], "gguf_arch": a.gguf_arch, "params": None,
+                       "class": f"GGUF {a.gguf_arch}, {a.gguf_block_count} layers, embedding_length "
+                                f"{a.gguf_embedding_length}",
+                       "mtp_layers": (a.head or {}).get("nextn_predict_layers"), "block_count": a.gguf_block_count,
+                       "embedding_length": a.gguf_embedding_length},
+            "engine": engine, "method": method, "drafts": found, "near_misses": missed[:limit] if near_misses else [],
+            "note": None if found else f"no GGUF {method} head in the catalog fits {t['repo_id']}",
+            "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "cheapest_fix": None},
+            "refused": None}
+
+
+def _entry(r: dict, tier: str | None, reasons: list[str], launch: str | None, spec_type: str,
+           fmt: str = "gguf") -> dict:
+    """A head (or the target's own MTP layers) in the head answer's entry shape; ``method``: the --spec-type."""
+    return {"repo_id": r["repo_id"], "params": None, "downloads": r["downloads"],
+            "algorithm": ((r["arch"].head if r["arch"] else None) or {}).get("kind"), "format": fmt, "tier": tier,
+            "method": spec_type, "reasons": reasons, "launch": launch}

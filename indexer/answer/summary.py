@@ -1,0 +1,34 @@
+"""The summary line of a query: which engines have drafts for the target, and the cheapest fix among the near
+misses (split out of :mod:`indexer.answer.ranking`)."""
+
+from __future__ import annotations
+
+from ..errors import QueryError
+from .ranking import ENGINES, Query
+
+# Which near-miss fix costs least: an environment variable (SGLang's shorter draft context), resizing embeddings
+# (vocab_size), re-converting a GGUF (token list), then TLI (a mapping that disagrees: only an engine with TLI has
+# a fix for it).
+FIX_COST = {"vocab_size": 1, "token list": 2, "mapping": 3, "shorter draft context": 0}
+SUMMARY_NEAR_MISSES = 3
+
+
+def summarize(q: Query, misses: list[dict] | None = None) -> dict:
+    """Across engines: which have drafts for this target, and the cheapest fix among the near misses."""
+    with_drafts, without = [], []
+    for engine in ENGINES:
+        try:
+            other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target)
+        except QueryError:  # no class on this engine (its facts are missing)
+            without.append(engine)
+            continue
+        (with_drafts if other.has_candidates() else without).append(engine)
+    if misses is None and q.engine not in with_drafts:  # a fix matters when there is no draft
+        misses = q.near_misses(SUMMARY_NEAR_MISSES)
+    cheapest = None
+    fixable = [m for m in misses or () if m["fix"]]
+    if fixable:
+        best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
+        cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
+                    "fix": best["fix"]}
+    return {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}
