@@ -34,6 +34,9 @@ OURS = {
     "indexer.answer", "indexer.answer.validate", "indexer.answer.query", "indexer.answer.ranking",
     "indexer.answer.target", "indexer.answer.render", "indexer.answer.lookup", "indexer.vocab.params",
     "indexer.vocab.textconfig", "indexer.resources",
+    # the architecture rows beside the vocabulary (issue 23): Ollama, the rule tables, the config facts they read
+    "indexer.engines.ollama", "indexer.engines.archrules", "indexer.vocab.archconfig", "indexer.answer.archrank",
+    "indexer.answer.summary",
     # --method other than draft: the head rules
     "indexer.answer.headquery", "indexer.engines.heads", "indexer.engines.headfacts", "indexer.vocab.modelconfig",
     # check: the two sides from the catalog, their token lists, the engines' verdicts, the GGUF vocabularies

@@ -227,6 +227,8 @@ def _drop_memberships(conn, pk: int) -> None:
 
 def _class_id(conn, engine: str, key: tuple[str, ...], n: dict) -> tuple[int | None, bool]:
     """(id, made now) of the repo's class on ``engine`` (compute's ``insert_classes`` key and label)."""
+    if not key:  # the engine runs no draft model (Ollama): no classes, as in compute
+        return None, False
     if key == GGUF_CLASS_KEY:
         if n["gguf_sig"] is None:
             return None, False
