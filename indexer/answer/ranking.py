@@ -40,6 +40,7 @@ def _gated(g) -> bool:
 
 
 WINDOW = "rc.params * 50 >= :tp AND rc.params * 5 <= :tp"  # the size inside RATIO_LOW..RATIO_HIGH of the target's
+PROBE_ROWS = 20  # members has_candidates reads unranked before it ranks a class whose draft rows may refuse them
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
@@ -285,15 +286,19 @@ class Query:
 
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
-        if self.arch.per_draft and self.class_ids + self.degraded_ids:  # a draft row may refuse every member
-            size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
-            return any(self._take(self.class_ids + self.degraded_ids, f"{size}AND NOT rc.disabled", 1))
         params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
         size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
         classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
-        return bool(self.cat.all(
-            f"SELECT 1 FROM repo_classes rc WHERE rc.class_id IN {classes} "
-            f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT 1", params))
+        probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {classes} "
+                 f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")
+        rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(probe, params)]
+        if not self.arch.per_draft or not rows:
+            return bool(rows)
+        # A draft row may refuse members: a few in index order usually hold one it takes (no ranking sort);
+        # only when none does is the class ranked page by page as drafts() would.
+        if any(not self.arch.refused(r) for r in self._details(rows)):
+            return True
+        return any(self._take(self.class_ids + self.degraded_ids, f"{size}AND NOT rc.disabled", 1))
 
     def all_members(self) -> list[dict]:
         """Every draft that works, then every degraded one (each group by repo id)."""
