@@ -18,6 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 from conftest import MODELS, needs_corpus, works_on_sglang
 from crawlkit import crawl, hermetic_env, write_repo
+from test_crawl_corpus import shorter_context
 
 from indexer.answer.query import ENGINES
 from indexer.catalog.compute import compute
@@ -114,7 +115,8 @@ def test_pg_corpus_crawl_compute_query_check_agree_with_oracle_and_sqlite(pg_url
 
     compatible: dict[str, set] = {name: set() for name in oracle["models"]}
     for t, d in works_on_sglang(oracle):
-        compatible[t].add(ids[d])
+        if not shorter_context(t, d):  # the vocabulary oracle's pairs, less those SGLang's context check refuses
+            compatible[t].add(ids[d])
     for name in oracle["models"]:
         result = invoke(["query", "--db", pg_url, "--target", ids[name], "--all", "--json"])
         assert result.exit_code == 0, result.output
@@ -123,7 +125,7 @@ def test_pg_corpus_crawl_compute_query_check_agree_with_oracle_and_sqlite(pg_url
     # Every engine answers the same on PostgreSQL as on SQLite, for every target.
     assert sqlite_and_pg_answers(pg_url) == sqlite_and_pg_answers(sqlite_db)
 
-    t, d = oracle["pairs"]["compatible"][0]
+    t, d = next(p for p in oracle["pairs"]["compatible"] if not shorter_context(*p))
     result = invoke(["check", "--db", pg_url, ids[t], ids[d], "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["verdicts"]["sglang"]["compatible"]
     t, d = next(p for p in oracle["pairs"]["mapping_mismatch"] if tuple(p) not in works_on_sglang(oracle))
