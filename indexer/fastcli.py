@@ -142,12 +142,6 @@ def json_text(data) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
-def fail(message: str, code: int) -> None:
-    """``cli_support.fail``: one line on stderr and the exit code."""
-    echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
 def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:
     """The callbacks of cli_support in click's order: valid_target, valid_limit, check_db."""
     for name in order:

@@ -93,11 +93,6 @@ def _families(conn) -> dict[int, set[str]]:
     return out
 
 
-def _first_base(conn, repo_id: str) -> str | None:
-    row = _one(conn, "SELECT base_models FROM repos WHERE repo_id = :r", {"r": repo_id})
-    return _first(row[0]) if row is not None else None
-
-
 def _first(base, repo_id: str | None = None) -> str | None:
     """The primary parent in ``base_models`` (compute's ``scan_repos`` rule), or None."""
     if not base:
