@@ -120,16 +120,21 @@ def generate(path: Path, n: int, seed: int = 0) -> list[str]:
     conn.executemany(sql, batch)
     # Named targets: one big repo in each of three big classes, and one in the tail.
     targets = []
-    for tok_id, vs, name in ((1, 152064, "Qwen/Qwen2.5-7B-Instruct"), (2, 128256, "meta-llama/Llama-3.1-8B"),
-                             (3, 32768, "mistralai/Mistral-7B-v0.3"), (len(MAJOR) + 1, None, "tail/target")):
+    # Their config facts too (model type, hidden size, layers), so that `query --method all` answers them.
+    for tok_id, vs, name, mtype in ((1, 152064, "Qwen/Qwen2.5-7B-Instruct", "qwen2"),
+                                    (2, 128256, "meta-llama/Llama-3.1-8B", "llama"),
+                                    (3, 32768, "mistralai/Mistral-7B-v0.3", "mistral"),
+                                    (len(MAJOR) + 1, None, "tail/target", "llama")):
         if vs is None:
             vs = conn.execute("SELECT vocab_size FROM repos WHERE tokenizer_id = ? LIMIT 1",
                               (tok_id,)).fetchone()
             vs = vs[0] if vs else 50000
         conn.execute(
             "INSERT INTO repos (repo_id, author, status, tokenizer_id, vocab_size, vocab_size_transformers, "
-            "params, downloads, disabled, is_chat, family) VALUES (?, ?, 'ok', ?, ?, ?, ?, 1000000, 0, 1, ?)",
-            (name, name.split("/")[0], tok_id, vs, vs, 8_000_000_000, toks[tok_id - 1][1]))
+            "params, downloads, disabled, is_chat, family, model_type, architectures, hidden_size, num_hidden_layers) "
+            "VALUES (?, ?, 'ok', ?, ?, ?, ?, 1000000, 0, 1, ?, ?, ?, 4096, 32)",
+            (name, name.split("/")[0], tok_id, vs, vs, 8_000_000_000, toks[tok_id - 1][1], mtype,
+             json.dumps([mtype.capitalize() + "ForCausalLM"])))
         targets.append(name)
     # Engine facts as compute derives them from stored blobs: one file set and one GGUF vocabulary per
     # tokenizer here (llama.cpp's class key is the GGUF signature).

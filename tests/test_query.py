@@ -275,5 +275,5 @@ QUERY_PATH_MODULES = {
     "indexer.answer.summary",  # ranking's summary line, moved out to keep ranking.py short
     "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
     "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
-    "indexer.vocab.params",
+    "indexer.vocab.params", "indexer.record",  # value classes without dataclasses (issue 24)
 }

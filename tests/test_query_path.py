@@ -33,7 +33,7 @@ OURS = {
     "indexer.catalog.dburl", "indexer.catalog.migrate", "indexer.catalog.reader",
     "indexer.answer", "indexer.answer.validate", "indexer.answer.query", "indexer.answer.ranking",
     "indexer.answer.target", "indexer.answer.render", "indexer.answer.lookup", "indexer.vocab.params",
-    "indexer.vocab.textconfig", "indexer.resources",
+    "indexer.vocab.textconfig", "indexer.resources", "indexer.record",
     # the architecture rows beside the vocabulary (issue 23): Ollama, the rule tables, the config facts they read
     "indexer.engines.ollama", "indexer.engines.archrules", "indexer.vocab.archconfig", "indexer.answer.archrank",
     "indexer.answer.summary",

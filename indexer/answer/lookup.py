@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, RepoNotFound
+from ..record import Record
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -36,8 +36,7 @@ SUGGESTIONS = 3
 GGUF_BASE_TAG = "base_model:quantized:"
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(Record, frozen=True):
     """A catalog repo id found for what was typed, so the answer can say what it matched."""
 
     repo_id: str  # as stored in the catalog

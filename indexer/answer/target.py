@@ -5,11 +5,10 @@ model directory by its catalog twin, or a local GGUF file by its llama.cpp class
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import engines as registry
 from ..catalog.reader import Reader, json_value
 from ..errors import EXIT_NOT_FOUND, QueryError
+from ..record import Record
 
 TARGET_SQL = (
     "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
@@ -27,8 +26,7 @@ TOKENIZER_KEYS = ("tokenizer_id", "vocab_sha256", "base_vocab_sha256", "max_id",
                   "vocab_size", "vocab_size_transformers")
 
 
-@dataclass
-class Target:
+class Target(Record):
     """Whom the answer is for, and whose class memberships answer it (see indexer/answer/lookup.py)."""
 
     facts: dict  # TARGET_KEYS, with params / params_source / params_active the best known size

@@ -12,7 +12,6 @@ here: ``compute`` owns it (it recounts from the ok rows).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import shutil
@@ -30,6 +29,7 @@ from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
+from ..record import field_names
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .writefail import raise_if_write_failed
@@ -57,7 +57,7 @@ def file_set_key(files: dict[str, str]) -> str:
 def _config_fact_columns() -> list[str]:
     from ..vocab.modelconfig import ConfigFacts
 
-    return [f.name for f in dataclasses.fields(ConfigFacts) if f.name in REPO_COLUMNS]
+    return [name for name in field_names(ConfigFacts) if name in REPO_COLUMNS]
 
 
 class CatalogWriter:

@@ -10,6 +10,7 @@ others). The facts are :class:`indexer.vocab.archconfig.ArchFacts`.
 
 from __future__ import annotations
 
+from ..record import Record
 from ..vocab.archconfig import ArchFacts
 
 WRONG_OUTPUT = "wrong_output"
@@ -17,45 +18,6 @@ WRONG_OUTPUT = "wrong_output"
 SEVERITY = ("works", "degraded", "useless", "no_speculation", WRONG_OUTPUT, "refused")
 STATE_WORDS = {"mamba1": "Mamba-1", "mamba2": "Mamba-2", "gated_deltanet": "gated-DeltaNet (linear attention)",
                "short_conv": "short-convolution", "rwkv": "RWKV", "recurrent": "recurrent"}
-
-
-class _Value:
-    """A small immutable value: ``_fields`` in order, the defaults as class attributes. A plain class, not a
-    dataclass: every engine module's table is built when the query path imports it, and @dataclass costs about
-    0.7 ms a class there (issue 24: a query within 3x Python's own start)."""
-
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def __init__(self, *args, **kw):
-        if len(args) > len(self._fields):
-            raise TypeError(f"{type(self).__name__} takes at most {len(self._fields)} arguments")
-        values = dict(zip(self._fields, args))
-        for name, value in kw.items():
-            if name not in self._fields or name in values:
-                raise TypeError(f"{type(self).__name__}: unexpected or repeated argument {name!r}")
-            values[name] = value
-        for name in self._fields:
-            if name not in values:
-                if not hasattr(type(self), "_d_" + name):
-                    raise TypeError(f"{type(self).__name__}: missing argument {name!r}")
-                values[name] = getattr(type(self), "_d_" + name)
-            object.__setattr__(self, name, values[name])
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def _astuple(self) -> tuple:
-        return tuple(getattr(self, n) for n in self._fields)
-
-    def __eq__(self, other):
-        return type(other) is type(self) and other._astuple() == self._astuple()
-
-    def __hash__(self):
-        return hash((type(self).__name__, self._astuple()))
-
-    def __repr__(self):
-        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._fields)})"
 
 
 def _side(t: ArchFacts | None, d: ArchFacts | None, side: str) -> ArchFacts | None:
@@ -66,11 +28,8 @@ def _named(f: ArchFacts) -> str:
     return "model_type " + " / ".join(sorted(f.types())) if f.types() else f"GGUF architecture {f.gguf_arch}"
 
 
-class TypeIn(_Value):
+class TypeIn(Record, frozen=True):
     """The side's model_type (top level or text sub-config), or its GGUF architecture, is one of ``types``."""
-
-    __slots__ = ("side", "types")
-    _fields = ("side", "types")
 
     side: str
     types: frozenset
@@ -84,15 +43,11 @@ class TypeIn(_Value):
         return f"the {self.side}'s model_type is {hit[0]}" if hit else None
 
 
-class StateIn(_Value):
+class StateIn(Record, frozen=True):
     """Some layer of the side keeps a recurrent state of one of these families (``None``: any family)."""
 
-    __slots__ = ("side", "families")
-    _fields = ("side", "families")
-    _d_families = None
-
     side: str
-    families: frozenset | None
+    families: frozenset | None = None
 
     def __call__(self, t: ArchFacts | None, d: ArchFacts | None) -> str | None:
         """The words of the match, or None."""
@@ -107,18 +62,13 @@ class StateIn(_Value):
                 + (f" ({layers})" if layers else ""))
 
 
-class Sliding(_Value):
+class Sliding(Record, frozen=True):
     """The side has sliding-window layers (and, when ``types`` is given, the engine's model class for its
     model_type keeps them in a rotating cache)."""
 
-    __slots__ = ("side", "types", "listed_types")
-    _fields = ("side", "types", "listed_types")
-    _d_types = None
-    _d_listed_types = frozenset()
-
     side: str
-    types: frozenset | None
-    listed_types: frozenset  # model types that slide only where layer_types lists sliding layers
+    types: frozenset | None = None
+    listed_types: frozenset = frozenset()  # model types that slide only where layer_types lists sliding layers
 
     def __call__(self, t: ArchFacts | None, d: ArchFacts | None) -> str | None:
         """The words of the match, or None."""
@@ -132,11 +82,8 @@ class Sliding(_Value):
                 f"{f.sliding_window} tokens")
 
 
-class ShorterContext(_Value):
+class ShorterContext(Record, frozen=True):
     """The draft's derived context length (``ArchFacts.<field>``) is shorter than the target's."""
-
-    __slots__ = ("field", "how")
-    _fields = ("field", "how")
 
     field: str
     how: str  # how the engine derives it, in words
@@ -151,11 +98,8 @@ class ShorterContext(_Value):
         return f"the draft's derived context length {dc} is shorter than the target's {tc} ({self.how})"
 
 
-class Vision(_Value):
+class Vision(Record, frozen=True):
     """The side's config.json has a vision_config (a multimodal model)."""
-
-    __slots__ = ("side",)
-    _fields = ("side",)
 
     side: str
 
@@ -165,15 +109,11 @@ class Vision(_Value):
         return f"the {self.side}'s config.json has vision_config" if f is not None and f.vision else None
 
 
-class Head(_Value):
+class Head(Record, frozen=True):
     """The side's GGUF header declares a speculator head (EAGLE-3, DFlash, Gemma-4 assistant) or MTP layers."""
 
-    __slots__ = ("side", "embedded")
-    _fields = ("side", "embedded")
-    _d_embedded = False
-
     side: str
-    embedded: bool  # True: MTP layers inside the model itself; False: a separate head file
+    embedded: bool = False  # True: MTP layers inside the model itself; False: a separate head file
 
     def __call__(self, t: ArchFacts | None, d: ArchFacts | None) -> str | None:
         """The words of the match, or None."""
@@ -187,21 +127,16 @@ class Head(_Value):
                 + f": llama-server runs it with --spec-type {head['spec_type']}")
 
 
-class ArchRule(_Value):
+class ArchRule(Record, frozen=True):
     """One row of an engine's architecture table: the fact it reads, what the engine does, its source."""
-
-    __slots__ = ("check", "when", "outcome", "says", "source", "demote", "fix")
-    _fields = ("check", "when", "outcome", "says", "source", "demote", "fix")
-    _d_demote = False
-    _d_fix = None
 
     check: str  # a short name: the near miss's failed_check, the details' rule name
     when: TypeIn | StateIn | Sliding | ShorterContext | Vision | Head
     outcome: str | None  # refused / wrong_output, or None: the outcome stands and the words are a note
     says: str  # what the engine does, after the matched fact
     source: str  # file:line at the engine's pinned version
-    demote: bool  # the query ranks such drafts after the others
-    fix: str | None  # the one way around it, when there is one ("{t}"/"{d}": the sides' values)
+    demote: bool = False  # the query ranks such drafts after the others
+    fix: str | None = None  # the one way around it, when there is one ("{t}"/"{d}": the sides' values)
 
     @property
     def side(self) -> str:

@@ -24,8 +24,8 @@ may make the verdict worse or add a note; ``Verdict.vocabulary`` keeps what the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from ..record import Factory, Record
 from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
 from .archrules import WRONG_OUTPUT, matching, worst
@@ -37,8 +37,7 @@ GGUF_CLASS_KEY = ("gguf_sig",)  # compute's class key for an engine that compare
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
 
 
-@dataclass
-class Side:
+class Side(Record):
     """One model as the rules see it: config facts, tokenizer facts, and what llama.cpp reads."""
 
     name: str
@@ -56,17 +55,16 @@ class Side:
     arch: ArchFacts | None = None  # the architecture facts (indexer.vocab.archconfig), None when unknown
     counts: dict[int, int] | None = None  # id counts of this tokenizer over the reference text (agreement)
     source_dir: str | None = None  # a local directory to count in when ``counts`` is None
-    agreements: dict = field(default_factory=dict, repr=False, compare=False)  # draft name -> agreement (memo)
+    agreements: dict = Factory(dict, compare=False)  # draft name -> agreement (memo)
 
 
-@dataclass
-class Verdict:
+class Verdict(Record):
     """One engine's answer on a pair: the outcome and the facts behind it, in words."""
 
     outcome: str
     reasons: list[str]
     vocabulary: str | None = None  # the vocabulary rule's outcome before the architecture rows (None: the same)
-    architecture: list = field(default_factory=list)  # archrules.Applied rows that matched
+    architecture: list = Factory(list)  # archrules.Applied rows that matched
     fix: str | None = None  # an architecture row's fix, when a row decided the outcome
 
     @property
@@ -96,8 +94,7 @@ def no_fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -
     return None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Engine:
+class Engine(Record, frozen=True, kw_only=True):
     """One serving engine, as its module under ``engines/`` describes it; the registry lists them."""
 
     name: str
@@ -115,7 +112,7 @@ class Engine:
     # The one way to change this engine's outcome: fix(outcome, shared=, sizes=, tli=, tli_blocked=) -> words or
     # None (``rules.fix_for`` computes the shared arguments; see it for their meaning).
     fix: Callable[..., str | None] = no_fix
-    words: dict[str, str] = field(default_factory=dict)  # outcome -> how this engine says it
+    words: dict[str, str] = Factory(dict)  # outcome -> how this engine says it
     # a Side fact that, true on the target, makes the engine refuse every draft (query reads it)
     refuses_target_with: str | None = None
     # why the engine runs no separate draft model at all (Ollama): query answers every target with it
@@ -134,7 +131,7 @@ class Engine:
     # --method -> (engine's name, source) of the speculator heads it runs from GGUF files (llama.cpp), with
     # gguf_head_fit(method, head facts, target ArchFacts) -> [(check, ok, detail, source)] and
     # gguf_head_launch(target, head or None, spec_type) -> the command
-    gguf_heads: dict = field(default_factory=dict)
+    gguf_heads: dict = Factory(dict)
     gguf_head_fit: Callable | None = None
     gguf_head_launch: Callable | None = None
 

@@ -11,7 +11,8 @@ is shape and lineage. :mod:`indexer.engines.headfacts` turns configs into :class
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+
+from ..record import Factory, Record, asdict
 
 METHODS = ("draft", "eagle", "eagle3", "dflash", "mtp", "ngram", "all")
 ALGORITHMS = ("eagle", "eagle3", "dflash", "dspark", "peagle", "mtp")
@@ -27,8 +28,7 @@ NGRAM_REASON = "n-gram (prompt lookup) drafting proposes tokens from the prompt 
 
 
 # ------------------------------------------------------------------------------------------------ facts
-@dataclass
-class HeadFacts:
+class HeadFacts(Record):
     """What a head repo's config.json declares (None: not stated)."""
 
     repo_id: str
@@ -60,8 +60,7 @@ class HeadFacts:
         return out + [b for b in self.base_models if b.lower() not in {o.lower() for o in out}]
 
 
-@dataclass
-class TargetShape:
+class TargetShape(Record):
     """The target facts a head rule needs (the text sub-config of multimodal configs)."""
 
     repo_id: str
@@ -81,8 +80,7 @@ class TargetShape:
         return asdict(self)
 
 
-@dataclass
-class HeadVerdict:
+class HeadVerdict(Record):
     """One engine's answer on a head (or built-in MTP) for a target, with every check and its source."""
 
     fits: bool
@@ -92,7 +90,7 @@ class HeadVerdict:
     engine: str = ""
     method: str | None = None  # the engine's method/algorithm name for this head
     warning: str | None = None
-    checks: list[dict] = field(default_factory=list)  # every check: {check, ok, detail, source}
+    checks: list[dict] = Factory(list)  # every check: {check, ok, detail, source}
 
     def to_dict(self) -> dict:
         """The JSON shape ``check --json`` and the site print."""

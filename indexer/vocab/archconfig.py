@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 from ..errors import AmbiguousTextConfig
+from ..record import Factory, Record, asdict
 from .textconfig import sglang_text_config, transformers_text_config, vllm_text_config
 
 # Model types whose layers keep a recurrent state (the model code of transformers 5.24.0, vLLM 0.33.0, mlx-lm
@@ -77,15 +77,14 @@ PER_LAYER_ROPE = frozenset({"gemma3", "gemma3_text", "gemma3n", "gemma3n_text", 
 ALIASES = {"max_position_embeddings": ("n_positions", "n_ctx")}
 
 
-@dataclass
-class ArchFacts:
+class ArchFacts(Record):
     """A model's architecture facts as the engines' non-vocabulary checks read them."""
 
     model_type: str | None = None
     text_model_type: str | None = None  # the text sub-config's model_type (Qwen3.5: qwen3_5_moe_text)
-    layers: dict[str, int] = field(default_factory=dict)  # layer kind -> count (the text model's)
+    layers: dict[str, int] = Factory(dict)  # layer kind -> count (the text model's)
     listed: bool = False  # the config names each layer's kind (layer_types and the like)
-    state: list[str] = field(default_factory=list)  # recurrent-state families (mamba1, gated_deltanet, ...)
+    state: list[str] = Factory(list)  # recurrent-state families (mamba1, gated_deltanet, ...)
     sliding_window: int | None = None  # the window of the sliding layers, when any slide
     context_sglang: int | None = None  # SGLang's derived context length
     context_vllm: int | None = None  # vLLM's derived max_model_len (with tokenizer_config's model_max_length)
@@ -105,7 +104,7 @@ class ArchFacts:
         """The stored form back (unknown keys ignored, so older rows still read)."""
         if not isinstance(d, dict):
             return None
-        names = set(cls.__dataclass_fields__)
+        names = set(cls._fields)
         return cls(**{k: v for k, v in d.items() if k in names})
 
     def types(self) -> set[str]:
@@ -219,11 +218,14 @@ def _class_default(text: dict, config: dict) -> int | None:
 
 @lru_cache(maxsize=256)
 def _type_default(model_type: str) -> int | None:
+    from .fingerprint import TRANSFORMERS_LOCK  # a crawl thread may be loading transformers' lazy modules
+
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # as vocab/fingerprint.py: no banner in the output
     try:
-        from transformers import AutoConfig
+        with TRANSFORMERS_LOCK:
+            from transformers import AutoConfig
 
-        value = getattr(AutoConfig.for_model(model_type).get_text_config(), "max_position_embeddings", None)
+            value = getattr(AutoConfig.for_model(model_type).get_text_config(), "max_position_embeddings", None)
     except Exception:  # noqa: BLE001 - an unknown model type (or no transformers): the engines' own default
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

@@ -16,15 +16,14 @@ defaults, ``modeling_<type>.py`` for which layers exist); the line of each defau
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from ..record import Record
 from .textconfig import sglang_text_config
 
 SOURCE_SAFETENSORS, SOURCE_CONFIG, SOURCE_NAME = "safetensors", "config", "name"
 
 
-@dataclass(frozen=True)
-class ParamEstimate:
+class ParamEstimate(Record, frozen=True):
     """A model's parameter count and where it came from, so an estimate is shown as one."""
 
     total: int
@@ -37,8 +36,7 @@ class ParamEstimate:
         return self.source != SOURCE_SAFETENSORS
 
 
-@dataclass(frozen=True)
-class Traits:
+class Traits(Record, frozen=True):
     """What an architecture's modeling code builds beyond the config numbers."""
 
     tie: bool  # class default of tie_word_embeddings
