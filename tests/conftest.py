@@ -80,6 +80,43 @@ def catalog(tmp_path) -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def demo_catalog(tmp_path_factory) -> Path:
+    """The demo catalog (indexer.demo.build_demo_catalog, its hub in demo-hub/ beside it), built once per run: read
+    it as it is; a test that writes copies it first (tests/hubkit.copy_catalog)."""
+    from indexer.demo import build_demo_catalog
+
+    db = tmp_path_factory.mktemp("demo") / "demo.db"
+    build_demo_catalog(str(db), log=lambda _m: None)
+    return db
+
+
+@pytest.fixture(scope="session")
+def corpus_crawl(tmp_path_factory) -> dict:
+    """The corpus crawled from the imitation once per run, with every real-Hub behaviour on as by default
+    (anonymous quotas, Xet headers, expand validation), recrawled unchanged, then computed. Keys: ``db``, ``xet``
+    and ``limits`` (the imitation's), ``summary`` (the first crawl's), ``recrawl`` and ``recrawl_counts`` (the
+    second's, and the requests it made), ``compute`` (the first compute's stats). Read it as it is; a test that
+    writes copies it first (tests/hubkit.copy_catalog)."""
+    if not (CORPUS / "oracle.json").is_file():
+        pytest.skip("../shared/corpus is absent")
+    from crawlkit import crawl
+
+    from indexer.catalog.compute import compute
+    from indexer.catalog.db import upgrade
+    from indexer.hubsim import HubServer
+
+    db = str(tmp_path_factory.mktemp("corpus") / "catalog.db")
+    upgrade(db)
+    with HubServer(str(MODELS)) as hub:
+        out = {"db": db, "xet": hub.xet, "limits": hub.limits, "summary": crawl(db, hub)}
+        hub.reset_counts()
+        out["recrawl"] = crawl(db, hub)
+        out["recrawl_counts"] = dict(hub.counts)
+    out["compute"] = compute(db)
+    return out
+
+
 # ---------------------------------------------------------------- PostgreSQL (tests/test_pg.py)
 # INDEXER_TEST_PG: a SQLAlchemy URL of a server where the tests may CREATE DATABASE; .ci/run starts a
 # throw-away cluster and sets it. Each test gets its own fresh database, dropped afterwards.

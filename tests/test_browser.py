@@ -168,12 +168,8 @@ def browser(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def demo_site(tmp_path_factory):
-    from indexer.demo import build_demo_catalog
-
-    db = tmp_path_factory.mktemp("browser-demo") / "demo.db"
-    build_demo_catalog(str(db), log=lambda m: None)
-    with ServedCatalog(db) as served:
+def demo_site(demo_catalog):
+    with ServedCatalog(demo_catalog) as served:
         yield served
 
 

@@ -7,35 +7,24 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import MODELS, needs_corpus, works_on_sglang
-from crawlkit import crawl, repos
+from conftest import needs_corpus, works_on_sglang
+from crawlkit import repos
 from test_engines_oracle import config_context
 
 from indexer.answer.rule_inputs import side_from_catalog
-from indexer.catalog.compute import compute
-from indexer.catalog.db import upgrade
 from indexer.cli import cli
 from indexer.engines.rules import sglang
-from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
 
 pytestmark = needs_corpus
 
 
 @pytest.fixture(scope="module")
-def crawled(tmp_path_factory, oracle):
-    db = str(tmp_path_factory.mktemp("corpus") / "catalog.db")
-    upgrade(db)
-    # every real-Hub behaviour on, as by default: anonymous quotas, Xet headers, expand validation
-    with HubServer(str(MODELS)) as hub:
-        assert hub.xet and hub.limits is not None and hub.limits.anonymous == {"api": 500, "resolvers": 3000}
-        summary = crawl(db, hub)
-        hub.reset_counts()
-        recrawl = crawl(db, hub)
-        recrawl_counts = dict(hub.counts)
-    compute(db)
+def crawled(corpus_crawl, oracle):
+    c = corpus_crawl  # every real-Hub behaviour on, as by default: anonymous quotas, Xet headers, expand validation
+    assert c["xet"] and c["limits"] is not None and c["limits"].anonymous == {"api": 500, "resolvers": 3000}
     ids = {name: "/".join(split_flat_name(name)) for name in oracle["models"]}
-    return db, summary, ids, recrawl, recrawl_counts
+    return c["db"], c["summary"], ids, c["recrawl"], c["recrawl_counts"]
 
 
 def test_corpus_crawl_matches_oracle(crawled, oracle):

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from conftest import CORPUS, MODELS, needs_corpus
-from crawlkit import crawl
 
 from indexer.answer.query import QueryError, run_query
 from indexer.answer.rule_inputs import side_from_catalog
 from indexer.answer.sides import side_from_dir
 from indexer.catalog.compute import compute
-from indexer.catalog.db import upgrade
 from indexer.cli import cli
 from indexer.engines import ENGINES, Verdict, verdicts
-from indexer.hubsim import HubServer
 from indexer.hubsim.repos import split_flat_name
 
 pytestmark = needs_corpus
@@ -158,21 +156,18 @@ def test_oracle_totals_are_the_issue_numbers(engines_oracle):
 
 
 @pytest.fixture(scope="module")
-def crawled(tmp_path_factory, engines_oracle):
-    db = str(tmp_path_factory.mktemp("engines-corpus") / "catalog.db")
-    upgrade(db)
-    with HubServer(str(MODELS)) as hub:
-        crawl(db, hub)
-    stats = compute(db)
+def crawled(corpus_crawl, engines_oracle):
     ids = {name: "/".join(split_flat_name(name)) for name in engines_oracle["models"]}
-    return db, stats, ids
+    return corpus_crawl["db"], corpus_crawl["compute"], ids
 
 
-def test_compute_derives_the_engine_facts_once(crawled):
+def test_compute_derives_the_engine_facts_once(crawled, tmp_path):
+    from hubkit import copy_catalog
+
     db, stats, _ = crawled
     assert stats["engine_facts"]["derived"] > 0 and stats["engine_facts"]["blobs_missing"] == 0
     assert stats["llamacpp_pairs"]["compatible"] > 0
-    again = compute(db)
+    again = compute(str(copy_catalog(Path(db), tmp_path)))  # the shared catalog stays as it is
     assert again["engine_facts"]["derived"] == 0 and again["llamacpp_pairs"]["computed"] == 0
 
 

@@ -86,6 +86,28 @@ def test_an_unreachable_hub_ends_the_run_with_one_line(tmp_path):
     assert runs(db)[-1][0] == "failed"
 
 
+def test_a_live_answer_gives_up_at_the_first_refused_connection(tmp_path):
+    """Someone waits for a live answer: no two seconds of retries against a Hub that refuses connections, where the
+    crawl retries (it is unattended, and one blip must not end a night's run)."""
+    from indexer.errors import HubUnreachable
+    from indexer.hub.guard import INTERACTIVE, Guard
+
+    refused = ConnectionRefusedError(111, "Connection refused")
+    Guard("http://127.0.0.1:9").connect_failed(refused)  # the crawl's guard: the first failure is retried
+    with pytest.raises(HubUnreachable, match="cannot be reached"):
+        Guard("http://127.0.0.1:9", unreachable_after=INTERACTIVE).connect_failed(refused)
+    from indexer.answer.live import Live
+
+    live = Live(str(tmp_path / "c.db"), endpoint=f"http://127.0.0.1:{closed_port()}")
+    try:
+        assert live.client.guard.unreachable_after == INTERACTIVE
+    finally:
+        live.close()
+    proc = run(["query", "--target", "nobody/none", "--db", str(tmp_path / "c.db")], tmp_path)  # HF_ENDPOINT: closed
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr  # no catalog, and no Hub
+    assert "cannot be reached" in proc.stderr
+
+
 def test_verbose_shows_the_client_retries(tmp_path):
     proc = run(["crawl", "--all", "--endpoint", f"http://127.0.0.1:{closed_port()}", "--db", str(tmp_path / "c.db"),
                 "--quiet", "--no-compute", "--verbose"], tmp_path, timeout=60)

@@ -26,19 +26,12 @@ from hubkit import (
 )
 
 from indexer.catalog.snapshot import known_revisions
-from indexer.demo import build_demo_catalog, build_demo_hub
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "demo.db"
-    build_demo_catalog(str(db), log=lambda _m: None)
-    return db
+from indexer.demo import build_demo_hub
 
 
 @pytest.fixture
-def db(demo_db, tmp_path) -> Path:
-    return copy_catalog(demo_db, tmp_path / "cat")
+def db(demo_catalog, tmp_path) -> Path:
+    return copy_catalog(demo_catalog, tmp_path / "cat")
 
 
 @pytest.fixture

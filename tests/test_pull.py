@@ -20,23 +20,16 @@ from hubkit import ORG, WRITE, copy_catalog, dataset_hub, publish, remote_files,
 
 from indexer.catalog.snapshot import known_revisions
 from indexer.cli import cli
-from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_TARGET, build_demo_catalog
+from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_TARGET
 from indexer.engines import ENGINES, QUERY_METHODS
 from indexer.pull import DEFAULT_CATALOG_REPO
 
 REPO = f"{ORG}/catalog"
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "demo.db"
-    build_demo_catalog(str(db), log=lambda _m: None)
-    return db
-
-
 @pytest.fixture
-def db(demo_db, tmp_path) -> Path:
-    return copy_catalog(demo_db, tmp_path / "cat")
+def db(demo_catalog, tmp_path) -> Path:
+    return copy_catalog(demo_catalog, tmp_path / "cat")
 
 
 @pytest.fixture
@@ -249,13 +242,13 @@ def _cli_json(args: list[str], db: Path):
     return res.exit_code, _norm(res.stdout, db) if res.stdout.strip() else res.stderr
 
 
-def test_a_pulled_catalog_answers_exactly_as_the_crawlers(demo_db, hub, monkeypatch, tmp_path):
+def test_a_pulled_catalog_answers_exactly_as_the_crawlers(demo_catalog, hub, monkeypatch, tmp_path):
     """query (every engine, every --method) and check, for catalog repos, local directories and .gguf files."""
-    src = copy_catalog(demo_db, tmp_path / "crawler")
+    src = copy_catalog(demo_catalog, tmp_path / "crawler")
     assert publish(src, hub, monkeypatch)[0] == 0
     dest = tmp_path / "pulled" / "catalog.db"
     assert pull(dest, hub, monkeypatch)[0] == 0
-    hub_dir = demo_db.parent / "demo-hub"
+    hub_dir = demo_catalog.parent / "demo-hub"
     ggufs = sorted(hub_dir.rglob("*.gguf"))
     local = [hub_dir / DEMO_TARGET, hub_dir / DEMO_DRAFT_MISMATCH, ggufs[0]]
     targets = [DEMO_TARGET, DEMO_GATED, "lumen-ai/Lumen-7B-Instruct-GGUF", *map(str, local)]
@@ -283,14 +276,14 @@ def test_a_pulled_catalog_answers_exactly_as_the_crawlers(demo_db, hub, monkeypa
     assert differs_without_tokens > 0
 
 
-def test_the_site_of_a_pulled_catalog_answers_as_the_crawlers(demo_db, hub, monkeypatch, tmp_path):
+def test_the_site_of_a_pulled_catalog_answers_as_the_crawlers(demo_catalog, hub, monkeypatch, tmp_path):
     """``indexer serve`` on both: /drafts.json per engine and /explain.json give the same JSON."""
     import urllib.request
     from urllib.parse import quote
 
     from sample_catalog import ServedCatalog
 
-    src = copy_catalog(demo_db, tmp_path / "crawler")
+    src = copy_catalog(demo_catalog, tmp_path / "crawler")
     assert publish(src, hub, monkeypatch)[0] == 0
     dest = tmp_path / "pulled" / "catalog.db"
     assert pull(dest, hub, monkeypatch)[0] == 0

@@ -67,12 +67,8 @@ def allowed(module: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> str:
-    from indexer.demo import build_demo_catalog
-
-    db = str(tmp_path_factory.mktemp("demo") / "demo.db")
-    build_demo_catalog(db, log=lambda _m: None)
-    return db
+def demo(demo_catalog) -> str:
+    return str(demo_catalog)
 
 
 def run(code: str, *args: str, env: dict | None = None) -> tuple[str, str, int]:

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from click.testing import CliRunner
-from conftest import MODELS, needs_corpus
+from conftest import needs_corpus
 from markupsafe import escape
 from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, build_sample_catalog
 
@@ -101,12 +101,8 @@ def sample_db(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> str:
-    from indexer.demo import build_demo_catalog
-
-    path = str(tmp_path_factory.mktemp("site-demo") / "demo.db")
-    build_demo_catalog(path, log=lambda m: None)
-    return path
+def demo_db(demo_catalog) -> str:
+    return str(demo_catalog)
 
 
 def test_sample_catalog_agrees_with_the_cli(sample_db):
@@ -158,19 +154,8 @@ def test_demo_printed_pair_is_what_check_says(demo_db):
 
 
 @needs_corpus
-def test_corpus_catalog_agrees_with_the_cli(tmp_path_factory):
-    from crawlkit import crawl
-
-    from indexer.catalog.compute import compute
-    from indexer.catalog.db import upgrade
-    from indexer.hubsim import HubServer
-
-    db = str(tmp_path_factory.mktemp("site-corpus") / "catalog.db")
-    upgrade(db)
-    with HubServer(str(MODELS)) as hub:
-        crawl(db, hub)
-    compute(db)
-    assert assert_site_matches_cli(db, pairs=24) >= len(ENGINES) * 2 * 20
+def test_corpus_catalog_agrees_with_the_cli(corpus_crawl):
+    assert assert_site_matches_cli(corpus_crawl["db"], pairs=24) >= len(ENGINES) * 2 * 20
 
 
 def test_old_canned_query_urls_redirect(sample_db):

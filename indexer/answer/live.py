@@ -71,12 +71,13 @@ class Live:
                  workers: int = 4, base_delay: float = 1.0):
         from ..crawl.loop import catalog_dir
         from ..hub.client import HubClient
+        from ..hub.guard import INTERACTIVE
 
         self.db, self.max_file_bytes, self.workers = db, max_file_bytes, workers
         self.endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
         self.base_delay = base_delay
         self.client = HubClient(self.endpoint, token=None, scratch_dir=catalog_dir(db) / "cache",
-                                base_delay=base_delay)
+                                base_delay=base_delay, unreachable_after=INTERACTIVE)
         self.fetch = Fetch()
         self._catalog = None
         self._computed: set[str] = set()

@@ -38,6 +38,8 @@ DEFAULT_CALL_SECONDS = 120.0
 # mean the Hub cannot be reached: the run stops instead of retrying every repo.
 UNREACHABLE_AFTER_SECONDS = 2.0
 UNREACHABLE_AFTER_FAILURES = 2
+# An answer someone waits for (answer/live.py) says so at the first failed connection instead.
+INTERACTIVE = (0.0, 1)
 
 
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("indexer_hub_call", default=None)
@@ -46,9 +48,11 @@ _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("indexer_hu
 class Guard:
     """One HubClient's limits: the per-call budget, the run's deadline, cancellation, reachability."""
 
-    def __init__(self, endpoint: str, call_seconds: float = DEFAULT_CALL_SECONDS):
+    def __init__(self, endpoint: str, call_seconds: float = DEFAULT_CALL_SECONDS,
+                 unreachable_after: tuple[float, int] = (UNREACHABLE_AFTER_SECONDS, UNREACHABLE_AFTER_FAILURES)):
         self.endpoint = endpoint
         self.call_seconds = float(call_seconds)
+        self.unreachable_after = unreachable_after  # (seconds, failures) of failed connections: unreachable
         self.run_deadline: float | None = None  # monotonic
         self.cancelled = threading.Event()
         self._lock = threading.Lock()
@@ -81,8 +85,8 @@ class Guard:
             if self._failing_since is None:
                 self._failing_since = now
             self._failures += 1
-            if (self._failures >= UNREACHABLE_AFTER_FAILURES
-                    and now - self._failing_since >= UNREACHABLE_AFTER_SECONDS):
+            seconds, failures = self.unreachable_after
+            if self._failures >= failures and now - self._failing_since >= seconds:
                 reason = str(exc).strip() or type(exc).__name__
                 self.unreachable = f"the Hub at {self.endpoint} cannot be reached ({reason})"
             if self.unreachable:

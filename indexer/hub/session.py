@@ -142,6 +142,7 @@ class HubSession:
         connect_timeout: float = CONNECT_TIMEOUT,
         read_timeout: float = READ_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_SECONDS,
+        unreachable_after: tuple[float, int] | None = None,
     ):
         from huggingface_hub import HfApi, constants
 
@@ -163,7 +164,8 @@ class HubSession:
         self.timeouts = {"connect": connect_timeout, "read": read_timeout, "write": read_timeout,
                          "pool": read_timeout}
         self.retries, self.base_delay, self.max_delay = retries, base_delay, max_delay
-        self.guard = Guard(self.endpoint, call_timeout)  # every call's overall deadline (indexer/hub/guard.py)
+        # every call's overall deadline, and when failed connections mean the Hub is down (indexer/hub/guard.py)
+        self.guard = Guard(self.endpoint, call_timeout, *([unreachable_after] if unreachable_after else []))
         self.lock = threading.Lock()
         self.list_calls = 0
         self.other_calls = 0
