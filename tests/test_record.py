@@ -79,3 +79,14 @@ def test_asdict_and_replace():
                                                "memo": {}}}
     s = replace(r, name="s")
     assert s == Rule(name="s", when=r.when) and r.name == "r"
+
+
+def test_copies_and_pickles_of_a_frozen_record_are_equal():
+    import copy
+    import pickle
+
+    r = Rule(name="r")
+    for twin in (copy.copy(r), copy.deepcopy(r), pickle.loads(pickle.dumps(r))):
+        assert twin == r and hash(twin) == hash(r)
+    deep = Rule(name="r", when=Point(1, tags=[2]))
+    assert copy.deepcopy(deep) == deep and copy.deepcopy(deep).when.tags is not deep.when.tags
