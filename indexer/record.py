@@ -24,12 +24,14 @@ from __future__ import annotations
 
 class Factory:
     """A field's default made anew for each instance (``dataclasses.field(default_factory=...)``);
-    ``compare=False`` leaves the field out of ``==`` and ``repr``, as a memo should be."""
+    ``compare=False`` leaves the field out of ``==`` and ``repr``, as a memo should be; ``repr=False`` only out
+    of ``repr`` (a whole vocabulary)."""
 
-    __slots__ = ("make", "compare")
+    __slots__ = ("make", "compare", "repr")
 
-    def __init__(self, make, *, compare: bool = True):
+    def __init__(self, make, *, compare: bool = True, repr: bool | None = None):  # noqa: A002 - dataclasses' name
         self.make, self.compare = make, compare
+        self.repr = compare if repr is None else repr
 
 
 class FrozenError(AttributeError):
@@ -48,6 +50,7 @@ class Record:
 
     _fields: tuple[str, ...] = ()
     _compared: tuple[str, ...] = ()
+    _shown: tuple[str, ...] = ()
     _defaults: dict = {}
     _frozen = False
     _kw_only = False
@@ -56,20 +59,25 @@ class Record:
         super().__init_subclass__(**kw)
         fields = list(cls._fields)
         defaults = dict(cls._defaults)
-        compared = set(cls._compared)
+        compared, shown = set(cls._compared), set(cls._shown)
         for name, kind in _own_annotations(cls).items():
             if "ClassVar" in str(kind):
                 continue
             if name not in fields:
                 fields.append(name)
             compared.add(name)
+            shown.add(name)
             if name in cls.__dict__:
                 default = cls.__dict__[name]
                 defaults[name] = default
-                if isinstance(default, Factory) and not default.compare:
-                    compared.discard(name)
+                if isinstance(default, Factory):
+                    if not default.compare:
+                        compared.discard(name)
+                    if not default.repr:
+                        shown.discard(name)
         cls._fields = tuple(fields)
         cls._compared = tuple(f for f in fields if f in compared)
+        cls._shown = tuple(f for f in fields if f in shown)
         cls._defaults = defaults
         cls._frozen = cls._frozen if frozen is None else frozen
         cls._kw_only = cls._kw_only if kw_only is None else kw_only
@@ -122,7 +130,7 @@ class Record:
         return hash((type(self).__name__, self._key()))
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._compared)
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._shown)
         return f"{type(self).__name__}({shown})"
 
 

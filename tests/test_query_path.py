@@ -47,12 +47,11 @@ OURS = {
     "indexer.gguf.written", "indexer.gguf.prehash",
 }
 # Everything else it may load beyond `python -c pass` (a name stands for its submodules too): the standard library
-# it uses, and orjson (which the check's sides import with the fingerprint code; orjson loads uuid and platform;
-# threading: the fingerprint code's lock around transformers loads).
+# it uses (threading: the fingerprint code's lock around transformers loads; zlib: the token store). Not orjson:
+# its import loads dataclasses, inspect, uuid and platform (16 ms), so vocab/canonical.py imports it on first use.
 OTHERS = tuple("""
-json _json sqlite3 _sqlite3 datetime _datetime dataclasses inspect ast _ast dis opcode _opcode tokenize token
-linecache copy weakref _weakrefset collections.abc contextvars _contextvars hashlib _hashlib _blake2 math zlib
-difflib heapq _heapq orjson uuid _uuid platform threading
+json _json sqlite3 _sqlite3 datetime _datetime hashlib _hashlib _blake2 math zlib contextvars _contextvars
+collections.abc weakref _weakrefset threading
 """.split())
 # Never on the query path: what issue 24 found there, and what a query must not need.
 FORBIDDEN = ("click", "httpx", "httpx2", "huggingface_hub", "sqlalchemy", "importlib.metadata", "importlib.resources",
@@ -105,8 +104,7 @@ def test_the_fast_path_loads_only_what_it_uses(demo, args):
     assert "indexer.fastcli" in loaded and "indexer.answer.query" in loaded
     assert not [m for m in loaded if m.split(".")[0] in FORBIDDEN or m in FORBIDDEN], loaded
     assert [m for m in loaded if not allowed(m)] == []
-    if args[0] == "query":  # its value classes are indexer/record.py's: dataclasses and inspect cost 7 ms to import
-        assert not {"dataclasses", "inspect"} & set(loaded)
+    assert not {"dataclasses", "inspect", "orjson"} & set(loaded)  # indexer/record.py's value classes instead
 
 
 CASES = [

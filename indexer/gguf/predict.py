@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, fields
 
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
+from ..record import Record, field_names
 from . import LLAMACPP_COMMIT  # the pin (one place: indexer/gguf/__init__.py)
 from .convert import convert
 from .hf import ConverterError, NotModelled, file_cache
@@ -47,8 +47,7 @@ PRE_ADD_BOS = frozenset({  # llama-vocab.cpp:2175-2185 (llama3 group), :2303-230
 PRE_NO_BOS = frozenset({"chatglm-bpe", "glm4", "glm5"})  # llama-vocab.cpp:2279-2289
 
 
-@dataclass(frozen=True)
-class GGUFVocab:
+class GGUFVocab(Record, frozen=True):
     """A GGUF vocabulary as libllama reports it (read from a file or predicted): what llama.cpp's rule compares."""
 
     converted: bool
@@ -74,14 +73,14 @@ class GGUFVocab:
 
     def to_dict(self) -> dict:
         """The catalog's JSON: every fact but the token list, which is stored once by its sha256."""
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
+        d = {name: getattr(self, name) for name in field_names(self) if name != "tokens"}
         d["tokens_sha256"] = self.tokens_sha256()
         return d
 
     @classmethod
     def from_dict(cls, d: dict, tokens=None) -> GGUFVocab:
         """The vocabulary back from the catalog's JSON (and its token list when the rule needs it)."""
-        names = {f.name for f in fields(cls)} - {"tokens"}
+        names = set(field_names(cls)) - {"tokens"}
         return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None)
 
 

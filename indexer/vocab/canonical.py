@@ -10,8 +10,6 @@ import json
 
 from ..files import orjson_module
 
-orjson = orjson_module()
-
 
 def canonical_bytes(vocab: dict[str, int]) -> bytes:
     """The oracle's canonical serialization of a token->id mapping (the fingerprinted bytes)."""
@@ -66,6 +64,7 @@ def _dense_canonical(by_id: list[str]) -> bytes:
     n = len(by_id)
     if n == 0:
         return b"[]"
+    orjson = orjson_module()  # on first use: its import loads dataclasses, uuid and platform (16 ms; issue 24)
     awkward = [i for i, token in enumerate(by_id) if token[-2:] == '",']
     tokens = list(by_id) if awkward else by_id
     for k, i in enumerate(awkward):

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import NeedsReference
 from ..files import InputError
+from ..record import Record
 from .hf_tables import (
     MODEL_IDS_TO_TOKENIZERS_BACKEND,
     MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS,
@@ -59,8 +59,7 @@ def _token_content(value) -> str | None:
     raise InputError("malformed", f"special token {value!r} is neither a string nor an AddedToken object")
 
 
-@dataclass
-class Specials:
+class Specials(Record):
     """Special tokens as transformers 5 resolves them, plus every token it might append."""
 
     named: dict[str, str | None]  # bos/eos/unk/pad/... after precedence
