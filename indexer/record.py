@@ -91,9 +91,8 @@ class Record:
         if cls._frozen:
             cls.__setattr__ = _refuse
             cls.__delattr__ = _refuse
-            cls.__hash__ = Record._hash
-        else:
-            cls.__hash__ = None
+        if cls.__dict__.get("__hash__") is None:  # a class's own __hash__ stays, as with @dataclass
+            cls.__hash__ = Record._hash if cls._frozen else None
 
     def __init__(self, *args, **kw):
         fields = self._fields

@@ -90,3 +90,14 @@ def test_copies_and_pickles_of_a_frozen_record_are_equal():
         assert twin == r and hash(twin) == hash(r)
     deep = Rule(name="r", when=Point(1, tags=[2]))
     assert copy.deepcopy(deep) == deep and copy.deepcopy(deep).when.tags is not deep.when.tags
+
+
+def test_a_record_keeps_its_own_hash():
+    class Keyed(Record):
+        key: str
+        note: str = ""
+
+        def __hash__(self):
+            return hash(self.key)
+
+    assert hash(Keyed("k", "a")) == hash(Keyed("k", "b")) == hash("k")
