@@ -34,7 +34,7 @@ def pages(ranked, page: int):
     if len(rows) < page:
         return
     rest = ranked(page * (MAX_PAGES - 1), page)
-    for i in range(0, MAX_PAGES - 1):
+    for i in range(MAX_PAGES - 1):
         chunk = rest[i * page:(i + 1) * page]
         yield chunk
         if len(chunk) < page:

@@ -38,6 +38,7 @@ DEFAULT_CALL_SECONDS = 120.0
 # mean the Hub cannot be reached: the run stops instead of retrying every repo.
 UNREACHABLE_AFTER_SECONDS = 2.0
 UNREACHABLE_AFTER_FAILURES = 2
+PATIENT = (UNREACHABLE_AFTER_SECONDS, UNREACHABLE_AFTER_FAILURES)  # (seconds, failures): a crawl, unattended
 # An answer someone waits for (answer/live.py) says so at the first failed connection instead.
 INTERACTIVE = (0.0, 1)
 
@@ -49,7 +50,7 @@ class Guard:
     """One HubClient's limits: the per-call budget, the run's deadline, cancellation, reachability."""
 
     def __init__(self, endpoint: str, call_seconds: float = DEFAULT_CALL_SECONDS,
-                 unreachable_after: tuple[float, int] = (UNREACHABLE_AFTER_SECONDS, UNREACHABLE_AFTER_FAILURES)):
+                 unreachable_after: tuple[float, int] = PATIENT):
         self.endpoint = endpoint
         self.call_seconds = float(call_seconds)
         self.unreachable_after = unreachable_after  # (seconds, failures) of failed connections: unreachable

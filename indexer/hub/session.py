@@ -36,6 +36,7 @@ from .. import __version__
 from ..errors import TransientError
 from .guard import (
     DEFAULT_CALL_SECONDS,
+    PATIENT,
     CallTimedOut,
     Cancelled,
     Guard,
@@ -142,7 +143,7 @@ class HubSession:
         connect_timeout: float = CONNECT_TIMEOUT,
         read_timeout: float = READ_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_SECONDS,
-        unreachable_after: tuple[float, int] | None = None,
+        unreachable_after: tuple[float, int] = PATIENT,
     ):
         from huggingface_hub import HfApi, constants
 
@@ -165,7 +166,7 @@ class HubSession:
                          "pool": read_timeout}
         self.retries, self.base_delay, self.max_delay = retries, base_delay, max_delay
         # every call's overall deadline, and when failed connections mean the Hub is down (indexer/hub/guard.py)
-        self.guard = Guard(self.endpoint, call_timeout, *([unreachable_after] if unreachable_after else []))
+        self.guard = Guard(self.endpoint, call_timeout, unreachable_after)
         self.lock = threading.Lock()
         self.list_calls = 0
         self.other_calls = 0

@@ -23,7 +23,7 @@ from collections import Counter
 from functools import lru_cache
 
 from ..errors import AmbiguousTextConfig
-from ..record import Factory, Record, asdict
+from ..record import Factory, Record, asdict, field_names
 from .textconfig import sglang_text_config, transformers_text_config, vllm_text_config
 
 # Model types whose layers keep a recurrent state (the model code of transformers 5.24.0, vLLM 0.33.0, mlx-lm
@@ -104,7 +104,7 @@ class ArchFacts(Record):
         """The stored form back (unknown keys ignored, so older rows still read)."""
         if not isinstance(d, dict):
             return None
-        names = set(cls._fields)
+        names = set(field_names(cls))
         return cls(**{k: v for k, v in d.items() if k in names})
 
     def types(self) -> set[str]:
