@@ -77,7 +77,21 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 @max_bytes_option
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
-def check(target, draft, engine, as_json, db, max_file_bytes, offline):
+@click.option("--hardware", metavar="NAME",
+              help="The device the pair runs on (M4 Max, RTX 4090, H100 SXM, ...; `indexer hardware` lists them). "
+                   "Default: one datacenter GPU, one consumer GPU and one Mac.")
+@click.option("--bandwidth", type=click.FloatRange(min=1), metavar="GB/S",
+              help="Memory bandwidth of a device that is not listed (with --hardware: that device at this bandwidth).")
+@click.option("--quant", "target_quant", metavar="TYPE",
+              help="The target's quantization (Q4_K_M, Q8_0, F16, 4bit, 8bit, bf16, fp8, int4, ...), over what the "
+                   "repo declares.")
+@click.option("--draft-quant", "draft_quant", metavar="TYPE", help="The draft's quantization, likewise.")
+@click.option("--task", type=click.Choice(["code", "chat", "prose", "reasoning"]), default="chat", show_default=True,
+              help="What the text is like: drafts are accepted most on code, least on prose.")
+@click.option("--draft-tokens", type=click.IntRange(min=1, max=64), default=None,
+              help="Draft tokens per round (default: the count the speed model finds best).")
+def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware, bandwidth, target_quant, draft_quant,
+          task, draft_tokens):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
@@ -94,8 +108,10 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline):
     """
     from .answer.query import check as check_pair
     from .answer.query import render_check, works_on
+    from .answer.speedup import Options, add_to_check
     from .errors import IndexerError
 
+    speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens)  # bad names: exit 2
     try:
         result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
     except IndexerError as e:
@@ -108,6 +124,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline):
         result["live"] = report
         if not as_json:
             live.say(report)
+    add_to_check(result, target, draft, db, speed)
     if as_json:
         print_json(result)
     else:
@@ -277,7 +294,21 @@ def compute(as_json, quiet, db):
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
 @db_option
-def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db):
+@click.option("--hardware", metavar="NAME",
+              help="The device the pair runs on (M4 Max, RTX 4090, H100 SXM, ...; `indexer hardware` lists them). "
+                   "Default: one datacenter GPU, one consumer GPU and one Mac.")
+@click.option("--bandwidth", type=click.FloatRange(min=1), metavar="GB/S",
+              help="Memory bandwidth of a device that is not listed (with --hardware: that device at this bandwidth).")
+@click.option("--quant", "target_quant", metavar="TYPE",
+              help="The target's quantization (Q4_K_M, Q8_0, F16, 4bit, 8bit, bf16, fp8, int4, ...), over what the "
+                   "repo declares.")
+@click.option("--draft-quant", "draft_quant", metavar="TYPE", help="The draft's quantization, likewise.")
+@click.option("--task", type=click.Choice(["code", "chat", "prose", "reasoning"]), default="chat", show_default=True,
+              help="What the text is like: drafts are accepted most on code, least on prose.")
+@click.option("--draft-tokens", type=click.IntRange(min=1, max=64), default=None,
+              help="Draft tokens per round (default: the count the speed model finds best).")
+def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db, hardware, bandwidth,
+          target_quant, draft_quant, task, draft_tokens):
     """Ranked draft models for --target that work on the engine, with reasons and launch flags.
 
     A Hub target the catalog lacks (or no catalog at all) is fetched as the crawl fetches it and answered
@@ -287,9 +318,12 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     (or --offline).
     """
     from .answer.query import render, run_query
+    from .answer.speedup import Options
     from .errors import IndexerError
 
-    kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method)
+    speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens)  # bad names: exit 2
+    kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method,
+              speed=speed)
     result = first = None
     if not live_:
         try:

@@ -19,6 +19,7 @@ LAYERS = [
     ("hub", ("indexer.hub",)),
     ("vocab", ("indexer.vocab",)),
     ("gguf", ("indexer.gguf",)),
+    ("speed", ("indexer.speed",)),
     ("engines", ("indexer.engines",)),
     ("catalog", ("indexer.catalog",)),
     ("crawl", ("indexer.crawl",)),

@@ -383,7 +383,7 @@ def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes) 
 def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 10, near_misses: bool = False,
                all_members: bool = False, method: str = "draft", offline_flag: bool = False, discover: bool = False,
                budget: int = DEFAULT_BUDGET, endpoint: str | None = None, progress: bool | None = None,
-               first: IndexerError | None = None) -> dict:
+               first: IndexerError | None = None, speed=None) -> dict:
     """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
     from .query import run_query
@@ -395,7 +395,7 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
         if rid is not None and held is None and offline(offline_flag):
             raise offline_refusal(db, [target], first)
         result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_members,
-                           db=db, method=method)
+                           db=db, method=method, speed=speed)
         if discover and (offline(offline_flag) or is_local(target)):
             why = "a local target" if is_local(target) else "offline"
             result["live"] = {"note": f"{why}: no candidate drafts were looked for on the Hub"}
@@ -417,10 +417,10 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
                 raise QueryError(f"{target} is private: it is answered as a local model directory, for "
                                  "--method draft only")
             result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
-                               all_members=all_members, db=db, method=method, shown=target)
+                               all_members=all_members, db=db, method=method, shown=target, speed=speed)
         else:
             result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
-                               all_members=all_members, db=db, method=method)
+                               all_members=all_members, db=db, method=method, speed=speed)
         result["live"] = report
         return result
     finally:

@@ -39,13 +39,15 @@ def open_reader(db: str | None = None) -> Reader:
 
 def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int = 10, near_misses: bool = False,
               all_members: bool = False, db: str | None = None, method: str = "draft",
-              reader: Reader | None = None, shown: str | None = None) -> dict:
+              reader: Reader | None = None, shown: str | None = None, speed=None) -> dict:
     """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary.
 
     ``method`` other than "draft" answers with speculator heads, MTP or n-gram (indexer/answer/headquery.py) in the
     same shape; "all" gives one overview per engine instead. ``reader``: the request's, when the caller asks
     more than one question of the catalog (the site's page); else one is opened on ``db`` and closed.
-    ``shown``: the name a local directory target is shown by (a private Hub repo read into one, answer/live.py)."""
+    ``shown``: the name a local directory target is shown by (a private Hub repo read into one, answer/live.py).
+    ``speed``: the speed question (:class:`~indexer.answer.speedup.Options`: hardware, task, quantizations); None:
+    the engine's reference devices."""
     if method not in METHODS:
         raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if engine not in ENGINES:
@@ -59,7 +61,7 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat))
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
                                           all_members=all_members)
-        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None)
+        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None, speed=speed)
         drafts = q.all_members() if all_members else q.drafts(limit)
         misses = q.near_misses(limit) if near_misses else []
         return {

@@ -35,6 +35,14 @@ def launch(engine: str, target: str, draft: str) -> str:
     return registry.ENGINES[engine].launch(target, draft)
 
 
+def _stem(repo_id: str) -> str:
+    """A repo's name without its org and the suffixes quants and copies add (-GGUF, -AWQ, -4bit, ...)."""
+    import re
+
+    name = repo_id.split("/")[-1].lower()
+    return re.sub(r"([-_.](gguf|awq|gptq|exl2|mlx|fp8|int4|int8|bnb|\d+bit|q\d\w*|f16|bf16))+$", "", name)
+
+
 def _gated(g) -> bool:
     return g is not None and str(g) not in NOT_GATED
 
@@ -46,17 +54,20 @@ RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, 
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
              "class_id", "win", "lin", "kind")  # the last three: _ranked's computed sort columns
 DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
-              "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate, e.arch "
+              "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate, e.arch, "
+              "r.base_models "
               "FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
               "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id IN ")
 DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
-               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch")
+               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch", "base_models")
+POOL = 30  # drafts ranked by size and lineage that the speed model then orders (a page is at most this many)
+COPY_RATIO = 0.5  # a draft at least half the target's size is "of its size": never a ranked suggestion
 
 
 class Query:
     """One target on one engine: its class, the classes that work with it, and their ranked members."""
 
-    def __init__(self, cat: Reader, target: str, engine: str, resolved: Target | None = None):
+    def __init__(self, cat: Reader, target: str, engine: str, resolved: Target | None = None, speed=None):
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
@@ -112,6 +123,8 @@ class Query:
             self._agreeing_classes()
         self._roots: dict[int, str] = {}
         self._added: dict[int, tuple] = {}
+        self.speed = speed  # speedup.Options, or None for the reference devices
+        self._target_speed: dict | None = None
 
     def _agreeing_classes(self) -> None:
         t = self.t
@@ -270,24 +283,83 @@ class Query:
             more.sort(key=lambda r: r["params"] is None)
             return self._ordered([*rows, *more, *later, *more_later], limit)
         rows, later = [], []
+        pool = max(limit, POOL)
         for ids in (self.class_ids, self.degraded_ids):  # degraded drafts come after every working one
-            for where in ("AND rc.params < :tp AND NOT rc.disabled", "AND rc.params IS NULL AND NOT rc.disabled"):
-                if len(rows) < limit:
-                    got, demoted = self._take(ids, where, limit - len(rows))
+            # at most half the target's size: a repo of its size (the target's base, a quant) is no draft
+            for where in ("AND rc.params * 2 <= :tp AND NOT rc.disabled", "AND rc.params IS NULL AND NOT rc.disabled"):
+                if len(rows) < pool:
+                    got, demoted = self._take(ids, where, pool - len(rows))
                     rows += got
                     later += demoted
+        rows = [r for r in rows if not self._copy_of_target(r)]
+        later = [r for r in later if not self._copy_of_target(r)]
         return self._ordered([*rows, *later], limit)
 
     def _ordered(self, rows: list[dict], limit: int) -> list[dict]:
-        """Entries by outcome (works, degraded, ..., wrong_output), demoted ones after the others of theirs."""
+        """Entries by outcome (works, degraded, ..., wrong_output), demoted ones after the others of theirs, then
+        by the expected speed-up on the chosen hardware: a draft expected to be slower than none comes after every
+        draft expected to pay, marked; the size-and-lineage order (the SQL's) breaks ties."""
         entries = [self._entry(r) for r in rows]
-        entries.sort(key=lambda e: (SEVERITY.index(e["outcome"]), e["demoted"]))
+        for e, r in zip(entries, rows):
+            e["speedup"] = self._speedup(r, e)
+        order = {id(e): i for i, e in enumerate(entries)}
+
+        def key(e):
+            s = (e.get("speedup") or {}).get("estimate")
+            return (SEVERITY.index(e["outcome"]), e["demoted"], s is not None and s < 1.0, -(s or 0.0), order[id(e)])
+
+        entries.sort(key=key)
         return entries[:limit]
+
+    # ------------------------------------------------------------ the expected speed-up (answer/speedup.py)
+
+    def _copy_of_target(self, r: dict) -> str | None:
+        """Why a class member is the target itself in another form (a quant, a copy, its size), else None."""
+        t = self.t
+        if r.get("params") is not None and t["params"] and r["params"] >= COPY_RATIO * t["params"]:
+            return "the target's size"
+        stem = _stem(t["repo_id"])
+        if stem and _stem(r["repo_id"]).startswith(stem):
+            return "a copy or quant of the target"
+        return None
+
+    def _speed_facts(self) -> dict:
+        if self._target_speed is None:
+            from .speedup import catalog_facts
+
+            facts = catalog_facts(self.cat, self.t["repo_id"]) if self.t.get("pk", -1) != -1 else {}
+            if not facts.get("shape") and self.t["params"]:
+                from ..speed.model import Shape
+
+                facts = {"shape": Shape(params=int(self.t["params"]), active=self.t.get("params_active")),
+                         "quant": None, "bases": []}
+            facts.update({"family": self.t.get("family"), "author": self.t.get("author"), "repo_id": self.t["repo_id"]})
+            self._target_speed = facts
+        return self._target_speed
+
+    def _speedup(self, r: dict, e: dict) -> dict | None:
+        """The draft's expected speed-up on the first device asked (or the engine's reference device)."""
+        if self.entry.speed is None:
+            return None
+        from ..catalog.reader import json_value
+        from ..speed.facts import quant_from_facts, shape_from_facts
+        from .speedup import Options, agreement_share, estimate
+
+        opts = self.speed or Options()
+        bases = json_value(r.get("base_models")) or []
+        speed = (json_value(r.get("arch")) or {}).get("speed")
+        draft = {"shape": shape_from_facts(speed, r.get("params"), r.get("params_active"), r["repo_id"]),
+                 "quant": quant_from_facts(speed), "family": r.get("family"), "author": r.get("author"),
+                 "bases": bases, "repo_id": r["repo_id"]}
+        if self.lineage_id is not None and r.get("lineage_id") == self.lineage_id:
+            draft["bases"] = [*bases, self.t["repo_id"]]  # a shared lineage root: siblings
+        figures = estimate(self.engine, self._speed_facts(), draft, opts, agreement_share(e))
+        return figures[0] if figures else None
 
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
         params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
-        size = "AND (rc.params < :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+        size = "AND (rc.params * 2 <= :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
         classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
         probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {classes} "
                  f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")

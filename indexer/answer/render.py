@@ -204,6 +204,10 @@ def render_check(result: dict) -> str:
     lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
     for name, verdict in result["verdicts"].items():
         lines.append(f"  {verdict['outcome'].upper():14} {name:13} {'; '.join(verdict['reasons'])}")
+        if verdict.get("speedups"):
+            from .speedup import words
+
+            lines.append(f"  {'':14} {'':13} speed-up: {'; '.join(words(s) for s in verdict['speedups'])}")
     det = result["details"]
     if det["added_only_in_target"]:
         lines.append(f"  added tokens only in target: {_short(det['added_only_in_target'])}")

@@ -94,6 +94,17 @@ def no_fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -
     return None
 
 
+class SpeedProfile(Record, frozen=True):
+    """How an engine runs a pair, for the speed model (indexer/speed/model.py): its runtime, the kinds of device it
+    runs on, its usual quantizations when a repo declares none, and the most draft tokens it is worth trying."""
+
+    runtime: str  # "ggml", "mlx", "serving" (CUDA graphs), "eager" (PyTorch eager)
+    devices: tuple  # device kinds: "apple", "nvidia", "amd", "cpu"
+    target_quant: str
+    draft_quant: str
+    max_draft_tokens: int = 8
+
+
 class Engine(Record, frozen=True, kw_only=True):
     """One serving engine, as its module under ``engines/`` describes it; the registry lists them."""
 
@@ -134,6 +145,8 @@ class Engine(Record, frozen=True, kw_only=True):
     gguf_heads: dict = Factory(dict)
     gguf_head_fit: Callable | None = None
     gguf_head_launch: Callable | None = None
+    # The speed model's view of the engine (None: it runs no separate draft model)
+    speed: SpeedProfile | None = None
 
     @property
     def gguf_classes(self) -> bool:

@@ -7,7 +7,7 @@ import json
 
 from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
 from .archrules import ArchRule, Head, StateIn
-from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, Verdict
+from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, SpeedProfile, Verdict
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
@@ -257,6 +257,7 @@ def head_launch(target: str, head: str | None, spec_type: str) -> str:
 
 ENGINE = Engine(
     name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
+    speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16),
     version=f"llama.cpp @{LLAMACPP_COMMIT} (llama-cpp-python 0.3.36)",
     sources={
         "common_speculative_are_compatible": "common/speculative.cpp:67-130",

@@ -10,6 +10,7 @@ from .base import (
     WORKS,
     Engine,
     Side,
+    SpeedProfile,
     Verdict,
     mapping_differs,
     same_mapping,
@@ -78,6 +79,7 @@ def launch(target: str, draft: str) -> str:
 # No fix: mlx-engine has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary.
 ENGINE = Engine(
     name="lmstudio", display="LM Studio (mlx-engine)", version=f"mlx-engine {VERSION}",
+    speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8),
     sources={
         "tokenizer.vocab_size equal": "mlx_engine/model_kit/model_kit.py:193-203",
         "vision_config target: no draft": "mlx_engine/generate.py:257-270, "

@@ -11,6 +11,7 @@ from .base import (
     WORKS,
     Engine,
     Side,
+    SpeedProfile,
     Verdict,
     mapping_differs,
     same_mapping,
@@ -112,6 +113,7 @@ def launch(target: str, draft: str) -> str:
 # No fix: MLX has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary (no resize helps).
 ENGINE = Engine(
     name="mlx", display="MLX-LM (mlx_lm.generate)", version=f"mlx-lm {VERSION}",
+    speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8),
     sources={
         "tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2156",
         "server only warns": "mlx_lm/server.py:346",

@@ -11,6 +11,7 @@ from .base import (
     WORKS,
     Engine,
     Side,
+    SpeedProfile,
     Verdict,
     mapping_differs,
     resize_words,
@@ -72,7 +73,7 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> s
     return resize_words(sizes[0]) if outcome == REFUSED and shared and sizes[0] is not None else None
 
 
-def launch(target: str, draft: str) -> str:
+def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
     """The STANDALONE serve command (a draft model, not a head)."""
     return (f"python -m sglang.launch_server --model-path {target} --speculative-algorithm STANDALONE "
             f"--speculative-draft-model-path {draft} --speculative-num-steps 4 --speculative-eagle-topk 2 "
@@ -255,6 +256,7 @@ class SGLangHeads(HeadRules):
 
 ENGINE = Engine(
     name=NAME, display="SGLang STANDALONE", version=f"sglang {VERSION}",
+    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8),
     sources={
         "vocab_size equal": "python/sglang/srt/speculative/standalone_worker_v2.py:185-215",
         "text config priority": "python/sglang/srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config)",

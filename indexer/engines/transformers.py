@@ -11,6 +11,7 @@ from .base import (
     WORKS,
     Engine,
     Side,
+    SpeedProfile,
     Verdict,
     mapping_differs,
     resize_words,
@@ -90,6 +91,7 @@ def launch(target: str, draft: str, *, universal: bool = False) -> str:
 
 ENGINE = Engine(
     name="transformers", display="transformers assisted generation", version=f"transformers {VERSION}",
+    speed=SpeedProfile("eager", ("nvidia", "amd", "apple", "cpu"), "bf16", "bf16", 8),
     sources={
         "vocab_size equal / assistant_tokenizer refused": "src/transformers/generation/utils.py:1907-1919",
         "get_text_config()": "src/transformers/configuration_utils.py:1519-1562",

@@ -13,6 +13,7 @@ from .base import (
     WORKS,
     Engine,
     Side,
+    SpeedProfile,
     Verdict,
     mapping_differs,
     resize_words,
@@ -290,6 +291,7 @@ class VLLMHeads(HeadRules):
 
 ENGINE = Engine(
     name=NAME, display="vLLM draft_model", version=f"vllm {VERSION}",
+    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8),
     sources={
         "get_vocab_size() equal": "vllm/config/speculative.py:2036-2056 (verify_equal_vocab_size_if_draft_model)",
         "hf_text_config = get_text_config()": "vllm/transformers_utils/config.py (get_hf_text_config)",

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from ..errors import AmbiguousTextConfig
 from ..record import Factory, Record, asdict, field_names
+from .params import speed_facts
 from .textconfig import sglang_text_config, transformers_text_config, vllm_text_config
 
 # Model types whose layers keep a recurrent state (the model code of transformers 5.24.0, vLLM 0.33.0, mlx-lm
@@ -94,6 +95,7 @@ class ArchFacts(Record):
     gguf_block_count: int | None = None  # <arch>.block_count (a GGUF file)
     gguf_embedding_length: int | None = None  # <arch>.embedding_length (a GGUF file)
     source: str = "config.json"
+    speed: dict | None = None  # what the speed model reads (vocab.params.speed_facts), None for older rows
 
     def to_dict(self) -> dict:
         """The JSON shape stored in the catalog and shown under ``check``'s details."""
@@ -286,8 +288,10 @@ def arch_facts(config: dict, tokenizer_config: dict | None = None) -> ArchFacts:
     kind_type = next((x for x in (text_type, model_type) if x in STATE_BY_MODEL_TYPE), text_type or model_type)
     kinds, listed = layer_kinds(text, kind_type)
     window = _window(text) if kinds.get("sliding_attention") else None
+    kv_layers = sum(n for k, n in kinds.items() if "attention" in k and "linear" not in k) or None
     return ArchFacts(
         model_type=model_type, text_model_type=text_type, layers=dict(sorted(kinds.items())), listed=listed,
         state=_state_families(kinds, kind_type), sliding_window=window,
         context_sglang=sglang_context(config), context_vllm=vllm_context(config, tokenizer_config),
-        vision=isinstance(config.get("vision_config"), dict) or "vision_config" in config)
+        vision=isinstance(config.get("vision_config"), dict) or "vision_config" in config,
+        speed=speed_facts(config, kv_layers))

@@ -236,3 +236,36 @@ def best_params(params: int | None, estimate: int | None, estimate_source: str |
     if estimate is not None:
         return ParamEstimate(total=estimate, active=active, source=estimate_source or SOURCE_CONFIG)
     return estimate_from_name(repo_id) if repo_id else None
+
+
+def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
+    """What the speed model (indexer/speed/model.py) reads of a config beyond the parameter count: the estimate and
+    the active share, layers, hidden size, vocabulary, tied embeddings, routed experts, KV elements per token
+    (``kv_layers``: the layers that keep a KV cache, for hybrid models) and the declared quantization."""
+    _, text = sglang_text_config(config)
+    est = estimate_from_config(config)
+    hidden = _first(text, "hidden_size", "n_embd", "n_embed", "d_model", "dim")
+    layers = _first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    heads = _first(text, "num_attention_heads", "n_head", "num_heads", "n_heads") or (
+        max(1, hidden // 128) if hidden else None)
+    kv_heads = _first(text, "num_key_value_heads", "num_kv_heads", "n_head_kv", "num_query_groups") or heads
+    head_dim = _first(text, "head_dim") or (hidden // heads if hidden and heads else None)
+    kv_layers = kv_layers if kv_layers is not None else layers
+    experts = _first(text, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+    quant = {}
+    for key in ("quantization", "quantization_config"):
+        value = config.get(key) if isinstance(config.get(key), dict) else text.get(key)
+        if isinstance(value, dict):  # the keys that name a method and its bits, nothing else
+            quant[key] = {k: value[k] for k in ("bits", "mode", "quant_method", "w_bit", "num_bits", "fmt",
+                                                "load_in_4bit", "load_in_8bit") if isinstance(value.get(k), (int, str))}
+    tie = text.get("tie_word_embeddings", config.get("tie_word_embeddings"))
+    return {
+        "params_estimate": est.total if est else None, "active_estimate": est.active if est else None,
+        "layers": layers, "hidden": hidden, "vocab": _first(text, "vocab_size") or _first(config, "vocab_size"),
+        "tied": tie if isinstance(tie, bool) else None,
+        "experts": experts if isinstance(experts, int) and experts > 1 else None,
+        "experts_per_token": _first(text, "num_experts_per_tok", "num_selected_experts", "moe_top_k")
+        if isinstance(experts, int) and experts > 1 else None,
+        "kv_per_token": 2 * kv_layers * kv_heads * head_dim if kv_layers and kv_heads and head_dim else None,
+        "quantization": quant or None,
+    }

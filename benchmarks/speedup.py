@@ -1,0 +1,102 @@
+"""How well the expected speed-up matches published measurements, against DraftFinder's formula and plain Leviathan.
+
+Runs on ../shared/speedups/measurements.json (the usable single-stream rows whose models benchmarks/speedup_models.py
+knows). Every figure of the model is on rows it was not calibrated on, calibrated from the first-principles priors
+(indexer.speed.model.PRIORS) in this run:
+- same hardware: 4-fold cross-validation over the M4 Max sweep (calibrate on the other folds and every other row);
+- other hardware and engines: calibrate on the M4 Max rows alone, score every other row;
+- leave one source out: calibrate without a source, score its rows; pooled over sources.
+DraftFinder and Leviathan are computed on the same rows in the same run (they need no calibration; both use the
+model's estimated acceptance, so the comparison is of the cost model). Prints the figures and PASS/FAIL against the
+targets of issue 28. ``--fit`` prints a calibration on every row (the values of model.CALIBRATION).
+
+    python benchmarks/speedup.py [--fit] [--iterations N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pprint
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from speedup_models import SHAPES, relation_of  # noqa: E402
+
+from indexer.speed import calibrate as cal  # noqa: E402
+from indexer.speed import model  # noqa: E402
+
+MEASUREMENTS = Path(__file__).resolve().parents[1].parent / "shared" / "speedups" / "measurements.json"
+SWEEP_DEVICE = "M4 Max"
+TARGETS = {"same_class": 0.90, "same_error": 0.15, "other_class": 0.75, "other_error": 0.30}
+
+
+def held_out(cases, train_idx, test_idx, iterations):
+    c = cal.calibrate([cases[i] for i in train_idx], model.PRIORS, iterations)
+    return {i: cal.predict(cases[i], c) for i in test_idx}
+
+
+def line(name, cases, idx, preds):
+    rows = [cases[i] for i in idx]
+    m = cal.score(rows, [preds[i] for i in idx])
+    lev = cal.score(rows, [cal.leviathan(cases[i]) for i in idx])
+    df = cal.score(rows, [cal.draftfinder(cases[i]) for i in idx])
+    print(f"{name:<34} rows {m['rows']:>4}  class right {m['class_right']:.0%}  "
+          f"median |ln err| {m['median_ln_error']:.3f}"
+          f"   | Leviathan {lev['class_right']:.0%} {lev['median_ln_error']:.3f}"
+          f" | DraftFinder {df['class_right']:.0%} {df['median_ln_error']:.3f}")
+    return m, lev, df
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", action="store_true", help="print a calibration on every row and stop")
+    ap.add_argument("--iterations", type=int, default=800)
+    ap.add_argument("--measurements", type=Path, default=MEASUREMENTS)
+    args = ap.parse_args()
+    if not args.measurements.exists():
+        print(f"error: {args.measurements} is absent (the shared measurements sit beside the checkout)")
+        return 2
+    cases = cal.load_cases(args.measurements, SHAPES, relation_of)
+    if args.fit:
+        pprint.pprint(cal.calibrate(cases, model.PRIORS, args.iterations), width=118, sort_dicts=False)
+        return 0
+    t0 = time.time()
+    sweep = [i for i, c in enumerate(cases) if c.hardware == SWEEP_DEVICE]
+    others = [i for i, c in enumerate(cases) if c.hardware != SWEEP_DEVICE]
+    print(f"{len(cases)} usable rows with known models: {len(sweep)} on {SWEEP_DEVICE}, {len(others)} on "
+          f"{len({cases[i].hardware for i in others})} other devices")
+    preds = {}
+    folds = [sweep[k::4] for k in range(4)]
+    for fold in folds:
+        train = [i for i in range(len(cases)) if i not in set(fold)]
+        preds.update(held_out(cases, train, fold, args.iterations))
+    same, _, _ = line(f"same hardware ({SWEEP_DEVICE}, 4-fold)", cases, sweep, preds)
+    preds_other = held_out(cases, sweep, others, args.iterations)
+    other, lev_o, df_o = line("other hardware and engines", cases, others, preds_other)
+    for device in sorted({cases[i].hardware for i in others}):
+        line(f"  {device}", cases, [i for i in others if cases[i].hardware == device], preds_other)
+    loso = {}
+    for source in sorted({c.source for c in cases}):
+        test = [i for i, c in enumerate(cases) if c.source == source]
+        loso.update(held_out(cases, [i for i in range(len(cases)) if i not in set(test)], test, args.iterations))
+    every = list(range(len(cases)))
+    _, lev_all, df_all = line("leave one source out (all rows)", cases, every, loso)
+    loso_m = cal.score(cases, [loso[i] for i in every])
+    checks = [
+        ("same hardware class right", same["class_right"] >= TARGETS["same_class"]),
+        ("same hardware median |ln err|", same["median_ln_error"] <= TARGETS["same_error"]),
+        ("other hardware class right", other["class_right"] >= TARGETS["other_class"]),
+        ("other hardware median |ln err|", other["median_ln_error"] <= TARGETS["other_error"]),
+        ("smaller error than Leviathan and DraftFinder (LOSO)",
+         loso_m["median_ln_error"] < min(lev_all["median_ln_error"], df_all["median_ln_error"])),
+    ]
+    for name, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {name}")
+    print(f"({time.time() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Stage 3 of an answer: the expected speed-up of a pair that runs, per engine, on the user's hardware.
+
+The facts come from what the catalog (or a local directory, or a GGUF header) knows of each side: its size and
+shape from config.json or the Hub's parameter count, its declared quantization, family, author and base models
+(the draft's relation to the target). The model is :mod:`indexer.speed.model`; this module only gathers and words.
+"""
+
+from __future__ import annotations
+
+from ..engines import ENGINES
+from ..speed import hardware as hw
+from ..speed import model, quant
+from ..speed.facts import quant_from_facts, shape_from_facts
+
+# Which kernel families each runtime loads, to tell whether a repo's own quantization applies on an engine.
+RUNTIME_FAMILIES = {
+    model.GGML: (quant.FLOAT, quant.Q8, quant.KQUANT, quant.LEGACY, quant.IQUANT),
+    model.MLX: (quant.FLOAT, quant.AFFINE),
+    model.SERVING: (quant.FLOAT, quant.FP8, quant.INT4),
+    model.EAGER: (quant.FLOAT, quant.FP8, quant.INT4),
+}
+DEFAULT_HARDWARE = {  # the reference device an engine's drafts are ranked on when no --hardware is given
+    model.SERVING: "H100 SXM", model.EAGER: "RTX 4090", model.GGML: "RTX 4090", model.MLX: "M4 Max"}
+
+
+class Options:
+    """The user's speed question: devices, task, quantization overrides and a fixed draft-token count."""
+
+    def __init__(self, hardware: str | None = None, bandwidth: float | None = None, task: str = model.DEFAULT_TASK,
+                 target_quant: str | None = None, draft_quant: str | None = None, draft_tokens: int | None = None):
+        device = hw.lookup(hardware) if hardware else None
+        if bandwidth is not None:
+            device = hw.custom(bandwidth, device)
+        self.device = device  # None: the reference devices
+        if task not in model.TASKS:
+            from ..errors import BadInput
+
+            raise BadInput(f"unknown task {task!r}; choose one of {', '.join(model.TASKS)}")
+        self.task = task
+        self.target_quant = quant.lookup(target_quant) if target_quant else None
+        self.draft_quant = quant.lookup(draft_quant) if draft_quant else None
+        self.draft_tokens = draft_tokens
+
+    def devices_for(self, engine: str) -> list[hw.Hardware]:
+        """The device asked for, else the reference devices this engine runs on."""
+        profile = ENGINES[engine].speed
+        if self.device is not None:
+            return [self.device]
+        first = DEFAULT_HARDWARE[profile.runtime]
+        names = [first, *(n for n in hw.REFERENCE if n != first)]
+        return [hw.lookup(n) for n in names if hw.lookup(n).kind in profile.devices]
+
+
+def catalog_facts(cat, repo_id: str) -> dict:
+    """A catalog repo's speed facts: shape, declared quantization, family, author and base models (one query; the
+    config's part was derived by ``compute`` into ``engine_facts.arch``)."""
+    from ..catalog.reader import json_value
+
+    row = cat.one("SELECT r.params, r.params_estimate, r.params_active_estimate, r.family, r.author, r.base_models, "
+                  "r.repo_id, e.arch FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.repo_id = :r", {"r": repo_id})
+    if row is None:
+        return {}
+    params, estimate, active, family, author, bases, rid, arch = row
+    speed = (json_value(arch) or {}).get("speed") if arch else None
+    return {"shape": shape_from_facts(speed, params or estimate, active, rid), "quant": quant_from_facts(speed),
+            "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
+
+
+def arch_facts(result: dict, role: str, name: str) -> dict:
+    """A local side's speed facts, from the architecture facts the check derived from its config.json."""
+    arch = (result.get("details") or {}).get("architecture", {}).get(role) or {}
+    speed = arch.get("speed")
+    return {"shape": shape_from_facts(speed, None, None, name), "quant": quant_from_facts(speed), "family": None,
+            "author": None, "bases": [], "repo_id": name}
+
+
+def gguf_facts(path: str, file_type: str | None) -> dict:
+    """A GGUF file's speed facts: its file type, and its size as parameters at that type's bits per weight."""
+    from pathlib import Path
+
+    q = quant.from_gguf_file_type(file_type)
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        size = 0
+    shape = model.Shape(params=int(size * 8 / q.bpw)) if q and size > 1e7 else None
+    return {"shape": shape, "quant": q, "family": None, "author": None, "bases": [], "repo_id": path}
+
+
+def relation(t: dict, d: dict) -> str:
+    """sibling: the same lineage (one names the other, or both a common base) or same author and family;
+    family: the same family; other: anything else."""
+    t_line = {t.get("repo_id"), *(t.get("bases") or [])} - {None}
+    d_line = {d.get("repo_id"), *(d.get("bases") or [])} - {None}
+    if t_line & d_line:
+        return model.SIBLING
+    if t.get("family") and t.get("family") == d.get("family"):
+        return model.SIBLING if t.get("author") and t.get("author") == d.get("author") else model.FAMILY
+    if t.get("author") and t.get("author") == d.get("author"):
+        return model.FAMILY
+    return model.OTHER
+
+
+def _quant_for(declared: quant.Quant | None, override: quant.Quant | None, default: str, runtime: str) -> quant.Quant:
+    if override is not None:
+        return override
+    if declared is not None and declared.family in RUNTIME_FAMILIES[runtime]:
+        return declared
+    return quant.lookup(default)
+
+
+def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.0) -> list[dict]:
+    """One estimate per device for a pair that runs on ``engine`` (its ``speedup`` JSON objects)."""
+    profile = ENGINES[engine].speed
+    if profile is None:
+        return []
+    ts, ds = t.get("shape"), d.get("shape")
+    out = []
+    for device in opts.devices_for(engine):
+        if device.kind not in profile.devices:
+            out.append({"hardware": device.name, "estimate": None,
+                        "why": f"{ENGINES[engine].display} does not run on {device.kind} devices"})
+            continue
+        if ts is None or ds is None:
+            side = "target" if ts is None else "draft"
+            out.append({"hardware": device.name, "estimate": None, "why": f"speed-up unknown: no size for the {side}"})
+            continue
+        tq = _quant_for(t.get("quant"), opts.target_quant, profile.target_quant, profile.runtime)
+        dq = _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime)
+        setup = model.Setup(device, profile.runtime, tq, dq, task=opts.task,
+                            max_draft_tokens=profile.max_draft_tokens, draft_tokens=opts.draft_tokens)
+        e = model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement)
+        out.append({"estimate": e.estimate, "low": e.low, "high": e.high, "draft_tokens": e.draft_tokens,
+                    "acceptance": e.acceptance, "hardware": device.name, "target_quant": tq.name,
+                    "draft_quant": dq.name, "task": opts.task, "slower": e.estimate < 1.0,
+                    "target_tok_s": e.target_tok_s, "why": e.why})
+    return out
+
+
+def words(s: dict) -> str:
+    """≈1.8× (1.4–2.2×) on M4 Max, Q4_K_M target, 8 draft tokens; or why there is no figure."""
+    if s.get("estimate") is None:
+        return f"{s['hardware']}: {s['why']}"
+    slower = " SLOWER than no draft" if s["slower"] else ""
+    return (f"≈{s['estimate']:.1f}× ({s['low']:.1f}–{s['high']:.1f}×){slower} on {s['hardware']}, "
+            f"{s['target_quant']} target, {s['draft_tokens']} draft tokens")
+
+
+RUNS = ("works", "degraded", "useless")  # outcomes where the engine drafts and the output is right
+
+
+def side_facts(arg: str, shown: str, reader, result: dict, role: str) -> dict:
+    """The speed facts of one side of a check: a GGUF file's header, a directory's config, or the catalog's row."""
+    from .lookup import local_gguf_arg, looks_like_dir
+    from .sides import is_local
+
+    if is_local(arg) or looks_like_dir(arg):
+        gguf_path = local_gguf_arg(arg)
+        if gguf_path is not None:
+            from ..gguf.file import read_gguf
+
+            try:
+                file_type = read_gguf(gguf_path).file_type
+            except Exception:  # noqa: BLE001 - the check read it already; an unreadable header only means no figure
+                file_type = None
+            return gguf_facts(str(gguf_path), file_type)
+        return arch_facts(result, role, shown)
+    if reader is None:
+        return {}
+    return catalog_facts(reader, shown.split(" (")[0])
+
+
+def agreement_share(result: dict) -> float:
+    """The share of the target's tokens (over the reference text) that mean the same in the draft."""
+    a = result.get("agreement")
+    if not a or a.get("identical"):
+        return 1.0
+    share = a.get("text_agreement")
+    return float(share if share is not None else a.get("ids_agreement") or 0.0)
+
+
+def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Options) -> dict:
+    """Each running verdict of a draft-model check gains ``speedup`` (the first device) and ``speedups`` (each)."""
+    if result.get("kind") == "head":
+        return result
+    from ..catalog.reader import Reader
+    from ..errors import CatalogError
+
+    try:
+        reader = Reader(db, needs="repos")
+    except CatalogError:
+        reader = None
+    try:
+        t = side_facts(target, result["target"], reader, result, "target")
+        d = side_facts(draft, result["draft"], reader, result, "draft")
+    finally:
+        if reader is not None:
+            reader.close()
+    share = agreement_share(result)
+    for name, verdict in result["verdicts"].items():
+        if verdict["outcome"] not in RUNS or ENGINES[name].speed is None:
+            verdict["speedup"], verdict["speedups"] = None, []
+            continue
+        figures = estimate(name, t, d, opts, share)
+        verdict["speedups"] = figures
+        verdict["speedup"] = figures[0] if figures else None
+    return result

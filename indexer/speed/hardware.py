@@ -1,0 +1,111 @@
+"""Devices people run speculative decoding on: memory bandwidth and FP32 compute, with sources.
+
+A decode step of one stream reads every weight once, so its time is the bytes read over the memory bandwidth; a
+verify pass of n tokens reads the same bytes but does n times the arithmetic, so its extra cost per token is set
+by the compute. Both figures are the vendor's peak (FP32 shader TFLOPS for every kind, so that Apple, NVIDIA, AMD
+and CPUs are measured alike); the model's calibrated efficiencies (``model.py``) turn peaks into what kernels reach.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import BadInput
+from ..record import Record, replace
+
+APPLE, NVIDIA, AMD, CPU = "apple", "nvidia", "amd", "cpu"
+
+
+class Hardware(Record, frozen=True):
+    """One device: its name, kind (which engines run on it), bandwidth (GB/s), FP32 TFLOPS, memory and sources."""
+
+    name: str
+    kind: str
+    bandwidth_gbps: float
+    tflops: float
+    memory_gb: float | None
+    source: str
+    aliases: tuple = ()
+
+
+_WIKI_M = "https://en.wikipedia.org/wiki/Apple_{}"  # the chip pages' GPU tables: cores, FP32 TFLOPS, bandwidth
+_NV_30 = "https://en.wikipedia.org/wiki/GeForce_30_series"  # 'Processing power (TFLOPS) single precision'
+_NV_40 = "https://en.wikipedia.org/wiki/GeForce_40_series"
+_NV_50 = "https://en.wikipedia.org/wiki/GeForce_50_series"
+
+# Bandwidths of the Apple chips, the RTX 3060/3090/4090, the A100, H100, H200, W7900 and RX 9070 XT are the figures
+# collected with quotes in the project's shared measurements (speedups/measurements.json "hardware"); the rest and
+# every TFLOPS figure come from the page named.
+DEVICES = (
+    Hardware("M1", APPLE, 68.25, 2.6, 16, _WIKI_M.format("M1"), ("apple m1", "m1 8-core gpu")),
+    Hardware("M1 Pro", APPLE, 200, 5.2, 32, _WIKI_M.format("M1")),
+    Hardware("M1 Max", APPLE, 400, 10.4, 64, _WIKI_M.format("M1")),
+    Hardware("M1 Ultra", APPLE, 800, 20.8, 128, _WIKI_M.format("M1")),
+    Hardware("M2", APPLE, 100, 3.6, 24, _WIKI_M.format("M2")),
+    Hardware("M2 Pro", APPLE, 200, 6.8, 32, _WIKI_M.format("M2")),
+    Hardware("M2 Max", APPLE, 400, 13.6, 96, _WIKI_M.format("M2")),
+    Hardware("M2 Ultra", APPLE, 800, 27.2, 192, _WIKI_M.format("M2")),
+    Hardware("M3", APPLE, 100, 4.1, 24, _WIKI_M.format("M3")),
+    Hardware("M3 Pro", APPLE, 150, 7.4, 36, _WIKI_M.format("M3")),
+    Hardware("M3 Max", APPLE, 400, 16.4, 128, _WIKI_M.format("M3")),
+    Hardware("M3 Ultra", APPLE, 819, 32.8, 512, _WIKI_M.format("M3")),
+    Hardware("M4", APPLE, 120, 4.3, 32, _WIKI_M.format("M4")),
+    Hardware("M4 Pro", APPLE, 273, 9.2, 64, _WIKI_M.format("M4")),
+    Hardware("M4 Max", APPLE, 546, 18.4, 128, _WIKI_M.format("M4")),
+    Hardware("RTX 3060", NVIDIA, 360, 12.7, 12, _NV_30, ("rtx 3060 12gb", "geforce rtx 3060", "3060")),
+    Hardware("RTX 3090", NVIDIA, 936, 35.6, 24, _NV_30, ("rtx 3090 24gb", "geforce rtx 3090", "3090")),
+    Hardware("RTX 4090", NVIDIA, 1008, 82.6, 24, _NV_40, ("rtx 4090 24gb", "geforce rtx 4090", "4090")),
+    Hardware("RTX 5090", NVIDIA, 1792, 104.8, 32, _NV_50, ("rtx 5090 32gb", "geforce rtx 5090", "5090")),
+    Hardware("A100 80GB", NVIDIA, 2039, 19.5, 80, "https://glennklockwood.com/garden/processors/A100",
+             ("a100", "a100 80gb sxm", "a100-sxm4-80gb", "nvidia a100 80gb", "a100 sxm")),
+    Hardware("H100 SXM", NVIDIA, 3350, 67, 80, "https://lzwjava.github.io/nvidia-h200-gpu-specs-en",
+             ("h100", "h100 80gb", "h100 sxm5", "nvidia h100", "h100 sxm 80gb")),
+    Hardware("H200", NVIDIA, 4800, 67, 141, "https://itkb.uw.cz/2026/06/nvidia-h200-vs-b300-precisions-cores.html",
+             ("h200 141gb", "nvidia h200", "h200 sxm")),
+    Hardware("L40S", NVIDIA, 864, 91.6, 48, "https://www.nvidia.com/en-us/data-center/l40s/", ("nvidia l40s",)),
+    Hardware("Radeon Pro W7900", AMD, 864, 61.3, 48, "https://www.itcreations.com/amd-gpu/amd-radeon-pro-w7900-gpu",
+             ("w7900", "radeon w7900", "amd radeon pro w7900")),
+    Hardware("RX 9070 XT", AMD, 640, 48.7, 16, "https://github.com/sudoingX/qwen38-mtp/pull/72",
+             ("radeon rx 9070 xt", "9070 xt", "rx9070xt", "r9700", "radeon ai pro r9700")),
+    Hardware("Ryzen 9 7950X", CPU, 83.2, 2.5, None,
+             "https://en.wikipedia.org/wiki/Ryzen (Zen 4, 16 cores; DDR5-5200 dual channel: 2 x 8 B x 5200 MT/s)",
+             ("7950x", "ryzen 9 7950x (cpu)", "amd ryzen 9 7950x")),
+    Hardware("cpu", CPU, 50, 1.0, None, "a generic desktop: dual-channel DDR4-3200 (2 x 8 B x 3200 MT/s = 51 GB/s)",
+             ("generic cpu", "cpu only")),
+)
+
+# Three reference devices shown when no --hardware is given: one datacenter GPU, one consumer GPU, one Mac.
+REFERENCE = ("H100 SXM", "RTX 4090", "M4 Max")
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
+
+
+_BY_KEY = {}
+for _d in DEVICES:
+    for _n in (_d.name, *_d.aliases):
+        _BY_KEY[_key(_n)] = _d
+        _BY_KEY[_key(_n).replace("apple ", "").replace("nvidia ", "")] = _d
+
+
+def lookup(name: str) -> Hardware:
+    """The device a person means ("m4 max", "RTX-4090", "Apple M3 Pro"); unknown: a UsageError naming the closest."""
+    key = _key(name)
+    for k in (key, key.replace("apple ", "").replace("nvidia ", "").replace("geforce ", "").replace("amd ", "")):
+        if k in _BY_KEY:
+            return _BY_KEY[k]
+    import difflib  # only for a name we do not know
+
+    close = difflib.get_close_matches(key, list(_BY_KEY), n=3, cutoff=0.5)
+    names = list(dict.fromkeys(_BY_KEY[c].name for c in close)) or [d.name for d in DEVICES[:3]]
+    raise BadInput(f"unknown hardware {name!r}; closest: {', '.join(names)} (`indexer hardware` lists them all, "
+                     "or give --bandwidth GB/s for another device)")
+
+
+def custom(bandwidth_gbps: float, base: Hardware | None = None) -> Hardware:
+    """A device given by its bandwidth (``--bandwidth``): the named device's compute, else a generic GPU's."""
+    if base is not None:
+        return replace(base, bandwidth_gbps=bandwidth_gbps, name=f"{base.name} at {bandwidth_gbps:g} GB/s")
+    return Hardware(f"{bandwidth_gbps:g} GB/s device", NVIDIA if bandwidth_gbps > 200 else CPU, bandwidth_gbps,
+                    bandwidth_gbps / 25, None, "--bandwidth (compute assumed 1 TFLOPS per 25 GB/s, a GPU's ratio)")

@@ -1,0 +1,229 @@
+"""The expected speed-up of speculative decoding for one stream: cost per step, acceptance, best draft length.
+
+One round drafts γ tokens one by one, then the target verifies them in one pass of γ+1 tokens, and keeps the
+accepted prefix plus one token of its own. With a per-token acceptance α (i.i.d.), a round yields
+E = (1 - α^(γ+1)) / (1 - α) tokens (Leviathan et al. 2023, https://arxiv.org/abs/2211.17192), and
+
+    speed-up = E * t_target(1) / (γ * t_draft(1) + t_target(γ+1) + overhead_per_round)
+
+where t(n) is the time of one forward pass over n tokens, from first principles:
+
+    t(n) = layers * τ + bytes_read(n) / (η * bandwidth) + (n - 1) * κ * 2 * active_params / compute
+
+- ``bytes_read``: the weights a step reads at the quantization's bits per weight (the input embedding table is not
+  read, only one row of it; a tied table is read once as the output head), the KV cache at the stated context, and
+  for mixture-of-experts models only the active experts, except that a pass over n tokens reads the *union* of
+  the experts its tokens route to: E_total * (1 - (1 - k/E_total)^n) expert blocks for random routing of k each.
+- ``τ``: the fixed cost per layer of one forward pass (kernel launches, synchronisation) of the runtime on that
+  kind of device; ``η``: the share of peak bandwidth the runtime's kernels reach; ``κ``: the arithmetic a verify
+  pass adds per extra token, relative to plain FP32 multiply-adds, by kernel family (block-quantized weights are
+  unpacked per use, float weights are not); ``overhead_per_round``: the runtime's fixed cost of a speculation round.
+  These few factors are calibrated on published measurements (``calibrate.py``); Leviathan's formula is the case
+  τ = κ = overhead = 0, which is why it never predicts the slowdowns people measure.
+
+Acceptance α comes from what the catalog knows of the pair (``acceptance``): the draft's size, its lineage relative
+to the target, the task class, the quantization of both, and the measured vocabulary agreement.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..record import Record, replace
+from . import hardware as hw
+from .quant import AFFINE, FLOAT, FP8, INT4, IQUANT, KQUANT, LEGACY, Q8, Quant
+
+GGML, MLX, SERVING, EAGER = "ggml", "mlx", "serving", "eager"  # runtimes: how an engine runs a forward pass
+TASKS = ("code", "chat", "prose", "reasoning")
+DEFAULT_TASK = "chat"
+DEFAULT_CONTEXT = 2048  # tokens in the KV cache during the measured stretch of a single-stream answer
+SIBLING, FAMILY, OTHER = "sibling", "family", "other"  # the draft's relation to the target
+
+# First-principles priors of the factors, before any measurement: kernels reach most of peak bandwidth; a forward
+# pass costs tens of microseconds a layer in compiled runtimes (CUDA graphs, Metal command buffers) and hundreds in
+# eager PyTorch; block-quantized weights cost a few multiply-adds each to unpack. Units: eta a share of peak
+# bandwidth, tau microseconds per layer per forward pass, overhead milliseconds per speculation round (both per
+# runtime and kind of device), kappa multiples of 2 * active params FP32 operations per extra verified token;
+# acceptance in logits.
+PRIORS = {
+    "eta": {hw.APPLE: 0.88, hw.NVIDIA: 0.8, hw.AMD: 0.7, hw.CPU: 0.7},
+    "tau": {(GGML, hw.APPLE): 60.0, (GGML, hw.NVIDIA): 20.0, (GGML, hw.AMD): 40.0, (GGML, hw.CPU): 10.0,
+            (MLX, hw.APPLE): 60.0, (SERVING, hw.NVIDIA): 10.0, (SERVING, hw.AMD): 15.0,
+            (EAGER, hw.NVIDIA): 450.0, (EAGER, hw.AMD): 450.0, (EAGER, hw.APPLE): 600.0, (EAGER, hw.CPU): 300.0},
+    "overhead": {(GGML, hw.APPLE): 2.5, (GGML, hw.NVIDIA): 1.0, (GGML, hw.AMD): 1.5, (GGML, hw.CPU): 2.0,
+                 (MLX, hw.APPLE): 2.0, (SERVING, hw.NVIDIA): 1.0, (SERVING, hw.AMD): 1.5,
+                 (EAGER, hw.NVIDIA): 3.0, (EAGER, hw.AMD): 3.0, (EAGER, hw.APPLE): 5.0, (EAGER, hw.CPU): 3.0},
+    "kappa": {FLOAT: 0.05, Q8: 1.0, KQUANT: 3.0, LEGACY: 3.0, IQUANT: 4.0, AFFINE: 1.5, FP8: 0.3, INT4: 0.6},
+    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 1.0, hw.AMD: 1.0, hw.CPU: 1.0},
+    "accept": {"base": 1.0, "per_ln_size": 0.5, "quant_penalty": 0.15,
+               "task": {"code": 0.0, "reasoning": -0.2, "chat": -0.3, "prose": -0.6},
+               "relation": {SIBLING: 0.0, FAMILY: -0.4, OTHER: -1.5},
+               "spread": 0.5},
+    "cost_spread": 0.1,
+}
+
+# The factors calibrated from PRIORS on the shared measurements (``python benchmarks/speedup.py --fit`` prints
+# them; tests/test_speed.py checks that a fresh calibration reproduces them). Task and relation offsets and the
+# factors no measurement exercises keep their priors.
+CALIBRATION = {
+    "eta": {hw.APPLE: 0.776, hw.NVIDIA: 0.8, hw.AMD: 0.7, hw.CPU: 0.7},
+    "tau": {(GGML, hw.APPLE): 54.493, (GGML, hw.NVIDIA): 17.217, (GGML, hw.AMD): 40.0, (GGML, hw.CPU): 10.0,
+            (MLX, hw.APPLE): 60.526, (SERVING, hw.NVIDIA): 10.0, (SERVING, hw.AMD): 15.0,
+            (EAGER, hw.NVIDIA): 446.402, (EAGER, hw.AMD): 450.0, (EAGER, hw.APPLE): 600.0, (EAGER, hw.CPU): 300.0},
+    "overhead": {(GGML, hw.APPLE): 2.265, (GGML, hw.NVIDIA): 1.181, (GGML, hw.AMD): 1.5, (GGML, hw.CPU): 2.0,
+                 (MLX, hw.APPLE): 2.057, (SERVING, hw.NVIDIA): 1.0, (SERVING, hw.AMD): 1.5,
+                 (EAGER, hw.NVIDIA): 3.0, (EAGER, hw.AMD): 3.0, (EAGER, hw.APPLE): 5.0, (EAGER, hw.CPU): 3.0},
+    "kappa": {FLOAT: 0.049, Q8: 0.997, KQUANT: 3.295, LEGACY: 2.894, IQUANT: 4.0, AFFINE: 1.933, FP8: 0.3, INT4: 0.6},
+    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 1.322, hw.AMD: 1.0, hw.CPU: 1.0},
+    "accept": {"base": 1.276, "per_ln_size": 0.263, "quant_penalty": 0.133,
+               "task": {"code": 0.0, "reasoning": -0.2, "chat": -0.3, "prose": -0.6},
+               "relation": {SIBLING: 0.0, FAMILY: -0.4, OTHER: -1.5},
+               "spread": 0.327},
+    "cost_spread": 0.1,
+}
+
+
+class Shape(Record, frozen=True):
+    """What the cost of a forward pass depends on, read from config.json (or the Hub's parameter count)."""
+
+    params: int  # total parameters
+    active: int | None = None  # parameters used per token (mixture-of-experts), else None
+    layers: int | None = None
+    hidden: int | None = None
+    vocab: int | None = None
+    tied: bool | None = None  # tie_word_embeddings
+    experts: int | None = None  # routed experts per MoE layer
+    experts_per_token: int | None = None
+    kv_per_token: int | None = None  # KV cache elements per token: 2 * layers * kv_heads * head_dim
+
+
+class Setup(Record, frozen=True):
+    """Where and how a pair runs: device, runtime, quantizations, task, context and the draft-token cap."""
+
+    device: hw.Hardware
+    runtime: str
+    target_quant: Quant
+    draft_quant: Quant
+    task: str = DEFAULT_TASK
+    context: int = DEFAULT_CONTEXT
+    max_draft_tokens: int = 8
+    draft_tokens: int | None = None  # fixed by the user (--draft-tokens), else the best is chosen
+
+
+class Estimate(Record, frozen=True):
+    """The expected speed-up, its range over α's uncertainty, the chosen draft-token count and α."""
+
+    estimate: float
+    low: float
+    high: float
+    draft_tokens: int
+    acceptance: float
+    target_tok_s: float
+    why: str
+
+
+def _read_params(s: Shape, n_tokens: int) -> tuple[float, float]:
+    """Parameters read by a pass over n tokens, and parameters each token's arithmetic touches."""
+    active = s.active or s.params
+    embedding = (s.vocab or 0) * (s.hidden or 0)
+    untied_input = embedding if (s.tied is False and embedding < s.params / 2) else 0
+    if s.experts and s.experts_per_token and s.active and s.experts > s.experts_per_token and s.params > active:
+        k, e = s.experts_per_token, s.experts
+        per_expert = (s.params - active) / (e - k)
+        dense = active - k * per_expert
+        union = e * (1 - (1 - k / e) ** n_tokens)
+        read = dense + per_expert * union
+    else:
+        read = active
+    return max(read - untied_input, read * 0.3), max(active - untied_input, active * 0.3)
+
+
+def forward_seconds(s: Shape, q: Quant, n_tokens: int, setup: Setup, cal: dict = CALIBRATION) -> float:
+    """Time of one forward pass over ``n_tokens`` tokens (module docstring)."""
+    d = setup.device
+    read, compute_params = _read_params(s, n_tokens)
+    kv = (s.kv_per_token or 0) * setup.context * 2  # f16 cache
+    bytes_read = read * q.bpw / 8 + kv
+    eta = cal["eta"][d.kind]
+    tau = cal["tau"].get((setup.runtime, d.kind), 50.0) * 1e-6
+    kappa = cal["kappa"][q.family] * cal["kappa_scale"][d.kind]
+    layers = s.layers or max(8, round(4 * math.log2(max(s.params, 1e8) / 1e8)) + 12)
+    return (layers * tau + bytes_read / (eta * d.bandwidth_gbps * 1e9)
+            + (n_tokens - 1) * kappa * 2 * compute_params / (d.tflops * 1e12))
+
+
+def tokens_per_round(alpha: float, gamma: int) -> float:
+    """Leviathan's expected tokens per round: accepted drafts plus the target's own token."""
+    if alpha >= 0.9999:
+        return gamma + 1.0
+    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
+
+
+def speedup_at(alpha: float, gamma: int, t_target: float, t_draft: float, t_verify: float, overhead: float) -> float:
+    """Tokens per second with speculation over tokens per second without, for one round shape."""
+    return tokens_per_round(alpha, gamma) * t_target / (gamma * t_draft + t_verify + overhead)
+
+
+def best_speedup(target: Shape, draft: Shape, alpha: float, setup: Setup,
+                 cal: dict = CALIBRATION) -> tuple[float, int, float]:
+    """The best speed-up over draft-token counts 1..cap (or the user's count): (speed-up, γ, target step seconds)."""
+    t1 = forward_seconds(target, setup.target_quant, 1, setup, cal)
+    td = forward_seconds(draft, setup.draft_quant, 1, setup, cal)
+    overhead = cal["overhead"].get((setup.runtime, setup.device.kind), 2.0) * 1e-3
+    gammas = [setup.draft_tokens] if setup.draft_tokens else range(1, setup.max_draft_tokens + 1)
+    best = (0.0, 1)
+    for g in gammas:
+        s = speedup_at(alpha, g, t1, td, forward_seconds(target, setup.target_quant, g + 1, setup, cal), overhead)
+        if s > best[0]:
+            best = (s, g)
+    return best[0], best[1], t1
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+def quant_penalty(q: Quant) -> float:
+    """How much a quantization blurs a model's next-token choice, in units of the calibrated penalty."""
+    return max(0.0, 5.0 - q.bpw) ** 2
+
+
+def acceptance_logit(draft_params: int, relation: str, task: str, target_quant: Quant, draft_quant: Quant,
+                     cal: dict = CALIBRATION) -> float:
+    """α before the vocabulary agreement, in logits: a bigger draft of the same lineage agrees more often."""
+    a = cal["accept"]
+    return (a["base"] + a["per_ln_size"] * math.log(max(draft_params, 1e7) / 1e9) + a["task"][task]
+            + a["relation"][relation] - a["quant_penalty"] * (quant_penalty(draft_quant) + quant_penalty(target_quant)))
+
+
+def acceptance(draft_params: int, relation: str, task: str, target_quant: Quant, draft_quant: Quant,
+               agreement: float = 1.0, cal: dict = CALIBRATION) -> tuple[float, float, float]:
+    """(α, low, high): the per-token acceptance and its range, times the share of tokens the vocabularies agree on."""
+    x = acceptance_logit(draft_params, relation, task, target_quant, draft_quant, cal)
+    spread = cal["accept"]["spread"]
+    return tuple(_sigmoid(v) * agreement for v in (x, x - spread, x + spread))
+
+
+def estimate(target: Shape, draft: Shape, setup: Setup, *, relation: str, agreement: float = 1.0,
+             cal: dict = CALIBRATION) -> Estimate:
+    """The expected speed-up of ``draft`` for ``target`` on ``setup`` with its range and reasons."""
+    alpha, a_low, a_high = acceptance(draft.params, relation, setup.task, setup.target_quant, setup.draft_quant,
+                                      agreement, cal)
+    s, gamma, t1 = best_speedup(target, draft, alpha, setup, cal)
+    fixed = replace(setup, draft_tokens=gamma)
+    spread = math.exp(cal["cost_spread"])
+    low = best_speedup(target, draft, a_low, fixed, cal)[0] / spread
+    high = best_speedup(target, draft, a_high, fixed, cal)[0] * spread
+    t_draft = forward_seconds(draft, setup.draft_quant, 1, setup, cal)
+    t_verify = forward_seconds(target, setup.target_quant, gamma + 1, setup, cal)
+    why = (f"α {alpha:.2f} ({relation} draft, {setup.task}); target step {t1 * 1e3:.1f} ms ({1 / t1:.0f} tok/s), "
+           f"draft step {t_draft * 1e3:.1f} ms, verify of {gamma + 1} tokens {t_verify * 1e3:.1f} ms on "
+           f"{setup.device.name}")
+    return Estimate(round(s, 2), round(min(low, s), 2), round(max(high, s), 2), gamma, round(alpha, 3),
+                    round(1 / t1, 1), why)
+
