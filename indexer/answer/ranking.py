@@ -27,11 +27,12 @@ from .target import Target, hub_gguf, resolve_target
 ENGINES = tuple(registry.ENGINES)
 ENGINE_NAMES = registry.ENGINE_NAMES
 RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
-PREFERRED_RATIO = f"1/{round(1 / RATIO_LOW)}..1/{round(1 / RATIO_HIGH)}"  # as the reasons word it
 
 
-def launch(engine: str, target: str, draft: str) -> str:
-    """The engine's launch command, from the registry."""
+def launch(engine: str, target: str, draft: str, draft_tokens: int | None = None) -> str:
+    """The engine's launch command, from the registry (with the speed model's draft length, when it has one)."""
+    if draft_tokens and registry.ENGINES[engine].speed is not None:
+        return registry.ENGINES[engine].launch(target, draft, draft_tokens=draft_tokens)
     return registry.ENGINES[engine].launch(target, draft)
 
 
@@ -302,6 +303,9 @@ class Query:
         entries = [self._entry(r) for r in rows]
         for e, r in zip(entries, rows):
             e["speedup"] = self._speedup(r, e)
+            if (e["speedup"] or {}).get("draft_tokens"):
+                e["launch"] = launch(self.engine, self.target.gguf_file or self.t["repo_id"], self._launch_name(r),
+                                     e["speedup"]["draft_tokens"])
         order = {id(e): i for i, e in enumerate(entries)}
 
         def key(e):
@@ -317,7 +321,7 @@ class Query:
         """Why a class member is the target itself in another form (a quant, a copy, its size), else None."""
         t = self.t
         if r.get("params") is not None and t["params"] and r["params"] >= COPY_RATIO * t["params"]:
-            return "the target's size"
+            return "the target's size or larger" if r["params"] < t["params"] else "larger than the target"
         stem = _stem(t["repo_id"])
         if stem and _stem(r["repo_id"]).startswith(stem):
             return "a copy or quant of the target"
@@ -380,6 +384,11 @@ class Query:
         rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
         rows = [r for r in rows if self.arch.refused(r) is None]  # an architecture row refuses the others
         out = [self._entry(r, ranked=False) for r in rows]
+        for e, r in zip(out, rows):  # marked: never a ranked suggestion, listed here as every repo that works
+            e["speedup"] = self._speedup(r, e)
+            e["not_a_draft"] = self._copy_of_target(r)
+            if e["not_a_draft"]:
+                e["reasons"].insert(1, f"not a draft: {e['not_a_draft']}")
         out.sort(key=lambda e: (SEVERITY.index(e["outcome"]), e["demoted"], e["repo_id"]))
         return out
 
@@ -499,8 +508,7 @@ class Query:
             shown = fmt_ratio(ratio)
             if not inside and shown in ("1/5", "1/50"):  # rounds onto a bound it is just outside of
                 shown = f"{'a little over' if shown == '1/5' else 'a little under'} {shown}"
-            reasons.append(f"{size}, {shown} of the target's {fmt_size(t['params'], t['params_source'])} "
-                           f"({'inside' if inside else 'outside'} the preferred {PREFERRED_RATIO})")
+            reasons.append(f"{size}, {shown} of the target's {fmt_size(t['params'], t['params_source'])}")
         else:
             reasons.append(f"{size}, not smaller than the target")
         if self.lineage_id is not None and r["lineage_id"] == self.lineage_id:

@@ -87,7 +87,7 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
             lines.append("the target's size is unknown: drafts are not filtered by size")
         width = min(60, max(len(d["repo_id"]) for d in drafts))
         psize = max(7, *(len(fmt_size(d["params"], d["params_source"], d["params_active"])) for d in drafts))
-        lines.append(f"{'repo':{width}}  {'params':>{psize}}  {'ratio':>6}  {'downloads':>10}  why")
+        lines.append(f"{'repo':{width}}  {'params':>{psize}}  {'ratio':>6}  {'speed-up':>8}  {'downloads':>10}  why")
         for d in drafts:
             why = "; ".join(d["reasons"][1:])
             a = d.get("agreement")
@@ -102,11 +102,27 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
                 why = f"ranked lower: {why}"
             dl = d["downloads"] if d["downloads"] is not None else "?"
             size = fmt_size(d["params"], d["params_source"], d["params_active"])
-            lines.append(f"{d['repo_id']:{width}}  {size:>{psize}}  {fmt_ratio(d['ratio']):>6}  {dl:>10}  {why}")
+            speed = d.get("speedup") or {}
+            fig = f"≈{speed['estimate']:.2f}×" if speed.get("estimate") is not None else "?"
+            if speed.get("slower"):
+                why = f"SLOWER than no draft: {why}"
+            lines.append(f"{d['repo_id']:{width}}  {size:>{psize}}  {fmt_ratio(d['ratio']):>6}  {fig:>8}  {dl:>10}  "
+                         f"{why}")
         if any(d["params_source"] in ESTIMATED_FROM for d in drafts):
             lines.append("(~ = estimated: from config.json, or from the size in the repo name)")
+        speed = (drafts[0].get("speedup") or {}) if not all_members else {}
+        if speed.get("estimate") is not None:
+            from .speedup import words
+
+            lines.append(f"speed-up (ranked by it): {words(speed)}; {speed['why']}")
+        elif speed:
+            lines.append(f"speed-up: {speed['why']}")
         lines.append(f"accepted because: {drafts[0]['reasons'][0]}")
-        if not all_members:
+        if not all_members and speed.get("slower"):
+            lines.append(f"no draft is expected to pay on {speed['hardware']}: every estimate is below 1.0×, so "
+                         "serving without speculation is faster (or try another --hardware, --quant, --task); "
+                         f"the likeliest draft would launch as:\n  {drafts[0]['launch']}")
+        elif not all_members:
             lines.append(f"launch with the best draft:\n  {drafts[0]['launch']}")
     if result["near_misses"]:
         lines.append("near misses (one check fails):")

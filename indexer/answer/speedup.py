@@ -144,7 +144,7 @@ def words(s: dict) -> str:
         return f"{s['hardware']}: {s['why']}"
     slower = " SLOWER than no draft" if s["slower"] else ""
     return (f"≈{s['estimate']:.1f}× ({s['low']:.1f}–{s['high']:.1f}×){slower} on {s['hardware']}, "
-            f"{s['target_quant']} target, {s['draft_tokens']} draft tokens")
+            f"{s['target_quant']} target, {s['draft_tokens']} draft token{'' if s['draft_tokens'] == 1 else 's'}")
 
 
 RUNS = ("works", "degraded", "useless")  # outcomes where the engine drafts and the output is right

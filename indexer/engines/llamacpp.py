@@ -165,11 +165,13 @@ def _is_gguf_repo(name: str) -> bool:
     return ":" in name or "gguf" in repo.lower()
 
 
-def launch(target: str, draft: str, spec_type: str = "draft-simple") -> str:
+def launch(target: str, draft: str, spec_type: str = "draft-simple", draft_tokens: int | None = None) -> str:
     """One runnable llama-server command: -m / -md for GGUF files, -hf / -hfd for GGUF repos (common/arg.cpp:3035,
     3060, 3975, 4241), always with --spec-type (common/arg.cpp:4249, common/speculative.cpp:33-45): draft-simple for
     a draft model, the head's own type for a GGUF head; HF sides are converted first (convert_hf_to_gguf.py DIR
-    --outfile)."""
+    --outfile). ``draft_tokens``: the speed model's draft length, as --draft-max (common/arg.cpp "--draft-max"), with
+    an HF draft converted at Q8_0 (convert_hf_to_gguf.py --outtype q8_0), the draft precision the estimate assumes:
+    an F16 draft costs twice the bytes a step."""
     steps, args = [], []
     for flag_file, flag_hub, name in (("-m", "-hf", target), ("-md", "-hfd", draft)):
         if _is_gguf_path(name):
@@ -178,9 +180,11 @@ def launch(target: str, draft: str, spec_type: str = "draft-simple") -> str:
             args.append(f"{flag_hub} {name}")
         else:
             stem = _stem(name)
-            steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf")
+            outtype = " --outtype q8_0" if draft_tokens and name == draft else ""
+            steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf{outtype}")
             args.append(f"{flag_file} {stem}.gguf")
-    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}"])
+    flags = f" --draft-max {draft_tokens}" if draft_tokens else ""
+    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}{flags}"])
 
 
 # ---------------------------------------------------------------- GGUF speculator heads and embedded MTP

@@ -70,8 +70,9 @@ def gguf_rule(t: Side, d: Side) -> Verdict:
     return Verdict(v.outcome, ["LM Studio's GGUF engine is llama.cpp", *v.reasons])
 
 
-def launch(target: str, draft: str) -> str:
-    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding)."""
+def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
+    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding); LM Studio
+    picks its own draft length, so ``draft_tokens`` is not passed."""
     return (f"python -c \"import lmstudio as lms; print(lms.llm('{target}').respond('...', "
             f"config={{'draftModel': '{draft}'}}))\"")
 

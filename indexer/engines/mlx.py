@@ -105,9 +105,10 @@ def rule(t: Side, d: Side) -> Verdict:
     return Verdict(WORKS, [f"tokenizer.vocab_size {ts} on both and the same mapping", *notes])
 
 
-def launch(target: str, draft: str) -> str:
-    """The mlx_lm.generate command with a draft model."""
-    return f'mlx_lm.generate --model {target} --draft-model {draft} --num-draft-tokens 3 --prompt "..."'
+def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
+    """The mlx_lm.generate command with a draft model (``draft_tokens``: --num-draft-tokens, mlx_lm/generate.py)."""
+    return (f"mlx_lm.generate --model {target} --draft-model {draft} --num-draft-tokens {draft_tokens or 3} "
+            '--prompt "..."')
 
 
 # No fix: MLX has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary (no resize helps).

@@ -74,10 +74,14 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> s
 
 
 def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
-    """The STANDALONE serve command (a draft model, not a head)."""
+    """The STANDALONE serve command (a draft model, not a head). ``draft_tokens``: a chain of that many drafted
+    tokens (--speculative-num-steps N, --speculative-eagle-topk 1, --speculative-num-draft-tokens N+1: a chain
+    verifies its N tokens and the bonus one, python/sglang/srt/server_args.py)."""
+    tree = ("--speculative-num-steps 4 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7" if not draft_tokens
+            else f"--speculative-num-steps {draft_tokens} --speculative-eagle-topk 1 "
+                 f"--speculative-num-draft-tokens {draft_tokens + 1}")
     return (f"python -m sglang.launch_server --model-path {target} --speculative-algorithm STANDALONE "
-            f"--speculative-draft-model-path {draft} --speculative-num-steps 4 --speculative-eagle-topk 2 "
-            "--speculative-num-draft-tokens 7")
+            f"--speculative-draft-model-path {draft} {tree}")
 
 
 # ---------------------------------------------------------------- speculator heads and built-in MTP

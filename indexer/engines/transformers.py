@@ -80,11 +80,15 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> s
     return UAG + tli + (f", or {resize_words(t_size)}" if shared else "")
 
 
-def launch(target: str, draft: str, *, universal: bool = False) -> str:
-    """The assisted-generation call (UAG on request)."""
+def launch(target: str, draft: str, *, universal: bool = False, draft_tokens: int | None = None) -> str:
+    """The assisted-generation call (UAG on request). ``draft_tokens``: a constant draft length
+    (GenerationConfig num_assistant_tokens and num_assistant_tokens_schedule="constant",
+    src/transformers/generation/configuration_utils.py; generate() takes generation-config fields as keywords)."""
     call = "model.generate(**inputs, assistant_model=assistant"
     if universal:
         call += ", tokenizer=tokenizer, assistant_tokenizer=assistant_tokenizer"
+    if draft_tokens:
+        call += f', num_assistant_tokens={draft_tokens}, num_assistant_tokens_schedule="constant"'
     return (f'model = AutoModelForCausalLM.from_pretrained("{target}"); '
             f'assistant = AutoModelForCausalLM.from_pretrained("{draft}"); {call})')
 

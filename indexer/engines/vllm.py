@@ -96,9 +96,9 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> s
     return use_tli
 
 
-def launch(target: str, draft: str, *, heterogeneous: bool = False) -> str:
+def launch(target: str, draft: str, *, heterogeneous: bool = False, draft_tokens: int | None = None) -> str:
     """The draft_model serve command (TLI on request)."""
-    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": 5}
+    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": draft_tokens or 5}
     if heterogeneous:
         cfg["use_heterogeneous_vocab"] = True
     return f"vllm serve {target} --speculative-config '{json.dumps(cfg)}'"
