@@ -173,8 +173,10 @@ def _run(command: str, values: dict) -> None:
              render(result, all_members=values["all_"], near_misses=values["near_misses"]))
         return
     from .answer.query import check, render_check, works_on
+    from .answer.speedup import Options, add_to_check
 
     result = check(values["target"], values["draft"], db=values["db"], max_file_bytes=values["max_file_bytes"])
+    add_to_check(result, values["target"], values["draft"], values["db"], Options())
     echo(json_text(result) if values["as_json"] else render_check(result))
     sys.exit(0 if works_on(result, values["engine"]) else 1)
 

@@ -45,6 +45,9 @@ OURS = {
     "indexer.vocab.canonical", "indexer.gguf.predict", "indexer.gguf.convert", "indexer.gguf.hf",
     "indexer.gguf.vocabpaths", "indexer.gguf.archs", "indexer.gguf.tfmap", "indexer.gguf.tfconfig",
     "indexer.gguf.written", "indexer.gguf.prehash",
+    # the expected speed-up (issue 28): plain data and arithmetic
+    "indexer.answer.speedup", "indexer.speed", "indexer.speed.facts", "indexer.speed.hardware",
+    "indexer.speed.model", "indexer.speed.quant",
 }
 # Everything else it may load beyond `python -c pass` (a name stands for its submodules too): the standard library
 # it uses (threading: the fingerprint code's lock around transformers loads; zlib: the token store). Not orjson:
