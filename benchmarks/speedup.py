@@ -49,9 +49,46 @@ def line(name, cases, idx, preds):
     return m, lev, df
 
 
+NAMES = {"apple": "hw.APPLE", "nvidia": "hw.NVIDIA", "amd": "hw.AMD", "cpu": "hw.CPU", "ggml": "GGML", "mlx": "MLX",
+         "serving": "SERVING", "eager": "EAGER", "float": "FLOAT", "q8": "Q8", "kquant": "KQUANT", "legacy": "LEGACY",
+         "iquant": "IQUANT", "affine": "AFFINE", "fp8": "FP8", "int4": "INT4", "sibling": "SIBLING", "family": "FAMILY",
+         "other": "OTHER"}
+
+
+def _literal(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_literal(v) for v in value) + ")"
+    if isinstance(value, str):
+        return NAMES.get(value, repr(value))
+    return repr(value)
+
+
+def write_calibration(fitted: dict) -> None:
+    """Replace the CALIBRATION literal of indexer/speed/model.py with ``fitted`` (one line per factor group)."""
+    path = Path(model.__file__)
+    text = path.read_text()
+    start = text.index("CALIBRATION = {")
+    end = text.index("\n}\n", start) + 3
+    lines = ["CALIBRATION = {"]
+    for key, value in fitted.items():
+        one = f"    {key!r}: {_literal(value)},".replace("'", '"')
+        if len(one) <= 120 or not isinstance(value, dict):
+            lines.append(one)
+        else:  # one entry a line
+            lines.append(f'    "{key}": {{')
+            lines += [f"        {_literal(k)}: {_literal(v)},".replace("'", '"') for k, v in value.items()]
+            lines.append("    },")
+    lines.append("}\n")
+    path.write_text(text[:start] + "\n".join(lines) + text[end:])
+    print(f"wrote {path}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="print a calibration on every row and stop")
+    ap.add_argument("--write", action="store_true", help="with --fit: write it into indexer/speed/model.py")
     ap.add_argument("--iterations", type=int, default=800)
     ap.add_argument("--measurements", type=Path, default=MEASUREMENTS)
     args = ap.parse_args()
@@ -60,7 +97,10 @@ def main() -> int:
         return 2
     cases = cal.load_cases(args.measurements, SHAPES, relation_of)
     if args.fit:
-        pprint.pprint(cal.calibrate(cases, model.PRIORS, args.iterations), width=118, sort_dicts=False)
+        fitted = cal.calibrate(cases, model.PRIORS, args.iterations)
+        pprint.pprint(fitted, width=118, sort_dicts=False)
+        if args.write:
+            write_calibration(fitted)
         return 0
     t0 = time.time()
     sweep = [i for i, c in enumerate(cases) if c.hardware == SWEEP_DEVICE]

@@ -81,6 +81,8 @@ def load_cases(path: Path, shapes: dict, relation_of) -> list[Case]:
             continue
         if not r.get("hardware") or not r.get("quant") or r.get("speedup") is None:
             continue
+        if "+" in str((r.get("raw") or {}).get("hardware") or ""):  # a draft on a second device: not modelled
+            continue
         cases.append(Case(r, shapes[r["target"]], shapes[r["draft"]], relation_of(r["target"], r["draft"])))
     return cases
 

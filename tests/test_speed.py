@@ -1,0 +1,334 @@
+"""The expected speed-up (issue 28): names, the cost model's physics, the fit against published measurements, and
+what check and query say with it (through the CLI, on the demo catalog and on a hub of real model shapes)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from crawlkit import crawl, set_meta
+
+from indexer.cli import cli
+from indexer.errors import BadInput
+from indexer.hubsim import HubServer
+from indexer.speed import calibrate, hardware, model, quant
+from indexer.speed.facts import shape_from_config
+
+MEASUREMENTS = Path(__file__).resolve().parents[2] / "shared" / "speedups" / "measurements.json"
+needs_measurements = pytest.mark.skipif(not MEASUREMENTS.exists(), reason="../shared/speedups is absent")
+
+
+def _benchmark_models():
+    """benchmarks/speedup_models.py, loaded by path (benchmarks/ on sys.path would shadow the gguf package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "speedup_models.py"
+    spec = importlib.util.spec_from_file_location("speedup_models", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["speedup_models"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_benchmark_models()
+
+TARGET, DRAFT = "lumen-ai/Lumen-7B-Instruct", "lumen-ai/Lumen-0.5B-Instruct"
+
+
+def cli_run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, list(args))
+    return res.exit_code, res.output
+
+
+# ---- names as people write them ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    ("M4 Max", "M4 Max"), ("m4 max", "M4 Max"), ("Apple M3 Pro", "M3 Pro"), ("RTX-4090", "RTX 4090"),
+    ("NVIDIA RTX 3090", "RTX 3090"), ("h100", "H100 SXM"), ("A100 80GB", "A100 80GB"), ("Ryzen 9 7950X (CPU)",
+                                                                                        "Ryzen 9 7950X"),
+    ("cpu", "cpu"), ("Radeon Pro W7900", "Radeon Pro W7900"), ("RX 9070 XT", "RX 9070 XT"), ("L40S", "L40S"),
+])
+def test_hardware_names(name, expected):
+    assert hardware.lookup(name).name == expected
+
+
+def test_every_issue_device_is_listed():
+    for name in ("M1", "M1 Pro", "M1 Max", "M1 Ultra", "M2 Pro", "M2 Max", "M2 Ultra", "M3 Pro", "M3 Max", "M3 Ultra",
+                 "M4 Pro", "M4 Max", "RTX 3060", "RTX 3090", "RTX 4090", "RTX 5090", "A100 80GB", "H100 SXM", "H200",
+                 "L40S", "Radeon Pro W7900", "RX 9070 XT", "Ryzen 9 7950X", "cpu"):
+        d = hardware.lookup(name)
+        assert d.bandwidth_gbps > 0 and d.tflops > 0 and d.source
+
+
+def test_unknown_hardware_names_the_closest():
+    with pytest.raises(BadInput, match=r"unknown hardware 'M4 Maxx'; closest: M4 Max"):
+        hardware.lookup("M4 Maxx")
+
+
+# Every name the shared measurements' README says --quant should take.
+QUANT_NAMES = """F32 F16 BF16 Q8_0 Q6_K Q5_K_M Q5_K_S Q5_0 Q4_K_M Q4_K_S Q4_K Q4_0 Q3_K_L Q3_K_M Q3_K_S Q2_K IQ4_XS
+IQ4_NL IQ3_M IQ2_XS Q4_K_L Q6_K_L UD-Q4_K_XL UD-Q3_K_XL 3bit 4bit 6bit 8bit mxfp4 bf16 fp16 fp8 int8 int4 awq gptq
+nvfp4 MOSTLY_Q4_K_M""".split()
+
+
+@pytest.mark.parametrize("name", QUANT_NAMES)
+def test_quant_names(name):
+    q = quant.lookup(name)
+    assert 1 < q.bpw <= 32
+
+
+def test_quant_bits_order():
+    bpw = [quant.lookup(n).bpw for n in ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K")]
+    assert bpw == sorted(bpw, reverse=True)
+
+
+def test_quant_from_config():
+    assert quant.from_config({"quantization": {"group_size": 64, "bits": 4}}).name == "4bit"
+    assert quant.from_config({"quantization_config": {"quant_method": "awq", "bits": 4}}).name == "int4"
+    assert quant.from_config({"quantization_config": {"quant_method": "fp8"}}).name == "fp8"
+    assert quant.from_config({"model_type": "llama"}) is None
+
+
+# ---- the physics --------------------------------------------------------------------------------------------------
+
+def qwen_7b():
+    return model.Shape(params=int(7.62e9), layers=28, hidden=3584, vocab=152064, tied=False, kv_per_token=2 * 28 * 512)
+
+
+def qwen_05b():
+    return model.Shape(params=int(494e6), layers=24, hidden=896, vocab=151936, tied=True, kv_per_token=2 * 24 * 128)
+
+
+def setup(device="M4 Max", runtime=model.GGML, tq="Q4_K_M", dq="Q8_0", **kw):
+    return model.Setup(hardware.lookup(device), runtime, quant.lookup(tq), quant.lookup(dq), **kw)
+
+
+def test_verify_costs_at_least_a_step_and_grows_with_tokens():
+    s, t = setup(), qwen_7b()
+    one = model.forward_seconds(t, s.target_quant, 1, s)
+    times = [model.forward_seconds(t, s.target_quant, n, s) for n in (1, 2, 5, 9)]
+    assert times == sorted(times) and times[0] == one
+
+
+def test_a_quantized_target_pays_less_than_a_float_one():
+    """The measured pattern: the same pair gains far more with an F16 target than with a Q4_K_M one."""
+    kw = dict(relation=model.SIBLING)
+    f16 = model.estimate(qwen_7b(), qwen_05b(), setup(tq="F16", task="code"), **kw).estimate
+    q4 = model.estimate(qwen_7b(), qwen_05b(), setup(tq="Q4_K_M", task="code"), **kw).estimate
+    assert f16 > 1.5 * q4
+
+
+def test_moe_verify_reads_the_union_of_experts():
+    moe = model.Shape(params=int(35e9), active=int(3e9), layers=40, experts=256, experts_per_token=8)
+    s = setup(device="RTX 3090", tq="UD-Q4_K_XL")
+    dense = model.Shape(params=int(3e9), layers=40)
+
+    def growth(shape):
+        return model.forward_seconds(shape, s.target_quant, 8, s) / model.forward_seconds(shape, s.target_quant, 1, s)
+
+    assert growth(moe) > 1.5 * growth(dense)
+
+
+def test_the_published_moe_slowdown_is_predicted():
+    """Qwen3.6-35B-A3B (UD-Q4_K_XL) with Qwen3.5-0.8B on an RTX 3090: 0.46x measured, at ~100% acceptance."""
+    from speedup_models import SHAPES
+
+    e = model.estimate(SHAPES["Qwen/Qwen3.6-35B-A3B"], SHAPES["Qwen/Qwen3.5-0.8B"],
+                       setup(device="RTX 3090", tq="UD-Q4_K_XL", task="reasoning", max_draft_tokens=16),
+                       relation=model.SIBLING)
+    assert e.estimate < 0.9
+
+
+def test_useless_vocabulary_is_slower():
+    e = model.estimate(qwen_7b(), qwen_05b(), setup(), relation=model.SIBLING, agreement=0.0)
+    assert e.estimate < 1.0 and e.low <= e.estimate <= e.high
+
+
+def test_leviathan_is_the_limit_without_costs():
+    """With no per-layer, per-round or verify arithmetic cost, the model is Leviathan's S(α, γ, c)."""
+    cal = {**model.CALIBRATION, "tau": {k: 0.0 for k in model.CALIBRATION["tau"]},
+           "overhead": {k: 0.0 for k in model.CALIBRATION["overhead"]},
+           "kappa": {k: 0.0 for k in model.CALIBRATION["kappa"]}}
+    t, d = model.Shape(params=int(7e9), layers=32), model.Shape(params=int(7e8), layers=32)
+    s = setup(tq="F16", dq="F16", draft_tokens=4)
+    got = model.best_speedup(t, d, 0.8, s, cal)[0]
+    c = 0.1  # the draft reads a tenth of the target's bytes
+    assert got == pytest.approx(model.tokens_per_round(0.8, 4) / (4 * c + 1), rel=1e-6)
+
+
+def test_no_size_means_no_figure():
+    from indexer.answer.speedup import Options, estimate
+
+    out = estimate("llama.cpp", {"shape": None}, {"shape": qwen_05b()}, Options("M4 Max"))
+    assert out == [{"hardware": "M4 Max", "estimate": None, "why": "speed-up unknown: no size for the target"}]
+
+
+def test_an_engine_that_does_not_run_on_the_device_says_so():
+    from indexer.answer.speedup import Options, estimate
+
+    out = estimate("vllm", {"shape": qwen_7b()}, {"shape": qwen_05b()}, Options("M4 Max"))
+    assert out[0]["estimate"] is None and "does not run on apple" in out[0]["why"]
+
+
+def test_shape_from_a_real_config():
+    cfg = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "num_hidden_layers": 28,
+           "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+           "tie_word_embeddings": False}
+    s = shape_from_config(cfg)
+    assert 7.0e9 < s.params < 8.0e9 and s.layers == 28 and s.kv_per_token == 2 * 28 * 4 * 128 and s.tied is False
+
+
+# ---- against the published measurements ---------------------------------------------------------------------------
+
+@needs_measurements
+def test_the_shipped_calibration_matches_the_measurements():
+    """On the shared measurements the model beats Leviathan and DraftFinder, on the big sweep and elsewhere."""
+    from speedup_models import SHAPES, relation_of
+
+    cases = calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of)
+    assert len(cases) > 300
+    preds = [calibrate.predict(c, model.CALIBRATION) for c in cases]
+    sweep = [i for i, c in enumerate(cases) if c.hardware == "M4 Max"]
+    other = [i for i, c in enumerate(cases) if c.hardware != "M4 Max"]
+    for idx in (sweep, other):
+        rows = [cases[i] for i in idx]
+        ours = calibrate.score(rows, [preds[i] for i in idx])
+        lev = calibrate.score(rows, [calibrate.leviathan(cases[i]) for i in idx])
+        df = calibrate.score(rows, [calibrate.draftfinder(cases[i]) for i in idx])
+        assert ours["median_ln_error"] < min(lev["median_ln_error"], df["median_ln_error"])
+        assert ours["class_right"] >= max(lev["class_right"], df["class_right"])
+    assert calibrate.score([cases[i] for i in sweep], [preds[i] for i in sweep])["median_ln_error"] <= 0.15
+
+
+@needs_measurements
+def test_a_calibration_improves_on_the_priors():
+    from speedup_models import SHAPES, relation_of
+
+    cases = calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of)[::6]  # a sample keeps it short
+    fitted = calibrate.calibrate(cases, model.PRIORS, iterations=120)
+
+    def err(cal):
+        return sum(math.log(calibrate.predict(c, cal) / c.speedup) ** 2 for c in cases)
+
+    assert err(fitted) < err(model.PRIORS)
+
+
+# ---- check and query through the CLI -----------------------------------------------------------------------------
+
+def test_check_gives_a_speedup_per_engine(demo_catalog):
+    code, out = cli_run("check", TARGET, DRAFT, "--db", str(demo_catalog), "--json", "--hardware", "M4 Max",
+                        "--task", "code")
+    assert code == 0
+    v = json.loads(out)["verdicts"]
+    s = v["llama.cpp"]["speedup"]
+    assert {"estimate", "low", "high", "draft_tokens", "acceptance", "hardware", "why"} <= set(s)
+    assert s["low"] <= s["estimate"] <= s["high"] and s["hardware"] == "M4 Max" and s["draft_tokens"] >= 1
+    assert v["sglang"]["speedup"]["estimate"] is None  # SGLang runs on GPUs, not on a Mac
+    assert v["ollama"]["speedup"] is None  # no separate draft model
+    code, text = cli_run("check", TARGET, DRAFT, "--db", str(demo_catalog), "--hardware", "M4 Max")
+    assert "speed-up: ≈" in text and "on M4 Max" in text
+
+
+def test_check_without_hardware_names_three_reference_devices(demo_catalog):
+    code, out = cli_run("check", TARGET, DRAFT, "--db", str(demo_catalog), "--json")
+    devices = {s["hardware"] for s in json.loads(out)["verdicts"]["transformers"]["speedups"]}
+    assert devices == {"H100 SXM", "RTX 4090", "M4 Max"}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--hardware", "M9 Ultra"], "error: unknown hardware 'M9 Ultra'; closest:"),
+    (["--quant", "Q4_KM_X"], "error: unknown quantization 'Q4_KM_X'; closest:"),
+    (["--draft-quant", "zzz"], "error: unknown quantization 'zzz'"),
+])
+def test_bad_speed_options_are_one_line(demo_catalog, args, words):
+    for command in (["check", TARGET, DRAFT], ["query", "--target", TARGET]):
+        code, out = cli_run(*command, "--db", str(demo_catalog), *args)
+        assert code == 2 and out.strip().startswith(words) and len(out.strip().splitlines()) == 1, out
+
+
+def test_query_ranks_by_the_estimate_and_leaves_out_the_target_itself(demo_catalog):
+    code, out = cli_run("query", "--target", TARGET, "--engine", "llama.cpp", "--db", str(demo_catalog), "--json",
+                        "--hardware", "M4 Max", "--task", "code")
+    drafts = json.loads(out)["drafts"]
+    ids = [d["repo_id"] for d in drafts]
+    itself = {"lumen-ai/Lumen-7B", "lumen-ai/Lumen-7B-Instruct-GGUF", "lumen-ai/Lumen-70B-Instruct"}
+    assert ids and not itself & set(ids)
+    faster = [d["speedup"]["estimate"] for d in drafts if not d["speedup"]["slower"]]
+    assert faster == sorted(faster, reverse=True)
+    best = drafts[0]
+    assert not best["speedup"]["slower"] or all(d["speedup"]["slower"] for d in drafts)
+    assert f"--draft-max {best['speedup']['draft_tokens']}" in best["launch"]
+
+
+def test_query_all_marks_what_is_not_a_draft(demo_catalog):
+    code, out = cli_run("query", "--target", TARGET, "--engine", "llama.cpp", "--db", str(demo_catalog), "--json",
+                        "--all")
+    marked = {d["repo_id"]: d["not_a_draft"] for d in json.loads(out)["drafts"]}
+    assert marked["lumen-ai/Lumen-7B"] and marked["lumen-ai/Lumen-7B-Instruct-GGUF"]
+    assert marked["lumen-ai/Lumen-0.5B-Instruct"] is None
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", '"num_speculative_tokens": {n}'), ("mlx", "--num-draft-tokens {n}"),
+                                          ("sglang", "--speculative-num-steps {n}")])
+def test_launch_carries_the_draft_token_count(demo_catalog, engine, flag):
+    code, out = cli_run("query", "--target", TARGET, "--engine", engine, "--db", str(demo_catalog), "--json")
+    best = json.loads(out)["drafts"][0]
+    assert flag.format(n=best["speedup"]["draft_tokens"]) in best["launch"]
+
+
+# A hub of real shapes: Qwen2.5's config.json facts and the Hub's safetensors counts, one tiny tokenizer.
+QWEN = {
+    "Qwen/Qwen2.5-7B-Instruct": (3584, 28, 28, 4, 18944, 152064, False, 7615616512),
+    "Qwen/Qwen2.5-0.5B-Instruct": (896, 24, 14, 2, 4864, 151936, True, 494032768),
+    "Qwen/Qwen2.5-1.5B-Instruct": (1536, 28, 12, 2, 8960, 151936, True, 1543714304),
+}
+
+
+@pytest.fixture(scope="module")
+def qwen_catalog(tmp_path_factory):
+    """The three Qwen2.5 repos with their real config.json sizes and the Hub's parameter counts; their tokenizer is
+    the demo's (one llama.cpp's converter knows), so every engine judges them."""
+    from indexer.demo import build_demo_hub
+
+    demo = tmp_path_factory.mktemp("demo-hub")
+    build_demo_hub(demo)
+    root = tmp_path_factory.mktemp("qwen-hub")
+    for repo, (hidden, layers, heads, kv, inter, vocab, tied, params) in QWEN.items():
+        shutil.copytree(demo / DRAFT, root / repo)
+        config = json.loads((root / repo / "config.json").read_text())
+        config.update({"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads,
+                       "num_key_value_heads": kv, "intermediate_size": inter, "tie_word_embeddings": tied,
+                       "max_position_embeddings": 32768, "vocab_size": vocab})
+        (root / repo / "config.json").write_text(json.dumps(config))
+        set_meta(root, repo, params=params, downloads=1000)
+    db = str(tmp_path_factory.mktemp("qwen-db") / "catalog.db")
+    with HubServer(str(root)) as hub:
+        crawl(db, hub)
+    assert cli_run("compute", "--db", db, "--quiet")[0] == 0
+    return db
+
+
+@needs_measurements
+def test_the_cli_answers_published_rows_as_the_library_does(qwen_catalog):
+    """Through `indexer check` on crawled repos: the same estimate as the calibration cases give, and the class the
+    measurement has (faster, same, slower) for the draftbench rows of these pairs."""
+    from speedup_models import SHAPES, relation_of
+
+    cases = [c for c in calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of)
+             if c.row["target"] in QWEN and c.row["draft"] in QWEN and c.hardware == "M4 Max"][::12]
+    assert len(cases) >= 8
+    right = 0
+    for c in cases:
+        r = c.row
+        code, out = cli_run("check", r["target"], r["draft"], "--db", qwen_catalog, "--json", "--engine", "llama.cpp",
+                            "--hardware", r["hardware"], "--quant", r["quant"], "--draft-quant", r["draft_quant"],
+                            "--task", r["task"])
+        got = json.loads(out)["verdicts"]["llama.cpp"]["speedup"]["estimate"]
+        assert got == pytest.approx(calibrate.predict(c, model.CALIBRATION), rel=0.06), r["id"]
+        right += calibrate.speed_class(got) == calibrate.speed_class(c.speedup)
+    assert right / len(cases) >= 0.75
