@@ -56,11 +56,12 @@ RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id"
              "class_id", "win", "lin", "kind")  # the last three: _ranked's computed sort columns
 DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
               "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate, e.arch, "
-              "r.base_models "
+              "r.base_models, e.gguf "
               "FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
               "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id IN ")
 DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
-               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch", "base_models")
+               "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch", "base_models",
+               "gguf")
 POOL = 30  # drafts ranked by size and lineage that the speed model then orders (a page is at most this many)
 COPY_RATIO = 0.5  # a draft at least half the target's size is "of its size": never a ranked suggestion
 
@@ -347,13 +348,14 @@ class Query:
             return None
         from ..catalog.reader import json_value
         from ..speed.facts import quant_from_facts, shape_from_facts
-        from .speedup import Options, agreement_share, estimate
+        from .speedup import Options, agreement_share, estimate, gguf_quant
 
         opts = self.speed or Options()
         bases = json_value(r.get("base_models")) or []
         speed = (json_value(r.get("arch")) or {}).get("speed")
         draft = {"shape": shape_from_facts(speed, r.get("params"), r.get("params_active"), r["repo_id"]),
-                 "quant": quant_from_facts(speed), "family": r.get("family"), "author": r.get("author"),
+                 "quant": quant_from_facts(speed, gguf_quant(r.get("gguf"))), "family": r.get("family"),
+                 "author": r.get("author"),
                  "bases": bases, "repo_id": r["repo_id"]}
         if self.lineage_id is not None and r.get("lineage_id") == self.lineage_id:
             draft["bases"] = [*bases, self.t["repo_id"]]  # a shared lineage root: siblings

@@ -186,7 +186,14 @@ def render_overview(result: dict) -> str:
         else:
             lines.append(f"  heads: {view['note']}")
         if view["drafts"]:
-            lines.append(f"  draft: {view['drafts'][0]['repo_id']}\n    $ {view['drafts'][0]['launch']}")
+            best = view["drafts"][0]
+            speed = best.get("speedup") or {}
+            said = ""
+            if speed.get("estimate") is not None:
+                from .speedup import words
+
+                said = f" ({words(speed)})"
+            lines.append(f"  draft: {best['repo_id']}{said}\n    $ {best['launch']}")
         else:
             lines.append(f"  draft: none{' (' + view['drafts_error'] + ')' if view.get('drafts_error') else ''}")
         if view["ngram"] is not None:

@@ -57,14 +57,23 @@ def catalog_facts(cat, repo_id: str) -> dict:
     from ..catalog.reader import json_value
 
     row = cat.one("SELECT r.params, r.params_estimate, r.params_active_estimate, r.family, r.author, r.base_models, "
-                  "r.repo_id, e.arch FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+                  "r.repo_id, e.arch, e.gguf FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
                   "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.repo_id = :r", {"r": repo_id})
     if row is None:
         return {}
-    params, estimate, active, family, author, bases, rid, arch = row
+    params, estimate, active, family, author, bases, rid, arch, gguf = row
     speed = (json_value(arch) or {}).get("speed") if arch else None
-    return {"shape": shape_from_facts(speed, params or estimate, active, rid), "quant": quant_from_facts(speed),
+    return {"shape": shape_from_facts(speed, params or estimate, active, rid),
+            "quant": quant_from_facts(speed, gguf_quant(gguf)),
             "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
+
+
+def gguf_quant(gguf) -> str | None:
+    """The file type of the GGUF file a GGUF repo's header was read from (what llama-server -hf REPO:QUANT runs)."""
+    from ..catalog.reader import json_value
+
+    facts = json_value(gguf) if gguf else None
+    return facts.get("quant") if isinstance(facts, dict) and facts.get("source") == "read" else None
 
 
 def arch_facts(result: dict, role: str, name: str) -> dict:

@@ -147,34 +147,42 @@ class Estimate(Record, frozen=True):
     why: str
 
 
-def _read_params(s: Shape, n_tokens: int) -> tuple[float, float]:
-    """Parameters read by a pass over n tokens, and parameters each token's arithmetic touches."""
-    active = s.active or s.params
-    embedding = (s.vocab or 0) * (s.hidden or 0)
-    untied_input = embedding if (s.tied is False and embedding < s.params / 2) else 0
-    if s.experts and s.experts_per_token and s.active and s.experts > s.experts_per_token and s.params > active:
-        k, e = s.experts_per_token, s.experts
-        per_expert = (s.params - active) / (e - k)
-        dense = active - k * per_expert
-        union = e * (1 - (1 - k / e) ** n_tokens)
-        read = dense + per_expert * union
-    else:
-        read = active
-    return max(read - untied_input, read * 0.3), max(active - untied_input, active * 0.3)
+class _Pass:
+    """One model's forward-pass cost on a setup, its constants worked out once: a pass over n tokens is then a few
+    multiplications (a query estimates dozens of drafts at up to 16 draft lengths each)."""
+
+    __slots__ = ("fixed", "dense", "per_expert", "experts", "keep", "untied", "seconds_per_param", "slope")
+
+    def __init__(self, s: Shape, q: Quant, setup: Setup, cal: dict):
+        d = setup.device
+        active = s.active or s.params
+        embedding = (s.vocab or 0) * (s.hidden or 0)
+        # the input embedding table is not read (one row is), unless tied: then it is the output head
+        self.untied = embedding if (s.tied is False and embedding < s.params / 2) else 0
+        self.dense, self.per_expert, self.experts, self.keep = active, 0.0, 0, 1.0
+        if s.experts and s.experts_per_token and s.active and s.experts > s.experts_per_token and s.params > active:
+            k, e = s.experts_per_token, s.experts
+            self.per_expert = (s.params - active) / (e - k)
+            self.dense, self.experts, self.keep = active - k * self.per_expert, e, 1 - k / e
+        bandwidth = cal["eta"][d.kind] * d.bandwidth_gbps * 1e9
+        self.seconds_per_param = q.bpw / 8 / bandwidth
+        kv = (s.kv_per_token or 0) * setup.context * 2  # the f16 cache at the stated context
+        tau = cal["tau"].get((setup.runtime, d.kind), 50.0) * 1e-6
+        layers = s.layers or max(8, round(4 * math.log2(max(s.params, 1e8) / 1e8)) + 12)
+        self.fixed = layers * tau + kv / bandwidth
+        kappa = cal["kappa"][q.family] * cal["kappa_scale"][d.kind]
+        self.slope = kappa * 2 * max(active - self.untied, active * 0.3) / (d.tflops * 1e12)
+
+    def seconds(self, n_tokens: int) -> float:
+        """A pass over ``n_tokens``: its experts are the union of the tokens' routes (random routing)."""
+        read = self.dense + (self.per_expert * self.experts * (1 - self.keep ** n_tokens) if self.experts else 0.0)
+        read = max(read - self.untied, read * 0.3)
+        return self.fixed + read * self.seconds_per_param + (n_tokens - 1) * self.slope
 
 
 def forward_seconds(s: Shape, q: Quant, n_tokens: int, setup: Setup, cal: dict = CALIBRATION) -> float:
     """Time of one forward pass over ``n_tokens`` tokens (module docstring)."""
-    d = setup.device
-    read, compute_params = _read_params(s, n_tokens)
-    kv = (s.kv_per_token or 0) * setup.context * 2  # f16 cache
-    bytes_read = read * q.bpw / 8 + kv
-    eta = cal["eta"][d.kind]
-    tau = cal["tau"].get((setup.runtime, d.kind), 50.0) * 1e-6
-    kappa = cal["kappa"][q.family] * cal["kappa_scale"][d.kind]
-    layers = s.layers or max(8, round(4 * math.log2(max(s.params, 1e8) / 1e8)) + 12)
-    return (layers * tau + bytes_read / (eta * d.bandwidth_gbps * 1e9)
-            + (n_tokens - 1) * kappa * 2 * compute_params / (d.tflops * 1e12))
+    return _Pass(s, q, setup, cal).seconds(n_tokens)
 
 
 def tokens_per_round(alpha: float, gamma: int) -> float:
@@ -192,13 +200,18 @@ def speedup_at(alpha: float, gamma: int, t_target: float, t_draft: float, t_veri
 def best_speedup(target: Shape, draft: Shape, alpha: float, setup: Setup,
                  cal: dict = CALIBRATION) -> tuple[float, int, float]:
     """The best speed-up over draft-token counts 1..cap (or the user's count): (speed-up, γ, target step seconds)."""
-    t1 = forward_seconds(target, setup.target_quant, 1, setup, cal)
-    td = forward_seconds(draft, setup.draft_quant, 1, setup, cal)
+    passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
+    return _best(alpha, setup, passes, cal)
+
+
+def _best(alpha: float, setup: Setup, passes: tuple, cal: dict) -> tuple[float, int, float]:
+    pt, pd = passes
+    t1, td = pt.seconds(1), pd.seconds(1)
     overhead = cal["overhead"].get((setup.runtime, setup.device.kind), 2.0) * 1e-3
-    gammas = [setup.draft_tokens] if setup.draft_tokens else range(1, setup.max_draft_tokens + 1)
+    gammas = (setup.draft_tokens,) if setup.draft_tokens else range(1, setup.max_draft_tokens + 1)
     best = (0.0, 1)
     for g in gammas:
-        s = speedup_at(alpha, g, t1, td, forward_seconds(target, setup.target_quant, g + 1, setup, cal), overhead)
+        s = speedup_at(alpha, g, t1, td, pt.seconds(g + 1), overhead)
         if s > best[0]:
             best = (s, g)
     return best[0], best[1], t1
@@ -239,16 +252,16 @@ def estimate(target: Shape, draft: Shape, setup: Setup, *, relation: str, agreem
     """The expected speed-up of ``draft`` for ``target`` on ``setup`` with its range and reasons."""
     alpha, a_low, a_high = acceptance(draft.params, relation, setup.task, setup.target_quant, setup.draft_quant,
                                       agreement, cal)
-    s, gamma, t1 = best_speedup(target, draft, alpha, setup, cal)
+    passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
+    s, gamma, t1 = _best(alpha, setup, passes, cal)
     fixed = replace(setup, draft_tokens=gamma)
     spread = math.exp(cal["cost_spread"])
-    low = best_speedup(target, draft, a_low, fixed, cal)[0] / spread
-    high = best_speedup(target, draft, a_high, fixed, cal)[0] * spread
-    t_draft = forward_seconds(draft, setup.draft_quant, 1, setup, cal)
-    t_verify = forward_seconds(target, setup.target_quant, gamma + 1, setup, cal)
+    low = _best(a_low, fixed, passes, cal)[0] / spread
+    high = _best(a_high, fixed, passes, cal)[0] * spread
+    t_draft, t_verify = passes[1].seconds(1), passes[0].seconds(gamma + 1)
     why = (f"α {alpha:.2f} ({relation} draft, {setup.task}); target step {t1 * 1e3:.1f} ms ({1 / t1:.0f} tok/s), "
            f"draft step {t_draft * 1e3:.1f} ms, verify of {gamma + 1} tokens {t_verify * 1e3:.1f} ms on "
-           f"{setup.device.name}")
+           f"{setup.device.name}; one stream (batch 1)")
     return Estimate(round(s, 2), round(min(low, s), 2), round(max(high, s), 2), gamma, round(alpha, 3),
                     round(1 / t1, 1), why)
 
