@@ -63,7 +63,7 @@ DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "voca
                "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch", "base_models",
                "gguf")
 POOL = 30  # drafts ranked by size and lineage that the speed model then orders (a page is at most this many)
-COPY_RATIO = 0.5  # a draft at least half the target's size is "of its size": never a ranked suggestion
+COPY_RATIO = 0.75  # a draft of at least 3/4 of the target's size is "of its size": never a ranked suggestion
 
 
 class Query:
@@ -287,8 +287,9 @@ class Query:
         rows, later = [], []
         pool = max(limit, POOL)
         for ids in (self.class_ids, self.degraded_ids):  # degraded drafts come after every working one
-            # at most half the target's size: a repo of its size (the target's base, a quant) is no draft
-            for where in ("AND rc.params * 2 <= :tp AND NOT rc.disabled", "AND rc.params IS NULL AND NOT rc.disabled"):
+            # under 3/4 of the target's size (COPY_RATIO): a repo of its size (its base, a quant) is no draft
+            for where in ("AND rc.params * 4 < :tp * 3 AND NOT rc.disabled",
+                          "AND rc.params IS NULL AND NOT rc.disabled"):
                 if len(rows) < pool:
                     got, demoted = self._take(ids, where, pool - len(rows))
                     rows += got
@@ -365,7 +366,7 @@ class Query:
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
         params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
-        size = "AND (rc.params * 2 <= :tp OR rc.params IS NULL) " if self.t["params"] is not None else ""
+        size = "AND (rc.params * 4 < :tp * 3 OR rc.params IS NULL) " if self.t["params"] is not None else ""
         classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
         probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {classes} "
                  f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")
