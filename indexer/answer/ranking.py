@@ -360,7 +360,7 @@ class Query:
                  "bases": bases, "repo_id": r["repo_id"]}
         if self.lineage_id is not None and r.get("lineage_id") == self.lineage_id:
             draft["bases"] = [*bases, self.t["repo_id"]]  # a shared lineage root: siblings
-        figures = estimate(self.engine, self._speed_facts(), draft, opts, agreement_share(e))
+        figures = estimate(self.engine, self._speed_facts(), draft, opts, agreement_share(e), first_only=True)
         return figures[0] if figures else None
 
     def has_candidates(self) -> bool:

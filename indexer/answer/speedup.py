@@ -7,6 +7,8 @@ shape from config.json or the Hub's parameter count, its declared quantization, 
 
 from __future__ import annotations
 
+import re
+
 from ..engines import ENGINES
 from ..speed import hardware as hw
 from ..speed import model, quant
@@ -68,12 +70,18 @@ def catalog_facts(cat, repo_id: str) -> dict:
             "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
 
 
-def gguf_quant(gguf) -> str | None:
-    """The file type of the GGUF file a GGUF repo's header was read from (what llama-server -hf REPO:QUANT runs)."""
-    from ..catalog.reader import json_value
+_QUANT = re.compile(r'"quant": "([^"]+)"')
 
-    facts = json_value(gguf) if gguf else None
-    return facts.get("quant") if isinstance(facts, dict) and facts.get("source") == "read" else None
+
+def gguf_quant(gguf) -> str | None:
+    """The file type of the GGUF file a GGUF repo's header was read from (what llama-server -hf REPO:QUANT runs).
+    Stored as JSON text (SQLite): read by a pattern, not parsed (the facts hold a whole token summary)."""
+    if isinstance(gguf, dict):
+        return gguf.get("quant") if gguf.get("source") == "read" else None
+    if not gguf or '"source": "read"' not in gguf:
+        return None
+    m = _QUANT.search(gguf)
+    return m.group(1) if m else None
 
 
 def arch_facts(result: dict, role: str, name: str) -> dict:
@@ -119,14 +127,17 @@ def _quant_for(declared: quant.Quant | None, override: quant.Quant | None, defau
     return quant.lookup(default)
 
 
-def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.0) -> list[dict]:
-    """One estimate per device for a pair that runs on ``engine`` (its ``speedup`` JSON objects)."""
+def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.0, *,
+             first_only: bool = False) -> list[dict]:
+    """One estimate per device for a pair that runs on ``engine`` (its ``speedup`` JSON objects); ``first_only``:
+    the first device's (a query ranks on it)."""
     profile = ENGINES[engine].speed
     if profile is None:
         return []
     ts, ds = t.get("shape"), d.get("shape")
     out = []
-    for device in opts.devices_for(engine):
+    devices = opts.devices_for(engine)
+    for device in devices[:1] if first_only else devices:
         if device.kind not in profile.devices:
             out.append({"hardware": device.name, "estimate": None,
                         "why": f"{ENGINES[engine].display} does not run on {device.kind} devices"})

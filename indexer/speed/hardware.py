@@ -86,11 +86,14 @@ _BY_KEY = {}
 for _d in DEVICES:
     for _n in (_d.name, *_d.aliases):
         _BY_KEY[_key(_n)] = _d
+        _BY_KEY[_n] = _d
         _BY_KEY[_key(_n).replace("apple ", "").replace("nvidia ", "")] = _d
 
 
 def lookup(name: str) -> Hardware:
-    """The device a person means ("m4 max", "RTX-4090", "Apple M3 Pro"); unknown: a UsageError naming the closest."""
+    """The device a person means ("m4 max", "RTX-4090", "Apple M3 Pro"); unknown: a BadInput naming the closest."""
+    if name in _BY_KEY:
+        return _BY_KEY[name]
     key = _key(name)
     for k in (key, key.replace("apple ", "").replace("nvidia ", "").replace("geforce ", "").replace("amd ", "")):
         if k in _BY_KEY:

@@ -68,8 +68,19 @@ def _norm(name: str) -> str:
     return s
 
 
+_SEEN: dict[str, Quant] = {}  # names already looked up (a query looks up its engine's defaults per draft)
+
+
 def lookup(name: str) -> Quant:
     """The quantization a person names ("q4_k_m", "Q4_K", "MLX 4bit", "UD-Q4_K_XL", "fp8"); else a BadInput."""
+    if name in _SEEN:
+        return _SEEN[name]
+    q = _lookup(name)
+    _SEEN[name] = q
+    return q
+
+
+def _lookup(name: str) -> Quant:
     s = _norm(name).replace("MLX", "").strip("_") or _norm(name)
     s = _ALIASES.get(s, s)
     q = _BY_NAME.get(s.upper())
