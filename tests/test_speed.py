@@ -332,3 +332,23 @@ def test_the_cli_answers_published_rows_as_the_library_does(qwen_catalog):
         assert got == pytest.approx(calibrate.predict(c, model.CALIBRATION), rel=0.06), r["id"]
         right += calibrate.speed_class(got) == calibrate.speed_class(c.speedup)
     assert right / len(cases) >= 0.75
+
+
+# ---- suggestions that looked wrong (issue 30 part 3) ------------------------------------------------------------
+
+def test_a_useless_vocabulary_is_no_near_miss(demo_catalog):
+    """Corvid-1B is a different family at 0% agreement: no fix makes it work on SGLang, so it is not a near miss."""
+    code, out = cli_run("query", "--target", TARGET, "--db", str(demo_catalog), "--near-misses", "--json")
+    misses = {m["repo_id"]: m for m in json.loads(out)["near_misses"]}
+    assert "corvid-labs/Corvid-1B" not in misses
+    assert all(m["fix"] for m in misses.values())
+
+
+def test_agreement_near_one_hundred_percent_is_worded_without_contradiction(demo_catalog):
+    code, out = cli_run("query", "--target", TARGET, "--db", str(demo_catalog))
+    assert "100.0% agree" not in out and "all but 2 of 558 tokens agree" in out
+
+
+def test_the_ollama_refusal_is_said_once(demo_catalog):
+    code, out = cli_run("query", "--target", TARGET, "--db", str(demo_catalog), "--engine", "ollama")
+    assert out.count("Ollama takes no separate draft models") == 1, out

@@ -436,6 +436,8 @@ class Query:
                           f"same size {self.size}, but the get_vocab() mappings disagree")
                 fix = fix_for(self.engine, registry.USELESS, same_mapping=False, same_base=same_base,
                               sizes=(self.size, self.size), tli_info=self._tli(r))
+                if fix is None:  # a vocabulary no fix makes agree is no near miss: one fix must make it work
+                    continue
                 out.append(self._miss(r, registry.USELESS, "mapping", reason, fix))
             # refused: the same mapping at another size (the engine raises at launch).
             sizes = dict(self.cat.all(

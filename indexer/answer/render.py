@@ -70,7 +70,10 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     if t.get("note"):
         lines.append(f"note: {t['note']}")
     n = t["class_members"]
-    lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({n} repo{'' if n == 1 else 's'})")
+    if result.get("refused"):  # the class is the refusal: said once, on the line below
+        lines.append(f"engine: {ENGINE_NAMES[engine]}")
+    else:
+        lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({n} repo{'' if n == 1 else 's'})")
     drafts = result["drafts"]
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
@@ -95,7 +98,11 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
                 mark = "DEGRADED: " if d["outcome"] == registry.DEGRADED else ""
                 figure = a["text_agreement"] if a["text_agreement"] is not None else a["ids_agreement"]
                 n = a["differing_ids"]
-                why = f"{mark}{figure:.1%} agree, {n} token{'' if n == 1 else 's'} differ; {why}"
+                if n and figure >= 0.9995:  # "100.0% agree, 2 differ" reads as a contradiction
+                    agree = f"all but {n} of {a['ids_target']} tokens agree"
+                else:
+                    agree = f"{figure:.1%} agree, {n} token{'' if n == 1 else 's'} differ"
+                why = f"{mark}{agree}; {why}"
             if d["outcome"] == registry.WRONG_OUTPUT:  # an architecture row: it starts, the output can be wrong
                 why = f"WRONG OUTPUT POSSIBLE: {why}"
             elif d.get("demoted"):
