@@ -30,6 +30,7 @@ from .dburl import (
     readonly_url,
     resolve_url,
     safe_url,
+    sqlite_file,
     sqlite_path,
     writable,
 )
@@ -41,7 +42,7 @@ __all__ = [
     "as_catalog_error", "explain", "is_db_error", "is_write_conflict",
     "DEFAULT_BUSY_TIMEOUT", "DEFAULT_DB", "DEFAULT_DEMO_DB", "DRIVER_MODULES", "POSTGRES_FIX", "SCHEME_ALIASES",
     "SUPPORTED", "busy_timeout", "check_driver", "check_sqlite_file", "db_arg", "missing_driver", "missing_hint",
-    "read_only_uri", "readonly_url", "resolve_url", "safe_url", "sqlite_path", "writable",
+    "read_only_uri", "readonly_url", "resolve_url", "safe_url", "sqlite_file", "sqlite_path", "writable",
     "alembic_config", "current_revision", "migration_lock", "upgrade", "upgrade_lock",
 ]
 

@@ -9,6 +9,7 @@ read read-only. Every failure to open is one :class:`~indexer.errors.CatalogErro
 from __future__ import annotations
 
 import json
+import os
 
 from ..errors import CatalogError
 
@@ -35,16 +36,16 @@ class Reader:
             missing_hint,
             read_only_uri,
             resolve_url,
-            sqlite_path,
+            sqlite_file,
         )
 
         table, missing_fix, unmigrated = NEEDS[needs]
         url = resolve_url(db)  # CatalogError: an unknown scheme or a missing driver
         self.sa, self.db = None, db
-        path = sqlite_path(url)
+        path = sqlite_file(url)  # a str: no pathlib on the query path
         try:
             if url.startswith("sqlite:///"):
-                if path is not None and not path.exists():
+                if path is not None and not os.path.exists(path):
                     raise CatalogError(f"catalog {path} does not exist; "
                                        + missing_fix.format(arg=path) + missing_hint(path))
                 import sqlite3
