@@ -35,6 +35,7 @@ from .dburl import (
     writable,
 )
 from .migrate import alembic_config, current_revision, migration_lock, upgrade, upgrade_lock
+from .reader import NOT_GATED
 
 __all__ = [
     "CatalogError", "NOT_GATED", "insert_or_skip", "open_catalog", "session_factory",
@@ -46,9 +47,6 @@ __all__ = [
     "alembic_config", "current_revision", "migration_lock", "upgrade", "upgrade_lock",
 ]
 
-# repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute's SQL and
-# the query's ranking both read these.
-NOT_GATED = ("", "false", "False", "0", "no")
 
 
 def open_catalog(db: str | None = None, *, create: bool = False):
