@@ -1,24 +1,28 @@
-"""Query-path benchmark: ``indexer query`` and ``indexer check`` against a bare ``python -c pass``, same run.
+"""Query-path benchmark: ``indexer query`` and ``indexer check`` against a bare ``python -c pass``, as users install.
 
-Issue 24 asks that a query costs at most 3x Python's own start-up and a check of two catalog repos at most 4x.
-Each command runs as a fresh process of the tree's console-script entry (``[project.scripts] indexer`` of its
-pyproject.toml), alternating with ``python -c pass`` from the same venv and environment, so a noisy neighbour
-slows both alike. The script prints, per command:
+Issue 24 asks that a query costs at most 3x Python's own start-up and a check of two catalog repos at most 4x;
+issue 31 that this is measured as a user installs the package. So the script builds a fresh venv with
+``pip install .`` of the tree (no editable install: its import hook runs at every Python start and slows the
+baseline as much as the command), cached per content of the tree under ``~/.cache/indexer-bench-venvs/<hash>``
+(``$INDEXER_BENCH_VENVS``), and runs the venv's own ``indexer`` console script, alternating with that venv's
+``python -c pass`` in the same environment, so a noisy neighbour slows both alike. It prints which kind of install
+it measured, then, per command:
 
 * the median wall time, and its ratio to the median of ``python -c pass`` (the target; ``query --method all``,
   which answers for every engine, is reported without one);
-* how many of our modules and how many modules in all the process loads, and whether SQLAlchemy is among them;
-* with ``--base REV``: the median of that commit's tree too, and whether both trees print the same answer
-  (stdout, stderr and exit status; they must).
+* how many of our modules and how many modules in all the process loads, and whether click and SQLAlchemy are
+  among them;
+* with ``--base REV``: the median of that commit's tree too (its own venv), and whether both trees print the
+  same answer (stdout, stderr and exit status; they must);
+* with ``--importtime``: where the time above a bare Python goes (``python -X importtime``, the median of the
+  runs per module, self time summed by group: our modules, the engines, click, sqlite3, json, the rest).
 
-Bytecode: an installed package has its modules compiled, so the children run with a bytecode cache in a
-temporary directory (``PYTHONPYCACHEPREFIX``; ``PYTHONDONTWRITEBYTECODE`` is dropped), warmed by one run of
-each command. ``--no-bytecode`` keeps the environment as it is (every run compiles what it imports).
+``--venv DIR`` measures an existing venv instead (e.g. the development one, to compare an editable install).
 
-The catalog is ``indexer demo --no-serve``'s, built once by this tree, unless ``--db`` names one (e.g. the
+The catalog is ``indexer demo --no-serve``'s, built by the venv, unless ``--db`` names one (e.g. the
 1,000,000-repo catalog of benchmarks/scale.py, with ``--target``/``--draft`` naming two of its repos).
 
-    python benchmarks/query_path.py [--base f696405] [--runs 15]
+    python benchmarks/query_path.py [--base f696405] [--runs 15] [--importtime]
     python benchmarks/query_path.py --db /tmp/scale/scale.db --target Qwen/Qwen2.5-7B-Instruct \\
         --draft meta-llama/Llama-3.1-8B
 """
@@ -26,7 +30,9 @@ The catalog is ``indexer demo --no-serve``'s, built once by this tree, unless ``
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,16 +41,15 @@ import tempfile
 import time
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 ROOT = Path(__file__).resolve().parents[1]
 TARGET, DRAFT = "lumen-ai/Lumen-7B-Instruct", "lumen-ai/Lumen-0.5B-Instruct"
 LIMITS = {"query": 3.0, "check": 4.0}  # issue 24: x python -c pass
 # Reported without a target: one answer per engine (seven rankings of the target's class) and every head list.
 UNTARGETED = {"query --method all"}
+# What `pip install .` builds the package from (pyproject.toml's readme is README.md).
+PACKAGED = ("indexer", "pyproject.toml", "README.md")
+VENVS = Path(os.environ.get("INDEXER_BENCH_VENVS") or Path.home() / ".cache" / "indexer-bench-venvs")
+KEEP_VENVS = 6  # the newest venvs kept in the cache (each holds every dependency)
 
 # Runs the console-script entry in-process, then reports what it loaded on stderr (one line, after the command's
 # own output). ENTRY is "module:function", as in [project.scripts].
@@ -59,52 +64,175 @@ except SystemExit as e:
 else:
     code = 0
 ours = [m for m in sys.modules if m == "indexer" or m.startswith("indexer.")]
-sys.stderr.write("LOADED %d %d %d %s\\n" % (len(ours), len(sys.modules), "sqlalchemy" in sys.modules, code))
+sys.stderr.write("LOADED %d %d %d %d %s\\n" % (len(ours), len(sys.modules), "click" in sys.modules,
+                                              "sqlalchemy" in sys.modules, code))
+"""
+# What kind of install a venv's `indexer` is: pip's direct_url.json (PEP 610) says "editable" for `pip install -e`.
+KIND = """
+import importlib.metadata, json, indexer
+url = importlib.metadata.distribution("indexer").read_text("direct_url.json")
+editable = bool(url) and json.loads(url).get("dir_info", {}).get("editable", False)
+print(("editable install (pip install -e)" if editable else "pip install . (not editable)") + " of " + indexer.__file__)
 """
 
 
+def packaged_files(tree: Path) -> list[Path]:
+    """The files of ``tree`` that ``pip install .`` packages (caches and build leftovers excluded)."""
+    files = []
+    for name in PACKAGED:
+        top = tree / name
+        for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
+            if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith((".pyc", ".egg-info")):
+                files.append(path)
+    return files
+
+
+def tree_hash(tree: Path) -> str:
+    """A hash of the packaged files' names and contents: the venv cache's key."""
+    h = hashlib.sha256()
+    for path in packaged_files(tree):
+        h.update(str(path.relative_to(tree)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def user_venv(tree: Path, tmp: Path) -> tuple[Path, str]:
+    """A venv with ``pip install .`` of ``tree`` (a copy of its packaged files), cached by :func:`tree_hash`.
+
+    Built where it stays (a venv's scripts name its interpreter by path); ``.built`` marks it complete."""
+    venv = VENVS / tree_hash(tree)
+    if (venv / ".built").exists():
+        os.utime(venv)
+        return venv, "cached"
+    src = tmp / f"src-{venv.name}"
+    for path in packaged_files(tree):
+        (src / path.relative_to(tree)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, src / path.relative_to(tree))
+    shutil.rmtree(venv, ignore_errors=True)
+    VENVS.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(src)], capture_output=True, text=True)
+    if pip.returncode:
+        shutil.rmtree(venv, ignore_errors=True)
+        sys.exit(f"pip install . failed: {pip.stderr.strip()[-500:]}")
+    (venv / ".built").touch()
+    for old in sorted((p for p in VENVS.iterdir() if (p / ".built").exists()),
+                      key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_VENVS:]:
+        shutil.rmtree(old, ignore_errors=True)
+    return venv, "built now"
+
+
 def export(rev: str, into: Path) -> Path:
-    """The base tree: ``git archive REV`` unpacked (the package and its pyproject.toml)."""
+    """The base tree: ``git archive REV`` of the packaged files, unpacked."""
     archive = into / "base.tar"
     with open(archive, "wb") as out:
-        subprocess.run(["git", "-C", str(ROOT), "archive", rev, "indexer", "pyproject.toml"], stdout=out, check=True)
+        subprocess.run(["git", "-C", str(ROOT), "archive", rev, *PACKAGED], stdout=out, check=True)
     with tarfile.open(archive) as tar:
         safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.10.12+ / 3.11.4+
         tar.extractall(into / "base", **safe)
     return into / "base"
 
 
-def entry(tree: Path) -> str:
-    """The tree's console script, ``module:function``."""
-    return tomllib.loads((tree / "pyproject.toml").read_text())["project"]["scripts"]["indexer"]
-
-
-def env_for(tree: Path, cache: Path | None) -> dict:
-    """The children's environment: the tree first on the path; a bytecode cache unless ``cache`` is None."""
-    env = dict(os.environ, PYTHONPATH=str(tree), INDEXER_ENTRY=entry(tree))
-    if cache is not None:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(cache)
+def env_for(venv: Path) -> dict:
+    """The children's environment: nothing that changes where Python finds modules or their bytecode (the venv's
+    own, compiled by pip); INDEXER_ENTRY is the venv's console script, ``module:function``, for PROBE."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE", "PYTHONHOME", "VIRTUAL_ENV")}
+    ask = "import importlib.metadata as m; print(m.distribution('indexer').entry_points['indexer'].value)"
+    env["INDEXER_ENTRY"] = subprocess.run([str(venv / "bin" / "python"), "-c", ask], env=env, capture_output=True,
+                                          text=True, check=True).stdout.strip()
     return env
 
 
-def run(env: dict, args: list[str], cwd: Path) -> tuple[float, str, str]:
-    """One fresh process of the CLI: (seconds, its answer with its exit status, what it loaded)."""
+def run(venv: Path, env: dict, args: list[str], cwd: Path) -> tuple[float, str]:
+    """One fresh process of the venv's console script: (seconds, its answer with its exit status)."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run([str(venv / "bin" / "indexer"), *args], env=env, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    lines = proc.stderr.splitlines(True)
-    loaded = [line for line in lines if line.startswith("LOADED ")]
-    answer = proc.stdout + "".join(line for line in lines if not line.startswith("LOADED "))
-    status = loaded[-1].split()[-1] if loaded else "?"
-    return seconds, f"{answer}[exit {status}]", loaded[-1] if loaded else "LOADED ? ? ? ?"
+    return seconds, f"{proc.stdout}{proc.stderr}[exit {proc.returncode}]"
 
 
-def bare(env: dict, cwd: Path) -> float:
-    """One ``python -c pass`` in the same environment."""
+def probe(venv: Path, env: dict, args: list[str], cwd: Path) -> str:
+    """What the command loads (the PROBE line), run once in the venv, untimed."""
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", PROBE, *args], env=env, cwd=cwd, capture_output=True,
+                          text=True)
+    loaded = [line for line in proc.stderr.splitlines() if line.startswith("LOADED ")]
+    return loaded[-1] if loaded else "LOADED ? ? ? ? ?"
+
+
+def bare(venv: Path, env: dict, cwd: Path) -> float:
+    """One ``python -c pass`` of the venv, in the same environment."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], env=env, cwd=cwd, check=True)
+    subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], env=env, cwd=cwd, check=True)
     return time.perf_counter() - start
+
+
+def import_times(cmd: list[str], env: dict, cwd: Path) -> list[tuple[str, int, int]]:
+    """``-X importtime``'s rows of one run: (module, self us, indentation level), in its order (children first)."""
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    rows = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, _cumulative, name = line.split(":", 1)[1].split("|")
+        rows.append((name.strip(), int(self_us), (len(name) - len(name.lstrip())) // 2))
+    return rows
+
+
+# Groups of the breakdown: a module counts in the group of its nearest importer named here (itself included),
+# so what sqlite3 pulls in (datetime, ...) is sqlite3's share; our modules are ours unless they are engines.
+# re (with enum, functools, collections) is the console script's own first import (pip's wrapper: re.sub on argv[0]).
+GROUPS = ("re", "click", "sqlite3", "_sqlite3", "json", "_json", "pathlib", "hashlib", "dataclasses", "inspect",
+          "orjson")
+
+
+def group_of(chain: list[str]) -> str:
+    """The group of the last module of ``chain`` (its importers first)."""
+    for name in reversed(chain):
+        top = name.split(".")[0]
+        if top in GROUPS:
+            return top.lstrip("_")
+    name = chain[-1]
+    if name.startswith("indexer.engines"):
+        return "ours: engines"
+    if name == "indexer" or name.startswith("indexer."):
+        return "ours: the rest"
+    return "other"
+
+
+def breakdown(venv: Path, env: dict, args: list[str], cwd: Path, runs: int) -> list[str]:
+    """Where the time above ``python -c pass`` goes, by group, medians of ``runs`` runs of ``-X importtime``."""
+    python = str(venv / "bin" / "python")
+    base = {name for name, _, _ in import_times([python, "-X", "importtime", "-c", "pass"], env, cwd)}
+    per_module: dict[str, list[int]] = {}
+    groups: dict[str, str] = {}
+    for _ in range(runs):
+        stack: list[tuple[str, int]] = []
+        rows = import_times([python, "-X", "importtime", str(venv / "bin" / "indexer"), *args], env, cwd)
+        # importtime prints a module after the modules it imported: walk it backwards to know each one's importers.
+        for name, self_us, level in reversed(rows):
+            while stack and stack[-1][1] >= level:
+                stack.pop()
+            stack.append((name, level))
+            if name in base:
+                continue
+            per_module.setdefault(name, []).append(self_us)
+            groups[name] = group_of([n for n, _ in stack])
+    totals: dict[str, float] = {}
+    others: dict[str, float] = {}
+    for name, times in per_module.items():
+        med = statistics.median(times + [0] * (runs - len(times)))
+        totals[groups[name]] = totals.get(groups[name], 0) + med
+        if groups[name] == "other":
+            others[name.split(".")[0]] = others.get(name.split(".")[0], 0) + med
+    total = sum(totals.values())
+    lines = [f"import time above python -c pass (median self time of {runs} runs of -X importtime): "
+             f"{total / 1000:.1f} ms in {len(per_module)} modules"]
+    for name, us in sorted(totals.items(), key=lambda kv: -kv[1]):
+        count = sum(1 for m in per_module if groups[m] == name)
+        lines.append(f"    {name:<16} {us / 1000:6.1f} ms  {count:3d} modules")
+    top = ", ".join(f"{n} {us / 1000:.1f}" for n, us in sorted(others.items(), key=lambda kv: -kv[1])[:8])
+    lines.append(f"    (other, by package, ms: {top})")
+    return lines
 
 
 def main() -> int:
@@ -114,16 +242,28 @@ def main() -> int:
     ap.add_argument("--db", help="An existing computed catalog (default: build the demo catalog).")
     ap.add_argument("--target", default=TARGET, help=f"The query's target and check's TARGET (default {TARGET}).")
     ap.add_argument("--draft", default=DRAFT, help=f"check's DRAFT (default {DRAFT}).")
-    ap.add_argument("--no-bytecode", action="store_true", help="No bytecode cache: every run compiles.")
+    ap.add_argument("--venv", help="Measure this existing venv instead of a fresh `pip install .` of the tree.")
+    ap.add_argument("--importtime", action="store_true",
+                    help="Also print where the time above python -c pass goes (-X importtime, by group).")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="indexer-query-path-") as tmp:
         tmp = Path(tmp)
-        cache = None if args.no_bytecode else tmp / "pycache"
+        if args.venv:
+            venvs = {"this": (Path(args.venv).absolute(), "given")}
+        else:
+            venvs = {"this": user_venv(ROOT, tmp)}
+        if args.base:
+            venvs["base"] = user_venv(export(args.base, tmp), tmp)
+        envs = {t: env_for(venv) for t, (venv, _) in venvs.items()}
+        for t, (venv, how) in venvs.items():
+            kind = subprocess.run([str(venv / "bin" / "python"), "-c", KIND], env=envs[t], cwd=tmp,
+                                  capture_output=True, text=True)
+            print(f"{t}: venv {venv} ({how}): {kind.stdout.strip() or kind.stderr.strip()[-200:]}")
+        this_venv = venvs["this"][0]
         db = args.db
         if db is None:
-            demo = subprocess.run([sys.executable, "-c", "from indexer.cli import cli; cli()", "demo", "--no-serve"],
-                                  cwd=tmp, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
-                                  text=True)
+            demo = subprocess.run([str(this_venv / "bin" / "indexer"), "demo", "--no-serve"], cwd=tmp,
+                                  env=envs["this"], capture_output=True, text=True)
             if demo.returncode != 0:
                 print(f"the demo catalog could not be built: {demo.stderr.strip()[-300:]}", file=sys.stderr)
                 return 1
@@ -135,23 +275,21 @@ def main() -> int:
             "check": ["check", args.target, args.draft, "--db", db],
             "check --json": ["check", args.target, args.draft, "--json", "--db", db],
         }
-        trees = {"this": env_for(ROOT, cache)}
-        if args.base:
-            trees["base"] = env_for(export(args.base, tmp), cache)
-        for env in trees.values():  # warm the bytecode cache (and the OS's file cache)
+        for t, (venv, _) in venvs.items():  # warm the OS's file cache: two runs of each
             for cmd in commands.values():
-                run(env, cmd, tmp)
-        print(f"entry: this tree {trees['this']['INDEXER_ENTRY']}"
-              + (f", base {trees['base']['INDEXER_ENTRY']}" if args.base else "")
-              + f"; bytecode {'not cached' if cache is None else 'cached'}; {args.runs} runs each; catalog {db}")
+                for _ in range(2):
+                    run(venv, envs[t], cmd, tmp)
+        print(f"console script: this tree {envs['this']['INDEXER_ENTRY']}"
+              + (f", base {envs['base']['INDEXER_ENTRY']}" if args.base else "")
+              + f"; {args.runs} alternating runs each, medians; catalog {db}")
         ok, same_everywhere = True, True
         for name, cmd in commands.items():
-            times: dict[str, list[float]] = {t: [] for t in (*trees, "pass")}
-            answers, loaded = {}, {}
+            times: dict[str, list[float]] = {t: [] for t in (*venvs, "pass")}
+            answers = {}
             for _ in range(args.runs):  # alternate, so a noisy neighbour slows all alike
-                times["pass"].append(bare(trees["this"], tmp))
-                for t, env in trees.items():
-                    seconds, answers[t], loaded[t] = run(env, cmd, tmp)
+                times["pass"].append(bare(this_venv, envs["this"], tmp))
+                for t, (venv, _) in venvs.items():
+                    seconds, answers[t] = run(venv, envs[t], cmd, tmp)
                     times[t].append(seconds)
             med = {t: statistics.median(v) for t, v in times.items()}
             ratio = med["this"] / med["pass"]
@@ -168,11 +306,15 @@ def main() -> int:
                 same_everywhere &= same
                 line += (f"  base {med['base'] * 1000:6.1f} ms ({med['base'] / med['pass']:4.2f}x)  "
                          f"{'same answer' if same else 'ANSWERS DIFFER'}")
-            print(line)
-            for t in trees:
-                ours, total, sa = loaded[t].split()[1:4]
-                print(f"{'':<20} {t:<4} loads {ours} of our modules, {total} in all, SQLAlchemy "
-                      f"{'yes' if sa == '1' else 'no'}; {answers[t].rsplit('[', 1)[-1].rstrip(']')}")
+            print(line, flush=True)
+            for t, (venv, _) in venvs.items():
+                ours, total, click, sa, code = probe(venv, envs[t], cmd, tmp).split()[1:6]
+                print(f"{'':<20} {t:<4} loads {ours} of our modules, {total} in all, click "
+                      f"{'yes' if click == '1' else 'no'}, SQLAlchemy {'yes' if sa == '1' else 'no'}; exit {code}")
+            if args.importtime and name not in UNTARGETED:
+                for t, (venv, _) in venvs.items():
+                    for text in breakdown(venv, envs[t], cmd, tmp, args.runs):
+                        print(f"{'':<20} {t:<4} {text}")
         ok &= same_everywhere
         print(("TARGETS MET" if ok else "TARGETS MISSED")
               + (f"; answers {'identical' if same_everywhere else 'DIFFER'} between the trees" if args.base else ""))

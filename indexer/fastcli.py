@@ -155,7 +155,7 @@ def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:
 
             values[name] = limit(value, name="--limit")
         elif name == "db":
-            from .catalog.db import preflight
+            from .catalog.connect import preflight  # catalog.db's, without its migrations module
 
             meta["db"] = value
             meta["db"] = preflight(value, write=False, connect=command != "check")
@@ -196,7 +196,7 @@ def answer(command: str, values: dict, order: list[str]) -> bool:
     except IndexerError:
         return False
     except Exception as e:
-        from .catalog.db import as_catalog_error
+        from .catalog.dberrors import as_catalog_error
 
         if isinstance(as_catalog_error(e, meta.get("db")), IndexerError):
             return False

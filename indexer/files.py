@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from .errors import InputError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 _UNSET = object()
 _orjson = _UNSET
@@ -50,6 +53,8 @@ WANTED_FILES = (CONFIG_FILE, *TOKENIZER_FILES)
 
 def check_dir(path: str | os.PathLike) -> Path:
     """The path as a directory, or an InputError naming what is wrong with it."""
+    from pathlib import Path
+
     p = Path(path)
     if not p.exists():
         raise InputError("error", f"{p}: no such directory")

@@ -123,6 +123,16 @@ def test_reference_text_is_shipped_with_its_provenance():
     assert any("def " in p for p in parts) and any("\u4e00" <= ch <= "\u9fff" for ch in parts[2])
 
 
+def test_the_reference_text_s_hash_is_the_text_s():
+    """reference_sha256() is a constant (no text read on the query path): it must name the shipped text."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for part in agr.reference_parts():
+        h.update(part.encode("utf-8") + b"\0")
+    assert agr.reference_sha256() == agr.REFERENCE_SHA256 == h.hexdigest()
+
+
 # ---------------------------------------------------------------- the corpus oracle
 
 

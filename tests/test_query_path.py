@@ -1,7 +1,9 @@
 """The console script's fast path (indexer/fastcli.py, issue 24): light, and indistinguishable from the click CLI.
 
 * What ``indexer query`` and ``indexer check`` load beyond a bare ``python -c pass`` is listed here, module by
-  module: a module the query path does not use fails the test (click, the Hub client, SQLAlchemy, ...).
+  module: a module the query path does not use fails the test (click, the Hub client, SQLAlchemy, ...). It is
+  measured as in a venv made with ``pip install .`` (issue 31): the development venv's editable install loads
+  its import hook, with pathlib and re, at every start, which would hide them.
 * Every answer and every error (stdout, stderr, exit status) is byte for byte what the click CLI prints.
 * fastcli's table of options is cli.py's: a changed default, spelling or choice fails here; a new option in
   cli.py is only slower (fastcli hands argv with an option it does not know to click).
@@ -12,6 +14,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
 import click
 import pytest
@@ -29,11 +33,11 @@ OURS = {
     "indexer.engines", "indexer.engines.base", "indexer.engines.headrules", "indexer.engines.sglang",
     "indexer.engines.vllm", "indexer.engines.transformers", "indexer.engines.llamacpp", "indexer.engines.mlx",
     "indexer.engines.lmstudio", "indexer.gguf", "indexer.vocab", "indexer.vocab.agreement",
-    "indexer.catalog", "indexer.catalog.db", "indexer.catalog.connect", "indexer.catalog.dberrors",
-    "indexer.catalog.dburl", "indexer.catalog.migrate", "indexer.catalog.reader",
+    "indexer.catalog", "indexer.catalog.connect", "indexer.catalog.dberrors", "indexer.catalog.dburl",
+    "indexer.catalog.reader",
     "indexer.answer", "indexer.answer.validate", "indexer.answer.query", "indexer.answer.ranking",
     "indexer.answer.target", "indexer.answer.render", "indexer.answer.lookup", "indexer.vocab.params",
-    "indexer.vocab.textconfig", "indexer.resources", "indexer.record",
+    "indexer.vocab.textconfig", "indexer.record",
     # the architecture rows beside the vocabulary (issue 23): Ollama, the rule tables, the config facts they read
     "indexer.engines.ollama", "indexer.engines.archrules", "indexer.vocab.archconfig", "indexer.answer.archrank",
     "indexer.answer.summary",
@@ -49,17 +53,23 @@ OURS = {
     "indexer.answer.speedup", "indexer.speed", "indexer.speed.facts", "indexer.speed.hardware",
     "indexer.speed.model", "indexer.speed.quant",
 }
-# Everything else it may load beyond `python -c pass` (a name stands for its submodules too): the standard library
-# it uses (threading: the fingerprint code's lock around transformers loads; zlib: the token store). Not orjson:
-# its import loads dataclasses, inspect, uuid and platform (16 ms), so vocab/canonical.py imports it on first use.
+# Everything else it may load beyond `python -c pass` and the console script's `import re` (a name stands for its
+# submodules too): the standard library it uses (threading: the fingerprint code's lock around transformers loads;
+# zlib: the token store; fnmatch: the tokenizer file patterns). Not orjson: its import loads dataclasses, inspect,
+# uuid and platform (16 ms), so vocab/canonical.py imports it on first use. Not pathlib (with urllib.parse,
+# ipaddress, fnmatch) nor hashlib (OpenSSL): each costs about half of a bare Python's start in a `pip install .`
+# venv (issue 31).
 OTHERS = tuple("""
-json _json sqlite3 _sqlite3 datetime _datetime hashlib _hashlib _blake2 math zlib contextvars _contextvars
-collections.abc weakref _weakrefset threading
+__future__ json _json sqlite3 _sqlite3 datetime _datetime math contextlib contextvars _contextvars collections.abc
+zlib weakref _weakrefset threading fnmatch
 """.split())
+# What `query` does not load either, unlike `check`.
+QUERY_FORBIDDEN = ("fnmatch", "threading", "zlib")
 # Never on the query path: what issue 24 found there, and what a query must not need.
 FORBIDDEN = ("click", "httpx", "httpx2", "huggingface_hub", "sqlalchemy", "importlib.metadata", "importlib.resources",
              "tqdm", "transformers", "tokenizers", "alembic", "gguf", "numpy", "requests", "indexer.cli",
-             "indexer.cli_support", "indexer.hub")
+             "indexer.cli_support", "indexer.hub", "pathlib", "hashlib", "urllib", "ipaddress",
+             "indexer.catalog.db", "indexer.catalog.migrate", "indexer.resources")
 
 
 def allowed(module: str) -> bool:
@@ -79,8 +89,11 @@ def run(code: str, *args: str, env: dict | None = None) -> tuple[str, str, int]:
     return proc.stdout, proc.stderr, proc.returncode
 
 
+# As the console script runs in a venv of `pip install .`: `python -S` (no site, so no editable-install hook) with
+# the checkout and site-packages on the path; os (site's) and re, sys (the console script's own imports) loaded
+# before the count starts.
 PROBE = (
-    "import sys\n"
+    "import os, re, sys\n"
     "before = set(sys.modules)\n"
     "sys.argv = ['indexer', *sys.argv[1:]]\n"
     "from indexer.fastcli import main\n"
@@ -101,13 +114,19 @@ PROBE = (
 ])
 def test_the_fast_path_loads_only_what_it_uses(demo, args):
     """A repo the catalog lacks is not on this path: cli.py asks the Hub for it (answer/live.py)."""
-    out, err, code = run(PROBE, *args, "--db", demo)
+    root = str(Path(__file__).resolve().parents[1])
+    site = os.pathsep.join(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))
+    proc = subprocess.run([sys.executable, "-S", "-c", PROBE, *args, "--db", demo], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": root + os.pathsep + site})
+    err, code = proc.stderr, proc.returncode
     assert "Traceback" not in err and code in (0, 1, 3), err
     loaded = err.rsplit("LOADED ", 1)[1].split()
     assert "indexer.fastcli" in loaded and "indexer.answer.query" in loaded
     assert not [m for m in loaded if m.split(".")[0] in FORBIDDEN or m in FORBIDDEN], loaded
     assert [m for m in loaded if not allowed(m)] == []
     assert not {"dataclasses", "inspect", "orjson"} & set(loaded)  # indexer/record.py's value classes instead
+    if args[0] == "query":
+        assert not {m.split(".")[0] for m in loaded} & set(QUERY_FORBIDDEN), loaded
 
 
 CASES = [

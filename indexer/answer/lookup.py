@@ -11,14 +11,18 @@ equality over an index (``repos.repo_id``, and the expression indexes ``lower(re
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 
 from ..errors import InputError, RepoNotFound
 from ..record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -61,12 +65,14 @@ def looks_like_dir(arg: str) -> bool:
     """A CLI argument names a local directory (else it is a catalog repo id); never inside repo_ids_only()."""
     if not _LOCAL_DIRS.get():
         return False
-    return arg.startswith((".", "/", "~")) or Path(arg).is_dir()
+    return arg.startswith((".", "/", "~")) or os.path.isdir(arg)
 
 
 def local_gguf_arg(arg: str) -> Path | None:
     """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
     files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
+    from pathlib import Path
+
     from ..gguf.file import local_gguf
     from ..vocab.fingerprint import has_tokenizer
 

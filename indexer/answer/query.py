@@ -156,8 +156,6 @@ class _CheckCatalog:
 
 
 def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict:
-    from pathlib import Path
-
     from ..engines.rules import check_pair
     from .headquery import explain_head
     from .lookup import looks_like_dir
@@ -179,6 +177,8 @@ def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict
                 reader = None if is_local(arg) else catalog.get()
                 sides.append(resolve_side(arg, db=db, max_file_bytes=max_file_bytes, reader=reader))
             except IndexerError as e:  # InputError, RepoNotFound, CatalogError: same type, the side named
+                from pathlib import Path  # here: a check that answers loads no pathlib
+
                 if e.message.startswith(f"{role} "):
                     msg = e.message
                 elif e.message.startswith(f"{Path(arg)}: "):  # the message already names the directory

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 
 from .. import engines as registry
-from ..catalog.db import NOT_GATED
-from ..catalog.reader import Reader, in_list
+from ..catalog.reader import NOT_GATED, Reader, in_list
 from ..engines.archrules import SEVERITY
 from ..errors import QueryError
 from .archrank import ArchJudge

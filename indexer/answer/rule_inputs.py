@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..catalog.reader import Reader, json_value
-from ..catalog.tokenstore import TokenStore, default_root
+from ..catalog.tokenstore import TokenStore, default_dir
 from ..engines import Side
 from ..errors import CatalogError, InputError
 from ..vocab.archconfig import ArchFacts
@@ -83,7 +83,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
         row = cat.one(f"SELECT {', '.join(ENGINE_FACT_COLS)} FROM engine_facts WHERE file_set_id = :f "
                       "AND config_blob = :c", {"f": repo["file_set_id"], "c": repo["config_blob"] or ""})
         ef = dict(zip(ENGINE_FACT_COLS, row, strict=True)) if row else None
-    store = TokenStore(default_root(cat.db))
+    store = TokenStore(default_dir(cat.db))
     vocab = None
     if with_vocab and facts is not None:
         try:

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..catalog.reader import Reader
 from ..engines import Side
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from ..vocab.fingerprint import fingerprint_dir
 from ..vocab.modelconfig import read_config
 from .lookup import local_gguf_arg, looks_like_dir
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
@@ -73,6 +75,8 @@ def local_facts(directory: str, *, reference: bool = False,
                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[dict, bool]:
     """``indexer fingerprint``: a local model directory's tokenizer and config facts, or (True) what llama.cpp
     reads from a GGUF file's key/value section (indexer/gguf/file.py). Errors name the directory once."""
+    from pathlib import Path
+
     from ..vocab.fingerprint import transformers_version
 
     gguf_path = local_gguf_arg(directory)

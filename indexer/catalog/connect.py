@@ -5,9 +5,11 @@ catalog before a command starts. Importable from ``indexer.catalog.db``.
 
 from __future__ import annotations
 
+import os
+
 from ..errors import CatalogError
 from .dberrors import as_catalog_error
-from .dburl import busy_timeout, check_sqlite_file, read_only_uri, resolve_url, sqlite_path, writable
+from .dburl import busy_timeout, check_sqlite_file, read_only_uri, resolve_url, sqlite_file, sqlite_path, writable
 
 
 def _sqlite_pragmas(dbapi_conn, _record):
@@ -105,8 +107,8 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
     Returns the resolved URL; raises CatalogError with the fix.
     """
     url = resolve_url(db)
-    path = sqlite_path(url)
-    if path is not None and path.exists():
+    path = sqlite_file(url)  # a str: no pathlib on the query path
+    if path is not None and os.path.exists(path):
         check_sqlite_file(path)
     if not write:
         if connect and path is None and not url.startswith("sqlite"):
@@ -122,7 +124,7 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
         if not writable(path):
             raise CatalogError(f"catalog {path} is read-only (the file or its directory is not writable); this "
                                "command writes it: fix the permissions or copy the catalog somewhere writable")
-        if not path.exists():
+        if not os.path.exists(path):
             return url
     engine = make_engine(url)
     try:

@@ -30,10 +30,12 @@ from .dburl import (
     readonly_url,
     resolve_url,
     safe_url,
+    sqlite_file,
     sqlite_path,
     writable,
 )
 from .migrate import alembic_config, current_revision, migration_lock, upgrade, upgrade_lock
+from .reader import NOT_GATED
 
 __all__ = [
     "CatalogError", "NOT_GATED", "insert_or_skip", "open_catalog", "session_factory",
@@ -41,13 +43,10 @@ __all__ = [
     "as_catalog_error", "explain", "is_db_error", "is_write_conflict",
     "DEFAULT_BUSY_TIMEOUT", "DEFAULT_DB", "DEFAULT_DEMO_DB", "DRIVER_MODULES", "POSTGRES_FIX", "SCHEME_ALIASES",
     "SUPPORTED", "busy_timeout", "check_driver", "check_sqlite_file", "db_arg", "missing_driver", "missing_hint",
-    "read_only_uri", "readonly_url", "resolve_url", "safe_url", "sqlite_path", "writable",
+    "read_only_uri", "readonly_url", "resolve_url", "safe_url", "sqlite_file", "sqlite_path", "writable",
     "alembic_config", "current_revision", "migration_lock", "upgrade", "upgrade_lock",
 ]
 
-# repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute's SQL and
-# the query's ranking both read these.
-NOT_GATED = ("", "false", "False", "0", "no")
 
 
 def open_catalog(db: str | None = None, *, create: bool = False):

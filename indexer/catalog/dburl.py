@@ -3,15 +3,19 @@
 Every command takes ``--db``: a file path or a SQLAlchemy URL (default ``data/catalog.db``,
 env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install 'indexer[postgres]'``).
 SQLAlchemy is imported only inside functions, so the light ``indexer query`` path (stdlib ``sqlite3``)
-resolves the same URLs. Everything here is importable from ``indexer.catalog.db``.
+resolves the same URLs, and a query reads its SQLite file's facts with ``os.path`` (:func:`sqlite_file`),
+without pathlib. Everything here is importable from ``indexer.catalog.db``.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..errors import CatalogError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 DEFAULT_DB = "data/catalog.db"
 DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)
@@ -36,7 +40,7 @@ def resolve_url(db: str | None = None) -> str:
     """
     db = db or os.environ.get("INDEXER_DB") or DEFAULT_DB
     if "://" not in db:
-        return f"sqlite:///{Path(db).expanduser().resolve()}"
+        return f"sqlite:///{os.path.realpath(os.path.expanduser(db))}"  # Path(db).expanduser().resolve()
     scheme, rest = db.split("://", 1)
     url = f"{SCHEME_ALIASES.get(scheme.lower(), scheme)}://{rest}"
     check_driver(url)
@@ -82,8 +86,9 @@ def safe_url(url: str) -> str:
         return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
 
 
-def sqlite_path(url: str) -> Path | None:
-    """The file behind a sqlite URL, or None for other databases / in-memory.
+def sqlite_file(url: str) -> str | None:
+    """The file behind a sqlite URL as ``str(sqlite_path(url))`` spells it, or None for other databases /
+    in-memory.
 
     ``sqlite:///file:PATH?mode=ro&uri=true`` (a read-only URI, as the site uses) names PATH.
     """
@@ -92,7 +97,19 @@ def sqlite_path(url: str) -> Path | None:
     path = url[len("sqlite:///") :]
     if path.startswith("file:"):
         path = path[len("file:") :].split("?", 1)[0]
-    return Path(path) if path and path != ":memory:" else None
+    if not path or path == ":memory:":
+        return None
+    # What PurePosixPath makes of it: no empty or "." names, two leading slashes kept, three or more one.
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    return root + "/".join(p for p in path.split("/") if p and p != ".") or "."
+
+
+def sqlite_path(url: str) -> Path | None:
+    """:func:`sqlite_file` as a Path."""
+    from pathlib import Path
+
+    path = sqlite_file(url)
+    return Path(path) if path is not None else None
 
 
 def db_arg(url: str) -> str:
@@ -101,10 +118,12 @@ def db_arg(url: str) -> str:
     return str(path) if path is not None else f"'{safe_url(url)}'"
 
 
-def missing_hint(path: Path) -> str:
+def missing_hint(path: str | Path) -> str:
     """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
+    from pathlib import Path
+
     demo = Path(DEFAULT_DEMO_DB)
-    if path == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
+    if Path(path) == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
         return f"; the demo catalog is {demo}: add --db {demo} (or set INDEXER_DB={demo})"
     return ""
 
@@ -120,7 +139,12 @@ def busy_timeout() -> float:
 # ---------------------------------------------------------------- SQLite files
 
 
-def _is_wal(path: Path) -> bool:
+def _parent(path: str | Path) -> str:
+    """``Path(path).parent``, as a string."""
+    return os.path.dirname(os.fspath(path)) or "."
+
+
+def _is_wal(path: str | Path) -> bool:
     """Header bytes 18-19 are 2 in WAL mode (https://www.sqlite.org/fileformat2.html#database_header)."""
     try:
         with open(path, "rb") as f:
@@ -129,20 +153,20 @@ def _is_wal(path: Path) -> bool:
         return False
 
 
-def writable(path: Path) -> bool:
+def writable(path: str | Path) -> bool:
     """A SQLite writer needs the file and its directory (journal, -wal, -shm files).
 
     ``os.access`` answers for the real user, and is False on a read-only mount even for root.
     """
-    if path.exists():
-        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
+    if os.path.exists(path):
+        return os.access(path, os.W_OK) and os.access(_parent(path), os.W_OK)
+    parent = _parent(path)
+    while not os.path.exists(parent):
+        parent = _parent(parent)
     return os.access(parent, os.W_OK)
 
 
-def read_only_uri(path: Path) -> str | None:
+def read_only_uri(path: str | Path) -> str | None:
     """A ``file:`` URI that reads a catalog we cannot write, or None when it is writable.
 
     ``mode=ro`` unless the file is in WAL mode and no ``-shm`` can be made beside it: then only
@@ -152,14 +176,14 @@ def read_only_uri(path: Path) -> str | None:
         return None
     from urllib.parse import quote
 
-    shm = path.with_name(path.name + "-shm")
-    needs_immutable = _is_wal(path) and not os.access(path.parent, os.W_OK) and not shm.exists()
+    shm = os.fspath(path) + "-shm"
+    needs_immutable = _is_wal(path) and not os.access(_parent(path), os.W_OK) and not os.path.exists(shm)
     return f"file:{quote(str(path))}?{'immutable=1' if needs_immutable else 'mode=ro'}"
 
 
-def check_sqlite_file(path: Path) -> None:
+def check_sqlite_file(path: str | Path) -> None:
     """CatalogError unless ``path`` is a SQLite file (header "SQLite format 3", or empty: a new catalog)."""
-    if path.is_dir():
+    if os.path.isdir(path):
         raise CatalogError(f"catalog {path} is a directory; point --db at a catalog file inside it")
     try:
         with open(path, "rb") as f:
@@ -172,4 +196,6 @@ def check_sqlite_file(path: Path) -> None:
 
 def readonly_url(path: str | Path) -> str:
     """A SQLAlchemy URL that opens a SQLite file read-only: no journal-mode switch, no -wal beside it."""
+    from pathlib import Path
+
     return f"sqlite:///file:{Path(path).resolve()}?mode=ro&uri=true"

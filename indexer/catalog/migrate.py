@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from pathlib import Path
 
 from ..errors import CatalogError
 from ..files import fsync_dir
 from .connect import preflight
 from .dberrors import as_catalog_error
 from .dburl import busy_timeout, sqlite_path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 
 def alembic_config(url: str):

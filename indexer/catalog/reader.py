@@ -9,8 +9,13 @@ read read-only. Every failure to open is one :class:`~indexer.errors.CatalogErro
 from __future__ import annotations
 
 import json
+import os
 
 from ..errors import CatalogError
+
+# repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute's SQL and
+# the query's ranking both read these (here, so that a query does not load catalog.db and its migrations).
+NOT_GATED = ("", "false", "False", "0", "no")
 
 # What the reader is opened for, and the words when the catalog cannot give it: "answers" needs the computed
 # classes (`indexer query`), "repos" only the crawled repos (`indexer check`).
@@ -28,23 +33,16 @@ class Reader:
     """Read-only rows of one catalog: ``all(sql, params)``, ``one(sql, params)``, ``dialect``, ``close()``."""
 
     def __init__(self, db: str | None = None, *, needs: str = "answers"):
-        from .db import (
-            as_catalog_error,
-            busy_timeout,
-            db_arg,
-            missing_hint,
-            read_only_uri,
-            resolve_url,
-            sqlite_path,
-        )
+        from .dberrors import as_catalog_error  # not catalog.db: a query loads no migration code
+        from .dburl import busy_timeout, db_arg, missing_hint, read_only_uri, resolve_url, sqlite_file
 
         table, missing_fix, unmigrated = NEEDS[needs]
         url = resolve_url(db)  # CatalogError: an unknown scheme or a missing driver
         self.sa, self.db = None, db
-        path = sqlite_path(url)
+        path = sqlite_file(url)  # a str: no pathlib on the query path
         try:
             if url.startswith("sqlite:///"):
-                if path is not None and not path.exists():
+                if path is not None and not os.path.exists(path):
                     raise CatalogError(f"catalog {path} does not exist; "
                                        + missing_fix.format(arg=path) + missing_hint(path))
                 import sqlite3

@@ -14,36 +14,60 @@ idempotent and reading can verify the content against its name:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import zlib
-from pathlib import Path
 
-from .db import resolve_url, sqlite_path
+from .dburl import resolve_url, sqlite_file
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 DEFAULT_ROOT = "data/tokens"
 
 
-def default_root(db: str | None = None) -> Path:
+def default_dir(db: str | None = None) -> str:
     """``tokens/`` next to a SQLite catalog; ``$INDEXER_TOKENS`` or data/tokens otherwise."""
     if os.environ.get("INDEXER_TOKENS"):
-        return Path(os.environ["INDEXER_TOKENS"])
-    path = sqlite_path(resolve_url(db))
-    return path.parent / "tokens" if path is not None else Path(DEFAULT_ROOT)
+        return os.environ["INDEXER_TOKENS"]
+    path = sqlite_file(resolve_url(db))
+    return os.path.join(os.path.dirname(path) or ".", "tokens") if path is not None else DEFAULT_ROOT
+
+
+def default_root(db: str | None = None) -> Path:
+    """:func:`default_dir` as a Path."""
+    from pathlib import Path
+
+    return Path(default_dir(db))
 
 
 class TokenStore:
-    """Full vocabularies, GGUF token lists and id counts under one root, named by their sha256."""
+    """Full vocabularies, GGUF token lists and id counts under one root, named by their sha256. Reading
+    works on strings (``os.path``): a check reads the store and loads no pathlib (issue 31)."""
 
     def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
+        self._dir = os.fspath(root)
 
-    def path(self, sha: str) -> Path:
-        """Where a vocabulary is stored; refuses anything but a sha256 so no name escapes the root."""
+    @property
+    def root(self) -> Path:
+        """The store's directory."""
+        from pathlib import Path
+
+        return Path(self._dir)
+
+    def _file(self, sha: str, suffix: str) -> str:
+        """Where the item ``sha`` of kind ``suffix`` is stored; refuses anything but a sha256 so no name escapes
+        the root."""
         if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
             raise ValueError(f"not a sha256 fingerprint: {sha!r}")
-        return self.root / sha[:2] / f"{sha}.json.z"
+        return os.path.join(self._dir, sha[:2], sha + suffix)
+
+    def path(self, sha: str) -> Path:
+        """Where a vocabulary is stored."""
+        from pathlib import Path
+
+        return Path(self._file(sha, ".json.z"))
 
     def has(self, sha: str) -> bool:
         """Whether the vocabulary is stored, so a fingerprint seen before is not written again."""
@@ -54,6 +78,8 @@ class TokenStore:
         dest = self.path(sha)
         if dest.exists():
             return False
+        import hashlib  # here, not at import: a check loads this module and hashes nothing (issue 31)
+
         if hashlib.sha256(canonical).hexdigest() != sha:
             raise ValueError("canonical bytes do not match their fingerprint")
         _write_compressed(dest, canonical)
@@ -87,7 +113,7 @@ class TokenStore:
     def get_tokens(self, sha: str) -> list[str]:
         """The GGUF token list stored under ``sha`` (KeyError when absent)."""
         try:
-            raw = zlib.decompress(self.tokens_path(sha).read_bytes())
+            raw = zlib.decompress(_read(self._file(sha, ".tokens.z")))
         except FileNotFoundError:
             raise KeyError(sha) from None
         return json.loads(raw.decode("utf-8", "surrogatepass"))
@@ -104,7 +130,7 @@ class TokenStore:
     def get_counts(self, sha: str, text_sha256: str) -> dict[int, int] | None:
         """The id counts stored for ``sha`` over the text ``text_sha256``; None when absent or stale."""
         try:
-            data = json.loads(zlib.decompress(self.counts_path(sha).read_bytes()))
+            data = json.loads(zlib.decompress(_read(self._file(sha, ".counts.z"))))
         except (OSError, ValueError, zlib.error):
             return None
         if not isinstance(data, dict) or data.get("text_sha256") != text_sha256:
@@ -113,16 +139,23 @@ class TokenStore:
 
     def get(self, sha: str) -> dict[str, int]:
         """The token->id mapping stored under ``sha``."""
-        path = self.path(sha)
+        path = self._file(sha, ".json.z")
         try:
-            raw = zlib.decompress(path.read_bytes())
+            raw = zlib.decompress(_read(path))
         except FileNotFoundError:
             raise KeyError(sha) from None
         return dict(json.loads(raw))
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def tokens_sha256(tokens) -> str:
     """sha256 over each token's UTF-8 text + b"\\0", in id order (oracle-engines.json ``rules``)."""
+    import hashlib
+
     h = hashlib.sha256()
     for tok in tokens:
         h.update(tok.encode("utf-8", "surrogatepass"))

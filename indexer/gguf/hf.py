@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 
 from ..errors import ConverterError, NotModelled
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
@@ -35,6 +34,10 @@ from ..files import read_json as _read_json
 from ..record import Record
 from .tfconfig import CONFIG_MODEL_TYPES
 from .tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 _CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
 

@@ -10,11 +10,10 @@ The rule that compares two of them, ``common_speculative_are_compatible``, is th
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
-from ..record import Record, field_names
+from ..record import Factory, Record, field_names
 from . import LLAMACPP_COMMIT  # the pin (one place: indexer/gguf/__init__.py)
 from .convert import convert
 from .hf import ConverterError, NotModelled, file_cache
@@ -60,11 +59,18 @@ class GGUFVocab(Record, frozen=True):
     eos: int | None
     pre: str | None  # tokenizer.ggml.pre
     tokens: tuple[str, ...] | None = None  # llama_vocab_get_text(i) for every id 0..n_vocab-1
+    # The tokens' sha256 as the catalog stores it, when the tokens came from the token store by that name: an
+    # answer shows it without hashing the list again (nor loading hashlib: issue 31). Not a fact: not compared.
+    stored_sha256: str | None = Factory(lambda: None, compare=False)
 
     def tokens_sha256(self) -> str | None:
         """The oracle's definition: sha256 of the concatenation of text_i.encode() + b"\\0"."""
         if self.tokens is None:
             return None
+        if self.stored_sha256 is not None:
+            return self.stored_sha256
+        import hashlib  # here, not at import: a check loads this module and hashes nothing (issue 31)
+
         h = hashlib.sha256()
         for text in self.tokens:
             h.update(text.encode("utf-8", "surrogatepass"))
@@ -73,15 +79,16 @@ class GGUFVocab(Record, frozen=True):
 
     def to_dict(self) -> dict:
         """The catalog's JSON: every fact but the token list, which is stored once by its sha256."""
-        d = {name: getattr(self, name) for name in field_names(self) if name != "tokens"}
+        d = {name: getattr(self, name) for name in field_names(self) if name not in ("tokens", "stored_sha256")}
         d["tokens_sha256"] = self.tokens_sha256()
         return d
 
     @classmethod
     def from_dict(cls, d: dict, tokens=None) -> GGUFVocab:
         """The vocabulary back from the catalog's JSON (and its token list when the rule needs it)."""
-        names = set(field_names(cls)) - {"tokens"}
-        return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None)
+        names = set(field_names(cls)) - {"tokens", "stored_sha256"}
+        return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None,
+                   stored_sha256=d.get("tokens_sha256") if tokens is not None else None)
 
 
 def is_not_modelled(v: GGUFVocab) -> bool:

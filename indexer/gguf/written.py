@@ -7,11 +7,14 @@ Pinned: ggml-org/llama.cpp@0c1e57098 as vendored in the llama-cpp-python 0.3.36 
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 from ..files import check_size
 from ..record import Factory, Record
 from .hf import ConverterError, read_json, read_optional_json
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 
 class Written(Record):

@@ -5,7 +5,6 @@ so catalogs built by either fingerprint path, and the token store, agree byte fo
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from ..files import orjson_module
@@ -29,6 +28,8 @@ def _sorted_canonical(vocab: dict[str, int]) -> bytes:
 
 def vocab_sha256(vocab: dict[str, int]) -> str:
     """The fingerprint of a token->id mapping: sha256 of its canonical bytes."""
+    import hashlib  # here, not at import: a check loads this module and hashes nothing (issue 31)
+
     return hashlib.sha256(canonical_bytes(vocab)).hexdigest()
 
 
@@ -93,6 +94,8 @@ def fingerprints(base: dict[str, int], extra: list[tuple[str, int]], by_id: list
     full = {**base, **dict(extra)} if extra else base
     if by_id is None or any(i < len(base) for _, i in extra) or len(full) != len(base) + len(extra):
         return vocab_sha256(full), vocab_sha256(base), full
+    import hashlib
+
     base_text = _dense_canonical(by_id)
     base_sha = hashlib.sha256(base_text).hexdigest()
     if not extra:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 
 from ..errors import NeedsReference
 from ..files import (
@@ -45,6 +44,10 @@ from .tokenizer_files import (
     resolve_class,
     resolve_specials,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 # transformers loads its modules lazily, and two threads that load at once can see a half-made module ("cannot
 # import name 'AutoTokenizer' from 'transformers'"): the crawl counts the reference text on a thread of its own

@@ -8,14 +8,16 @@ The size estimate when the Hub has no count is ``params.estimate_from_config``.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..errors import AmbiguousTextConfig
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
 from ..record import Record, asdict
 from .archconfig import ArchFacts, arch_facts
 from .params import estimate_from_config
 from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_text_config, vllm_text_config
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 
 class ConfigFacts(Record):
@@ -68,6 +70,8 @@ def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> t
 
 def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
     """Every fact the engines' rules take from a directory's ``config.json``, read once (size-capped)."""
+    from pathlib import Path
+
     directory = Path(directory)
     path = directory / "config.json"
     if not path.is_file():
