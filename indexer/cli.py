@@ -9,16 +9,20 @@ import click
 
 from . import __version__
 from .cli_support import (
+    SIGNALLED,
     IndexerGroup,
     check_db,
+    check_db_folder,
     db_option,
     engine_option,
     exit_interrupted,
     fail,
     interrupt_on_signals,
+    long_run,
     max_bytes_option,
     print_json,
     request_timeout_option,
+    stop_handling_signals,
     valid_limit,
     valid_output_dir,
     valid_output_file,
@@ -149,6 +153,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline):
 @request_timeout_option
 @verbose_option
 @db_option
+@long_run("crawl")
 def crawl(families, author, search, models, all_, limit, full, full_listing, endpoint, api_budget, resolver_budget,
           max_minutes, max_api_calls, workers, max_file_bytes, quiet, as_json, no_compute, request_timeout, verbose,
           db):
@@ -228,6 +233,7 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @db_option
+@long_run("compute")
 def compute(as_json, quiet, db):
     """Rebuild the compatibility classes per engine and the cached pair verdicts."""
     from .catalog.compute import compute as run_compute
@@ -290,7 +296,7 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     from .errors import IndexerError
 
     kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method)
-    result = first = None
+    result = first = unlooked = None
     if not live_:
         try:
             result = run_query(target, **kw)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
@@ -300,10 +306,17 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
             if not sides_to_fetch(db, target):  # not a Hub repo the catalog lacks: the catalog's answer stands
                 raise
             first = e
+        if result is not None and (result.get("summary") or {}).get("catalog_looked") is False:
+            unlooked, result, live_ = result, None, True  # never looked for its drafts: look now, within --budget
     if result is None:  # the live path (answer/live.py), imported only here
         from .answer import live
 
-        result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, first=first, **kw)
+        try:
+            result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, first=first, **kw)
+        except IndexerError as e:
+            if unlooked is None:
+                raise
+            result = {**unlooked, "live": {"note": f"no candidate drafts were looked for: {e.message}"}}
         if not as_json:
             live.say(result.get("live") or {})
     if as_json:
@@ -346,6 +359,7 @@ def serve(host, port, db):
               help="Commit the snapshot, token store, manifest, Parquet tables and card to this Hub dataset "
                    "(token from HF_TOKEN).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint for --to-hub (default: $HF_ENDPOINT).")
+@long_run("publish")
 def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
     """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), the site plugin, metadata, serve.sh,
     Dockerfile; or, with --to-hub ORG/NAME, publish the catalog to a Hub dataset in one commit (`indexer pull`
@@ -384,11 +398,12 @@ def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
 @click.option("--from", "repo", metavar="ORG/NAME",
               help="Dataset to pull (default: $INDEXER_CATALOG_REPO, else the project's published catalog).")
 @click.option("--revision", default="main", show_default=True, help="Branch or commit of the dataset.")
-@click.option("--db", envvar="INDEXER_DB", default=None,
+@click.option("--db", envvar="INDEXER_DB", default=None, callback=check_db_folder,
               help="Catalog file to replace (default data/catalog.db, env INDEXER_DB).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@long_run("pull")
 def pull(repo, revision, db, endpoint, as_json, quiet):
     """Make the newest published catalog the local one: one request when it is unchanged; else download,
     verify (sha256, integrity, schema), migrate if older, and rename into place atomically.
@@ -429,6 +444,7 @@ def pull(repo, revision, db, endpoint, as_json, quiet):
               metavar="DAYS", help="Do a full listing when the last complete one is older than DAYS.")
 @request_timeout_option
 @verbose_option
+@long_run("nightly")
 def nightly(db, families, endpoint, publish_dir, to_hub, report, lock_file, max_minutes, max_api_calls, full_listing,
             full_every, request_timeout, verbose):
     """Crawl the families incrementally, compute, check integrity, publish, report (one run at a time).
@@ -466,6 +482,7 @@ def nightly(db, families, endpoint, publish_dir, to_hub, report, lock_file, max_
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8001, show_default=True,
               help="Port datasette listens on.")
 @click.option("--no-serve", is_flag=True, help="Build the demo catalog and stop (do not start datasette).")
+@long_run("demo")
 def demo(db, host, port, no_serve):
     """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette.
 
@@ -473,7 +490,7 @@ def demo(db, host, port, no_serve):
     """
     from .catalog.db import CatalogError
     from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
-    from .publish import PublishError, check_port, free_port, stop_on_signals
+    from .publish import PublishError, check_port, free_port
     from .publish import serve as run_serve
 
     if not no_serve:
@@ -482,11 +499,12 @@ def demo(db, host, port, no_serve):
             check_port(host, port)  # before minutes of work, and before any URL is printed
         except PublishError as e:
             fail(str(e))
+    from .errors import CrawlInterrupted
+
     try:
-        with stop_on_signals():  # SIGTERM mid-crawl: the hub imitation stops, its temp dir goes
-            build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
-    except KeyboardInterrupt:
-        fail("demo interrupted", 130)
+        build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
+    except CrawlInterrupted:  # the crawl recorded it; the next demo resumes
+        raise KeyboardInterrupt from None
     except Exception as e:
         fail(f"demo failed: {type(e).__name__}: {e}", 1)
     click.echo(f"demo catalog: {db}")
@@ -496,6 +514,9 @@ def demo(db, host, port, no_serve):
     if no_serve:
         click.echo(f"  indexer serve --db {db}")
         return
+    if SIGNALLED:
+        raise KeyboardInterrupt  # a signal swallowed on the way: the demo was interrupted, not served
+    stop_handling_signals()
 
     def ready(url):
         for name, link in urls(host, port, Path(db).stem).items():

@@ -161,17 +161,20 @@ def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:
             meta["db"] = preflight(value, write=False, connect=command != "check")
 
 
-def _run(command: str, values: dict) -> None:
-    """The body of ``cli.query`` / ``cli.check``."""
+def _run(command: str, values: dict) -> bool:
+    """The body of ``cli.query`` / ``cli.check``; False (nothing printed) when the answer needs the Hub: the
+    catalog never looked for the target's drafts (answer/summary.py ``looked_for_drafts``)."""
     if command == "query":
         from .answer.query import render, run_query
 
         result = run_query(values["target"], engine=values["engine"], limit=values["limit"],
                            near_misses=values["near_misses"], all_members=values["all_"], db=values["db"],
                            method=values["method"])
+        if (result.get("summary") or {}).get("catalog_looked") is False:
+            return False
         echo(json_text(result) if values["as_json"] else
              render(result, all_members=values["all_"], near_misses=values["near_misses"]))
-        return
+        return True
     from .answer.query import check, render_check, works_on
 
     result = check(values["target"], values["draft"], db=values["db"], max_file_bytes=values["max_file_bytes"])
@@ -190,7 +193,8 @@ def answer(command: str, values: dict, order: list[str]) -> bool:
     meta: dict = {}
     try:
         _checked(command, values, order, meta)
-        _run(command, values)
+        if not _run(command, values):
+            return False
     except IndexerError:
         return False
     except Exception as e:

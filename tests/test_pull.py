@@ -39,6 +39,7 @@ def hub(tmp_path):
 
 
 def pull(dest: Path, hub, monkeypatch, *extra, token=None):
+    dest.parent.mkdir(parents=True, exist_ok=True)  # pull refuses a --db folder that does not exist (issue 30)
     return run(["pull", "--from", REPO, "--db", str(dest), "--endpoint", hub.endpoint, "--json", *extra],
                monkeypatch, token)
 
@@ -208,6 +209,7 @@ def test_an_older_schema_is_migrated_and_a_newer_one_refused(hub, monkeypatch, t
 def test_source_default_env_override_and_bad_input(hub, monkeypatch, tmp_path, db):
     assert publish(db, hub, monkeypatch)[0] == 0
     dest = tmp_path / "x" / "catalog.db"
+    dest.parent.mkdir()
     code, out, err = run(["pull", "--db", str(dest), "--endpoint", hub.endpoint, "--json"], monkeypatch, None,
                          INDEXER_CATALOG_REPO=REPO)
     assert code == 0 and json.loads(out)["repo"] == REPO, err

@@ -46,8 +46,14 @@ def fmt_ratio(r: float | None) -> str:
 
 
 
+TOO_LITTLE = ("the catalog holds too little to answer: it has not looked for drafts of this target (it holds it "
+              "from a live answer alone); ask the Hub with --live, or run `indexer pull` for the published catalog")
+
+
 def _summary_line(result: dict) -> str:
     s = result["summary"]
+    if s.get("catalog_looked") is False:
+        return "summary: " + TOO_LITTLE
     words = (f"drafts on {', '.join(s['engines_with_drafts'])}" if s["engines_with_drafts"]
              else "no engine has drafts for this target")
     if s["engines_with_drafts"] and s["engines_without_drafts"]:
@@ -75,6 +81,8 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
         lines.append(f"no drafts: {result['refused']}")
+    elif not drafts and result["summary"].get("catalog_looked") is False:
+        pass  # not "no drafts": the summary line says why the catalog cannot tell
     elif not drafts:
         line = f"no drafts found for {ENGINE_NAMES[engine]}"
         if others:

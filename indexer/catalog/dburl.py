@@ -109,6 +109,17 @@ def missing_hint(path: Path) -> str:
     return ""
 
 
+def check_folder(db: str | None, path: Path | None) -> None:
+    """CatalogError when a catalog path someone gave (``--db``, $INDEXER_DB) lies in a folder that does not exist:
+    a typo must not leave a new folder with a catalog, blobs and lock files behind. Only the commands that
+    create catalogs (``db upgrade``, ``crawl``, ``demo``) make the folder; the default ``data/catalog.db`` is
+    made wherever it is needed, as before."""
+    if path is None or not (db or os.environ.get("INDEXER_DB")) or path.parent.exists():
+        return
+    raise CatalogError(f"catalog {path}: folder {path.parent} does not exist; create it first "
+                       "(`indexer db upgrade --db PATH` makes a new catalog and its folder)")
+
+
 def busy_timeout() -> float:
     """Seconds a writer waits for another writer's lock ($INDEXER_BUSY_TIMEOUT, else the default)."""
     try:
