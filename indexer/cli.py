@@ -23,6 +23,7 @@ from .cli_support import (
     print_json,
     request_timeout_option,
     stop_handling_signals,
+    valid_answer_limit,
     valid_limit,
     valid_output_dir,
     valid_output_file,
@@ -266,7 +267,8 @@ def compute(as_json, quiet, db):
 @click.option("--target", required=True, callback=valid_target,
               help="Target: a repo id (any case), a Hub URL, a bare name, or a local model directory.")
 @engine_option("Serving engine whose rule decides.")
-@click.option("--limit", type=int, callback=valid_limit, default=10, show_default=True, help="How many drafts.")
+@click.option("--limit", type=int, callback=valid_answer_limit, default=10, show_default=True,
+              help="How many drafts (1-500).")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
 @click.option("--all", "all_", is_flag=True,
               help="Every repo that works with the target on the engine, then the degraded ones, unranked.")

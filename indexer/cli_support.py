@@ -108,6 +108,13 @@ def valid_output_dir(_ctx, param: click.Parameter, value):
     return value
 
 
+def valid_answer_limit(_ctx, _param: click.Parameter, value):
+    """``query --limit``: 1..validate.ANSWER_MAX_LIMIT, the site's bound too."""
+    from .answer.validate import ANSWER_MAX_LIMIT, limit
+
+    return None if value is None else limit(value, ANSWER_MAX_LIMIT, name="--limit")
+
+
 def valid_limit(_ctx, _param: click.Parameter, value):
     """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
     from .answer.validate import limit

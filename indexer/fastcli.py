@@ -151,9 +151,9 @@ def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:
 
             values[name] = target(value, name)
         elif name == "limit":
-            from .answer.validate import limit
+            from .answer.validate import ANSWER_MAX_LIMIT, limit
 
-            values[name] = limit(value, name="--limit")
+            values[name] = limit(value, ANSWER_MAX_LIMIT, name="--limit")
         elif name == "db":
             from .catalog.db import preflight
 

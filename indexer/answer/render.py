@@ -253,17 +253,36 @@ def _short(tokens: list[str], n: int = 8) -> str:
     return shown + (f", ... ({len(tokens)} in all)" if len(tokens) > n else "")
 
 
+def _flat(key: str, value) -> list[tuple[str, str]]:
+    """(dotted key, words) pairs: a nested dict one line per leaf, a list comma-separated, never a Python repr."""
+    if isinstance(value, dict):
+        if not value:
+            return [(key, "-")]
+        return [pair for k, v in value.items() for pair in _flat(f"{key}.{k}", v)]
+    if isinstance(value, (list, tuple)):
+        return [(key, ", ".join(_words(v) for v in value) if value else "-")]
+    return [(key, _words(value))]
+
+
+def _words(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_words(v)}" for k, v in value.items())
+    return "-" if value is None else str(value)
+
+
+def _columns(pairs: list[tuple[str, str]]) -> list[str]:
+    """Two aligned columns, as wide as the longest key (a long key never runs into its value)."""
+    width = max((len(k) for k, _ in pairs), default=0)
+    return [f"{k:{width}}  {v}" for k, v in pairs]
+
+
 def render_fingerprint(facts: dict) -> str:
     """``indexer fingerprint DIR``: one fact a line, the config's under ``config.``, the first 50 added tokens."""
     facts = dict(facts)
     added = facts.pop("added_tokens")
-    lines = []
-    for key, value in facts.items():
-        if key == "config" and value:
-            lines += [f"config.{ck:22} {cv}" for ck, cv in value.items()]
-        else:
-            lines.append(f"{key:29} {value}")
-    lines.append(f"{'added_tokens':29} {len(added)}")
+    pairs = [pair for key, value in facts.items() for pair in _flat(key, value)]
+    pairs.append(("added_tokens", str(len(added))))
+    lines = _columns(pairs)
     for t in added[:50]:
         lines.append(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
     if len(added) > 50:
@@ -273,10 +292,10 @@ def render_fingerprint(facts: dict) -> str:
 
 def render_gguf_facts(facts: dict) -> str:
     """``indexer fingerprint FILE.gguf``: one fact a line, each note on its own."""
-    lines = []
+    pairs = []
     for key, value in facts.items():
         if key == "notes":
-            lines += [f"{'note':29} {note}" for note in value]
+            pairs += [("note", note) for note in value]
         else:
-            lines.append(f"{key:29} {value}")
-    return "\n".join(lines)
+            pairs += _flat(key, value)
+    return "\n".join(_columns(pairs))

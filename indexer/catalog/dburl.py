@@ -1,7 +1,7 @@
 """Where a catalog is: ``--db`` (a path or a URL) into a checked URL, and the facts of a SQLite file.
 
 Every command takes ``--db``: a file path or a SQLAlchemy URL (default ``data/catalog.db``,
-env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install 'indexer[postgres]'``).
+env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install '.[postgres]'`` in a checkout).
 SQLAlchemy is imported only inside functions, so the light ``indexer query`` path (stdlib ``sqlite3``)
 resolves the same URLs. Everything here is importable from ``indexer.catalog.db``.
 """
@@ -15,7 +15,7 @@ from ..errors import CatalogError
 
 DEFAULT_DB = "data/catalog.db"
 DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)
-POSTGRES_FIX = "pip install 'indexer[postgres]'"
+POSTGRES_FIX = "pip install 'psycopg[binary]'"  # what the postgres extra installs (pyproject.toml)
 # How long a writer waits for another writer's lock before giving up (seconds; env INDEXER_BUSY_TIMEOUT).
 DEFAULT_BUSY_TIMEOUT = 30.0
 # Schemes spelled differently by users and by SQLAlchemy. Plain postgresql:// picks psycopg2 in
@@ -70,7 +70,11 @@ def missing_driver(url: str, e: ImportError) -> str:
 
 
 def safe_url(url: str) -> str:
-    """The URL with any password masked: never print a credential."""
+    """The URL with any password masked: never print a credential. The driver our alias added
+    (``postgresql+psycopg``, :data:`SCHEME_ALIASES`) is not shown: the user typed ``postgresql://``."""
+    for alias in set(SCHEME_ALIASES.values()):
+        if url.startswith(f"{alias}://"):
+            url = "postgresql" + url[len(alias):]
     if "://" not in url or "@" not in url:
         return url
     try:

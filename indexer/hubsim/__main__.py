@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 
@@ -53,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     if not root:
         p.error("a hub DIR (or --synthetic N OUTDIR) is required")
 
+    def _stop(_signum, _frame):
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C: hub.stop() removes its temporary dataset folder
+
+    signal.signal(signal.SIGTERM, _stop)
     hub = HubServer(
         root,
         page_size=args.page_size,
@@ -67,12 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         resolver_quota=args.resolver_quota,
         window=args.window,
         **({} if args.lossy_siblings is None else {"lossy_siblings": args.lossy_siblings}),
-    ).start()
-    for regex in args.stall:
-        hub.add_fault("*", regex, kind="stall", delay=None, times=None)
-    print(hub.endpoint, flush=True)
-    print(f"serving {len(hub.repos)} repos from {root}; cdn {hub.cdn_endpoint}", file=sys.stderr, flush=True)
+    )
     try:
+        hub.start()
+        for regex in args.stall:
+            hub.add_fault("*", regex, kind="stall", delay=None, times=None)
+        print(hub.endpoint, flush=True)
+        print(f"serving {len(hub.repos)} repos from {root}; cdn {hub.cdn_endpoint}", file=sys.stderr, flush=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass

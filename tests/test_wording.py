@@ -1,0 +1,45 @@
+"""What a newcomer reads (issue 30 part 5): fingerprint's columns, error wording, one --limit bound."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from indexer.cli import cli
+from indexer.demo import DEMO_TARGET, build_demo_hub
+
+
+def test_fingerprint_prints_no_python_reprs_and_keeps_its_columns(tmp_path):
+    build_demo_hub(tmp_path / "hub")
+    for path in (tmp_path / "hub" / DEMO_TARGET,
+                 tmp_path / "hub" / "lumen-ai/Lumen-7B-Instruct-GGUF" / "Lumen-7B-Instruct-Q8_0.gguf"):
+        res = CliRunner().invoke(cli, ["fingerprint", str(path)])
+        assert res.exit_code == 0, res.output
+        facts = [line for line in res.output.splitlines() if not line.startswith(" ")]
+        assert not [line for line in facts if "{'" in line or "['" in line or ": None" in line], res.output
+        starts = {len(line) - len(line.split("  ")[-1].lstrip()) for line in facts if "  " in line}
+        values = {line.split()[0]: line[min(starts):] for line in facts}
+        assert len({len(line.split()[0]) < min(starts) - 1 for line in facts}) == 1  # every key before the column
+        assert all(not v.startswith(" ") for v in values.values())
+
+
+def test_a_postgresql_error_shows_the_url_as_typed():
+    from indexer.catalog.db import safe_url
+
+    assert safe_url("postgresql+psycopg://u:pw@h/db") == "postgresql://u:***@h/db"
+    res = CliRunner().invoke(cli, ["query", "--target", "a/b", "--db", "postgresql://u@127.0.0.1:9/db"])
+    assert res.exit_code == 2 and "+psycopg" not in res.output and "postgresql://u@127.0.0.1:9/db" in res.output
+
+
+def test_the_driver_hint_is_a_command_that_works_outside_a_checkout():
+    from indexer.catalog.dburl import POSTGRES_FIX
+
+    assert "indexer[postgres]" not in POSTGRES_FIX and "psycopg" in POSTGRES_FIX
+
+
+def test_limit_has_one_range_on_the_cli_and_the_site():
+    from indexer.answer.validate import ANSWER_MAX_LIMIT
+    from indexer.site import MAX_LIMIT
+
+    res = CliRunner().invoke(cli, ["query", "--target", DEMO_TARGET, "--limit", "100000"])
+    assert res.exit_code == 2 and res.output == f"error: --limit must be between 1 and {MAX_LIMIT}\n"
+    assert MAX_LIMIT == ANSWER_MAX_LIMIT
