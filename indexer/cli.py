@@ -82,7 +82,8 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 @max_bytes_option
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
-def check(target, draft, engine, as_json, db, max_file_bytes, offline):
+@click.option("--verbose", is_flag=True, help="Every engine's reasons in full (--json always has them).")
+def check(target, draft, engine, as_json, db, max_file_bytes, offline, verbose):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
@@ -116,7 +117,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline):
     if as_json:
         print_json(result)
     else:
-        click.echo(render_check(result))
+        click.echo(render_check(result, verbose=verbose))
     sys.exit(0 if works_on(result, engine) else 1)
 
 

@@ -48,7 +48,8 @@ def _commands() -> dict:
                        Opt("method", "--method", "method", default="draft"), as_json, db)),
         "check": (("target", "draft"), (engine, as_json, db,
                                         Opt("max_file_bytes", "--max-file-bytes", "size",
-                                            default=DEFAULT_MAX_FILE_BYTES))),
+                                            default=DEFAULT_MAX_FILE_BYTES),
+                                        Opt("verbose", "--verbose", "flag", default=False))),
     }
 
 
@@ -178,7 +179,7 @@ def _run(command: str, values: dict) -> bool:
     from .answer.query import check, render_check, works_on
 
     result = check(values["target"], values["draft"], db=values["db"], max_file_bytes=values["max_file_bytes"])
-    echo(json_text(result) if values["as_json"] else render_check(result))
+    echo(json_text(result) if values["as_json"] else render_check(result, verbose=values["verbose"]))
     sys.exit(0 if works_on(result, values["engine"]) else 1)
 
 

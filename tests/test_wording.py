@@ -43,3 +43,18 @@ def test_limit_has_one_range_on_the_cli_and_the_site():
     res = CliRunner().invoke(cli, ["query", "--target", DEMO_TARGET, "--limit", "100000"])
     assert res.exit_code == 2 and res.output == f"error: --limit must be between 1 and {MAX_LIMIT}\n"
     assert MAX_LIMIT == ANSWER_MAX_LIMIT
+
+
+def test_check_says_one_short_line_per_engine_and_the_shared_facts_once(demo_catalog):
+    args = ["check", "--db", str(demo_catalog), DEMO_TARGET, "lumen-ai/Lumen-0.5B"]
+    short = CliRunner().invoke(cli, args)
+    full = CliRunner().invoke(cli, [*args, "--verbose"])
+    data = __import__("json").loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    assert short.exit_code == full.exit_code == 0
+    engines = [line for line in short.output.splitlines() if line.split()[1:2] and line.split()[1] in data["verdicts"]]
+    assert len(engines) == len(data["verdicts"]) and all(len(line) <= 130 for line in engines), engines
+    sentence = "of the target's tokens over the reference text mean the same in the draft"
+    assert short.output.count(sentence) == 1  # on the agreement line, not on five engines again
+    assert full.output.count(sentence) > 1  # --verbose: every engine's reasons in full, as --json keeps them
+    for name, verdict in data["verdicts"].items():
+        assert "; ".join(verdict["reasons"]) in full.output, name

@@ -204,14 +204,33 @@ def render_explain(result: dict) -> str:
     return "\n".join(lines)
 
 
-def render_check(result: dict) -> str:
-    """``indexer check``'s readable answer: a head's explanation, or the verdict per engine with its details,
-    fixes and launch commands."""
+FACT_WIDTH = 90  # characters of an engine's deciding fact on its line; the rest under --verbose and in --json
+
+
+def deciding_fact(verdict: dict) -> str:
+    """The fact that decides an engine's verdict: its first reason up to the first "; " (what follows is the
+    agreement sentence or a warning, said once below or under --verbose), cut at a word near FACT_WIDTH."""
+    fact = verdict["reasons"][0].split("; ")[0] if verdict["reasons"] else ""
+    if len(fact) > FACT_WIDTH:
+        fact = fact[:FACT_WIDTH].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
+    return fact
+
+
+def engine_line(name: str, verdict: dict, *, verbose: bool = False) -> str:
+    """One engine's line of ``indexer check``: verdict, engine, the deciding fact (every reason with
+    ``verbose``). Kept one function so other fragments of a line (a version, a speed-up) slot in here."""
+    words = "; ".join(verdict["reasons"]) if verbose else deciding_fact(verdict)
+    return f"  {verdict['outcome'].upper():14} {name:13} {words}"
+
+
+def render_check(result: dict, *, verbose: bool = False) -> str:
+    """``indexer check``'s readable answer: a head's explanation, or one short line per engine, the shared facts
+    (tokens, agreement) once, the fixes and launch commands; ``verbose``: every engine's reasons in full."""
     if result.get("kind") == "head":
         return render_explain(result)
     lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
     for name, verdict in result["verdicts"].items():
-        lines.append(f"  {verdict['outcome'].upper():14} {name:13} {'; '.join(verdict['reasons'])}")
+        lines.append(engine_line(name, verdict, verbose=verbose))
     det = result["details"]
     if det["added_only_in_target"]:
         lines.append(f"  added tokens only in target: {_short(det['added_only_in_target'])}")
