@@ -40,6 +40,7 @@ from pathlib import Path
 from .catalog.db import DEFAULT_DEMO_DB
 
 DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
+DEMO_DRAFT = "lumen-ai/Lumen-0.5B-Instruct"  # the pair the demo suggests checking: it works on every draft engine
 DEMO_DRAFT_MISMATCH = "lumen-ai/Lumen-1.5B-Instruct"
 DEMO_GATED = "lumen-ai/Lumen-70B-Instruct"
 DEMO_GATED_COPY = "amberlab/Lumen-70B-Instruct"

@@ -28,6 +28,11 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     res = CliRunner().invoke(cli, ["demo", "--no-serve", "--db", str(db)])
     assert res.exit_code == 0, res.output
     assert f"indexer query --db {db} --target {DEMO_TARGET}" in res.output
+    tries = [line.split()[1:] for line in res.output.splitlines() if line.startswith("  indexer ")]
+    for args in tries:  # the suggested first commands give a clean answer (issue 30: the check one exited 1)
+        if args[0] in ("query", "check"):
+            tried = CliRunner().invoke(cli, args)
+            assert tried.exit_code == 0, (args, tried.output)
     con = sqlite3.connect(db)
     statuses = dict(con.execute("SELECT repo_id, status FROM repos"))
     assert len(statuses) == len(REPOS)
