@@ -58,3 +58,24 @@ def test_check_says_one_short_line_per_engine_and_the_shared_facts_once(demo_cat
     assert full.output.count(sentence) > 1  # --verbose: every engine's reasons in full, as --json keeps them
     for name, verdict in data["verdicts"].items():
         assert "; ".join(verdict["reasons"]) in full.output, name
+
+
+def test_a_local_target_error_names_its_path_once(demo_catalog, tmp_path):
+    empty = tmp_path / "x"
+    empty.mkdir()
+    res = CliRunner().invoke(cli, ["query", "--db", str(demo_catalog), "--target", str(empty)])
+    assert res.exit_code == 2 and res.output.count(str(empty)) == 1, res.output
+
+
+def test_invalid_json_is_said_in_words_with_its_line_and_column(tmp_path):
+    import shutil
+
+    build_demo_hub(tmp_path / "hub")
+    bad = tmp_path / "bad"
+    shutil.copytree(tmp_path / "hub" / DEMO_TARGET, bad)
+    text = (bad / "tokenizer.json").read_text()
+    (bad / "tokenizer.json").write_text(text[: len(text) // 2])
+    res = CliRunner().invoke(cli, ["fingerprint", str(bad)])
+    assert res.exit_code == 2
+    [line] = res.output.splitlines()
+    assert "invalid JSON at line " in line and ", column " in line and line.endswith("(unterminated string)"), line
