@@ -420,11 +420,16 @@ def pull(repo, revision, db, endpoint, as_json, quiet):
         print_json(done)
     elif done["status"] == "unchanged":
         click.echo(f"catalog {done['db']} is already {done['repo']} at {done['commit'][:12]} "
-                   f"(sha256 {done['sha256'][:12]}): nothing downloaded")
+                   f"(sha256 {done['sha256'][:12]}): nothing downloaded; {_requests(done['requests'])}")
     else:
         migrated = f", migrated from schema {done['migrated_from']}" if done["migrated_from"] else ""
         click.echo(f"pulled {done['repo']} at {done['commit'][:12]} into {done['db']} ({done['bytes']} bytes, "
-                   f"sha256 {done['sha256'][:12]} verified, {done['token_files']} token files{migrated})")
+                   f"sha256 {done['sha256'][:12]} verified, {done['token_files']} token files{migrated}); "
+                   f"{_requests(done['requests'])}")
+
+
+def _requests(n: int) -> str:
+    return f"{n} HTTP request{'' if n == 1 else 's'}"
 
 
 @cli.command()
