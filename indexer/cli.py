@@ -377,7 +377,8 @@ def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
     if to_hub:
         from .hubpublish import publish_to_hub
 
-        done = publish_to_hub(db, to_hub, endpoint=endpoint, log=lambda m: click.echo(m, err=True))
+        done = publish_to_hub(db, to_hub, endpoint=endpoint, log=lambda m: click.echo(m, err=True),
+                              progress=sys.stderr.isatty() and not as_json)  # one bar, on a terminal only
         if as_json:
             print_json(done)
         else:
@@ -415,7 +416,8 @@ def pull(repo, revision, db, endpoint, as_json, quiet):
     """
     from .pull import pull as run_pull
 
-    done = run_pull(db, repo=repo, revision=revision, endpoint=endpoint, progress=not (quiet or as_json))
+    done = run_pull(db, repo=repo, revision=revision, endpoint=endpoint,
+                    progress=not (quiet or as_json) and sys.stderr.isatty())  # a log gets no bar
     if as_json:
         print_json(done)
     elif done["status"] == "unchanged":

@@ -21,8 +21,9 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 # Commands that write the catalog: their --db is checked for write access (and a free lock) up front.
 WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
-# Commands that make a new catalog, its folder included; any other refuses a --db in a folder that does not exist.
-CREATES_CATALOG = {"upgrade", "crawl", "demo"}
+# Commands that make a new catalog, its folder included (nightly is the scheduled crawl); any other refuses a --db
+# in a folder that does not exist.
+CREATES_CATALOG = {"upgrade", "crawl", "demo", "nightly"}
 # `check DIR DIR` needs no catalog: its server is reached only when a side is a repo id.
 CATALOG_OPTIONAL = {"check"}
 DB_META = "indexer.catalog.db"

@@ -412,10 +412,10 @@ def test_when_the_hub_cannot_be_asked_the_catalog_still_does_not_claim_no_drafts
 
 @pytest.mark.parametrize("args", [("query", "--target", DEMO_TARGET), ("check", DEMO_TARGET, DRAFT),
                                   ("pull", "--from", "demo/catalog"), ("compute",), ("serve",),
-                                  ("nightly",), ("publish", "OUT")])
+                                  ("publish", "OUT")])
 def test_a_catalog_in_a_missing_folder_is_one_error_line(hub, env, args):
     """Issue 30: `--db /nonexistent/dir/x.db` is refused before anything is fetched or created; only
-    `db upgrade`, `crawl` and `demo` create catalogs (and their folders)."""
+    `db upgrade`, `crawl`, `nightly` and `demo` create catalogs (and their folders)."""
     missing = env / "nonexistent" / "dir"
     args = tuple(str(env / "out") if a == "OUT" else a for a in args)
     res = CliRunner().invoke(cli, [*args, "--db", str(missing / "x.db")])

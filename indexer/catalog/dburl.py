@@ -116,8 +116,8 @@ def missing_hint(path: Path) -> str:
 def check_folder(db: str | None, path: Path | None) -> None:
     """CatalogError when a catalog path someone gave (``--db``, $INDEXER_DB) lies in a folder that does not exist:
     a typo must not leave a new folder with a catalog, blobs and lock files behind. Only the commands that
-    create catalogs (``db upgrade``, ``crawl``, ``demo``) make the folder; the default ``data/catalog.db`` is
-    made wherever it is needed, as before."""
+    create catalogs (``db upgrade``, ``crawl``, ``nightly``, ``demo``) make the folder; the default
+    ``data/catalog.db`` is made wherever it is needed, as before."""
     if path is None or not (db or os.environ.get("INDEXER_DB")) or path.parent.exists():
         return
     raise CatalogError(f"catalog {path}: folder {path.parent} does not exist; create it first "
