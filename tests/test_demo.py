@@ -186,3 +186,35 @@ def test_serve_on_an_address_of_another_machine_says_so(catalog):
     res = CliRunner().invoke(cli, ["serve", "--db", catalog, "--host", "192.0.2.1", "--port", "8765"])
     assert res.exit_code == 2
     assert "not an address of this machine" in res.output and "another server" not in res.output
+
+
+def test_the_demo_keeps_its_hub_dataset_beside_the_catalog_so_pull_can_be_repeated(demo_catalog, tmp_path):
+    """Issue 30: the demo published to the imitation's dataset demo/catalog and deleted it when it stopped, so
+    `indexer pull --from demo/catalog` could not be tried. Its datasets stay in demo-datasets/ beside the
+    catalog, and `python -m indexer.hubsim DIR --datasets DIR` serves them, as often as asked."""
+    import os
+    import subprocess
+    import sys
+
+    from indexer.demo import DEMO_DATASET, demo_datasets_dir
+
+    datasets = demo_datasets_dir(str(demo_catalog))
+    assert datasets == demo_catalog.parent / "demo-datasets" and datasets.is_dir()
+    hub = subprocess.Popen([sys.executable, "-m", "indexer.hubsim", str(demo_catalog.parent / "demo-hub"),
+                            "--datasets", str(datasets), "--port", "0"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+    try:
+        endpoint = hub.stdout.readline().strip()
+        dest = tmp_path / "pulled" / "catalog.db"
+        dest.parent.mkdir()
+        for want in ("pulled", "unchanged"):
+            res = CliRunner().invoke(cli, ["pull", "--from", DEMO_DATASET, "--db", str(dest), "--endpoint", endpoint,
+                                           "--json"], env={**os.environ, "HF_TOKEN": ""})
+            assert res.exit_code == 0, res.output
+            assert json.loads(res.output)["status"] == want
+    finally:
+        hub.terminate()
+        hub.wait(timeout=10)
+    assert datasets.is_dir()  # the imitation left the folder it was given
+    res = CliRunner().invoke(cli, ["query", "--db", str(dest), "--target", DEMO_TARGET, "--offline"])
+    assert res.exit_code == 0 and "lumen-ai/Lumen-0.5B-Instruct" in res.output

@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lossy-siblings", type=float, default=None,
                    help="share of repos whose listing shows empty or truncated siblings (default 0.05)")
     p.add_argument("--no-xet", action="store_true", help="no Xet headers on LFS files")
+    p.add_argument("--datasets", metavar="DIR", default=None,
+                   help="keep dataset repos in DIR, and serve those already there (default: a temp dir, removed)")
     p.add_argument("--stall", action="append", default=[], metavar="PATH_REGEX",
                    help="accept requests whose path matches and never answer (repeatable; a fault test aid)")
     args = p.parse_args(argv)
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         api_quota=args.api_quota,
         resolver_quota=args.resolver_quota,
         window=args.window,
+        dataset_dir=args.datasets,
         **({} if args.lossy_siblings is None else {"lossy_siblings": args.lossy_siblings}),
     )
     try:
