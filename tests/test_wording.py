@@ -79,3 +79,21 @@ def test_invalid_json_is_said_in_words_with_its_line_and_column(tmp_path):
     assert res.exit_code == 2
     [line] = res.output.splitlines()
     assert "invalid JSON at line " in line and ", column " in line and line.endswith("(unterminated string)"), line
+
+
+def test_the_site_says_too_little_as_the_cli_does(tmp_path, monkeypatch):
+    """A catalog that never looked for a target's drafts: the CLI (offline) and the site say the same."""
+    from test_site import Site
+
+    from indexer.hubsim import HubServer
+
+    build_demo_hub(tmp_path / "hub")
+    db = str(tmp_path / "catalog.db")
+    with HubServer(str(tmp_path / "hub")) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        res = CliRunner().invoke(cli, ["check", "--db", db, DEMO_TARGET, "corvid-labs/Corvid-1B"])
+        assert res.exit_code in (0, 1), res.output
+    res = CliRunner().invoke(cli, ["query", "--db", db, "--target", DEMO_TARGET, "--offline"])
+    assert res.exit_code == 0 and "too little" in res.output
+    page = Site(db).get("/drafts", target=DEMO_TARGET, engine="sglang").text
+    assert "holds too little to answer" in page and "No drafts that" not in page
