@@ -97,3 +97,17 @@ def test_the_site_says_too_little_as_the_cli_does(tmp_path, monkeypatch):
     assert res.exit_code == 0 and "too little" in res.output
     page = Site(db).get("/drafts", target=DEMO_TARGET, engine="sglang").text
     assert "holds too little to answer" in page and "No drafts that" not in page
+
+
+def test_check_fixes_are_short_lines_and_verbose_keeps_their_sources(demo_catalog):
+    args = ["check", "--db", str(demo_catalog), DEMO_TARGET, "lumen-ai/Lumen-1.5B-Instruct"]
+    short = CliRunner().invoke(cli, args).output.splitlines()
+    full = CliRunner().invoke(cli, [*args, "--verbose"]).output
+    data = __import__("json").loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    fixes = [line for line in short if line.startswith("  fix (")]
+    assert len(fixes) == sum(1 for f in data["fixes"].values() if f) and all(len(f) <= 200 for f in fixes), fixes
+    assert "vocab_mapping.py" not in "\n".join(short)  # the citation is --verbose's and --json's
+    for fix in data["fixes"].values():
+        assert fix is None or fix in full
+    assert [line for line in short if "ollama" in line.split()[1:2]] == ["  REFUSED        ollama        "
+                                                                        "Ollama takes no separate draft models"]

@@ -207,13 +207,44 @@ def render_explain(result: dict) -> str:
 FACT_WIDTH = 90  # characters of an engine's deciding fact on its line; the rest under --verbose and in --json
 
 
+def _without_asides(text: str, drop=lambda aside: True) -> str:
+    """``text`` without its parenthesised asides (`` (…)``, nested ones included) that ``drop`` says go."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0 and i > 0 and text[i - 1] == " ":
+                out.append(text[start:i - 1])
+                start = i - 1
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0 and start < i and text[start] == " ":
+                aside = text[start:i + 1]
+                out.append("" if drop(aside) else aside)
+                start = i + 1
+    out.append(text[start:])
+    return "".join(out)
+
+
 def deciding_fact(verdict: dict) -> str:
     """The fact that decides an engine's verdict: its first reason up to the first "; " (what follows is the
-    agreement sentence or a warning, said once below or under --verbose), cut at a word near FACT_WIDTH."""
+    agreement sentence or a warning, said once below or under --verbose); when that is too long, without its
+    asides in parentheses, then up to its first ": " (``Ollama takes no separate draft models: …``), then cut
+    at a word near FACT_WIDTH."""
     fact = verdict["reasons"][0].split("; ")[0] if verdict["reasons"] else ""
+    if len(fact) > FACT_WIDTH:
+        fact = _without_asides(fact)
+    head = fact.find(": ")
+    if len(fact) > FACT_WIDTH and head >= 20:
+        fact = fact[:head]
     if len(fact) > FACT_WIDTH:
         fact = fact[:FACT_WIDTH].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
     return fact
+
+
+def short_fix(fix: str) -> str:
+    """A fix without its source citations and counts in parentheses (``--verbose`` and ``--json`` keep them)."""
+    return _without_asides(fix, lambda aside: ".py" in aside or "token intersection" in aside)
 
 
 def engine_line(name: str, verdict: dict, *, verbose: bool = False) -> str:
@@ -250,7 +281,7 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
     stuck = []
     for name, fix in result["fixes"].items():
         if fix:
-            lines.append(f"  fix ({name}): {fix}")
+            lines.append(f"  fix ({name}): {fix if verbose else short_fix(fix)}")
         elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(name, result):
             stuck.append(name)
     if stuck:
