@@ -244,7 +244,7 @@ def deciding_fact(verdict: dict) -> str:
 
 def short_fix(fix: str) -> str:
     """A fix without its source citations and counts in parentheses (``--verbose`` and ``--json`` keep them)."""
-    return _without_asides(fix, lambda aside: ".py" in aside or "token intersection" in aside)
+    return _without_asides(fix, lambda aside: ".py:" in aside or "token intersection" in aside)
 
 
 def engine_line(name: str, verdict: dict, *, verbose: bool = False) -> str:
