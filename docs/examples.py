@@ -1,20 +1,20 @@
-"""Run every example of README.md and write what the commands print back into it.
+"""Run every example of README.md and docs/*.md and write what the commands print back into them.
 
-    python docs/examples.py           # regenerate README.md in place
-    python docs/examples.py --check   # exit 1 with a diff when README.md differs from what the commands print
+    python docs/examples.py           # regenerate README.md and docs/*.md in place
+    python docs/examples.py --check   # exit 1 with a diff when a doc differs from what the commands print
 
 An example is a fenced block opened with ```` ```console ````: its ``$ `` lines are commands, everything else is
-their output and is replaced. The commands of the whole README run in order, in one fresh temp dir, in a
+their output and is replaced. The commands of one doc run in order, in one fresh temp dir of their own, in a
 bash per command (``$?`` is the previous command's status), stdout and stderr merged, with this venv's
-``indexer`` first on PATH and no Hub token. So every example is reproducible by a newcomer who runs the
-README's commands from the top, starting with ``indexer demo``.
+``indexer`` first on PATH and no Hub token. So every example is reproducible by a newcomer who runs a doc's
+commands from its top, each doc starting with ``indexer demo``.
 
 A command ending in ``&`` starts in the background (its own process group); the next command waits until
 the port it names (``--port N``) answers, and every background process is stopped (SIGTERM) at the end.
-The README's ports (8900 for the Hub imitation, 8001 for datasette) are replaced by free ports while the
+The docs' ports (8900 for the Hub imitation, 8001 for datasette) are replaced by free ports while the
 commands run and put back in what they print, so a check can run beside other sessions.
 
-Written into the README: the output with the temp dir shown as ``$PWD``. Compared by ``--check``: both
+Written into the doc: the output with the temp dir shown as ``$PWD``. Compared by ``--check``: both
 sides with run-dependent values masked (durations, timestamps, pids, the published file's hash and size).
 
 Blocks between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` are rendered from the code
@@ -38,6 +38,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+
+
+def docs() -> list[Path]:
+    """Every doc whose examples or generated blocks this script writes: the README, then docs/*.md."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
 NOMINAL_PORTS = (8900, 8001)
 COMMAND_TIMEOUT = 180
 FENCE_RE = re.compile(r"^```console\n(.*?)^```\n", re.M | re.S)
@@ -82,7 +87,7 @@ def _wait_for_port(port: int, timeout: float = 60.0) -> None:
 
 
 class Session:
-    """One temp dir, the README's commands in order, background processes stopped at the end."""
+    """One temp dir, a doc's commands in order, background processes stopped at the end."""
 
     def __init__(self, work: Path):
         self.work = work
@@ -200,7 +205,7 @@ GENERATORS = {"engines": engine_table, "arch": arch_table, "demo-urls": demo_url
 
 
 def render(text: str, work: Path | None = None) -> str:
-    """README text with every console block re-run and every generated block re-rendered."""
+    """A doc's text with every console block re-run and every generated block re-rendered."""
     text = GENERATED_RE.sub(lambda m: m.group(1) + GENERATORS[m.group(2)]() + m.group(4), text)
     with tempfile.TemporaryDirectory(prefix="indexer-docs-") as tmp:
         session = Session(Path(work or tmp).resolve())
@@ -215,21 +220,31 @@ def render(text: str, work: Path | None = None) -> str:
     return "".join(pieces)
 
 
-def diff(text: str) -> str:
+def has_blocks(text: str) -> bool:
+    """Whether a doc has anything to run or render."""
+    return bool(FENCE_RE.search(text) or GENERATED_RE.search(text))
+
+
+def diff(text: str, name: str = "README.md") -> str:
     """Unified diff, masked, between ``text`` and what its commands print now ('' when they agree)."""
     fresh = render(text)
     return "".join(difflib.unified_diff(mask(text).splitlines(True), mask(fresh).splitlines(True),
-                                        "README.md", "README.md (regenerated)"))
+                                        name, f"{name} (regenerated)"))
 
 
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
-    if "--check" in argv:
-        d = diff(text)
-        sys.stdout.write(d)
-        return 1 if d else 0
-    README.write_text(render(text), encoding="utf-8")
-    return 0
+    failed = 0
+    for path in docs():
+        text = path.read_text(encoding="utf-8")
+        if not has_blocks(text):
+            continue
+        if "--check" in argv:
+            d = diff(text, str(path.relative_to(ROOT)))
+            sys.stdout.write(d)
+            failed |= bool(d)
+        else:
+            path.write_text(render(text), encoding="utf-8")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

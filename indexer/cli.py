@@ -9,16 +9,21 @@ import click
 
 from . import __version__
 from .cli_support import (
+    SIGNALLED,
     IndexerGroup,
     check_db,
+    check_db_folder,
     db_option,
     engine_option,
     exit_interrupted,
     fail,
     interrupt_on_signals,
+    long_run,
     max_bytes_option,
     print_json,
     request_timeout_option,
+    stop_handling_signals,
+    valid_answer_limit,
     valid_limit,
     valid_output_dir,
     valid_output_file,
@@ -50,6 +55,31 @@ def db_upgrade(db):
     click.echo(f"catalog at head: {safe_url(upgrade(db))}")
 
 
+def speed_options(command):
+    """The expected speed-up's options, shared by check and query (docs/speed.md)."""
+    for option in reversed(SPEED_OPTIONS):
+        command = option(command)
+    return command
+
+
+SPEED_OPTIONS = (
+    click.option("--hardware", metavar="NAME",
+                 help="The device the pair runs on (M4 Max, RTX 4090, H100 SXM, ...; `indexer hardware` lists "
+                      "them). Default: one datacenter GPU, one consumer GPU and one Mac."),
+    click.option("--bandwidth", type=click.FloatRange(min=1), metavar="GB/S",
+                 help="Memory bandwidth of a device that is not listed (with --hardware: that device at this "
+                      "bandwidth)."),
+    click.option("--quant", "target_quant", metavar="TYPE",
+                 help="The target's quantization (Q4_K_M, Q8_0, F16, 4bit, 8bit, bf16, fp8, int4, ...), over what "
+                      "the repo declares."),
+    click.option("--draft-quant", "draft_quant", metavar="TYPE", help="The draft's quantization, likewise."),
+    click.option("--task", type=click.Choice(["code", "chat", "prose", "reasoning"]), default="chat",
+                 show_default=True, help="What the text is like: drafts are accepted most on code, least on prose."),
+    click.option("--draft-tokens", type=click.IntRange(min=1, max=64), default=None,
+                 help="Draft tokens per round (default: the count the speed model finds best)."),
+)
+
+
 @cli.command()
 @click.argument("directory", callback=valid_path)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
@@ -77,21 +107,10 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 @max_bytes_option
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
-@click.option("--hardware", metavar="NAME",
-              help="The device the pair runs on (M4 Max, RTX 4090, H100 SXM, ...; `indexer hardware` lists them). "
-                   "Default: one datacenter GPU, one consumer GPU and one Mac.")
-@click.option("--bandwidth", type=click.FloatRange(min=1), metavar="GB/S",
-              help="Memory bandwidth of a device that is not listed (with --hardware: that device at this bandwidth).")
-@click.option("--quant", "target_quant", metavar="TYPE",
-              help="The target's quantization (Q4_K_M, Q8_0, F16, 4bit, 8bit, bf16, fp8, int4, ...), over what the "
-                   "repo declares.")
-@click.option("--draft-quant", "draft_quant", metavar="TYPE", help="The draft's quantization, likewise.")
-@click.option("--task", type=click.Choice(["code", "chat", "prose", "reasoning"]), default="chat", show_default=True,
-              help="What the text is like: drafts are accepted most on code, least on prose.")
-@click.option("--draft-tokens", type=click.IntRange(min=1, max=64), default=None,
-              help="Draft tokens per round (default: the count the speed model finds best).")
+@speed_options
+@click.option("--verbose", is_flag=True, help="Every engine's reasons in full (--json always has them).")
 def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware, bandwidth, target_quant, draft_quant,
-          task, draft_tokens):
+          task, draft_tokens, verbose):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
@@ -128,7 +147,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
     if as_json:
         print_json(result)
     else:
-        click.echo(render_check(result))
+        click.echo(render_check(result, verbose=verbose))
     sys.exit(0 if works_on(result, engine) else 1)
 
 
@@ -166,6 +185,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
 @request_timeout_option
 @verbose_option
 @db_option
+@long_run("crawl")
 def crawl(families, author, search, models, all_, limit, full, full_listing, endpoint, api_budget, resolver_budget,
           max_minutes, max_api_calls, workers, max_file_bytes, quiet, as_json, no_compute, request_timeout, verbose,
           db):
@@ -245,6 +265,7 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @db_option
+@long_run("compute")
 def compute(as_json, quiet, db):
     """Rebuild the compatibility classes per engine and the cached pair verdicts."""
     from .catalog.compute import compute as run_compute
@@ -277,7 +298,8 @@ def compute(as_json, quiet, db):
 @click.option("--target", required=True, callback=valid_target,
               help="Target: a repo id (any case), a Hub URL, a bare name, or a local model directory.")
 @engine_option("Serving engine whose rule decides.")
-@click.option("--limit", type=int, callback=valid_limit, default=10, show_default=True, help="How many drafts.")
+@click.option("--limit", type=int, callback=valid_answer_limit, default=10, show_default=True,
+              help="How many drafts (1-500).")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
 @click.option("--all", "all_", is_flag=True,
               help="Every repo that works with the target on the engine, then the degraded ones, unranked.")
@@ -294,19 +316,7 @@ def compute(as_json, quiet, db):
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
 @db_option
-@click.option("--hardware", metavar="NAME",
-              help="The device the pair runs on (M4 Max, RTX 4090, H100 SXM, ...; `indexer hardware` lists them). "
-                   "Default: one datacenter GPU, one consumer GPU and one Mac.")
-@click.option("--bandwidth", type=click.FloatRange(min=1), metavar="GB/S",
-              help="Memory bandwidth of a device that is not listed (with --hardware: that device at this bandwidth).")
-@click.option("--quant", "target_quant", metavar="TYPE",
-              help="The target's quantization (Q4_K_M, Q8_0, F16, 4bit, 8bit, bf16, fp8, int4, ...), over what the "
-                   "repo declares.")
-@click.option("--draft-quant", "draft_quant", metavar="TYPE", help="The draft's quantization, likewise.")
-@click.option("--task", type=click.Choice(["code", "chat", "prose", "reasoning"]), default="chat", show_default=True,
-              help="What the text is like: drafts are accepted most on code, least on prose.")
-@click.option("--draft-tokens", type=click.IntRange(min=1, max=64), default=None,
-              help="Draft tokens per round (default: the count the speed model finds best).")
+@speed_options
 def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db, hardware, bandwidth,
           target_quant, draft_quant, task, draft_tokens):
     """Ranked draft models for --target that work on the engine, with reasons and launch flags.
@@ -324,7 +334,7 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens)  # bad names: exit 2
     kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method,
               speed=speed)
-    result = first = None
+    result = first = unlooked = None
     if not live_:
         try:
             result = run_query(target, **kw)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
@@ -334,10 +344,17 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
             if not sides_to_fetch(db, target):  # not a Hub repo the catalog lacks: the catalog's answer stands
                 raise
             first = e
+        if result is not None and (result.get("summary") or {}).get("catalog_looked") is False:
+            unlooked, result, live_ = result, None, True  # never looked for its drafts: look now, within --budget
     if result is None:  # the live path (answer/live.py), imported only here
         from .answer import live
 
-        result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, first=first, **kw)
+        try:
+            result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, first=first, **kw)
+        except IndexerError as e:
+            if unlooked is None:
+                raise
+            result = {**unlooked, "live": {"note": f"no candidate drafts were looked for: {e.message}"}}
         if not as_json:
             live.say(result.get("live") or {})
     if as_json:
@@ -380,6 +397,7 @@ def serve(host, port, db):
               help="Commit the snapshot, token store, manifest, Parquet tables and card to this Hub dataset "
                    "(token from HF_TOKEN).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint for --to-hub (default: $HF_ENDPOINT).")
+@long_run("publish")
 def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
     """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), the site plugin, metadata, serve.sh,
     Dockerfile; or, with --to-hub ORG/NAME, publish the catalog to a Hub dataset in one commit (`indexer pull`
@@ -394,7 +412,8 @@ def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
     if to_hub:
         from .hubpublish import publish_to_hub
 
-        done = publish_to_hub(db, to_hub, endpoint=endpoint, log=lambda m: click.echo(m, err=True))
+        done = publish_to_hub(db, to_hub, endpoint=endpoint, log=lambda m: click.echo(m, err=True),
+                              progress=sys.stderr.isatty() and not as_json)  # one bar, on a terminal only
         if as_json:
             print_json(done)
         else:
@@ -418,11 +437,12 @@ def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
 @click.option("--from", "repo", metavar="ORG/NAME",
               help="Dataset to pull (default: $INDEXER_CATALOG_REPO, else the project's published catalog).")
 @click.option("--revision", default="main", show_default=True, help="Branch or commit of the dataset.")
-@click.option("--db", envvar="INDEXER_DB", default=None,
+@click.option("--db", envvar="INDEXER_DB", default=None, callback=check_db_folder,
               help="Catalog file to replace (default data/catalog.db, env INDEXER_DB).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@long_run("pull")
 def pull(repo, revision, db, endpoint, as_json, quiet):
     """Make the newest published catalog the local one: one request when it is unchanged; else download,
     verify (sha256, integrity, schema), migrate if older, and rename into place atomically.
@@ -431,16 +451,22 @@ def pull(repo, revision, db, endpoint, as_json, quiet):
     """
     from .pull import pull as run_pull
 
-    done = run_pull(db, repo=repo, revision=revision, endpoint=endpoint, progress=not (quiet or as_json))
+    done = run_pull(db, repo=repo, revision=revision, endpoint=endpoint,
+                    progress=not (quiet or as_json) and sys.stderr.isatty())  # a log gets no bar
     if as_json:
         print_json(done)
     elif done["status"] == "unchanged":
         click.echo(f"catalog {done['db']} is already {done['repo']} at {done['commit'][:12]} "
-                   f"(sha256 {done['sha256'][:12]}): nothing downloaded")
+                   f"(sha256 {done['sha256'][:12]}): nothing downloaded; {_requests(done['requests'])}")
     else:
         migrated = f", migrated from schema {done['migrated_from']}" if done["migrated_from"] else ""
         click.echo(f"pulled {done['repo']} at {done['commit'][:12]} into {done['db']} ({done['bytes']} bytes, "
-                   f"sha256 {done['sha256'][:12]} verified, {done['token_files']} token files{migrated})")
+                   f"sha256 {done['sha256'][:12]} verified, {done['token_files']} token files{migrated}); "
+                   f"{_requests(done['requests'])}")
+
+
+def _requests(n: int) -> str:
+    return f"{n} HTTP request{'' if n == 1 else 's'}"
 
 
 @cli.command()
@@ -463,6 +489,7 @@ def pull(repo, revision, db, endpoint, as_json, quiet):
               metavar="DAYS", help="Do a full listing when the last complete one is older than DAYS.")
 @request_timeout_option
 @verbose_option
+@long_run("nightly")
 def nightly(db, families, endpoint, publish_dir, to_hub, report, lock_file, max_minutes, max_api_calls, full_listing,
             full_every, request_timeout, verbose):
     """Crawl the families incrementally, compute, check integrity, publish, report (one run at a time).
@@ -500,14 +527,15 @@ def nightly(db, families, endpoint, publish_dir, to_hub, report, lock_file, max_
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8001, show_default=True,
               help="Port datasette listens on.")
 @click.option("--no-serve", is_flag=True, help="Build the demo catalog and stop (do not start datasette).")
+@long_run("demo")
 def demo(db, host, port, no_serve):
     """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette.
 
     Exit status: 0 done or stopped, 1 the demo failed, 2 busy port.
     """
     from .catalog.db import CatalogError
-    from .demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET, build_demo_catalog, urls
-    from .publish import PublishError, check_port, free_port, stop_on_signals
+    from .demo import DEMO_DRAFT, DEMO_TARGET, build_demo_catalog, urls
+    from .publish import PublishError, check_port, free_port
     from .publish import serve as run_serve
 
     if not no_serve:
@@ -516,20 +544,24 @@ def demo(db, host, port, no_serve):
             check_port(host, port)  # before minutes of work, and before any URL is printed
         except PublishError as e:
             fail(str(e))
+    from .errors import CrawlInterrupted
+
     try:
-        with stop_on_signals():  # SIGTERM mid-crawl: the hub imitation stops, its temp dir goes
-            build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
-    except KeyboardInterrupt:
-        fail("demo interrupted", 130)
+        build_demo_catalog(db, log=lambda m: click.echo(m, err=True))
+    except CrawlInterrupted:  # the crawl recorded it; the next demo resumes
+        raise KeyboardInterrupt from None
     except Exception as e:
         fail(f"demo failed: {type(e).__name__}: {e}", 1)
     click.echo(f"demo catalog: {db}")
     click.echo("try:")
     click.echo(f"  indexer query --db {db} --target {DEMO_TARGET}")
-    click.echo(f"  indexer check --db {db} {DEMO_TARGET} {DEMO_DRAFT_MISMATCH}")
+    click.echo(f"  indexer check --db {db} {DEMO_TARGET} {DEMO_DRAFT}")  # a clean first answer: exit 0
     if no_serve:
         click.echo(f"  indexer serve --db {db}")
         return
+    if SIGNALLED:
+        raise KeyboardInterrupt  # a signal swallowed on the way: the demo was interrupted, not served
+    stop_handling_signals()
 
     def ready(url):
         for name, link in urls(host, port, Path(db).stem).items():

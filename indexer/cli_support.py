@@ -21,6 +21,9 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 # Commands that write the catalog: their --db is checked for write access (and a free lock) up front.
 WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
+# Commands that make a new catalog, its folder included (nightly is the scheduled crawl); any other refuses a --db
+# in a folder that does not exist.
+CREATES_CATALOG = {"upgrade", "crawl", "demo", "nightly"}
 # `check DIR DIR` needs no catalog: its server is reached only when a side is a repo id.
 CATALOG_OPTIONAL = {"check"}
 DB_META = "indexer.catalog.db"
@@ -32,7 +35,16 @@ def check_db(ctx: click.Context, _param, value):
 
     ctx.meta[DB_META] = value
     ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
-                                  connect=ctx.command.name not in CATALOG_OPTIONAL)
+                                  connect=ctx.command.name not in CATALOG_OPTIONAL,
+                                  creates=ctx.command.name in CREATES_CATALOG)
+    return value
+
+
+def check_db_folder(_ctx, _param, value):
+    """--db of ``pull``: a catalog path in a folder that does not exist is refused before anything is fetched."""
+    from .catalog.db import check_folder, resolve_url, sqlite_path
+
+    check_folder(value, sqlite_path(resolve_url(value)))
     return value
 
 
@@ -97,6 +109,13 @@ def valid_output_dir(_ctx, param: click.Parameter, value):
     return value
 
 
+def valid_answer_limit(_ctx, _param: click.Parameter, value):
+    """``query --limit``: 1..validate.ANSWER_MAX_LIMIT, the site's bound too."""
+    from .answer.validate import ANSWER_MAX_LIMIT, limit
+
+    return None if value is None else limit(value, ANSWER_MAX_LIMIT, name="--limit")
+
+
 def valid_limit(_ctx, _param: click.Parameter, value):
     """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
     from .answer.validate import limit
@@ -104,24 +123,73 @@ def valid_limit(_ctx, _param: click.Parameter, value):
     return None if value is None else limit(value, name="--limit")
 
 
+LONG_COMMANDS = {"demo", "crawl", "compute", "nightly", "pull", "publish"}  # each decorated with long_run
+SIGNALLED: dict = {}  # the first SIGINT/SIGTERM a long command received ({"signum": n}), see interrupt_on_signals
+
+
 def interrupt_on_signals() -> dict:
     """The first SIGTERM or SIGINT raises KeyboardInterrupt in the main thread: the run is recorded as
     interrupted and reported. A second one exits at once (every repo is its own transaction, so nothing
-    committed is lost). Returns a dict that remembers the first signal."""
+    committed is lost). Returns the dict that remembers the first signal (:data:`SIGNALLED`).
+
+    A KeyboardInterrupt raised where Python cannot propagate it (a weakref finalizer, a ``__del__``) is
+    printed by ``sys.unraisablehook`` as a traceback and then lost: the hook drops it silently here, and
+    :func:`long_run` still sees the signal in the dict."""
     import os
     import signal
 
-    got: dict = {}
-
     def handler(signum, _frame):
-        if "signum" in got:
+        if "signum" in SIGNALLED:
             os._exit(128 + signum)
-        got["signum"] = signum
+        SIGNALLED["signum"] = signum
         raise KeyboardInterrupt
 
+    if getattr(sys.unraisablehook, "__name__", "") != "_quiet_interrupts":
+        default = sys.unraisablehook
+
+        def _quiet_interrupts(unraisable):
+            if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+                default(unraisable)
+
+        sys.unraisablehook = _quiet_interrupts
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-    return got
+    return SIGNALLED
+
+
+def long_run(name: str):
+    """Decorator of a long command (demo, crawl, compute, nightly, pull, publish): Ctrl-C or SIGTERM is one
+    line, ``error: NAME interrupted``, and exit 130 (143), never a traceback, and never lost. Each command
+    writes in transactions or renames into place, so an interrupted run leaves nothing half-written and the
+    next run resumes."""
+    import functools
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            SIGNALLED.clear()
+            got = interrupt_on_signals()
+            try:
+                result = f(*args, **kwargs)
+            except KeyboardInterrupt:
+                exit_interrupted(got, f"error: {name} interrupted")
+            if got:  # swallowed on the way (a finalizer, a library's cleanup): the run was still interrupted
+                exit_interrupted(got, f"error: {name} interrupted")
+            return result
+
+        return wrapper
+
+    return deco
+
+
+def stop_handling_signals() -> None:
+    """Back to Python's own Ctrl-C (KeyboardInterrupt) and SIGTERM before a long command serves until stopped
+    (demo): stopping a server is its normal end, not an interruption."""
+    import signal
+
+    SIGNALLED.clear()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def exit_interrupted(got: dict, message: str | None = None) -> None:
@@ -181,6 +249,10 @@ class IndexerGroup(click.Group):
             return super().invoke(ctx)
         except IndexerError as e:
             fail(e.message, e.exit_code)
+        except KeyboardInterrupt:  # Ctrl-C before a long command's own handling began (its --db check)
+            if ctx.invoked_subcommand not in LONG_COMMANDS:
+                raise
+            fail(f"{ctx.invoked_subcommand} interrupted", 130)
         except Exception as e:
             from .catalog.db import as_catalog_error
 

@@ -25,6 +25,7 @@ The hub stays in ``demo-hub/`` beside the catalog (:func:`demo_hub_dir`) for the
 
 Last, the catalog is published to a dataset repo of a second, empty Hub imitation (``publish --to-hub``) and
 pulled back into a temp directory (``pull``), to show both on the real client and protocol (:func:`round_trip`).
+The imitation keeps its datasets in ``demo-datasets/`` beside the catalog (:func:`demo_datasets_dir`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pathlib import Path
 from .catalog.db import DEFAULT_DEMO_DB
 
 DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
+DEMO_DRAFT = "lumen-ai/Lumen-0.5B-Instruct"  # the pair the demo suggests checking: it works on every draft engine
 DEMO_DRAFT_MISMATCH = "lumen-ai/Lumen-1.5B-Instruct"
 DEMO_GATED = "lumen-ai/Lumen-70B-Instruct"
 DEMO_GATED_COPY = "amberlab/Lumen-70B-Instruct"
@@ -282,6 +284,12 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
     return (path.parent if path is not None else Path("data")) / "demo-hub"
 
 
+def demo_datasets_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
+    """Where the demo keeps the dataset repos it publishes to: ``demo-datasets/`` beside ``demo-hub/``, so
+    ``python -m indexer.hubsim DIR/demo-hub --datasets DIR/demo-datasets`` serves them to ``indexer pull``."""
+    return demo_hub_dir(db).with_name("demo-datasets")
+
+
 def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
     from .catalog.db import resolve_url, upgrade
@@ -332,9 +340,11 @@ def round_trip(db: str, *, log=print) -> dict:
     token = "demo-write-token"  # the imitation's own; never written anywhere
     bars_were_off = are_progress_bars_disabled()
     disable_progress_bars()
+    datasets = demo_datasets_dir(db)  # kept: `indexer pull --from demo/catalog` can be tried afterwards
     try:
         with tempfile.TemporaryDirectory(prefix="indexer-demo-dataset-") as tmp, _online_for_local_hub(), \
-                HubServer(str(_empty(Path(tmp) / "models")), tokens={token: "write"}) as hub:
+                HubServer(str(_empty(Path(tmp) / "models")), tokens={token: "write"},
+                          dataset_dir=str(_empty(datasets))) as hub:
             done = publish_to_hub(db, DEMO_DATASET, endpoint=hub.endpoint, token=token)
             back = pull(str(Path(tmp) / "pulled" / "catalog.db"), repo=DEMO_DATASET, endpoint=hub.endpoint,
                         token=token, progress=False)
@@ -342,8 +352,8 @@ def round_trip(db: str, *, log=print) -> dict:
         if not bars_were_off:
             enable_progress_bars()
     same = "equal" if back["sha256"] == done["manifest"]["snapshot"]["sha256"] else "DIFFERENT"
-    log(f"published the catalog to the imitation's dataset {DEMO_DATASET} (publish --to-hub) and pulled it back "
-        f"(pull): sha256 {same}, {back['token_files']} token files")
+    log(f"published the catalog to the imitation's dataset {DEMO_DATASET} (publish --to-hub; kept in {datasets}) "
+        f"and pulled it back (pull): sha256 {same}, {back['token_files']} token files")
     return {"commit": done["commit"], "sha256": back["sha256"], "same": same == "equal"}
 
 

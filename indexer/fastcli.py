@@ -48,7 +48,8 @@ def _commands() -> dict:
                        Opt("method", "--method", "method", default="draft"), as_json, db)),
         "check": (("target", "draft"), (engine, as_json, db,
                                         Opt("max_file_bytes", "--max-file-bytes", "size",
-                                            default=DEFAULT_MAX_FILE_BYTES))),
+                                            default=DEFAULT_MAX_FILE_BYTES),
+                                        Opt("verbose", "--verbose", "flag", default=False))),
     }
 
 
@@ -151,9 +152,9 @@ def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:
 
             values[name] = target(value, name)
         elif name == "limit":
-            from .answer.validate import limit
+            from .answer.validate import ANSWER_MAX_LIMIT, limit
 
-            values[name] = limit(value, name="--limit")
+            values[name] = limit(value, ANSWER_MAX_LIMIT, name="--limit")
         elif name == "db":
             from .catalog.connect import preflight  # catalog.db's, without its migrations module
 
@@ -161,23 +162,26 @@ def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:
             meta["db"] = preflight(value, write=False, connect=command != "check")
 
 
-def _run(command: str, values: dict) -> None:
-    """The body of ``cli.query`` / ``cli.check``."""
+def _run(command: str, values: dict) -> bool:
+    """The body of ``cli.query`` / ``cli.check``; False (nothing printed) when the answer needs the Hub: the
+    catalog never looked for the target's drafts (answer/summary.py ``looked_for_drafts``)."""
     if command == "query":
         from .answer.query import render, run_query
 
         result = run_query(values["target"], engine=values["engine"], limit=values["limit"],
                            near_misses=values["near_misses"], all_members=values["all_"], db=values["db"],
                            method=values["method"])
+        if (result.get("summary") or {}).get("catalog_looked") is False:
+            return False
         echo(json_text(result) if values["as_json"] else
              render(result, all_members=values["all_"], near_misses=values["near_misses"]))
-        return
+        return True
     from .answer.query import check, render_check, works_on
     from .answer.speedup import Options, add_to_check
 
     result = check(values["target"], values["draft"], db=values["db"], max_file_bytes=values["max_file_bytes"])
     add_to_check(result, values["target"], values["draft"], values["db"], Options())
-    echo(json_text(result) if values["as_json"] else render_check(result))
+    echo(json_text(result) if values["as_json"] else render_check(result, verbose=values["verbose"]))
     sys.exit(0 if works_on(result, values["engine"]) else 1)
 
 
@@ -192,7 +196,8 @@ def answer(command: str, values: dict, order: list[str]) -> bool:
     meta: dict = {}
     try:
         _checked(command, values, order, meta)
-        _run(command, values)
+        if not _run(command, values):
+            return False
     except IndexerError:
         return False
     except Exception as e:

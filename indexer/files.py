@@ -107,7 +107,11 @@ def _parse_stdlib(path: Path, raw: bytes):
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise InputError("malformed", f"{path.name}: invalid JSON ({e.msg}, line {e.lineno})") from None
+        # json's msg may end in "at", meaning the position (json/decoder.py: "Unterminated string starting at"):
+        # the position is said as line and column, and the words without their dangling "at".
+        what = e.msg.removesuffix(" at").removesuffix(" starting").lower()
+        raise InputError("malformed", f"{path.name}: invalid JSON at line {e.lineno}, column {e.colno} ({what})") \
+            from None
     return data
 
 

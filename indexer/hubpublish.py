@@ -247,9 +247,9 @@ def files_of(out: Path, manifest: dict) -> dict[str, Path]:
 
 
 def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None, token: str | None = None,
-                   sleep=None, log=lambda _m: None) -> dict:
+                   sleep=None, log=lambda _m: None, progress: bool = False) -> dict:
     """Build the snapshot and commit it to the dataset ``repo_id``; returns what was done (``status``
-    ``published`` or ``unchanged``, the commit, the manifest)."""
+    ``published`` or ``unchanged``, the commit, the manifest). ``progress``: one upload bar (a terminal's)."""
     import time
 
     from huggingface_hub import get_token
@@ -283,7 +283,8 @@ def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None,
                                    f"catalog ({manifest.get('data_as_of')}); not replaced")
             message = f"catalog: {manifest['counts'].get('repos', 0)} repos, data as of {manifest['data_as_of']}"
             try:
-                oid = hub.commit(files_of(out, manifest), info.sha, message, sleep=sleep or time.sleep)
+                oid = hub.commit(files_of(out, manifest), info.sha, message, sleep=sleep or time.sleep,
+                                 progress=progress)
             except StaleParent:
                 if attempt == 2:
                     raise DatasetError(f"{repo_id} kept moving while publishing (412 twice); try again") from None

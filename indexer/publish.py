@@ -72,7 +72,7 @@ def export_sqlite(db: str, dest: Path) -> dict:
         src = create_engine(url)
     except ModuleNotFoundError as e:
         raise PublishError(f"cannot open {safe_url(url)}: driver {e.name} is missing; "
-                           "pip install 'indexer[postgres]'") from None
+                           "pip install 'psycopg[binary]'") from None
     except Exception as e:  # noqa: BLE001 - unknown scheme, bad URL
         raise PublishError(f"cannot open {safe_url(url)}: {type(e).__name__}: {e}") from None
     upgrade(str(dest))

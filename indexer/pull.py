@@ -154,7 +154,17 @@ def merge_tokens(archive: Path, root: Path) -> int:
 def pull(db: str | None = None, *, repo: str | None = None, revision: str = "main", endpoint: str | None = None,
          token: str | None = None, progress: bool = True, log=lambda _m: None) -> dict:
     """Make the published catalog of ``repo`` at ``revision`` the catalog ``db``; returns what was done
-    (``status`` ``unchanged`` or ``pulled``, the commit, sha256, bytes downloaded, migration)."""
+    (``status`` ``unchanged`` or ``pulled``, the commit, sha256, bytes downloaded, migration, ``requests``: the
+    HTTP requests it sent, redirects followed included)."""
+    from .hub.session import RequestCounter
+
+    with RequestCounter() as counter:
+        done = _pull(db, repo=repo, revision=revision, endpoint=endpoint, token=token, progress=progress, log=log)
+    return {**done, "requests": counter.requests}
+
+
+def _pull(db: str | None, *, repo: str | None, revision: str, endpoint: str | None, token: str | None,
+          progress: bool, log) -> dict:
     from huggingface_hub import get_token
     from huggingface_hub.utils import disable_progress_bars
 

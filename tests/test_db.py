@@ -61,7 +61,7 @@ def test_tokenstore_roundtrip(tmp_path):
 def test_safe_url_masks_passwords():
     from indexer.catalog.db import safe_url
 
-    assert safe_url("postgresql+psycopg://u:s3cret@h:5432/db") == "postgresql+psycopg://u:***@h:5432/db"
+    assert safe_url("postgresql+psycopg://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db"  # alias: not shown
     assert safe_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
 
 

@@ -93,7 +93,7 @@ def test_missing_postgres_driver_names_the_extra(name, tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, mod, None)  # what an interpreter without the driver sees on import
     line = assert_one_line(CliRunner().invoke(cli, args_for(name, "postgresql://indexer:s3cret@db.invalid/c",
                                                             tmp_path)),
-                           expect="pip install 'indexer[postgres]'")
+                           expect="pip install 'psycopg[binary]'")
     assert "s3cret" not in line
 
 

@@ -28,6 +28,11 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     res = CliRunner().invoke(cli, ["demo", "--no-serve", "--db", str(db)])
     assert res.exit_code == 0, res.output
     assert f"indexer query --db {db} --target {DEMO_TARGET}" in res.output
+    tries = [line.split()[1:] for line in res.output.splitlines() if line.startswith("  indexer ")]
+    for args in tries:  # the suggested first commands give a clean answer (issue 30: the check one exited 1)
+        if args[0] in ("query", "check"):
+            tried = CliRunner().invoke(cli, args)
+            assert tried.exit_code == 0, (args, tried.output)
     con = sqlite3.connect(db)
     statuses = dict(con.execute("SELECT repo_id, status FROM repos"))
     assert len(statuses) == len(REPOS)
@@ -151,7 +156,7 @@ def test_sigterm_during_the_demo_crawl_stops_the_hub_imitation(tmp_path):
         hub_port = int(line.rsplit(":", 1)[1])
         os.kill(run.proc.pid, signal.SIGTERM)
         code = run.proc.wait(timeout=30)
-        assert code in (0, 130)  # 130 when it landed before datasette started, 0 after
+        assert code in (0, 143)  # 143 (SIGTERM) when it landed before datasette started, 0 after
         assert port_closed(hub_port) and run.session_processes() == []
         assert list((tmp_path / "tmp").iterdir()) == []  # the demo hub's temp dir is gone
     finally:
@@ -181,3 +186,35 @@ def test_serve_on_an_address_of_another_machine_says_so(catalog):
     res = CliRunner().invoke(cli, ["serve", "--db", catalog, "--host", "192.0.2.1", "--port", "8765"])
     assert res.exit_code == 2
     assert "not an address of this machine" in res.output and "another server" not in res.output
+
+
+def test_the_demo_keeps_its_hub_dataset_beside_the_catalog_so_pull_can_be_repeated(demo_catalog, tmp_path):
+    """Issue 30: the demo published to the imitation's dataset demo/catalog and deleted it when it stopped, so
+    `indexer pull --from demo/catalog` could not be tried. Its datasets stay in demo-datasets/ beside the
+    catalog, and `python -m indexer.hubsim DIR --datasets DIR` serves them, as often as asked."""
+    import os
+    import subprocess
+    import sys
+
+    from indexer.demo import DEMO_DATASET, demo_datasets_dir
+
+    datasets = demo_datasets_dir(str(demo_catalog))
+    assert datasets == demo_catalog.parent / "demo-datasets" and datasets.is_dir()
+    hub = subprocess.Popen([sys.executable, "-m", "indexer.hubsim", str(demo_catalog.parent / "demo-hub"),
+                            "--datasets", str(datasets), "--port", "0"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+    try:
+        endpoint = hub.stdout.readline().strip()
+        dest = tmp_path / "pulled" / "catalog.db"
+        dest.parent.mkdir()
+        for want in ("pulled", "unchanged"):
+            res = CliRunner().invoke(cli, ["pull", "--from", DEMO_DATASET, "--db", str(dest), "--endpoint", endpoint,
+                                           "--json"], env={**os.environ, "HF_TOKEN": ""})
+            assert res.exit_code == 0, res.output
+            assert json.loads(res.output)["status"] == want
+    finally:
+        hub.terminate()
+        hub.wait(timeout=10)
+    assert datasets.is_dir()  # the imitation left the folder it was given
+    res = CliRunner().invoke(cli, ["query", "--db", str(dest), "--target", DEMO_TARGET, "--offline"])
+    assert res.exit_code == 0 and "lumen-ai/Lumen-0.5B-Instruct" in res.output

@@ -75,7 +75,8 @@ def test_check_two_files_and_engines_that_load_no_gguf(tmp_path):
     assert "no fix changes the outcome" not in text  # engines that load no GGUF said where to ask instead
     unrelated = write_gguf(tmp_path / "u.gguf", tokens=[f"u{i}" for i in range(300)])
     assert json.loads(run("check", t, unrelated, "--json").stdout)["fixes"]["llama.cpp"] is None
-    same = run("check", t, write_gguf(tmp_path / "e.gguf", tokens=bpe_tokens(300)), "--engine", "llama.cpp")
+    same = run("check", t, write_gguf(tmp_path / "e.gguf", tokens=bpe_tokens(300)), "--engine", "llama.cpp",
+               "--verbose")  # where the facts came from: a long reason, said under --verbose (and in --json)
     assert same.exit_code == 0 and "read from the header of" in same.output
 
 

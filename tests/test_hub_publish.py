@@ -308,3 +308,47 @@ def test_xet_is_off_before_huggingface_hub_is_imported():
             "print(constants.HF_HUB_DISABLE_XET, is_xet_available())")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "False"]
+
+
+def test_publish_shows_one_bar_on_a_terminal_and_none_in_a_log(demo_catalog, tmp_path):
+    """Issue 30: the client's six bars (one per LFS file and one over them) went, escape codes and all, into a
+    non-terminal log. Now: none in a log; one bar, ours, on a terminal."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from hubkit import ORG, WRITE, copy_catalog, dataset_hub, touch_catalog
+
+    db = copy_catalog(demo_catalog, tmp_path / "cat")
+    env = {**os.environ, "HF_TOKEN": WRITE}
+    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+    with dataset_hub(tmp_path / "hub") as hub:
+        cmd = [sys.executable, "-c", "from indexer.cli import cli; cli()", "publish", "--to-hub", f"{ORG}/catalog",
+               "--db", str(db), "--endpoint", hub.endpoint]
+        log = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        assert log.returncode == 0, log.stderr
+        assert "\x1b" not in log.stderr and "\r" not in log.stderr and "%|" not in log.stderr, log.stderr
+        touch_catalog(db)  # new data: the next publish uploads again
+        parent, child = pty.openpty()
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal 100 columns wide
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=child, env=env)
+        os.close(child)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(parent, 65536)
+            except OSError:  # the child closed its side
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert proc.wait(timeout=300) == 0, seen
+        os.close(parent)
+    text = seen.decode("utf-8", "replace")
+    assert "upload" in text and "%|" in text  # our bar
+    assert "LFS files" not in text and "catalog.sqlite:" not in text and "tokens.tar:" not in text  # not theirs

@@ -470,3 +470,21 @@ def test_cli_stall_accepts_and_never_answers(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_cli_stopped_with_sigterm_removes_its_dataset_folder(hub_dir, tmp_path):
+    """Issue 30: SIGINT removed the imitation's temporary /tmp/hubsim-datasets-* folder, SIGTERM left it."""
+    import os
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "indexer.hubsim", str(hub_dir), "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        assert proc.stdout.readline().startswith("http://127.0.0.1:")
+        assert [p.name[:16] for p in tmp.iterdir()] == ["hubsim-datasets-"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert list(tmp.iterdir()) == []

@@ -232,6 +232,7 @@ def test_private_repo_is_answered_but_never_stored(hub, env, monkeypatch):
     assert out["target"]["repo_id"] == PRIVATE_TARGET and out["drafts"][0]["repo_id"] == DRAFT
     assert PRIVATE_TARGET in out["drafts"][0]["launch"]
     fresh = env / "fresh" / "catalog.db"
+    fresh.parent.mkdir()  # a --db folder that does not exist is refused (issue 30)
     res = run("query", "--db", fresh, "--target", PRIVATE_TARGET, "--live", "--json")
     out = json.loads(res.output)  # on no catalog: public drafts found by its author and family
     assert out["target"]["repo_id"] == PRIVATE_TARGET and DRAFT in [d["repo_id"] for d in out["drafts"]]
@@ -350,3 +351,92 @@ def test_the_console_script_hands_a_catalog_miss_to_the_live_path(hub, env):
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
     assert again.returncode == 0 and requests(hub) == 0, again.stderr
     assert json.loads(again.stdout)["verdicts"] == json.loads(first.stdout)["verdicts"]
+
+
+def test_a_catalog_that_never_looked_does_not_say_no_drafts(hub, env):
+    """Issue 30 part 1: on a new catalog the target alone is no answer. Without --live, the query looks for its
+    drafts on the Hub (within the default budget), and once it has looked the next query costs nothing."""
+    db = env / "catalog.db"
+    assert not db.exists()
+    res = run("query", "--db", env / "catalog.db", "--target", DEMO_TARGET, "--json", ok=(0,))
+    out = json.loads(res.output)
+    assert DRAFT in [d["repo_id"] for d in out["drafts"]]
+    assert out["summary"]["engines_with_drafts"] and "catalog_looked" not in out["summary"]
+    assert out["live"]["looked_in"] and requests(hub) <= 60
+    hub.reset_counts()
+    again = json.loads(run("query", "--db", env / "catalog.db", "--target", DEMO_TARGET, "--json").output)
+    assert requests(hub) == 0 and again["drafts"] == out["drafts"]
+
+
+def test_a_target_fetched_alone_by_check_makes_query_look(hub, env):
+    db = env / "catalog.db"
+    run("check", "--db", db, DEMO_TARGET, MISMATCH)  # the catalog: the target and a draft of another family
+    hub.reset_counts()
+    res = run("query", "--db", db, "--target", DEMO_TARGET, ok=(0,))
+    assert "no engine has drafts" not in res.output and DRAFT in res.output
+    assert "looked for drafts in" in res.stderr and hub.counts["list"] > 0
+
+
+def test_offline_a_catalog_that_never_looked_says_so_in_one_line(hub, env, monkeypatch):
+    db = env / "catalog.db"
+    run("check", "--db", db, DEMO_TARGET, MISMATCH)
+    hub.reset_counts()
+    res = run("query", "--db", db, "--target", DEMO_TARGET, "--offline", ok=(0,))
+    assert "no engine has drafts" not in res.output and "no drafts found" not in res.output
+    [line] = [s for s in res.output.splitlines() if "too little" in s]
+    assert "--live" in line and "indexer pull" in line
+    out = json.loads(run("query", "--db", db, "--target", DEMO_TARGET, "--offline", "--json").output)
+    assert out["summary"]["catalog_looked"] is False and requests(hub) == 0
+    # the console script's fast path hands such an answer to cli.py, which says the same
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import os
+
+    cmd = [sys.executable, "-c", "from indexer.fastcli import main; main()", "query", "--target", DEMO_TARGET,
+           "--db", str(db)]
+    fast = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert fast.returncode == 0 and "too little" in fast.stdout and "no engine has drafts" not in fast.stdout
+    assert requests(hub) == 0
+
+
+def test_when_the_hub_cannot_be_asked_the_catalog_still_does_not_claim_no_drafts(hub, env, monkeypatch):
+    db = env / "catalog.db"
+    run("check", "--db", db, DEMO_TARGET, MISMATCH)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens: connection refused
+    res = run("query", "--db", db, "--target", DEMO_TARGET, ok=(0,))
+    assert "too little" in res.output and "no engine has drafts" not in res.output
+    assert "Traceback" not in res.stderr
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)  # a failed look is not a look: the next query looks
+    res = run("query", "--db", db, "--target", DEMO_TARGET, ok=(0,))
+    assert DRAFT in res.output
+
+
+@pytest.mark.parametrize("args", [("query", "--target", DEMO_TARGET), ("check", DEMO_TARGET, DRAFT),
+                                  ("pull", "--from", "demo/catalog"), ("compute",), ("serve",),
+                                  ("publish", "OUT")])
+def test_a_catalog_in_a_missing_folder_is_one_error_line(hub, env, args):
+    """Issue 30: `--db /nonexistent/dir/x.db` is refused before anything is fetched or created; only
+    `db upgrade`, `crawl`, `nightly` and `demo` create catalogs (and their folders)."""
+    missing = env / "nonexistent" / "dir"
+    args = tuple(str(env / "out") if a == "OUT" else a for a in args)
+    res = CliRunner().invoke(cli, [*args, "--db", str(missing / "x.db")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    [line] = res.output.splitlines()
+    assert line.startswith("error: ") and str(missing) in line and "does not exist" in line
+    assert not (env / "nonexistent").exists() and requests(hub) == 0
+
+
+def test_a_catalog_in_a_missing_folder_through_the_console_script(hub, env):
+    import os
+
+    missing = env / "nonexistent" / "x.db"
+    for args in (["query", "--target", DEMO_TARGET], ["check", DEMO_TARGET, DRAFT]):
+        cmd = [sys.executable, "-c", "from indexer.fastcli import main; main()", *args, "--db", str(missing)]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+        assert res.returncode == 2 and res.stdout == "" and res.stderr.count("\n") == 1, res.stderr
+    assert not missing.parent.exists() and requests(hub) == 0
+
+
+def test_the_commands_that_create_catalogs_create_the_folder(hub, env):
+    db = env / "made" / "here" / "catalog.db"
+    res = CliRunner().invoke(cli, ["db", "upgrade", "--db", str(db)])
+    assert res.exit_code == 0 and db.exists()

@@ -39,6 +39,7 @@ def hub(tmp_path):
 
 
 def pull(dest: Path, hub, monkeypatch, *extra, token=None):
+    dest.parent.mkdir(parents=True, exist_ok=True)  # pull refuses a --db folder that does not exist (issue 30)
     return run(["pull", "--from", REPO, "--db", str(dest), "--endpoint", hub.endpoint, "--json", *extra],
                monkeypatch, token)
 
@@ -62,6 +63,11 @@ def test_pull_downloads_verifies_and_then_costs_one_request(db, hub, monkeypatch
     code, out, err = pull(dest, hub, monkeypatch)
     assert code == 0 and json.loads(out)["status"] == "unchanged", err
     assert len(hub.request_log) <= 2 and hub.counts["cdn_get"] == 0 and hub.counts["bytes_sent"] == 0
+    assert json.loads(out)["requests"] == len(hub.request_log)  # pull says what it spent (issue 30)
+    hub.reset_counts()
+    code, out, err = run(["pull", "--from", REPO, "--db", str(dest), "--endpoint", hub.endpoint], monkeypatch, None)
+    assert code == 0 and out.rstrip().endswith(f"; {len(hub.request_log)} HTTP request"
+                                               + ("" if len(hub.request_log) == 1 else "s")), out
     # the state file lost: the local file is hashed instead and the snapshot not downloaded again (the token
     # store cannot be known to be the published one without the state, so it is fetched again)
     (dest.parent / "catalog.db.pulled.json").unlink()
@@ -70,6 +76,7 @@ def test_pull_downloads_verifies_and_then_costs_one_request(db, hub, monkeypatch
     code, out, _ = pull(dest, hub, monkeypatch)
     snap_sha = done["sha256"]
     assert code == 0 and json.loads(out)["downloaded_bytes"] == remote_files(hub)["tokens.tar"].size
+    assert json.loads(out)["requests"] == len(hub.request_log)
     assert not any(p.startswith(f"/cdn/{snap_sha}") for _m, p, _s in hub.request_log)
     assert dest.stat().st_ino == before and sha256(dest) == snap_sha
     hub.reset_counts()
@@ -208,6 +215,7 @@ def test_an_older_schema_is_migrated_and_a_newer_one_refused(hub, monkeypatch, t
 def test_source_default_env_override_and_bad_input(hub, monkeypatch, tmp_path, db):
     assert publish(db, hub, monkeypatch)[0] == 0
     dest = tmp_path / "x" / "catalog.db"
+    dest.parent.mkdir()
     code, out, err = run(["pull", "--db", str(dest), "--endpoint", hub.endpoint, "--json"], monkeypatch, None,
                          INDEXER_CATALOG_REPO=REPO)
     assert code == 0 and json.loads(out)["repo"] == REPO, err

@@ -149,6 +149,7 @@ CASES = [
     ["check", TARGET, DRAFT],  # exit 0
     ["check", TARGET, "corvid-labs/Corvid-1B", "--json"],  # exit 1
     ["check", TARGET, "lumen-ai/Lumen-0.5B", "--engine", "mlx"],
+    ["check", TARGET, "lumen-ai/Lumen-0.5B", "--verbose"],
     ["check", "lumen-ai/Lumen-7B-Instruct-GGUF", "lumen-ai/Lumen-0.5B-Instruct-GGUF", "--engine", "llama.cpp"],
     ["check", TARGET, "nobody/none"],  # exit 3: "draft nobody/none: ..."
     ["check", "nobody/none", TARGET, "--json"],

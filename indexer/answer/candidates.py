@@ -190,8 +190,9 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
     keep.sort(key=order)
     todo = [item for item, _ in keep]
     bar = _bar(len(todo), progress)
+    rounds = 0 if report["looked_in"] else 1  # a round records that the catalog has looked: only if it did
     try:
-        while todo or pending:
+        while todo or pending or not rounds:
             left = budget - live.requests() - sum(worst_cost(i) for i in pending)  # the target's fetch first
             batch, cost = [], 0
             for item in todo:
@@ -199,11 +200,12 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
                 if cost + c <= left:
                     batch.append(item)
                     cost += c
-            if not batch and not pending:
+            if not batch and not pending and rounds:
                 break
+            rounds += 1
             todo = [i for i in todo if i not in batch]
             before = set(live.fetch.written)
-            live.crawl(pending + batch, progress=bar)
+            live.crawl(pending + batch, progress=bar, drafts_for=target["repo_id"])
             report["discovered"] += [i.id for i in batch if i.id in live.fetch.written and i.id not in before]
             pending = []
     finally:

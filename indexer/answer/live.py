@@ -104,11 +104,11 @@ class Live:
         c = self.client.counts()
         return c["api_calls"] + c["resolver_calls"]
 
-    def _options(self):
+    def _options(self, drafts_for: str | None = None):
         from ..crawl.options import CrawlOptions
 
         return CrawlOptions(live=True, endpoint=self.client.endpoint, quiet=True, max_file_bytes=self.max_file_bytes,
-                            workers=self.workers, base_delay=self.base_delay)
+                            workers=self.workers, base_delay=self.base_delay, drafts_for=drafts_for)
 
     def lookup(self, repo_ids) -> list:
         """``model_info`` of each (one API call, the crawl's --model call, crawl/loop.py ``_items``): the public
@@ -135,15 +135,17 @@ class Live:
                 items.append(item)
         return items
 
-    def crawl(self, listed, progress=None) -> None:
-        """Crawl exactly these listed repos with the crawl's own code (no row, no run record for a private one)."""
+    def crawl(self, listed, progress=None, drafts_for: str | None = None) -> None:
+        """Crawl exactly these listed repos with the crawl's own code (no row, no run record for a private one).
+        ``drafts_for``: a discovery for that target, recorded (its run's scope) even when it fetched nothing, so
+        the catalog knows it has looked (answer/summary.py ``looked_for_drafts``)."""
         from ..crawl.loop import Crawler
         from ..errors import CrawlFailed
 
         items = [i for i in listed if not i.private]
-        if not items:
+        if not items and not drafts_for:
             return
-        crawler = Crawler(self.db, self._options(), client=self.client, listed=items, resume=False,
+        crawler = Crawler(self.db, self._options(drafts_for), client=self.client, listed=items, resume=False,
                           progress=progress, engine=self._engine())
         try:
             summary = crawler.run()
@@ -421,6 +423,17 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
         else:
             result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
                                all_members=all_members, db=db, method=method, speed=speed)
+            if not discover and (result.get("summary") or {}).get("catalog_looked") is False:
+                # The target came in alone: the catalog's "no drafts" would be silence, so look (issue 30).
+                from .candidates import discover_drafts
+
+                try:
+                    found = discover_drafts(live, answered, engine, budget, progress=progress)
+                except HubUnreachable as e:
+                    raise unanswered(db, first, f"the Hub could not be asked ({e})") from None
+                report = {**_report(live), **found}
+                result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
+                                   all_members=all_members, db=db, method=method, speed=speed)
         result["live"] = report
         return result
     finally:

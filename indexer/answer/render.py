@@ -46,8 +46,14 @@ def fmt_ratio(r: float | None) -> str:
 
 
 
+TOO_LITTLE = ("the catalog holds too little to answer: it has not looked for drafts of this target (it holds it "
+              "from a live answer alone); ask the Hub with --live, or run `indexer pull` for the published catalog")
+
+
 def _summary_line(result: dict) -> str:
     s = result["summary"]
+    if s.get("catalog_looked") is False:
+        return "summary: " + TOO_LITTLE
     words = (f"drafts on {', '.join(s['engines_with_drafts'])}" if s["engines_with_drafts"]
              else "no engine has drafts for this target")
     if s["engines_with_drafts"] and s["engines_without_drafts"]:
@@ -78,6 +84,8 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
         lines.append(f"no drafts: {result['refused']}")
+    elif not drafts and result["summary"].get("catalog_looked") is False:
+        pass  # not "no drafts": the summary line says why the catalog cannot tell
     elif not drafts:
         line = f"no drafts found for {ENGINE_NAMES[engine]}"
         if others:
@@ -226,18 +234,73 @@ def render_explain(result: dict) -> str:
     return "\n".join(lines)
 
 
-def render_check(result: dict) -> str:
-    """``indexer check``'s readable answer: a head's explanation, or the verdict per engine with its details,
-    fixes and launch commands."""
+FACT_WIDTH = 90  # characters of an engine's deciding fact on its line; the rest under --verbose and in --json
+
+
+def _without_asides(text: str, drop=lambda aside: True) -> str:
+    """``text`` without its parenthesised asides (`` (…)``, nested ones included) that ``drop`` says go."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0 and i > 0 and text[i - 1] == " ":
+                out.append(text[start:i - 1])
+                start = i - 1
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0 and start < i and text[start] == " ":
+                aside = text[start:i + 1]
+                out.append("" if drop(aside) else aside)
+                start = i + 1
+    out.append(text[start:])
+    return "".join(out)
+
+
+def deciding_fact(verdict: dict) -> str:
+    """The fact that decides an engine's verdict: its first reason up to the first "; " (what follows is the
+    agreement sentence or a warning, said once below or under --verbose); when that is too long, without its
+    asides in parentheses, then up to its first ": " (``Ollama takes no separate draft models: …``), then cut
+    at a word near FACT_WIDTH."""
+    fact = verdict["reasons"][0].split("; ")[0] if verdict["reasons"] else ""
+    if len(fact) > FACT_WIDTH:
+        fact = _without_asides(fact)
+    head = fact.find(": ")
+    if len(fact) > FACT_WIDTH and head >= 20:
+        fact = fact[:head]
+    if len(fact) > FACT_WIDTH:
+        fact = fact[:FACT_WIDTH].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
+    return fact
+
+
+def short_fix(fix: str) -> str:
+    """A fix without its source citations and counts in parentheses (``--verbose`` and ``--json`` keep them)."""
+    return _without_asides(fix, lambda aside: ".py:" in aside or "token intersection" in aside)
+
+
+def engine_line(name: str, verdict: dict, *, verbose: bool = False) -> str:
+    """One engine's line of ``indexer check``: verdict, engine, the deciding fact (every reason with
+    ``verbose``). Kept one function so other fragments of a line (a version, a speed-up) slot in here."""
+    words = "; ".join(verdict["reasons"]) if verbose else deciding_fact(verdict)
+    return f"  {verdict['outcome'].upper():14} {name:13} {words}"
+
+
+def speed_line(speedups: list[dict]) -> str:
+    """The expected speed-up under an engine's line: one fragment per device (answer/speedup.py words)."""
+    from .speedup import words
+
+    return f"  {'':14} {'':13} speed-up {'; '.join(words(s) for s in speedups)}"
+
+
+def render_check(result: dict, *, verbose: bool = False) -> str:
+    """``indexer check``'s readable answer: a head's explanation, or one short line per engine, the shared facts
+    (tokens, agreement) once, the fixes and launch commands; ``verbose``: every engine's reasons in full."""
     if result.get("kind") == "head":
         return render_explain(result)
     lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
     for name, verdict in result["verdicts"].items():
-        lines.append(f"  {verdict['outcome'].upper():14} {name:13} {'; '.join(verdict['reasons'])}")
+        lines.append(engine_line(name, verdict, verbose=verbose))
         if verdict.get("speedups"):
-            from .speedup import words
-
-            lines.append(f"  {'':14} {'':13} speed-up: {'; '.join(words(s) for s in verdict['speedups'])}")
+            lines.append(speed_line(verdict["speedups"]))
     det = result["details"]
     if det["added_only_in_target"]:
         lines.append(f"  added tokens only in target: {_short(det['added_only_in_target'])}")
@@ -257,7 +320,7 @@ def render_check(result: dict) -> str:
     stuck = []
     for name, fix in result["fixes"].items():
         if fix:
-            lines.append(f"  fix ({name}): {fix}")
+            lines.append(f"  fix ({name}): {fix if verbose else short_fix(fix)}")
         elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(name, result):
             stuck.append(name)
     if stuck:
@@ -279,17 +342,36 @@ def _short(tokens: list[str], n: int = 8) -> str:
     return shown + (f", ... ({len(tokens)} in all)" if len(tokens) > n else "")
 
 
+def _flat(key: str, value) -> list[tuple[str, str]]:
+    """(dotted key, words) pairs: a nested dict one line per leaf, a list comma-separated, never a Python repr."""
+    if isinstance(value, dict):
+        if not value:
+            return [(key, "-")]
+        return [pair for k, v in value.items() for pair in _flat(f"{key}.{k}", v)]
+    if isinstance(value, (list, tuple)):
+        return [(key, ", ".join(_words(v) for v in value) if value else "-")]
+    return [(key, _words(value))]
+
+
+def _words(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_words(v)}" for k, v in value.items())
+    return "-" if value is None else str(value)
+
+
+def _columns(pairs: list[tuple[str, str]]) -> list[str]:
+    """Two aligned columns, as wide as the longest key (a long key never runs into its value)."""
+    width = max((len(k) for k, _ in pairs), default=0)
+    return [f"{k:{width}}  {v}" for k, v in pairs]
+
+
 def render_fingerprint(facts: dict) -> str:
     """``indexer fingerprint DIR``: one fact a line, the config's under ``config.``, the first 50 added tokens."""
     facts = dict(facts)
     added = facts.pop("added_tokens")
-    lines = []
-    for key, value in facts.items():
-        if key == "config" and value:
-            lines += [f"config.{ck:22} {cv}" for ck, cv in value.items()]
-        else:
-            lines.append(f"{key:29} {value}")
-    lines.append(f"{'added_tokens':29} {len(added)}")
+    pairs = [pair for key, value in facts.items() for pair in _flat(key, value)]
+    pairs.append(("added_tokens", str(len(added))))
+    lines = _columns(pairs)
     for t in added[:50]:
         lines.append(f"  {t['id']:>8}  {t['content']!r}{'  (special)' if t['special'] else ''}")
     if len(added) > 50:
@@ -299,10 +381,10 @@ def render_fingerprint(facts: dict) -> str:
 
 def render_gguf_facts(facts: dict) -> str:
     """``indexer fingerprint FILE.gguf``: one fact a line, each note on its own."""
-    lines = []
+    pairs = []
     for key, value in facts.items():
         if key == "notes":
-            lines += [f"{'note':29} {note}" for note in value]
+            pairs += [("note", note) for note in value]
         else:
-            lines.append(f"{key:29} {value}")
-    return "\n".join(lines)
+            pairs += _flat(key, value)
+    return "\n".join(_columns(pairs))

@@ -31,4 +31,28 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
         best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
         cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
                     "fix": best["fix"]}
-    return {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}
+    out = {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}
+    if not with_drafts and not looked_for_drafts(q.cat, q.t["repo_id"]):
+        out["catalog_looked"] = False  # "no drafts" would be the catalog's silence, not an answer (issue 30)
+    return out
+
+
+LIVE_SCOPE = "live"  # crawl_runs.scope of a live answer's fetch (crawl/options.py CrawlOptions.scope)
+
+
+def discovery_scope(repo_id: str) -> str:
+    """crawl_runs.scope of a ``query --live`` discovery for ``repo_id``: the catalog has looked for its drafts."""
+    return f"{LIVE_SCOPE} drafts-for={repo_id}"
+
+
+def looked_for_drafts(cat, repo_id: str) -> bool:
+    """Has this catalog looked for drafts of ``repo_id``? Not when the target came in alone, fetched by a live
+    answer (scope "live"), and no ``--live`` discovery has run for it since: then the catalog holds the target
+    and whatever else it happened to hold, and its empty answer says nothing about the Hub. A row written by
+    a crawl of a family, author, search or the whole Hub (or of unknown origin: a hand-made or old catalog) has
+    been looked around."""
+    row = cat.one("SELECT r.scope FROM repos p JOIN crawl_runs r ON r.id = p.crawl_run_id WHERE p.repo_id = :t",
+                  {"t": repo_id})
+    if row is None or row[0] != LIVE_SCOPE:
+        return True
+    return cat.one("SELECT 1 FROM crawl_runs WHERE scope = :s", {"s": discovery_scope(repo_id)}) is not None

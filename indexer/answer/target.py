@@ -111,7 +111,10 @@ def _local_target(cat: Reader, path: str) -> Target:
         config = read_config(directory)
         fp = fingerprint_dir(directory)
     except InputError as e:
-        raise QueryError(f"target {path}: {e.message}") from None
+        from pathlib import Path
+
+        said = e.message.removeprefix(f"{path}: ").removeprefix(f"{Path(path)}: ")  # the path said once
+        raise QueryError(f"target {path}: {said}") from None
     tok = cat.one("SELECT id FROM tokenizers WHERE vocab_sha256 = :s", {"s": fp.vocab_sha256})
     # ORDER BY repo_id, not the row id: which twin answers must not depend on the order a crawl inserted them.
     twins = cat.all("SELECT repo_id, vocab_size, vocab_size_transformers, model_type FROM repos "

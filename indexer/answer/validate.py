@@ -27,6 +27,7 @@ PATH_MAX, NAME_MAX = 4096, 255
 # --limit: more than any listing or answer can hold (the Hub lists ~2M models); keeps numbers that the
 # database's 64-bit integers cannot hold out of SQL.
 MAX_LIMIT = 10_000_000
+ANSWER_MAX_LIMIT = 500  # drafts per answer: `query --limit` and the site's ?limit= (one bound, issue 30)
 SHOWN_CHARS = 80
 
 

@@ -9,7 +9,16 @@ import os
 
 from ..errors import CatalogError
 from .dberrors import as_catalog_error
-from .dburl import busy_timeout, check_sqlite_file, read_only_uri, resolve_url, sqlite_file, sqlite_path, writable
+from .dburl import (
+    busy_timeout,
+    check_folder,
+    check_sqlite_file,
+    read_only_uri,
+    resolve_url,
+    sqlite_file,
+    sqlite_path,
+    writable,
+)
 
 
 def _sqlite_pragmas(dbapi_conn, _record):
@@ -99,10 +108,10 @@ def make_engine(db: str | None = None, *, read_only: bool = False):
     return engine
 
 
-def preflight(db: str | None = None, *, write: bool = False, connect: bool = True) -> str:
-    """Check ``--db`` before a command starts: scheme and driver; then (``connect``) that a
-    database server answers; for writers also that the SQLite file can be written and that no
-    other writer holds it.
+def preflight(db: str | None = None, *, write: bool = False, connect: bool = True, creates: bool = False) -> str:
+    """Check ``--db`` before a command starts: scheme and driver; a SQLite file's folder unless the command
+    ``creates`` catalogs; then (``connect``) that a database server answers; for writers also that the
+    SQLite file can be written and that no other writer holds it.
 
     Returns the resolved URL; raises CatalogError with the fix.
     """
@@ -110,6 +119,8 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
     path = sqlite_file(url)  # a str: no pathlib on the query path
     if path is not None and os.path.exists(path):
         check_sqlite_file(path)
+    if not creates:
+        check_folder(db, path)
     if not write:
         if connect and path is None and not url.startswith("sqlite"):
             engine = make_engine(url)

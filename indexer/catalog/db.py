@@ -22,6 +22,7 @@ from .dburl import (
     SUPPORTED,
     busy_timeout,
     check_driver,
+    check_folder,
     check_sqlite_file,
     db_arg,
     missing_driver,
@@ -42,8 +43,9 @@ __all__ = [
     "immediate_transactions", "make_engine", "preflight",
     "as_catalog_error", "explain", "is_db_error", "is_write_conflict",
     "DEFAULT_BUSY_TIMEOUT", "DEFAULT_DB", "DEFAULT_DEMO_DB", "DRIVER_MODULES", "POSTGRES_FIX", "SCHEME_ALIASES",
-    "SUPPORTED", "busy_timeout", "check_driver", "check_sqlite_file", "db_arg", "missing_driver", "missing_hint",
-    "read_only_uri", "readonly_url", "resolve_url", "safe_url", "sqlite_file", "sqlite_path", "writable",
+    "SUPPORTED", "busy_timeout", "check_driver", "check_folder", "check_sqlite_file", "db_arg", "missing_driver",
+    "missing_hint", "read_only_uri", "readonly_url", "resolve_url", "safe_url", "sqlite_file", "sqlite_path",
+    "writable",
     "alembic_config", "current_revision", "migration_lock", "upgrade", "upgrade_lock",
 ]
 

@@ -1,7 +1,7 @@
 """Where a catalog is: ``--db`` (a path or a URL) into a checked URL, and the facts of a SQLite file.
 
 Every command takes ``--db``: a file path or a SQLAlchemy URL (default ``data/catalog.db``,
-env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install 'indexer[postgres]'``).
+env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install '.[postgres]'`` in a checkout).
 SQLAlchemy is imported only inside functions, so the light ``indexer query`` path (stdlib ``sqlite3``)
 resolves the same URLs, and a query reads its SQLite file's facts with ``os.path`` (:func:`sqlite_file`),
 without pathlib. Everything here is importable from ``indexer.catalog.db``.
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DB = "data/catalog.db"
 DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)
-POSTGRES_FIX = "pip install 'indexer[postgres]'"
+POSTGRES_FIX = "pip install 'psycopg[binary]'"  # what the postgres extra installs (pyproject.toml)
 # How long a writer waits for another writer's lock before giving up (seconds; env INDEXER_BUSY_TIMEOUT).
 DEFAULT_BUSY_TIMEOUT = 30.0
 # Schemes spelled differently by users and by SQLAlchemy. Plain postgresql:// picks psycopg2 in
@@ -74,7 +74,11 @@ def missing_driver(url: str, e: ImportError) -> str:
 
 
 def safe_url(url: str) -> str:
-    """The URL with any password masked: never print a credential."""
+    """The URL with any password masked: never print a credential. The driver our alias added
+    (``postgresql+psycopg``, :data:`SCHEME_ALIASES`) is not shown: the user typed ``postgresql://``."""
+    for alias in set(SCHEME_ALIASES.values()):
+        if url.startswith(f"{alias}://"):
+            url = "postgresql" + url[len(alias):]
     if "://" not in url or "@" not in url:
         return url
     try:
@@ -126,6 +130,20 @@ def missing_hint(path: str | Path) -> str:
     if Path(path) == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
         return f"; the demo catalog is {demo}: add --db {demo} (or set INDEXER_DB={demo})"
     return ""
+
+
+def check_folder(db: str | None, path: str | Path | None) -> None:
+    """CatalogError when a catalog path someone gave (``--db``, $INDEXER_DB) lies in a folder that does not exist:
+    a typo must not leave a new folder with a catalog, blobs and lock files behind. Only the commands that
+    create catalogs (``db upgrade``, ``crawl``, ``nightly``, ``demo``) make the folder; the default
+    ``data/catalog.db`` is made wherever it is needed, as before."""
+    if path is None or not (db or os.environ.get("INDEXER_DB")):
+        return
+    folder = os.path.dirname(str(path)) or "."  # a str: no pathlib on the query path
+    if os.path.isdir(folder):
+        return
+    raise CatalogError(f"catalog {path}: folder {folder} does not exist; create it first "
+                       "(`indexer db upgrade --db PATH` makes a new catalog and its folder)")
 
 
 def busy_timeout() -> float:

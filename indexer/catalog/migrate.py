@@ -45,7 +45,7 @@ def upgrade(db: str | None = None, revision: str = "head") -> str:
     """
     from alembic import command
 
-    url = preflight(db, write=True)
+    url = preflight(db, write=True, creates=True)  # upgrading creates: the folder too
     path = sqlite_path(url)
     try:
         if path is None:

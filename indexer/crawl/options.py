@@ -44,6 +44,7 @@ class CrawlOptions:
     blob_dir: str | None = None
     cache_dir: str | None = None
     live: bool = False  # repos a live answer listed itself (indexer/answer/live.py): recorded as scope "live"
+    drafts_for: str | None = None  # a `query --live` discovery's target: scope "live drafts-for=ID" (answer/summary.py)
 
     def scope(self) -> str:
         """The run's scope in words, as ``crawl_runs.scope`` records it."""
@@ -55,6 +56,8 @@ class CrawlOptions:
         parts += [f"model={m}" for m in self.models]
         if self.live:
             parts.append("live")
+        if self.drafts_for:
+            parts.append(f"drafts-for={self.drafts_for}")
         if self.all:
             parts.append("all")
         if self.limit:

@@ -20,9 +20,11 @@ Xet on and no Xet server the upload fails with no fallback). The token is passed
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import __version__
@@ -141,11 +143,13 @@ class DatasetRepo:
             return None
 
     def commit(self, files: dict[str, Path], parent: str, message: str, *, sleep=time.sleep,
-               max_wait: float = MAX_WAIT_SECONDS) -> str:
+               max_wait: float = MAX_WAIT_SECONDS, progress: bool = False) -> str:
         """One commit of ``files`` (path in repo -> local file) on top of ``parent``; returns the new commit id.
 
         A 429 on the commit is waited out (``Retry-After``) and the commit sent again, up to MAX_COMMIT_WAITS
         times; a 412 (``parent`` is no longer the head) raises :class:`StaleParent` for the caller to re-read.
+        The client's own bars (one per LFS file and one over them) are off; ``progress``: one bar of the bytes
+        read for the upload instead (a terminal only: a log gets no escape codes).
         """
         from huggingface_hub import CommitOperationAdd
 
@@ -153,8 +157,9 @@ class DatasetRepo:
         waits = 0
         while True:
             try:
-                info = self.api.create_commit(self.repo_id, ops, commit_message=message, repo_type="dataset",
-                                              parent_commit=parent)
+                with _one_bar(ops, progress):
+                    info = self.api.create_commit(self.repo_id, ops, commit_message=message, repo_type="dataset",
+                                                  parent_commit=parent)
                 return info.oid
             except Exception as e:  # noqa: BLE001
                 status = _status(e)
@@ -165,6 +170,49 @@ class DatasetRepo:
                     sleep(min(retry_after(e), max_wait))
                     continue
                 raise self._fail(e, "commit to") from None
+
+
+class _Counted(io.BufferedReader):
+    """A file whose reads advance a progress bar (``CommitOperationAdd.as_file`` yields a buffered reader as is,
+    huggingface_hub 2.4.0 ``_commit_api.py``; a path would get the client's own bar)."""
+
+    def __init__(self, path: str, bar):
+        super().__init__(io.FileIO(path, "rb"))
+        self.bar = bar
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.bar.update(len(data))
+        return data
+
+
+@contextmanager
+def _one_bar(ops, progress: bool):
+    """The client's bars off for the commit; with ``progress`` one bar of every file's bytes instead."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_off = are_progress_bars_disabled()
+    disable_progress_bars()
+    bar, opened = None, []
+    try:
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=sum(os.path.getsize(op.path_or_fileobj) for op in ops), unit="B", unit_scale=True,
+                       desc="upload", dynamic_ncols=True)
+            for op in ops:  # upload_info (sizes, sha256) was read from the path already
+                op.path_or_fileobj = _Counted(op.path_or_fileobj, bar)
+                opened.append(op.path_or_fileobj)
+        yield
+    finally:
+        for f in opened:
+            f.close()
+        for op, f in zip(ops, opened, strict=False):
+            op.path_or_fileobj = f.raw.name
+        if bar is not None:
+            bar.close()
+        if not was_off:
+            enable_progress_bars()
 
 
 class StaleParent(DatasetError):

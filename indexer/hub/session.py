@@ -94,6 +94,32 @@ def _install_hook() -> None:
         _HOOK_INSTALLED = True
 
 
+class RequestCounter:
+    """Counts every HTTP request huggingface_hub's client sends while it is entered (a redirect followed is one
+    more): what ``pull`` says it spent, as ``check`` and ``query`` say theirs."""
+
+    def __init__(self):
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def _on_request(self, _request) -> None:
+        with self._lock:
+            self.requests += 1
+
+    def _on_response(self, _response) -> None:
+        pass
+
+    def __enter__(self) -> RequestCounter:
+        _install_hook()
+        with _OBS_LOCK:
+            _OBSERVERS.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _OBS_LOCK:
+            _OBSERVERS.remove(self)
+
+
 def _status_of(exc) -> int | None:
     resp = getattr(exc, "response", None)
     return getattr(resp, "status_code", None)

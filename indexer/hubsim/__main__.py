@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
 
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lossy-siblings", type=float, default=None,
                    help="share of repos whose listing shows empty or truncated siblings (default 0.05)")
     p.add_argument("--no-xet", action="store_true", help="no Xet headers on LFS files")
+    p.add_argument("--datasets", metavar="DIR", default=None,
+                   help="keep dataset repos in DIR, and serve those already there (default: a temp dir, removed)")
     p.add_argument("--stall", action="append", default=[], metavar="PATH_REGEX",
                    help="accept requests whose path matches and never answer (repeatable; a fault test aid)")
     args = p.parse_args(argv)
@@ -53,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     if not root:
         p.error("a hub DIR (or --synthetic N OUTDIR) is required")
 
+    def _stop(_signum, _frame):
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C: hub.stop() removes its temporary dataset folder
+
+    signal.signal(signal.SIGTERM, _stop)
     hub = HubServer(
         root,
         page_size=args.page_size,
@@ -66,13 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         api_quota=args.api_quota,
         resolver_quota=args.resolver_quota,
         window=args.window,
+        dataset_dir=args.datasets,
         **({} if args.lossy_siblings is None else {"lossy_siblings": args.lossy_siblings}),
-    ).start()
-    for regex in args.stall:
-        hub.add_fault("*", regex, kind="stall", delay=None, times=None)
-    print(hub.endpoint, flush=True)
-    print(f"serving {len(hub.repos)} repos from {root}; cdn {hub.cdn_endpoint}", file=sys.stderr, flush=True)
+    )
     try:
+        hub.start()
+        for regex in args.stall:
+            hub.add_fault("*", regex, kind="stall", delay=None, times=None)
+        print(hub.endpoint, flush=True)
+        print(f"serving {len(hub.repos)} repos from {root}; cdn {hub.cdn_endpoint}", file=sys.stderr, flush=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from .repos import FileEntry, git_blob_sha1, hub_date
 
@@ -92,8 +93,12 @@ class DatasetRepo:
         return next((c for c in self.commits if c.oid == rev), None)
 
 
+STATE_FILE = "repos.json"  # the repos' commits and objects, beside blobs/ and lfs/: a store outlives its server
+
+
 class DatasetStore:
-    """Every dataset repo, its commits and objects, stored under ``root``."""
+    """Every dataset repo, its commits and objects, stored under ``root`` (and read back from it: the demo's
+    datasets stay beside its catalog, and a later imitation serves them, ``python -m indexer.hubsim --datasets``)."""
 
     def __init__(self, root: str):
         self.root = root
@@ -102,6 +107,37 @@ class DatasetStore:
         self.repos: dict[str, DatasetRepo] = {}
         self.lock = threading.RLock()
         self._n = 0
+        self._load()
+
+    def _load(self) -> None:
+        path = os.path.join(self.root, STATE_FILE)
+        if not os.path.exists(path):
+            return
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+
+        def entry(e: dict) -> FileEntry:
+            return FileEntry(**{**e, "abs_path": os.path.join(self.root, e["abs_path"])})
+
+        for r in state["repos"]:
+            commits = [Commit(c["oid"], c["parent"], c["title"], c["message"], c["date"],
+                              {p: entry(e) for p, e in c["files"].items()}) for c in r["commits"]]
+            self.repos[r["id"]] = DatasetRepo(r["id"], r["private"], r["created_at"], commits, dict(r["objects"]))
+        self._n = state.get("n", 0)
+
+    def save(self) -> None:
+        """Write the repos' state (atomically) after every change."""
+        def entry(e: FileEntry) -> dict:
+            return {**asdict(e), "abs_path": os.path.relpath(e.abs_path, self.root)}
+
+        with self.lock:
+            state = {"n": self._n, "repos": [
+                {"id": r.id, "private": r.private, "created_at": r.created_at, "objects": r.objects,
+                 "commits": [{"oid": c.oid, "parent": c.parent, "title": c.title, "message": c.message,
+                              "date": c.date, "files": {p: entry(e) for p, e in c.files.items()}}
+                             for c in r.commits]}
+                for r in self.repos.values()]}
+            _write_atomic(os.path.join(self.root, STATE_FILE), json.dumps(state, indent=1).encode())
 
     def _commit_id(self, parent: str | None, title: str, files: dict[str, FileEntry]) -> str:
         self._n += 1
@@ -119,6 +155,7 @@ class DatasetStore:
             repo.commits.append(Commit(self._commit_id(None, "initial commit", files), None, "initial commit", "",
                                        now, files))
             self.repos[repo_id] = repo
+            self.save()
             return repo, True
 
     def regular(self, path: str, data: bytes) -> FileEntry:
@@ -140,6 +177,7 @@ class DatasetStore:
             _write_atomic(dest, data)
         with self.lock:
             repo.objects[sha256] = len(data)
+            self.save()
 
     def lfs_entry(self, path: str, sha256: str, size: int) -> FileEntry:
         """An LFS file of a commit, pointing at its stored object."""
@@ -159,6 +197,7 @@ class DatasetStore:
             c = Commit(self._commit_id(repo.head.oid, title, files), repo.head.oid, title, message,
                        hub_date(time.time()), files)
             repo.commits.append(c)
+            self.save()
             return c
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+from ..answer.validate import ANSWER_MAX_LIMIT
 from ..errors import IndexerError, SiteError  # noqa: F401  (re-exported: the hooks and tests import them here)
 
 SITE_DIR = Path(__file__).resolve().parent
@@ -24,7 +25,7 @@ TEMPLATES_DIR = SITE_DIR / "templates"
 STATIC_DIR = SITE_DIR / "static"
 HUB_URL = "https://huggingface.co"
 DEFAULT_LIMIT = 10  # the CLI's --limit default
-MAX_LIMIT = 500
+MAX_LIMIT = ANSWER_MAX_LIMIT
 
 
 def _flag(value: str | None) -> bool:
