@@ -30,6 +30,19 @@ from .cli_support import (
 from .engines import QUERY_METHODS
 
 
+def _engine_versions(_ctx, _param, values):
+    """Callback of --engine-version: {engine: release}; an unknown engine or release is one line, exit 2."""
+    from .engines import parse_versions
+
+    return parse_versions(values)
+
+
+engine_version_option = click.option(
+    "--engine-version", "engine_versions", multiple=True, metavar="ENGINE==VERSION", callback=_engine_versions,
+    help="Answer for this release of an engine instead of the newest we have read (repeatable), e.g. "
+         "vllm==0.33.0.")
+
+
 @click.group(cls=IndexerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version")
 def cli():
@@ -77,7 +90,8 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 @max_bytes_option
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
-def check(target, draft, engine, as_json, db, max_file_bytes, offline):
+@engine_version_option
+def check(target, draft, engine, as_json, db, max_file_bytes, offline, engine_versions):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
@@ -97,14 +111,15 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline):
     from .errors import IndexerError
 
     try:
-        result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
+        result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes,
+                            releases=engine_versions)  # errors: IndexerGroup
     except IndexerError as e:
         from .answer import live  # the live path (answer/live.py), imported only here
 
         if not live.sides_to_fetch(db, target, draft):
             raise
         result, report = live.live_check(target, draft, db=db, max_file_bytes=max_file_bytes, offline_flag=offline,
-                                         first=e)
+                                         first=e, releases=engine_versions)
         result["live"] = report
         if not as_json:
             live.say(report)
@@ -277,7 +292,8 @@ def compute(as_json, quiet, db):
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
 @db_option
-def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db):
+@engine_version_option
+def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db, engine_versions):
     """Ranked draft models for --target that work on the engine, with reasons and launch flags.
 
     A Hub target the catalog lacks (or no catalog at all) is fetched as the crawl fetches it and answered
@@ -289,7 +305,8 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     from .answer.query import render, run_query
     from .errors import IndexerError
 
-    kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method)
+    kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method,
+              release=engine_versions.get(engine))
     result = first = None
     if not live_:
         try:

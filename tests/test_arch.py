@@ -26,6 +26,9 @@ from indexer.engines.rules import check_pair
 from indexer.hubsim import HubServer
 from indexer.vocab.archconfig import arch_facts
 
+# The releases these tests were written at (issue 23): the rows of the older releases stay reachable with
+# --engine-version, and give the verdicts they gave (issue 29). The newest releases' rows: the tests at the end.
+OLD = {"transformers": "5.24.0", "vllm": "0.33.0", "mlx": "d78bf58e"}
 V = len(SPM_WORDS)  # every model below shares make_spm's tokenizer, so the vocabulary rules all say "works"
 QWEN35_LAYERS = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 2
 
@@ -111,12 +114,12 @@ def sides(tmp_path_factory):
     return {name: side_from_dir(write_model(root / name, name)) for name in CONFIGS}
 
 
-def outcomes(sides, t: str, d: str) -> dict[str, str]:
-    return {e: v.outcome for e, v in verdicts(sides[t], sides[d]).items()}
+def outcomes(sides, t: str, d: str, releases: dict | None = None) -> dict[str, str]:
+    return {e: v.outcome for e, v in verdicts(sides[t], sides[d], OLD if releases is None else releases).items()}
 
 
-def said(sides, t: str, d: str, engine: str) -> str:
-    return " ".join(verdicts(sides[t], sides[d])[engine].reasons)
+def said(sides, t: str, d: str, engine: str, releases: dict | None = None) -> str:
+    return " ".join(verdicts(sides[t], sides[d], OLD if releases is None else releases)[engine].reasons)
 
 
 # ---------------------------------------------------------------- the facts
@@ -176,7 +179,7 @@ def test_qwen35_moe_target_with_a_qwen35_draft(sides):
     assert got["sglang"] == "works" and "runs the pair" in said(sides, "qwen3_5_moe", "qwen3_5", "sglang")
     assert got["vllm"] == "refused" and "draft models have no mamba layers" in said(sides, "qwen3_5_moe", "qwen3_5",
                                                                                   "vllm")
-    for v in verdicts(sides["qwen3_5_moe"], sides["qwen3_5"]).values():
+    for v in verdicts(sides["qwen3_5_moe"], sides["qwen3_5"], OLD).values():
         assert v.vocabulary in (None, "works", "refused")  # the vocabulary alone says what it said before
 
 
@@ -313,6 +316,7 @@ def catalog(tmp_path_factory):
 
 
 def drafts(db, target, engine, **kw):
+    kw.setdefault("release", OLD.get(engine))
     return run_query(target, engine=engine, db=db, **kw)
 
 
@@ -355,19 +359,22 @@ def test_query_mlx_lists_sliding_window_drafts_as_wrong_output(catalog):
     assert "window of 512 tokens" in got[0]["reasons"][1]  # right after why its class accepts it
 
 
-def test_check_and_query_all_agree_for_every_pair_and_engine(catalog):
-    """One answer: `query --all` lists a draft as works exactly when `check` says it works."""
+@pytest.mark.parametrize("releases", [OLD, {}], ids=["old releases", "newest releases"])
+def test_check_and_query_all_agree_for_every_pair_and_engine(catalog, releases):
+    """One answer: `query --all` lists a draft as works exactly when `check` says it works, at each release."""
     from indexer.answer.rule_inputs import side_from_catalog
 
     sides = {r: side_from_catalog(r, db=catalog) for r in HUB}
     for engine in ENGINES:
         for t in HUB:
             try:
-                listed = {d["repo_id"]: d["outcome"] for d in drafts(catalog, t, engine, all_members=True)["drafts"]}
+                listed = {d["repo_id"]: d["outcome"] for d in drafts(catalog, t, engine, all_members=True,
+                                                                      release=releases.get(engine))["drafts"]}
             except QueryError:  # no class on this engine (llama.cpp: the converter refuses)
                 listed = {}
             want = {d: v.outcome for d in HUB if d != t
-                    if (v := verdicts(sides[t], sides[d])[engine]).accepted and v.vocabulary in (None, "works")}
+                    if (v := verdicts(sides[t], sides[d], releases)[engine]).accepted
+                    and v.vocabulary in (None, "works")}
             assert listed == want, (engine, t)
 
 

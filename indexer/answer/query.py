@@ -39,13 +39,14 @@ def open_reader(db: str | None = None) -> Reader:
 
 def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int = 10, near_misses: bool = False,
               all_members: bool = False, db: str | None = None, method: str = "draft",
-              reader: Reader | None = None, shown: str | None = None) -> dict:
+              reader: Reader | None = None, shown: str | None = None, release: str | None = None) -> dict:
     """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary.
 
     ``method`` other than "draft" answers with speculator heads, MTP or n-gram (indexer/answer/headquery.py) in the
     same shape; "all" gives one overview per engine instead. ``reader``: the request's, when the caller asks
     more than one question of the catalog (the site's page); else one is opened on ``db`` and closed.
-    ``shown``: the name a local directory target is shown by (a private Hub repo read into one, answer/live.py)."""
+    ``shown``: the name a local directory target is shown by (a private Hub repo read into one, answer/live.py).
+    ``release``: the engine's release to answer for (``--engine-version``; default: its newest)."""
     if method not in METHODS:
         raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if engine not in ENGINES:
@@ -59,7 +60,7 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat))
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
                                           all_members=all_members)
-        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None)
+        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None, release)
         drafts = q.all_members() if all_members else q.drafts(limit)
         misses = q.near_misses(limit) if near_misses else []
         return {
@@ -69,6 +70,8 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
             "near_misses": misses,
             "summary": summarize(q, misses if near_misses else None),
             "refused": q.refused_target,
+            "version": q.entry.release,
+            "by_version": q.arch.by_version(q.engine),
         }
     finally:
         if reader is None:
@@ -105,23 +108,24 @@ def _drafts_per_engine(cat: Reader, limit: int = 3):
 
 
 def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-          local_dirs: bool = True) -> dict:
+          local_dirs: bool = True, releases: dict[str, str] | None = None) -> dict:
     """``indexer check TARGET DRAFT --json``: the one function the CLI and the site both call.
 
     It dispatches: a DRAFT that is a speculator head in the catalog is explained against TARGET
     (``headquery.explain_head``, ``kind`` "head"); anything else gets the draft-model verdicts per engine.
     ``local_dirs=False`` (the site) takes both as repo ids only (``validate.target``): a web visitor must
     never make the server read its own filesystem. Raises the library's :class:`~indexer.errors.IndexerError`
-    (BadInput, InputError, RepoNotFound, ...) with the side that failed named in its message.
+    (BadInput, InputError, RepoNotFound, ...) with the side that failed named in its message. ``releases``: engine
+    -> release to answer for (``--engine-version``; default: each engine's newest).
     """
     if local_dirs:
-        return _check(target, draft, db, max_file_bytes)
+        return _check(target, draft, db, max_file_bytes, releases)
     from .lookup import repo_ids_only
     from .validate import target as valid_target
 
     target, draft = valid_target(target, "target", local_dirs=False), valid_target(draft, "draft", local_dirs=False)
     with repo_ids_only():
-        return _check(target, draft, db, max_file_bytes)
+        return _check(target, draft, db, max_file_bytes, releases)
 
 
 def works_on(result: dict, engine: str) -> bool:
@@ -153,7 +157,7 @@ class _CheckCatalog:
             self.reader.close()
 
 
-def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict:
+def _check(target: str, draft: str, db: str | None, max_file_bytes: int, releases: dict | None = None) -> dict:
     from pathlib import Path
 
     from ..engines.rules import check_pair
@@ -184,6 +188,6 @@ def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict
                 else:
                     msg = f"{role} {arg}: {e.message}"
                 raise e.reworded(msg) from None
-        return check_pair(*sides)
+        return check_pair(*sides, releases)
     finally:
         catalog.close()

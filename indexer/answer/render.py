@@ -70,7 +70,10 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     if t.get("note"):
         lines.append(f"note: {t['note']}")
     n = t["class_members"]
-    lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({n} repo{'' if n == 1 else 's'})")
+    release = f" {result['version']}" if result.get("version") else ""
+    lines.append(f"engine: {ENGINE_NAMES[engine]}{release}; class: {t['class']} ({n} repo{'' if n == 1 else 's'})")
+    if result.get("by_version"):
+        lines.append(f"by version: {registry.versions_line(engine, result['by_version'])}")
     drafts = result["drafts"]
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
@@ -203,7 +206,10 @@ def render_check(result: dict) -> str:
         return render_explain(result)
     lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
     for name, verdict in result["verdicts"].items():
-        lines.append(f"  {verdict['outcome'].upper():14} {name:13} {'; '.join(verdict['reasons'])}")
+        label = f"{name} {verdict['version']}" if verdict.get("version") else name
+        lines.append(f"  {verdict['outcome'].upper():14} {label:20} {'; '.join(verdict['reasons'])}")
+        if verdict.get("versions"):
+            lines.append(f"  {'':14} {'':20} by version: {verdict['versions']}")
     det = result["details"]
     if det["added_only_in_target"]:
         lines.append(f"  added tokens only in target: {_short(det['added_only_in_target'])}")

@@ -7,7 +7,7 @@ import json
 
 from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
 from .archrules import ArchRule, Head, StateIn
-from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, Verdict
+from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Side, Verdict, released
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
@@ -255,7 +255,8 @@ def head_launch(target: str, head: str | None, spec_type: str) -> str:
     return f"llama-server {' '.join(parts)} --spec-type {spec_type}"
 
 
-ENGINE = Engine(
+ENGINE = released(
+    releases=(LLAMACPP_COMMIT,),
     name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
     version=f"llama.cpp @{LLAMACPP_COMMIT} (llama-cpp-python 0.3.36)",
     sources={

@@ -8,10 +8,10 @@ from .base import (
     REFUSED,
     SIZE_WORDS,
     WORKS,
-    Engine,
     Side,
     Verdict,
     mapping_differs,
+    released,
     same_mapping,
     size_differs,
     tokenizer_missing,
@@ -76,7 +76,8 @@ def launch(target: str, draft: str) -> str:
 
 
 # No fix: mlx-engine has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary.
-ENGINE = Engine(
+ENGINE = released(
+    releases=(VERSION,),
     name="lmstudio", display="LM Studio (mlx-engine)", version=f"mlx-engine {VERSION}",
     sources={
         "tokenizer.vocab_size equal": "mlx_engine/model_kit/model_kit.py:193-203",

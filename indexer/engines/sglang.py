@@ -9,10 +9,10 @@ from .base import (
     SIZE_WORDS,
     USELESS,
     WORKS,
-    Engine,
     Side,
     Verdict,
     mapping_differs,
+    released,
     resize_words,
     same_mapping,
     size_differs,
@@ -253,7 +253,8 @@ class SGLangHeads(HeadRules):
         return f"python -m sglang.launch_server --model-path {target_id} --speculative-algorithm NGRAM"
 
 
-ENGINE = Engine(
+ENGINE = released(
+    releases=(VERSION,),
     name=NAME, display="SGLang STANDALONE", version=f"sglang {VERSION}",
     sources={
         "vocab_size equal": "python/sglang/srt/speculative/standalone_worker_v2.py:185-215",
