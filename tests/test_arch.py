@@ -552,3 +552,88 @@ def test_a_config_without_a_context_key_gets_its_class_default_as_the_engines_re
     tokenizer_config's larger model_max_length cap."""
     f = arch_facts({"model_type": "llama", "num_hidden_layers": 2}, {"model_max_length": 4096})
     assert (f.context_sglang, f.context_vllm) == (2048, 2048)
+
+
+# ---------------------------------------------------------------- the newest releases (issue 29)
+
+
+NEW = {}  # the default: each engine's newest release
+
+
+def test_transformers_5_25_starts_the_rolled_back_hybrids(sides):
+    """5.25.0 removed the stateful refusal: hybrids with per-token state history start; 5.24.0 refused them."""
+    for target in ("qwen3_next", "falcon_h1", "granite_h", "nemotron_h", "mamba2"):
+        got = outcomes(sides, target, "llama_2k", NEW)
+        assert got["transformers"] == "works", target
+        assert "records each token's recurrent state" in said(sides, target, "llama_2k", "transformers", NEW)
+        assert outcomes(sides, target, "llama_2k")["transformers"] == "refused"  # at 5.24.0
+    assert outcomes(sides, "qwen3_5_moe", "qwen3_5", NEW)["transformers"] == "works"
+
+
+def test_transformers_5_25_mamba1_is_wrong_output_and_the_rest_as_read(sides):
+    for t in ("mamba", "falcon_mamba", "jamba"):
+        assert outcomes(sides, t, "llama_2k", NEW)["transformers"] == WRONG_OUTPUT, t
+        assert "does not take the past state" in said(sides, t, "llama_2k", "transformers", NEW)
+    v = verdicts(sides["mamba"], sides["llama_2k"])["transformers"]
+    assert v.version == "5.25.0" and "modeling_mamba.py:418-419" in " ".join(v.reasons)
+
+
+def test_transformers_rows_for_types_without_a_history():
+    """The rows 5.25.0 still refuses or marks, by model_type (the facts need only model_type)."""
+    from indexer.vocab.archconfig import ArchFacts
+
+    e = ENGINES["transformers"]
+    for model_type, want in (("rwkv", "refused"), ("xlstm", "refused"), ("deepseek_v4", "refused"),
+                             ("zamba", WRONG_OUTPUT), ("zaya", WRONG_OUTPUT), ("recurrent_gemma", WRONG_OUTPUT),
+                             ("qwen3_5_moe", None), ("kimi_linear", None), ("olmo_hybrid", None)):
+        facts = ArchFacts(model_type=model_type)
+        rows = [r for r in e.arch_rules if r.side == "target" and r.when(facts, None)]
+        assert [r.outcome for r in rows] == [want], model_type
+        old = [r for r in e.at("5.24.0").arch_rules if r.side == "target" and r.when(facts, None)]
+        assert [r.outcome for r in old] == ["refused"], model_type
+
+
+def test_check_says_where_the_releases_disagree(sides):
+    r = check_pair(sides["qwen3_next"], sides["llama_2k"])
+    v = r["verdicts"]["transformers"]
+    assert v["version"] == "5.25.0" and v["outcome"] == "works"
+    assert v["by_version"] == {"5.24.0": "refused", "5.25.0": "works"}
+    assert v["versions"] == "refused on transformers \u2264 5.24.0, works from 5.25.0"
+    assert r["verdicts"]["sglang"]["by_version"] is None and r["verdicts"]["sglang"]["version"] == "0.5.23"
+    old = check_pair(sides["qwen3_next"], sides["llama_2k"], {"transformers": "5.24.0"})
+    assert old["verdicts"]["transformers"]["version"] == "5.24.0" and old["verdicts"]["transformers"]["outcome"] \
+        == "refused" and old["verdicts"]["transformers"]["by_version"] == v["by_version"]
+    from indexer.answer.render import render_check
+
+    text = render_check(r)
+    assert "transformers 5.25.0" in text and "by version: refused on transformers \u2264 5.24.0, works from 5.25.0" \
+        in text
+
+
+def test_mlx_0_32_2_new_cache_types(tmp_path):
+    from indexer.vocab.archconfig import ArchFacts
+
+    e, old = ENGINES["mlx"], ENGINES["mlx"].at("d78bf58e")
+    for model_type in ("bailing_hybrid", "bailing_moe_v3", "gear", "kimi_k3", "olmo_hybrid"):
+        facts = ArchFacts(model_type=model_type)
+        assert [r.outcome for r in e.arch_rules if r.side == "target" and r.when(facts, None)][:1] == ["refused"]
+        assert not [r for r in old.arch_rules if r.check == "non-trimmable target cache" and r.when(facts, None)]
+    for model_type in ("muse_glimmer", "muse_spark", "spark2_5"):
+        facts = ArchFacts(model_type=model_type, sliding_window=4096)
+        assert [r.outcome for r in e.arch_rules if r.when(facts, None)] == [WRONG_OUTPUT], model_type
+        assert not [r for r in old.arch_rules if r.when(facts, None)], model_type
+
+
+def test_query_answers_the_stateful_target_at_each_release(catalog):
+    new = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog)
+    assert new["version"] == "5.25.0" and new["drafts"] and not new["refused"]
+    assert new["by_version"] == {"5.24.0": "refused", "5.25.0": "starts"}
+    old = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog, release="5.24.0")
+    assert old["version"] == "5.24.0" and old["drafts"] == [] and old["refused"]
+    with pytest.raises(QueryError) as e:
+        run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog, release="4.0")
+    assert "known: 5.24.0, 5.25.0" in e.value.message
+    res = CliRunner().invoke(cli, ["query", "--target", "qwen/Qwen3.5-MoE-35B", "--db", catalog, "--engine",
+                                   "transformers", "--engine-version", "transformers==5.24.0"])
+    assert res.exit_code == 0 and "transformers assisted generation 5.24.0" in res.output
+    assert "by version: refused on transformers \u2264 5.24.0, starts from 5.25.0" in res.output
