@@ -329,8 +329,8 @@ class VLLMHeads034(VLLMHeads):
     """vLLM 0.34.0's head rules: the V1 model runner and P-EAGLE are gone, the registry moved and gained draft
     architectures. A configured method is never changed: a draft that declares its method (DFlash, DSpark, Gemma-4
     MTP) refuses a contradicting one (v1/worker/gpu/spec_decode/speculator_config.py:404-430); the launch commands
-    here always pass the head's own method. Other head citations (EAGLE config renaming, hidden sizes) are at
-    0.33.0, not re-read."""
+    here always pass the head's own method. The EAGLE config's renaming is unchanged (transformers_utils/configs/
+    eagle.py:40-80 is the same text); the model files' lines (hidden sizes, embeddings) are cited at 0.33.0."""
 
     head_classes = {**{k: v for k, v in VLLM_HEAD_REGISTRY.items() if not k.startswith("Peagle")},
                     "DFlash2RicursiveDraftModel": "dflash",  # registry.py:690
@@ -341,6 +341,7 @@ class VLLMHeads034(VLLMHeads):
     refused_speculators = {"peagle": ("vLLM's speculators loader raises \"P-EAGLE (parallel drafting EAGLE-3) is not "
                                       "supported.\"", "transformers_utils/configs/speculators/algos.py:53-55")}
     eagle3_source = "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:18-19"
+    dflash_layer_ids_source = "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-114"  # still +1 on 0-based ids
     dflash_capture_source = "v1/worker/gpu/spec_decode/dflash/speculator.py:29, eagle/eagle3_utils.py:18-19"
     # the same rewrites at 0.34.0 (config/speculative.py:779-1305)
     mtp_model_types = {
