@@ -50,11 +50,12 @@ def pieces(source: str) -> list[tuple[str, int, int]]:
 
 def citations(engine) -> list[dict]:
     """Every anchored citation of the engine entry's rows at its release: where (the row), file, lines, anchor."""
-    out = []
+    out, seen = [], []
     for field, rows in engine.ranged.items():
         for row in rows:
-            if row not in _held(engine, rows):
+            if row not in _held(engine, rows) or row in seen:  # a table listed twice (llama.cpp's GGUF rows)
                 continue
+            seen.append(row)
             where = row.check if isinstance(row, ArchRule) else field
             source = row.source
             if not source and isinstance(getattr(row, "value", None), dict):  # Engine.sources: check -> file:line

@@ -20,17 +20,22 @@ ARCH_RULES = (
     ArchRule("recurrent or hybrid target", StateIn("target"), None,
              "llama-server saves the target's state before each verify and restores it on a partial acceptance "
              "(\"speculative decoding will use checkpoints\"): the output stays correct, speculation pays less",
-             "common/common.cpp:1491-1529; tools/server/server-context.cpp:1226-1228, 3050-3056"),
+             "common/common.cpp:1491-1529; tools/server/server-context.cpp:1226-1228, 3050-3056",
+             anchors=("common_context_seq_rm_type common_context_can_seq_rm(", "will use checkpoints",
+                      "const bool use_ckpt_tgt =")),
     ArchRule("recurrent or hybrid draft", StateIn("draft"), None,
-             "the draft's state is checkpointed the same way", "tools/server/server-context.cpp:2980-2984"),
+             "the draft's state is checkpointed the same way", "tools/server/server-context.cpp:2980-2984",
+             anchors=("const bool use_ckpt_dft = ctx_dft_seq_rm_type",)),
     # -md alone infers no type for an EAGLE-3 or Gemma-4 assistant file (only dflash, and MTP by a tensor name),
     # and draft-simple is not the head's type: the launch command carries the head's --spec-type
     ArchRule("speculator head draft", Head("draft"), None,
              "a plain -md without --spec-type runs no speculation", "common/speculative.cpp:2270-2305, "
-             "common/arg.cpp:566-573, common/speculative.cpp:2611-2626"),
+             "common/arg.cpp:566-573, common/speculative.cpp:2611-2626",
+             anchors=("common_speculative_types_from_gguf(const std::string", "common_speculative_types_from_gguf(",
+                      "this list here defines the priority of the speculators")),
     ArchRule("embedded MTP target", Head("target", embedded=True), None,
              "--spec-type draft-mtp without -md drafts with the target's own MTP layers",
-             "common/speculative.cpp:2557-2567"),
+             "common/speculative.cpp:2557-2567", anchors=("creating MTP draft context against the target",)),
 )
 
 
