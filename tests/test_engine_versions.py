@@ -195,3 +195,19 @@ def test_the_audit_command_s_bad_input(tmp_path):
     missing = subprocess.run([*run, str(tmp_path / "nope"), "--engine", "vllm==0.35.0"], capture_output=True,
                              text=True)
     assert missing.returncode == 2 and "not a directory" in missing.stderr
+
+
+def test_vllm_0_34_refuses_p_eagle_heads_and_0_33_loads_them():
+    from indexer.engines.heads import loads, parse_head
+    from indexer.hubsim import heads as hubheads
+
+    peagle = parse_head({**hubheads.speculators_eagle3("o/t", "LlamaForCausalLM", 4096, 32000, 32000, heads=32,
+                                                       kv=8, inter=14336, aux=[2]),
+                         "speculators_model_type": "peagle", "mask_token_id": 7}, "o/p")
+    ok, detail, source, _ = loads(peagle, "vllm")
+    assert not ok and "P-EAGLE" in detail and source == "transformers_utils/configs/speculators/algos.py:53-55"
+    ok, _, _, method = loads(peagle, "vllm", "0.33.0")
+    assert ok and method == "eagle3"
+    eagle3 = parse_head(hubheads.speculators_eagle3("o/t", "LlamaForCausalLM", 4096, 32000, 32000, heads=32, kv=8,
+                                                    inter=14336, aux=[2]), "o/e")
+    assert loads(eagle3, "vllm")[0] and loads(eagle3, "vllm", "0.33.0")[0]

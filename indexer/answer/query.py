@@ -51,6 +51,8 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
         raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if engine not in ENGINES:
         raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if release is not None and release not in registry.ENGINES[engine].releases:
+        raise QueryError(f"unknown {engine} version {release!r}; known: {', '.join(registry.ENGINES[engine].releases)}")
     cat = reader or open_reader(db)
     try:
         if method != "draft":
@@ -59,7 +61,7 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
             if method == "all":
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat))
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
-                                          all_members=all_members)
+                                          all_members=all_members, release=release)
         q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None, release)
         drafts = q.all_members() if all_members else q.drafts(limit)
         misses = q.near_misses(limit) if near_misses else []
@@ -172,7 +174,7 @@ def _check(target: str, draft: str, db: str | None, max_file_bytes: int, release
                 cat = catalog.get()
             except InputError:
                 cat = None  # no catalog: no head to explain; a catalog side says why below
-            head = explain_head(cat, target, draft) if cat is not None else None
+            head = explain_head(cat, target, draft, releases) if cat is not None else None
             if head is not None:
                 return head
         sides = []
