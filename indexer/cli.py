@@ -35,6 +35,19 @@ from .cli_support import (
 from .engines import QUERY_METHODS
 
 
+def _engine_versions(_ctx, _param, values):
+    """Callback of --engine-version: {engine: release}; an unknown engine or release is one line, exit 2."""
+    from .engines import parse_versions
+
+    return parse_versions(values)
+
+
+engine_version_option = click.option(
+    "--engine-version", "engine_versions", multiple=True, metavar="ENGINE==VERSION", callback=_engine_versions,
+    help="Answer for this release of an engine instead of the newest we have read (repeatable), e.g. "
+         "vllm==0.33.0.")
+
+
 @click.group(cls=IndexerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version")
 def cli():
@@ -108,9 +121,10 @@ def fingerprint(directory, as_json, reference, max_file_bytes):
 @click.option("--offline", is_flag=True,
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
 @speed_options
+@engine_version_option
 @click.option("--verbose", is_flag=True, help="Every engine's reasons in full (--json always has them).")
 def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware, bandwidth, target_quant, draft_quant,
-          task, draft_tokens, verbose):
+          task, draft_tokens, engine_versions, verbose):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
@@ -132,14 +146,15 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
 
     speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens)  # bad names: exit 2
     try:
-        result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes)  # errors: IndexerGroup
+        result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes,
+                            releases=engine_versions)  # errors: IndexerGroup
     except IndexerError as e:
         from .answer import live  # the live path (answer/live.py), imported only here
 
         if not live.sides_to_fetch(db, target, draft):
             raise
         result, report = live.live_check(target, draft, db=db, max_file_bytes=max_file_bytes, offline_flag=offline,
-                                         first=e)
+                                         first=e, releases=engine_versions)
         result["live"] = report
         if not as_json:
             live.say(report)
@@ -317,8 +332,9 @@ def compute(as_json, quiet, db):
               help="Never touch the network (also HF_HUB_OFFLINE=1): answer from the catalog only.")
 @db_option
 @speed_options
+@engine_version_option
 def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db, hardware, bandwidth,
-          target_quant, draft_quant, task, draft_tokens):
+          target_quant, draft_quant, task, draft_tokens, engine_versions):
     """Ranked draft models for --target that work on the engine, with reasons and launch flags.
 
     A Hub target the catalog lacks (or no catalog at all) is fetched as the crawl fetches it and answered
@@ -333,7 +349,7 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
 
     speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens)  # bad names: exit 2
     kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method,
-              speed=speed)
+              speed=speed, release=engine_versions.get(engine))
     result = first = unlooked = None
     if not live_:
         try:

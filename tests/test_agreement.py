@@ -88,7 +88,9 @@ def test_unrelated_vocabulary_of_the_same_size_is_useless(tmp_path):
     assert outcomes(r) == {"useless"}
     assert r["agreement"]["text_agreement"] < 0.05 and r["agreement"]["ids_common"] == r["agreement"]["ids_target"]
     assert r["fixes"]["sglang"] is None  # SGLang has no TLI (PR #22883 is open)
-    assert "use_heterogeneous_vocab" in r["fixes"]["vllm"]
+    assert r["fixes"]["vllm"] is None  # nor has vLLM since 0.34.0; 0.33.0 had use_heterogeneous_vocab
+    old = check_pair(side_from_dir(tmp_path / "t"), side_from_dir(tmp_path / "d"), {"vllm": "0.33.0"})
+    assert "use_heterogeneous_vocab" in old["fixes"]["vllm"]
 
 
 def test_counts_are_stored_per_vocabulary_and_stale_text_is_ignored(tmp_path):

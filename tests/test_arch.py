@@ -26,6 +26,9 @@ from indexer.engines.rules import check_pair
 from indexer.hubsim import HubServer
 from indexer.vocab.archconfig import arch_facts
 
+# The releases these tests were written at (issue 23): the rows of the older releases stay reachable with
+# --engine-version, and give the verdicts they gave (issue 29). The newest releases' rows: the tests at the end.
+OLD = {"transformers": "5.24.0", "vllm": "0.33.0", "mlx": "d78bf58e"}
 V = len(SPM_WORDS)  # every model below shares make_spm's tokenizer, so the vocabulary rules all say "works"
 QWEN35_LAYERS = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 2
 
@@ -111,12 +114,12 @@ def sides(tmp_path_factory):
     return {name: side_from_dir(write_model(root / name, name)) for name in CONFIGS}
 
 
-def outcomes(sides, t: str, d: str) -> dict[str, str]:
-    return {e: v.outcome for e, v in verdicts(sides[t], sides[d]).items()}
+def outcomes(sides, t: str, d: str, releases: dict | None = None) -> dict[str, str]:
+    return {e: v.outcome for e, v in verdicts(sides[t], sides[d], OLD if releases is None else releases).items()}
 
 
-def said(sides, t: str, d: str, engine: str) -> str:
-    return " ".join(verdicts(sides[t], sides[d])[engine].reasons)
+def said(sides, t: str, d: str, engine: str, releases: dict | None = None) -> str:
+    return " ".join(verdicts(sides[t], sides[d], OLD if releases is None else releases)[engine].reasons)
 
 
 # ---------------------------------------------------------------- the facts
@@ -176,7 +179,7 @@ def test_qwen35_moe_target_with_a_qwen35_draft(sides):
     assert got["sglang"] == "works" and "runs the pair" in said(sides, "qwen3_5_moe", "qwen3_5", "sglang")
     assert got["vllm"] == "refused" and "draft models have no mamba layers" in said(sides, "qwen3_5_moe", "qwen3_5",
                                                                                   "vllm")
-    for v in verdicts(sides["qwen3_5_moe"], sides["qwen3_5"]).values():
+    for v in verdicts(sides["qwen3_5_moe"], sides["qwen3_5"], OLD).values():
         assert v.vocabulary in (None, "works", "refused")  # the vocabulary alone says what it said before
 
 
@@ -313,6 +316,7 @@ def catalog(tmp_path_factory):
 
 
 def drafts(db, target, engine, **kw):
+    kw.setdefault("release", OLD.get(engine))
     return run_query(target, engine=engine, db=db, **kw)
 
 
@@ -355,19 +359,22 @@ def test_query_mlx_lists_sliding_window_drafts_as_wrong_output(catalog):
     assert "window of 512 tokens" in got[0]["reasons"][1]  # right after why its class accepts it
 
 
-def test_check_and_query_all_agree_for_every_pair_and_engine(catalog):
-    """One answer: `query --all` lists a draft as works exactly when `check` says it works."""
+@pytest.mark.parametrize("releases", [OLD, {}], ids=["old releases", "newest releases"])
+def test_check_and_query_all_agree_for_every_pair_and_engine(catalog, releases):
+    """One answer: `query --all` lists a draft as works exactly when `check` says it works, at each release."""
     from indexer.answer.rule_inputs import side_from_catalog
 
     sides = {r: side_from_catalog(r, db=catalog) for r in HUB}
     for engine in ENGINES:
         for t in HUB:
             try:
-                listed = {d["repo_id"]: d["outcome"] for d in drafts(catalog, t, engine, all_members=True)["drafts"]}
+                listed = {d["repo_id"]: d["outcome"] for d in drafts(catalog, t, engine, all_members=True,
+                                                                      release=releases.get(engine))["drafts"]}
             except QueryError:  # no class on this engine (llama.cpp: the converter refuses)
                 listed = {}
             want = {d: v.outcome for d in HUB if d != t
-                    if (v := verdicts(sides[t], sides[d])[engine]).accepted and v.vocabulary in (None, "works")}
+                    if (v := verdicts(sides[t], sides[d], releases)[engine]).accepted
+                    and v.vocabulary in (None, "works")}
             assert listed == want, (engine, t)
 
 
@@ -545,3 +552,88 @@ def test_a_config_without_a_context_key_gets_its_class_default_as_the_engines_re
     tokenizer_config's larger model_max_length cap."""
     f = arch_facts({"model_type": "llama", "num_hidden_layers": 2}, {"model_max_length": 4096})
     assert (f.context_sglang, f.context_vllm) == (2048, 2048)
+
+
+# ---------------------------------------------------------------- the newest releases (issue 29)
+
+
+NEW = {}  # the default: each engine's newest release
+
+
+def test_transformers_5_25_starts_the_rolled_back_hybrids(sides):
+    """5.25.0 removed the stateful refusal: hybrids with per-token state history start; 5.24.0 refused them."""
+    for target in ("qwen3_next", "falcon_h1", "granite_h", "nemotron_h", "mamba2"):
+        got = outcomes(sides, target, "llama_2k", NEW)
+        assert got["transformers"] == "works", target
+        assert "records each token's recurrent state" in said(sides, target, "llama_2k", "transformers", NEW)
+        assert outcomes(sides, target, "llama_2k")["transformers"] == "refused"  # at 5.24.0
+    assert outcomes(sides, "qwen3_5_moe", "qwen3_5", NEW)["transformers"] == "works"
+
+
+def test_transformers_5_25_mamba1_is_wrong_output_and_the_rest_as_read(sides):
+    for t in ("mamba", "falcon_mamba", "jamba"):
+        assert outcomes(sides, t, "llama_2k", NEW)["transformers"] == WRONG_OUTPUT, t
+        assert "does not take the past state" in said(sides, t, "llama_2k", "transformers", NEW)
+    v = verdicts(sides["mamba"], sides["llama_2k"])["transformers"]
+    assert v.version == "5.25.0" and "modeling_mamba.py:418-419" in " ".join(v.reasons)
+
+
+def test_transformers_rows_for_types_without_a_history():
+    """The rows 5.25.0 still refuses or marks, by model_type (the facts need only model_type)."""
+    from indexer.vocab.archconfig import ArchFacts
+
+    e = ENGINES["transformers"]
+    for model_type, want in (("rwkv", "refused"), ("xlstm", "refused"), ("deepseek_v4", "refused"),
+                             ("zamba", WRONG_OUTPUT), ("zaya", WRONG_OUTPUT), ("recurrent_gemma", WRONG_OUTPUT),
+                             ("qwen3_5_moe", None), ("kimi_linear", None), ("olmo_hybrid", None)):
+        facts = ArchFacts(model_type=model_type)
+        rows = [r for r in e.arch_rules if r.side == "target" and r.when(facts, None)]
+        assert [r.outcome for r in rows] == [want], model_type
+        old = [r for r in e.at("5.24.0").arch_rules if r.side == "target" and r.when(facts, None)]
+        assert [r.outcome for r in old] == ["refused"], model_type
+
+
+def test_check_says_where_the_releases_disagree(sides):
+    r = check_pair(sides["qwen3_next"], sides["llama_2k"])
+    v = r["verdicts"]["transformers"]
+    assert v["version"] == "5.25.0" and v["outcome"] == "works"
+    assert v["by_version"] == {"5.24.0": "refused", "5.25.0": "works"}
+    assert v["versions"] == "refused on transformers \u2264 5.24.0, works from 5.25.0"
+    assert r["verdicts"]["sglang"]["by_version"] is None and r["verdicts"]["sglang"]["version"] == "0.5.23"
+    old = check_pair(sides["qwen3_next"], sides["llama_2k"], {"transformers": "5.24.0"})
+    assert old["verdicts"]["transformers"]["version"] == "5.24.0" and old["verdicts"]["transformers"]["outcome"] \
+        == "refused" and old["verdicts"]["transformers"]["by_version"] == v["by_version"]
+    from indexer.answer.render import render_check
+
+    text = render_check(r)
+    assert "transformers 5.25.0" in text and "by version: refused on transformers \u2264 5.24.0, works from 5.25.0" \
+        in text
+
+
+def test_mlx_0_32_2_new_cache_types(tmp_path):
+    from indexer.vocab.archconfig import ArchFacts
+
+    e, old = ENGINES["mlx"], ENGINES["mlx"].at("d78bf58e")
+    for model_type in ("bailing_hybrid", "bailing_moe_v3", "gear", "kimi_k3", "olmo_hybrid"):
+        facts = ArchFacts(model_type=model_type)
+        assert [r.outcome for r in e.arch_rules if r.side == "target" and r.when(facts, None)][:1] == ["refused"]
+        assert not [r for r in old.arch_rules if r.check == "non-trimmable target cache" and r.when(facts, None)]
+    for model_type in ("muse_glimmer", "muse_spark", "spark2_5"):
+        facts = ArchFacts(model_type=model_type, sliding_window=4096)
+        assert [r.outcome for r in e.arch_rules if r.when(facts, None)] == [WRONG_OUTPUT], model_type
+        assert not [r for r in old.arch_rules if r.when(facts, None)], model_type
+
+
+def test_query_answers_the_stateful_target_at_each_release(catalog):
+    new = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog)
+    assert new["version"] == "5.25.0" and new["drafts"] and not new["refused"]
+    assert new["by_version"] == {"5.24.0": "refused", "5.25.0": "starts"}
+    old = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog, release="5.24.0")
+    assert old["version"] == "5.24.0" and old["drafts"] == [] and old["refused"]
+    with pytest.raises(QueryError) as e:
+        run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog, release="4.0")
+    assert "known: 5.24.0, 5.25.0" in e.value.message
+    res = CliRunner().invoke(cli, ["query", "--target", "qwen/Qwen3.5-MoE-35B", "--db", catalog, "--engine",
+                                   "transformers", "--engine-version", "transformers==5.24.0"])
+    assert res.exit_code == 0 and "transformers assisted generation 5.24.0" in res.output
+    assert "by version: refused on transformers \u2264 5.24.0, starts from 5.25.0" in res.output

@@ -104,8 +104,8 @@ def test_each_entry_is_complete():
 
 def test_verdict_shape_and_outcomes():
     v = registry.Verdict(registry.USELESS, ["x"])
-    assert v.to_dict() == {"compatible": False, "accepted": True, "outcome": "useless", "reasons": ["x"],
-                           "vocabulary_outcome": "useless", "architecture": []}
+    assert v.to_dict() == {"compatible": False, "accepted": True, "outcome": "useless", "version": None,
+                           "reasons": ["x"], "vocabulary_outcome": "useless", "architecture": []}
     assert registry.Verdict(registry.NO_SPECULATION, []).accepted is False
     assert registry.Verdict(registry.WORKS, []).compatible is True
 
@@ -119,7 +119,9 @@ def test_sglang_same_size_unrelated_mapping_starts_and_is_useless(tmp_path):
     assert v == {**v, "accepted": True, "compatible": False, "outcome": "useless"}
     assert "slower than none" in reasons(r, "sglang")
     assert outcome(r, "vllm") == outcome(r, "transformers") == outcome(r, "mlx") == "useless"
-    assert r["fixes"]["sglang"] is None and "use_heterogeneous_vocab" in r["fixes"]["vllm"]
+    assert r["fixes"]["sglang"] is None and r["fixes"]["vllm"] is None  # vLLM 0.34 has no TLI
+    t, d = side_from_dir(tmp_path / "t"), side_from_dir(tmp_path / "d")
+    assert "use_heterogeneous_vocab" in check_pair(t, d, {"vllm": "0.33.0"})["fixes"]["vllm"]
 
 
 def test_sglang_mapping_differs_only_above_vocab_size_works_and_says_so(tmp_path):
@@ -175,11 +177,15 @@ def test_vllm_model_type_remaps(tmp_path, model_type, key):
 
 
 def test_vllm_refusal_names_tli_and_its_constraints(tmp_path):
-    r = pair(tmp_path, lambda p: make_model(p, vocab_size=256), make_model)
-    assert "use_heterogeneous_vocab" in reasons(r, "vllm") and "greedy" in reasons(r, "vllm")
-    t = side_from_dir(tmp_path / "t")
+    """vLLM 0.33.0 had TLI (use_heterogeneous_vocab); 0.34.0 removed it, and says so."""
+    pair(tmp_path, lambda p: make_model(p, vocab_size=256), make_model)
+    t, d = side_from_dir(tmp_path / "t"), side_from_dir(tmp_path / "d")
+    old = " ".join(registry.ENGINES["vllm"].at("0.33.0").verdict(t, d).reasons)
+    assert "use_heterogeneous_vocab" in old and "greedy" in old
+    new = " ".join(registry.ENGINES["vllm"].verdict(t, d).reasons)
+    assert "use_heterogeneous_vocab" not in new and "no vocabulary translation" in new
     t.tok = {**t.tok, "unk_token_id": None, "eos_token_id": None}
-    v = registry.vllm.rule(t, side_from_dir(tmp_path / "d"))
+    v = registry.ENGINES["vllm"].at("0.33.0").rule(t, d)
     assert "neither an unk nor an eos token" in " ".join(v.reasons)
 
 
@@ -326,8 +332,8 @@ def test_check_json_and_engine_exit_status(tmp_path):
     assert res.exit_code == 1
     data = json.loads(res.stdout)
     for v in data["verdicts"].values():
-        assert set(v) == {"compatible", "accepted", "outcome", "reasons", "vocabulary_outcome", "architecture"} \
-            and v["outcome"] in registry.OUTCOMES
+        assert set(v) == {"compatible", "accepted", "outcome", "version", "reasons", "vocabulary_outcome",
+                          "architecture", "by_version", "versions"} and v["outcome"] in registry.OUTCOMES
     assert data["verdicts"]["mlx"]["compatible"]
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "mlx"]).exit_code == 0
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "vllm"]).exit_code == 1

@@ -59,12 +59,16 @@ def vocabulary_verdict(v: Verdict) -> Verdict:
     return Verdict(v.vocabulary or v.outcome, v.reasons)
 
 
-def agreement(sides: dict, engines_oracle: dict) -> dict:
+# The releases the oracle's engine rules were read at (issue 29: the verdicts at the old pins stay the oracle's).
+OLD_PINS = {"transformers": "5.24.0", "vllm": "0.33.0", "mlx": "d78bf58e"}
+
+
+def agreement(sides: dict, engines_oracle: dict, releases: dict | None = None) -> dict:
     """(engine, field) -> list of disagreeing pairs, over every ordered pair."""
     want = expected(engines_oracle)
     bad: dict = {key: [] for key in want}
     for t, d in itertools.permutations(sorted(sides), 2):
-        got = verdicts(sides[t], sides[d])
+        got = verdicts(sides[t], sides[d], releases)
         for (engine, field), pairs in want.items():
             if getattr(vocabulary_verdict(got[engine]), field) != ((t, d) in pairs):
                 bad[(engine, field)].append((t, d, got[engine].reasons))
@@ -83,12 +87,12 @@ def config_context(name: str) -> int | None:
         else n
 
 
-def assert_architecture_rows(sides: dict) -> None:
+def assert_architecture_rows(sides: dict, releases: dict | None = None) -> None:
     """On the corpus (plain text models), the only row that changes an outcome is SGLang's shorter draft context,
     exactly for the pairs whose draft states a shorter context than the target; every changed verdict names it."""
     changed = {}
     for t, d in itertools.permutations(sorted(sides), 2):
-        for engine, v in verdicts(sides[t], sides[d]).items():
+        for engine, v in verdicts(sides[t], sides[d], releases).items():
             if v.vocabulary is not None and v.vocabulary != v.outcome:
                 changed[(engine, t, d)] = v
                 assert v.reasons[0].endswith("standalone_worker_v2.py:86-93)"), (engine, t, d, v.reasons)
@@ -124,6 +128,18 @@ def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_si
     bad = agreement(local_sides, engines_oracle)
     assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
     assert_gguf_facts(local_sides, engines_oracle)
+
+
+def test_the_old_pins_give_the_oracle_s_verdicts(local_sides, engines_oracle):
+    """--engine-version at the releases the oracle was made at: every pair and engine as before (issue 29)."""
+    assert_architecture_rows(local_sides, OLD_PINS)
+    bad = agreement(local_sides, engines_oracle, OLD_PINS)
+    assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
+    for t, d in itertools.permutations(sorted(local_sides), 2):
+        old, new = verdicts(local_sides[t], local_sides[d], OLD_PINS), verdicts(local_sides[t], local_sides[d])
+        for engine, release in OLD_PINS.items():
+            assert old[engine].version == release and new[engine].version == ENGINES[engine].releases[-1]
+            assert old[engine].outcome == new[engine].outcome, (engine, t, d)  # plain text models: no row differs
 
 
 def test_ollama_refuses_every_corpus_pair(local_sides):

@@ -120,9 +120,9 @@ def test_json_shape(catalog):
     res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--json", "--db", catalog, "--near-misses"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert set(data) == {"target", "engine", "drafts", "near_misses", "summary", "refused"}
+    assert set(data) == {"target", "engine", "drafts", "near_misses", "summary", "refused", "version", "by_version"}
     assert all(m["outcome"] in ("useless", "refused") for m in data["near_misses"])
-    assert data["engine"] == "sglang"
+    assert data["engine"] == "sglang" and data["version"] == "0.5.23" and data["by_version"] is None
     assert data["target"]["repo_id"] == TARGET
     for d in data["drafts"]:
         assert set(d) >= {"repo_id", "params", "ratio", "downloads", "reasons", "launch"}
@@ -192,18 +192,24 @@ def test_near_misses(catalog):
     assert "TLI" not in size["fix"]  # an SGLang fix: SGLang has no TLI
     assert "variant/added" not in misses  # its vocabulary agrees: a draft, not a near miss
     # SGLang has no TLI and copying tokenizer files changes nothing there: no fix makes an unrelated vocabulary
-    # work, so it is no near miss (issue 30); on vLLM TLI does
+    # work, so it is no near miss (issue 30); on vLLM 0.33 TLI does (0.34 has none)
     assert "other/unrelated" not in misses
-    vllm = {m["repo_id"]: m for m in run_query(TARGET, db=catalog, near_misses=True, engine="vllm")["near_misses"]}
+    vllm = {m["repo_id"]: m for m in run_query(TARGET, db=catalog, near_misses=True, engine="vllm",
+                                               release="0.33.0")["near_misses"]}
     assert vllm["other/unrelated"]["failed_check"] == "mapping" and vllm["other/unrelated"]["outcome"] == "useless"
     assert "use_heterogeneous_vocab" in vllm["other/unrelated"]["fix"]
     assert "resize" in vllm["Qwen/Qwen2.5-0.5B-Instruct"]["fix"] and "TLI" in vllm["Qwen/Qwen2.5-0.5B-Instruct"]["fix"]
+    # vLLM 0.34.0 has no TLI: the fixes follow the version
+    new = {m["repo_id"]: m for m in run_query(TARGET, db=catalog, near_misses=True, engine="vllm")["near_misses"]}
+    assert "other/unrelated" not in new  # no fix makes it work there: no near miss
+    assert new["Qwen/Qwen2.5-0.5B-Instruct"]["fix"].startswith("resize") and "TLI" not in new[
+        "Qwen/Qwen2.5-0.5B-Instruct"]["fix"]
     assert "meta-llama/Llama-3.2-1B" not in misses
     text = CliRunner().invoke(cli, ["query", "--target", TARGET, "--db", catalog, "--near-misses"]).output
     assert "near misses" in text and "fix:" in text
     assert "refused (refuses to start)" in text
     text = CliRunner().invoke(cli, ["query", "--target", TARGET, "--db", catalog, "--near-misses",
-                                    "--engine", "vllm"]).output
+                                    "--engine", "vllm", "--engine-version", "vllm==0.33.0"]).output
     assert "useless (starts, but rejects nearly every drafted token: slower than no draft)" in text
 
 

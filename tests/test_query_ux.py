@@ -317,12 +317,13 @@ def test_near_misses_are_one_order_cut_at_every_limit(tmp_path):
     repos += [_repo(f"far/F{i}-1B", 2, 32000, estimate=int(0.2 * B * (i + 1)), downloads=i) for i in range(6)]
     toks = [_tok(1, "a", "b", 32000), _tok(2, "c", "z", 32000)]  # 2: another base vocabulary: useless
     db = build(tmp_path / "c.db", repos=repos, tokenizers=toks)
-    # vLLM: the useless ones have a fix (TLI), so all 15 are near misses (SGLang: the 9 of another size only)
-    full = [m["repo_id"] for m in run_query(TARGET, db=db, engine="vllm", near_misses=True, limit=100)["near_misses"]]
+    # vLLM 0.33: the useless ones have a fix (TLI), so all 15 are near misses (SGLang: the 9 of another size only)
+    full = [m["repo_id"] for m in run_query(TARGET, db=db, engine="vllm", release="0.33.0", near_misses=True,
+                                            limit=100)["near_misses"]]
     assert len(full) == 15
     assert len(run_query(TARGET, db=db, near_misses=True, limit=100)["near_misses"]) == 9
     for limit in range(1, 16):
-        got = [m["repo_id"] for m in run_query(TARGET, db=db, engine="vllm", near_misses=True,
+        got = [m["repo_id"] for m in run_query(TARGET, db=db, engine="vllm", release="0.33.0", near_misses=True,
                                                limit=limit)["near_misses"]]
         assert got == full[:limit], limit
 

@@ -59,7 +59,9 @@ def test_padded_vocab_size_fails_sglang_and_vllm_not_mlx(tmp_path):
     assert ok(r, "mlx")
     assert r["fix"] == r["fixes"]["sglang"] and r["fix"].startswith("resize the draft's embedding and lm_head")
     assert "use_heterogeneous_vocab" not in r["fixes"]["sglang"]  # SGLang has no TLI
-    assert "use_heterogeneous_vocab" in r["fixes"]["vllm"] and "resize" in r["fixes"]["vllm"]
+    assert "use_heterogeneous_vocab" not in r["fixes"]["vllm"] and "resize" in r["fixes"]["vllm"]  # vLLM 0.34
+    old = check_pair(side_from_dir(tmp_path / "t"), side_from_dir(tmp_path / "d"), {"vllm": "0.33.0"})
+    assert "use_heterogeneous_vocab" in old["fixes"]["vllm"] and "resize" in old["fixes"]["vllm"]
     assert "assistant_tokenizer" in r["fixes"]["transformers"]  # sizes differ: universal assisted generation
     assert r["fixes"]["mlx"] is None
 

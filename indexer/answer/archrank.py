@@ -46,9 +46,26 @@ class ArchJudge:
 
     def __init__(self, cat: Reader, entry, target_pk: int, gguf_target: bool = False):
         rules = entry.gguf_arch_rules if gguf_target else entry.arch_rules
-        self.t = arch_of(cat, target_pk) if rules else None
+        self.gguf_target = gguf_target
+        self.t = arch_of(cat, target_pk) if rules or len(entry.releases) > 1 else None
         self.target_rows = matching(rules, self.t, None, ("target",))
         self.draft_rules = tuple(r for r in rules if r.side != "target")
+
+    def by_version(self, engine: str) -> dict[str, str] | None:
+        """Where the engine's releases disagree on the target alone (a refusal, wrong output, or neither: a
+        transformers 5.24 refusal of a stateful target that 5.25 starts): release -> what the target's rows say."""
+        from ..engines import ENGINES
+
+        e = ENGINES[engine]
+        if len(e.releases) < 2:
+            return None
+        seen = {}
+        for r in e.releases:
+            at = e.at(r)
+            rows = matching(at.gguf_arch_rules if self.gguf_target else at.arch_rules, self.t, None, ("target",))
+            seen[r] = next((a.rule.outcome for a in rows if a.rule.outcome == REFUSED), None) or next(
+                (a.rule.outcome for a in rows if a.rule.outcome), None) or "starts"
+        return seen if len(set(seen.values())) > 1 else None
 
     @property
     def per_draft(self) -> bool:

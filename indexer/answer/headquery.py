@@ -133,7 +133,7 @@ def _not_loading(engine: str, method: str) -> str:
 
 
 def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
-                 all_members: bool = False) -> dict:
+                 all_members: bool = False, release: str | None = None) -> dict:
     """``--method eagle|eagle3|dflash|mtp|ngram`` on one engine, in the JSON shape of the draft answer."""
     if method in registry.ENGINES[engine].gguf_heads:  # heads the engine runs from GGUF files (llama.cpp)
         from .ggufheads import method_query as gguf_method_query
@@ -147,15 +147,15 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     misses: list[dict] = []
     note = None
     if method == "ngram":
-        found = [rules.ngram(t["repo_id"], engine)]
+        found = [rules.ngram(t["repo_id"], engine, release)]
         known = 0
     elif method == "mtp":
-        v = rules.mtp(shape, engine)
+        v = rules.mtp(shape, engine, release)
         known = 1
         if v.fits:
             found = [{"repo_id": t["repo_id"], "params": None, "downloads": None, "algorithm": "mtp",
                       "format": "built-in", "tier": "exact", "method": v.method, "reasons": v.reasons,
-                      "launch": rules.mtp_launch(shape, engine)}]
+                      "launch": rules.mtp_launch(shape, engine, release)}]
         else:
             found = []
             note = "; ".join(v.reasons)
@@ -166,7 +166,7 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
         candidates, downloads = hc.heads(rules.METHOD_ALGORITHMS[method])
         known = len(candidates)
         found, missed = rules.fitting_heads(shape, candidates, engine, method, target_lineage=hc.chain(t["repo_id"]),
-                                            lineage_of=hc.chain, downloads=downloads)
+                                            lineage_of=hc.chain, downloads=downloads, release=release)
         if not all_members:
             found = found[:limit]
         misses = missed[:limit] if near_misses else []
@@ -206,7 +206,7 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
     return out
 
 
-def explain_head(cat: Reader, target: str, head: str) -> dict | None:
+def explain_head(cat: Reader, target: str, head: str, releases: dict | None = None) -> dict | None:
     """``indexer check TARGET HEAD`` when HEAD is a catalog head: every check, the lineage, a verdict per engine.
     None when HEAD is not a head in the catalog (the draft-model check answers then)."""
     hc = HeadCatalog(cat)
@@ -222,7 +222,7 @@ def explain_head(cat: Reader, target: str, head: str) -> dict | None:
     t, shape = hc.target(target)
     lineage = {"target_lineage": hc.chain(t["repo_id"]),
                "head_lineage": [i for d in facts[0].declared_for for i in hc.chain(d)]}
-    out = rules.explain(facts[0], shape, **lineage)
+    out = rules.explain(facts[0], shape, releases, **lineage)
     out["lineage"] = lineage
     out["declared_for"] = facts[0].declared_for
     out["kind"] = "head"

@@ -338,14 +338,14 @@ def _fetched(live: Live, args: list[str], first: IndexerError | None) -> dict[st
 
 def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                offline_flag: bool = False, endpoint: str | None = None,
-               first: IndexerError | None = None) -> tuple[dict, dict]:
+               first: IndexerError | None = None, releases: dict | None = None) -> tuple[dict, dict]:
     """``indexer check`` for sides the catalog lacks: fetched first (unless offline); (result, live report).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
     from .query import check
 
     hub_sides = sides_to_fetch(db, target, draft)
     if not hub_sides:
-        return check(target, draft, db=db, max_file_bytes=max_file_bytes), {}
+        return check(target, draft, db=db, max_file_bytes=max_file_bytes, releases=releases), {}
     if offline(offline_flag):
         raise offline_refusal(db, hub_sides, first)
     live = Live(db, endpoint=endpoint, max_file_bytes=max_file_bytes)
@@ -353,13 +353,13 @@ def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes
         answered = _fetched(live, hub_sides, first)
         report = _report(live)
         if not live.fetch.private:
-            return check(target, draft, db=db, max_file_bytes=max_file_bytes), report
-        return _check_private(target, draft, answered, db, max_file_bytes), report
+            return check(target, draft, db=db, max_file_bytes=max_file_bytes, releases=releases), report
+        return _check_private(target, draft, answered, db, max_file_bytes, releases), report
     finally:
         live.close()
 
 
-def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes) -> dict:
+def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes, releases=None) -> dict:
     """A check with a private side: that side read from its temporary directory, named by its repo id."""
     from ..engines.rules import check_pair
     from ..record import replace
@@ -377,7 +377,7 @@ def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes) 
             except IndexerError as e:
                 raise e.reworded(f"{role} {arg}: {e.message}") from None
             sides.append(replace(side, name=arg) if use != arg else side)
-        return check_pair(*sides)
+        return check_pair(*sides, releases)
     finally:
         catalog.close()
 
@@ -385,7 +385,7 @@ def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes) 
 def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 10, near_misses: bool = False,
                all_members: bool = False, method: str = "draft", offline_flag: bool = False, discover: bool = False,
                budget: int = DEFAULT_BUDGET, endpoint: str | None = None, progress: bool | None = None,
-               first: IndexerError | None = None, speed=None) -> dict:
+               first: IndexerError | None = None, speed=None, release: str | None = None) -> dict:
     """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
     from .query import run_query
@@ -397,7 +397,7 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
         if rid is not None and held is None and offline(offline_flag):
             raise offline_refusal(db, [target], first)
         result = run_query(target, engine=engine, limit=limit, near_misses=near_misses, all_members=all_members,
-                           db=db, method=method, speed=speed)
+                           db=db, method=method, speed=speed, release=release)
         if discover and (offline(offline_flag) or is_local(target)):
             why = "a local target" if is_local(target) else "offline"
             result["live"] = {"note": f"{why}: no candidate drafts were looked for on the Hub"}
@@ -419,10 +419,11 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
                 raise QueryError(f"{target} is private: it is answered as a local model directory, for "
                                  "--method draft only")
             result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
-                               all_members=all_members, db=db, method=method, shown=target, speed=speed)
+                               all_members=all_members, db=db, method=method, shown=target, speed=speed,
+                               release=release)
         else:
             result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
-                               all_members=all_members, db=db, method=method, speed=speed)
+                               all_members=all_members, db=db, method=method, speed=speed, release=release)
             if not discover and (result.get("summary") or {}).get("catalog_looked") is False:
                 # The target came in alone: the catalog's "no drafts" would be silence, so look (issue 30).
                 from .candidates import discover_drafts
@@ -433,7 +434,7 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
                     raise unanswered(db, first, f"the Hub could not be asked ({e})") from None
                 report = {**_report(live), **found}
                 result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
-                                   all_members=all_members, db=db, method=method, speed=speed)
+                                   all_members=all_members, db=db, method=method, speed=speed, release=release)
         result["live"] = report
         return result
     finally:

@@ -39,7 +39,8 @@ def open_reader(db: str | None = None) -> Reader:
 
 def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int = 10, near_misses: bool = False,
               all_members: bool = False, db: str | None = None, method: str = "draft",
-              reader: Reader | None = None, shown: str | None = None, speed=None) -> dict:
+              reader: Reader | None = None, shown: str | None = None, speed=None,
+              release: str | None = None) -> dict:
     """The answer as the ``--json`` shape: target, engine, drafts, near_misses, summary.
 
     ``method`` other than "draft" answers with speculator heads, MTP or n-gram (indexer/answer/headquery.py) in the
@@ -47,11 +48,14 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
     more than one question of the catalog (the site's page); else one is opened on ``db`` and closed.
     ``shown``: the name a local directory target is shown by (a private Hub repo read into one, answer/live.py).
     ``speed``: the speed question (:class:`~indexer.answer.speedup.Options`: hardware, task, quantizations); None:
-    the engine's reference devices."""
+    the engine's reference devices.
+    ``release``: the engine's release to answer for (``--engine-version``; default: its newest)."""
     if method not in METHODS:
         raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if engine not in ENGINES:
         raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if release is not None and release not in registry.ENGINES[engine].releases:
+        raise QueryError(f"unknown {engine} version {release!r}; known: {', '.join(registry.ENGINES[engine].releases)}")
     cat = reader or open_reader(db)
     try:
         if method != "draft":
@@ -60,8 +64,8 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
             if method == "all":
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat))
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
-                                          all_members=all_members)
-        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None, speed=speed)
+                                          all_members=all_members, release=release)
+        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None, release, speed=speed)
         drafts = q.all_members() if all_members else q.drafts(limit)
         misses = q.near_misses(limit) if near_misses else []
         return {
@@ -71,6 +75,8 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
             "near_misses": misses,
             "summary": summarize(q, misses if near_misses else None),
             "refused": q.refused_target,
+            "version": q.entry.release,
+            "by_version": q.arch.by_version(q.engine),
         }
     finally:
         if reader is None:
@@ -107,23 +113,24 @@ def _drafts_per_engine(cat: Reader, limit: int = 3):
 
 
 def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-          local_dirs: bool = True) -> dict:
+          local_dirs: bool = True, releases: dict[str, str] | None = None) -> dict:
     """``indexer check TARGET DRAFT --json``: the one function the CLI and the site both call.
 
     It dispatches: a DRAFT that is a speculator head in the catalog is explained against TARGET
     (``headquery.explain_head``, ``kind`` "head"); anything else gets the draft-model verdicts per engine.
     ``local_dirs=False`` (the site) takes both as repo ids only (``validate.target``): a web visitor must
     never make the server read its own filesystem. Raises the library's :class:`~indexer.errors.IndexerError`
-    (BadInput, InputError, RepoNotFound, ...) with the side that failed named in its message.
+    (BadInput, InputError, RepoNotFound, ...) with the side that failed named in its message. ``releases``: engine
+    -> release to answer for (``--engine-version``; default: each engine's newest).
     """
     if local_dirs:
-        return _check(target, draft, db, max_file_bytes)
+        return _check(target, draft, db, max_file_bytes, releases)
     from .lookup import repo_ids_only
     from .validate import target as valid_target
 
     target, draft = valid_target(target, "target", local_dirs=False), valid_target(draft, "draft", local_dirs=False)
     with repo_ids_only():
-        return _check(target, draft, db, max_file_bytes)
+        return _check(target, draft, db, max_file_bytes, releases)
 
 
 def works_on(result: dict, engine: str) -> bool:
@@ -155,7 +162,9 @@ class _CheckCatalog:
             self.reader.close()
 
 
-def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict:
+def _check(target: str, draft: str, db: str | None, max_file_bytes: int, releases: dict | None = None) -> dict:
+    from pathlib import Path
+
     from ..engines.rules import check_pair
     from .headquery import explain_head
     from .lookup import looks_like_dir
@@ -168,7 +177,7 @@ def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict
                 cat = catalog.get()
             except InputError:
                 cat = None  # no catalog: no head to explain; a catalog side says why below
-            head = explain_head(cat, target, draft) if cat is not None else None
+            head = explain_head(cat, target, draft, releases) if cat is not None else None
             if head is not None:
                 return head
         sides = []
@@ -186,6 +195,6 @@ def _check(target: str, draft: str, db: str | None, max_file_bytes: int) -> dict
                 else:
                     msg = f"{role} {arg}: {e.message}"
                 raise e.reworded(msg) from None
-        return check_pair(*sides)
+        return check_pair(*sides, releases)
     finally:
         catalog.close()

@@ -65,13 +65,28 @@ POOL = 30  # drafts ranked by size and lineage that the speed model then orders 
 COPY_RATIO = 0.75  # a draft of at least 3/4 of the target's size is "of its size": never a ranked suggestion
 
 
+def _at(engine: str, release: str | None):
+    """The engine at ``release``. The catalog's classes are computed at the newest release: another release is
+    answered from them only while its class key is the same (its architecture rows are judged here)."""
+    newest = registry.ENGINES[engine]
+    try:
+        entry = newest.at(release)
+    except ValueError as e:
+        raise QueryError(str(e)) from None
+    if entry.class_key != newest.class_key:
+        raise QueryError(f"{engine} {release} groups vocabularies unlike {newest.release}, at which the catalog's "
+                         f"classes are computed: ask `indexer check` for a pair at {release}")
+    return entry
+
+
 class Query:
     """One target on one engine: its class, the classes that work with it, and their ranked members."""
 
-    def __init__(self, cat: Reader, target: str, engine: str, resolved: Target | None = None, speed=None):
+    def __init__(self, cat: Reader, target: str, engine: str, resolved: Target | None = None,
+                 release: str | None = None, speed=None):
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-        self.cat, self.engine, self.entry = cat, engine, registry.ENGINES[engine]
+        self.cat, self.engine, self.entry = cat, engine, _at(engine, release)
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
         gguf_refusal = self.entry.refuses_drafts or self._gguf_refusal()  # Ollama: no draft model at all
@@ -415,7 +430,7 @@ class Query:
                 for r in self._ranked([cid], base, {}, limit):
                     if r["tokenizer_id"] is not None and t["tokenizer_id"] is not None:
                         fix = fix_for(self.engine, registry.NO_SPECULATION, same_mapping=False,
-                                      same_base=self._same_base(r), tli_info=self._tli(r))
+                                      same_base=self._same_base(r), tli_info=self._tli(r), release=self.entry.release)
                     else:  # a GGUF repo: no HF tokenizer files to re-convert from, only other GGUF files
                         fix = ("a GGUF side has no HF tokenizer to compare: pick a draft GGUF converted from the "
                                "target's tokenizer files (or re-convert this draft with them)")
@@ -434,7 +449,7 @@ class Query:
                           "the draft does not share" if same_base else
                           f"same size {self.size}, but the get_vocab() mappings disagree")
                 fix = fix_for(self.engine, registry.USELESS, same_mapping=False, same_base=same_base,
-                              sizes=(self.size, self.size), tli_info=self._tli(r))
+                              sizes=(self.size, self.size), tli_info=self._tli(r), release=self.entry.release)
                 if fix is None:  # a vocabulary no fix makes agree is no near miss: one fix must make it work
                     continue
                 out.append(self._miss(r, registry.USELESS, "mapping", reason, fix))
@@ -445,7 +460,7 @@ class Query:
             for r in self._ranked(list(sizes), base, {}, limit):
                 ds = sizes[r["class_id"]]
                 fix = fix_for(self.engine, registry.REFUSED, same_mapping=True, same_base=True,
-                              sizes=(self.size, ds), tli_info=self._tli(r))
+                              sizes=(self.size, ds), tli_info=self._tli(r), release=self.entry.release)
                 out.append(self._miss(r, registry.REFUSED, "vocab_size", "same get_vocab() mapping, but the size "
                                       f"differs: target {self.size}, draft {ds}", fix))
         if self.arch.per_draft:  # drafts of the class that a draft row refuses (SGLang: a shorter context)

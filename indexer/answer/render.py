@@ -76,10 +76,14 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     if t.get("note"):
         lines.append(f"note: {t['note']}")
     n = t["class_members"]
+    release = f" {result['version']}" if result.get("version") else ""
     if result.get("refused"):  # the class is the refusal: said once, on the line below
-        lines.append(f"engine: {ENGINE_NAMES[engine]}")
+        lines.append(f"engine: {ENGINE_NAMES[engine]}{release}")
     else:
-        lines.append(f"engine: {ENGINE_NAMES[engine]}; class: {t['class']} ({n} repo{'' if n == 1 else 's'})")
+        lines.append(f"engine: {ENGINE_NAMES[engine]}{release}; class: {t['class']} "
+                     f"({n} repo{'' if n == 1 else 's'})")
+    if result.get("by_version"):
+        lines.append(f"by version: {registry.versions_line(engine, result['by_version'])}")
     drafts = result["drafts"]
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
@@ -281,14 +285,15 @@ def engine_line(name: str, verdict: dict, *, verbose: bool = False) -> str:
     """One engine's line of ``indexer check``: verdict, engine, the deciding fact (every reason with
     ``verbose``). Kept one function so other fragments of a line (a version, a speed-up) slot in here."""
     words = "; ".join(verdict["reasons"]) if verbose else deciding_fact(verdict)
-    return f"  {verdict['outcome'].upper():14} {name:13} {words}"
+    label = f"{name} {verdict['version']}" if verdict.get("version") else name
+    return f"  {verdict['outcome'].upper():14} {label:20} {words}"
 
 
 def speed_line(speedups: list[dict]) -> str:
     """The expected speed-up under an engine's line: one fragment per device (answer/speedup.py words)."""
     from .speedup import words
 
-    return f"  {'':14} {'':13} speed-up {'; '.join(words(s) for s in speedups)}"
+    return f"  {'':14} {'':20} speed-up {'; '.join(words(s) for s in speedups)}"
 
 
 def render_check(result: dict, *, verbose: bool = False) -> str:
@@ -299,6 +304,8 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
     lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
     for name, verdict in result["verdicts"].items():
         lines.append(engine_line(name, verdict, verbose=verbose))
+        if verdict.get("versions"):
+            lines.append(f"  {'':14} {'':20} by version: {verdict['versions']}")
         if verdict.get("speedups"):
             lines.append(speed_line(verdict["speedups"]))
     det = result["details"]

@@ -57,6 +57,62 @@ def engine(name: str) -> Engine:
         raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}") from None
 
 
-def verdicts(t: Side, d: Side) -> dict[str, Verdict]:
-    """Every engine's verdict on the pair, in registry order."""
-    return {name: e.verdict(t, d) for name, e in ENGINES.items()}
+def at(name: str, release: str | None = None) -> Engine:
+    """The engine as it was at ``release`` (None: its newest release we have read, the default)."""
+    return ENGINES[name].at(release)
+
+
+def parse_versions(specs) -> dict[str, str]:
+    """``--engine-version ENGINE==VERSION`` values (repeatable) as {engine: release}; BadInput (exit 2, one line)
+    names the known engines or releases."""
+    from ..errors import BadInput
+
+    out: dict[str, str] = {}
+    for spec in specs or ():
+        name, sep, release = spec.partition("==")
+        if name not in ENGINES:
+            raise BadInput(f"--engine-version {spec!r}: unknown engine {name!r}; choose one of {', '.join(ENGINES)}"
+                           " (as ENGINE==VERSION)")
+        e = ENGINES[name]
+        if not sep or release not in e.releases:
+            raise BadInput(f"--engine-version {spec!r}: unknown {name} version {release!r}; known: "
+                           f"{', '.join(e.releases)}")
+        out[name] = release
+    return out
+
+
+def verdicts(t: Side, d: Side, releases: dict[str, str] | None = None) -> dict[str, Verdict]:
+    """Every engine's verdict on the pair, in registry order, each at its release in ``releases`` (default: the
+    newest)."""
+    releases = releases or {}
+    return {name: e.at(releases.get(name)).verdict(t, d) for name, e in ENGINES.items()}
+
+
+def by_version(name: str, t: Side, d: Side) -> dict[str, str] | None:
+    """The outcome at each of the engine's releases when they differ (oldest first); None when all agree."""
+    e = ENGINES[name]
+    if len(e.releases) < 2:
+        return None
+    seen = {r: e.at(r).verdict(t, d).outcome for r in e.releases}
+    return seen if len(set(seen.values())) > 1 else None
+
+
+def versions_line(name: str, seen: dict[str, str]) -> str:
+    """One line for outcomes that differ by release: "refused on transformers <= 5.24.0, works from 5.25.0"."""
+    label = ENGINES[name].version.split(" ")[0]
+    releases = list(seen)
+    runs: list[tuple[str, list[str]]] = []
+    for r in releases:
+        if runs and runs[-1][0] == seen[r]:
+            runs[-1][1].append(r)
+        else:
+            runs.append((seen[r], [r]))
+    parts = []
+    for i, (outcome, rs) in enumerate(runs):
+        if i == 0:
+            parts.append(f"{outcome} on {label} \u2264 {rs[-1]}" if len(runs) > 1 else f"{outcome} on {label}")
+        elif i == len(runs) - 1:
+            parts.append(f"{outcome} from {rs[0]}")
+        else:
+            parts.append(f"{outcome} on {rs[0]}" + (f"..{rs[-1]}" if len(rs) > 1 else ""))
+    return ", ".join(parts)

@@ -137,11 +137,46 @@ class ArchRule(Record, frozen=True):
     source: str  # file:line at the engine's pinned version
     demote: bool = False  # the query ranks such drafts after the others
     fix: str | None = None  # the one way around it, when there is one ("{t}"/"{d}": the sides' values)
+    since: str | None = None  # the first of the engine's releases it holds at (None: every one before ``until``)
+    until: str | None = None  # the first release it no longer holds at (None: it holds at the newest)
+    anchors: tuple = ()  # per file:line of ``source``, a short text found there (engines/audit.py checks them)
 
     @property
     def side(self) -> str:
         """Which side the row reads: target, draft, or pair (both)."""
         return getattr(self.when, "side", "pair")
+
+
+class Ranged(Record, frozen=True, kw_only=True):
+    """One of an engine's values (its vocabulary rule, fix, launch, sources, head rules) for a range of its
+    releases: the engine module lists one row per range, :meth:`indexer.engines.base.Engine.at` picks the one that
+    holds."""
+
+    value: object
+    since: str | None = None  # as ArchRule's
+    until: str | None = None
+    source: str = ""  # file:line at ``since`` (or the release it was read at), when the value has one
+    anchors: tuple = ()
+
+
+def relined(row, release: str, source: str) -> tuple:
+    """A row whose rule holds on at ``release`` but whose cited lines moved: the row until then, and the same row
+    from then with the new source (the anchors stay)."""
+    from ..record import replace
+
+    return replace(row, until=release), replace(row, since=release, source=source)
+
+
+def holds(row, release: str, releases: tuple) -> bool:
+    """Does the row (ArchRule or Ranged) hold at ``release``? ``releases``: the engine's, oldest first."""
+    i = releases.index(release)
+    return ((row.since is None or releases.index(row.since) <= i)
+            and (row.until is None or i < releases.index(row.until)))
+
+
+def at_release(rows, release: str, releases: tuple) -> tuple:
+    """The rows that hold at ``release``, in table order."""
+    return tuple(r for r in rows if holds(r, release, releases))
 
 
 class Applied:
@@ -197,5 +232,5 @@ def worst(a: str, b: str | None) -> str:
 
 def table(rules) -> list[dict]:
     """An engine's rows as data (docs and the README's table): check, side, outcome, source."""
-    return [{"check": r.check, "side": r.side, "outcome": r.outcome or "note", "says": r.says, "source": r.source}
-            for r in rules]
+    return [{"check": r.check, "side": r.side, "outcome": r.outcome or "note", "says": r.says, "source": r.source,
+             "since": r.since, "until": r.until} for r in rules]

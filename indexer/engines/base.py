@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..record import Factory, Record
+from ..record import Factory, Record, replace
 from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
-from .archrules import WRONG_OUTPUT, matching, worst
+from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import HeadRules
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
@@ -66,6 +66,7 @@ class Verdict(Record):
     vocabulary: str | None = None  # the vocabulary rule's outcome before the architecture rows (None: the same)
     architecture: list = Factory(list)  # archrules.Applied rows that matched
     fix: str | None = None  # an architecture row's fix, when a row decided the outcome
+    version: str | None = None  # the engine release it answers for (Engine.release)
 
     @property
     def accepted(self) -> bool:
@@ -85,7 +86,7 @@ class Verdict(Record):
     def to_dict(self) -> dict:
         """The JSON shape ``check --json`` prints per engine."""
         return {"compatible": self.compatible, "accepted": self.accepted, "outcome": self.outcome,
-                "reasons": self.reasons, "vocabulary_outcome": self.vocabulary or self.outcome,
+                "version": self.version, "reasons": self.reasons, "vocabulary_outcome": self.vocabulary or self.outcome,
                 "architecture": [a.to_dict() for a in self.architecture]}
 
 
@@ -147,6 +148,22 @@ class Engine(Record, frozen=True, kw_only=True):
     gguf_head_launch: Callable | None = None
     # The speed model's view of the engine (None: it runs no separate draft model)
     speed: SpeedProfile | None = None
+    # The release this entry answers for, and every release whose source we have read, oldest first (the last is
+    # the default). ``ranged``: field -> its rows over all of them (archrules.ArchRule / Ranged, each with its
+    # since/until); :meth:`at` selects the rows of one release. Empty: one release, nothing ranged.
+    release: str = ""
+    releases: tuple = ()
+    ranged: dict = Factory(dict, compare=False)
+
+    def at(self, release: str | None) -> Engine:
+        """This engine as it was at ``release`` (None: the default, the newest): the ranged fields' rows that hold
+        then. ValueError names the known releases for any other."""
+        if release is None or release == self.release:
+            return self
+        if release not in self.releases:
+            raise ValueError(f"unknown {self.name} version {release!r}; known: "
+                             f"{', '.join(self.releases or (self.release,))}")
+        return resolve(self, release)
 
     @property
     def gguf_classes(self) -> bool:
@@ -166,10 +183,40 @@ class Engine(Record, frozen=True, kw_only=True):
         architecture rows."""
         if t.gguf_file or d.gguf_file:
             if self.gguf_rule is None:
-                return Verdict(REFUSED, [loads_no_gguf(self.display, target=bool(t.gguf_file),
-                                                       draft=bool(d.gguf_file))])
-            return with_arch(self.gguf_rule(t, d), self.gguf_arch_rules, t, d)
-        return with_arch(self.rule(t, d), self.arch_rules, t, d)
+                v = Verdict(REFUSED, [loads_no_gguf(self.display, target=bool(t.gguf_file), draft=bool(d.gguf_file))])
+            else:
+                v = with_arch(self.gguf_rule(t, d), self.gguf_arch_rules, t, d)
+        else:
+            v = with_arch(self.rule(t, d), self.arch_rules, t, d)
+        v.version = self.release or None
+        return v
+
+
+def _pick(name: str, rows: tuple, release: str, releases: tuple):
+    """A ranged field's value at ``release``: the rows that hold (architecture rows), or the one Ranged value."""
+    held = at_release(rows, release, releases)
+    if not isinstance(rows[0], Ranged):
+        return held
+    if len(held) != 1:
+        raise ValueError(f"{release}: {len(held)} rows of {name} hold, not one")
+    return held[0].value
+
+
+def resolve(e: Engine, release: str) -> Engine:
+    """``e`` with its ranged fields at ``release``."""
+    changes = {name: _pick(name, rows, release, e.releases) for name, rows in e.ranged.items()}
+    return replace(e, release=release, version=e.version.replace(e.release, release), **changes)
+
+
+def released(*, releases: tuple, **fields) -> Engine:
+    """An engine module's ENGINE: its entry at the newest of ``releases``, holding every release's rows. A field
+    given as a tuple of ranged rows (architecture rows or :class:`~indexer.engines.archrules.Ranged` values) is
+    kept whole in ``ranged``; the others hold at every release."""
+    newest = releases[-1]
+    ranged = {name: value for name, value in fields.items()
+              if isinstance(value, tuple) and value and isinstance(value[0], (Ranged, ArchRule))}
+    fields.update({name: _pick(name, rows, newest, releases) for name, rows in ranged.items()})
+    return Engine(**fields, release=newest, releases=releases, ranged=ranged)
 
 
 def with_arch(v: Verdict, rules, t: Side, d: Side, sides: tuple[str, ...] = ("target", "draft", "pair")) -> Verdict:

@@ -12,11 +12,13 @@ from . import ENGINES
 from .headrules import MTP_LAYER_KEYS, HeadFacts, TargetShape
 
 # The head classes the engines load (architectures entry -> algorithm), first engine in registry order first;
-# where two engines load one class they agree on its algorithm.
+# where two engines load one class they agree on its algorithm. Every release's classes: a head one release
+# dropped (vLLM 0.34's P-EAGLE) is still a head, judged at each release.
 HEAD_CLASSES: dict[str, str] = {}
 for _entry in ENGINES.values():
-    for _arch, _algorithm in (_entry.heads.head_classes.items() if _entry.heads else ()):
-        HEAD_CLASSES.setdefault(_arch, _algorithm)
+    for _heads in ([_entry.heads] if "heads" not in _entry.ranged else [r.value for r in _entry.ranged["heads"]]):
+        for _arch, _algorithm in (_heads.head_classes.items() if _heads else ()):
+            HEAD_CLASSES.setdefault(_arch, _algorithm)
 # Architectures that the speculators library writes (config.json "architectures"); with HEAD_CLASSES they let
 # a listing's config digest recognise a head without downloading it.
 SPECULATORS_ARCHS = ("Eagle3Speculator", "Eagle3DraftModel", "EagleSpeculator", "PEagleDraftModel",

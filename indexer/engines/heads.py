@@ -39,16 +39,17 @@ from .headrules import (  # noqa: F401  (re-exported: the public names of the he
 )
 
 
-def rules_of(engine: str) -> HeadRules:
-    """The engine's head rules, with one clear error for an engine that loads no heads."""
+def rules_of(engine: str, release: str | None = None) -> HeadRules:
+    """The engine's head rules at ``release`` (default: its newest), with one clear error for an engine that
+    loads no heads."""
     if engine not in HEAD_ENGINES:
         raise ValueError(f"engine must be one of {HEAD_ENGINES}, not {engine!r}")
-    return ENGINES[engine].heads
+    return ENGINES[engine].at(release).heads
 
 
-def loads(head: HeadFacts, engine: str) -> tuple[bool, str, str, str | None]:
+def loads(head: HeadFacts, engine: str, release: str | None = None) -> tuple[bool, str, str, str | None]:
     """Whether the engine loads this head's format at all: (ok, detail, source, engine method)."""
-    return rules_of(engine).loads(head)
+    return rules_of(engine, release).loads(head)
 
 
 def aux_limit(head: HeadFacts, engine: str, layers: int) -> tuple[int, int, str] | None:
@@ -58,34 +59,34 @@ def aux_limit(head: HeadFacts, engine: str, layers: int) -> tuple[int, int, str]
 
 
 def fit(head: HeadFacts, target: TargetShape, engine: str, *, target_lineage: Iterable[str] = (),
-        head_lineage: Iterable[str] = ()) -> HeadVerdict:
+        head_lineage: Iterable[str] = (), release: str | None = None) -> HeadVerdict:
     """Whether ``head`` loads and runs on ``target`` under ``engine`` (sglang / vllm), and its tier."""
-    return rules_of(engine).fit(head, target, target_lineage=target_lineage, head_lineage=head_lineage)
+    return rules_of(engine, release).fit(head, target, target_lineage=target_lineage, head_lineage=head_lineage)
 
 
-def mtp(target: TargetShape, engine: str) -> HeadVerdict:
+def mtp(target: TargetShape, engine: str, release: str | None = None) -> HeadVerdict:
     """Built-in multi-token prediction: the target is its own speculator (SGLang NEXTN/EAGLE, vLLM mtp)."""
-    return rules_of(engine).mtp(target)
+    return rules_of(engine, release).mtp(target)
 
 
-def launch(head: HeadFacts, target_id: str, engine: str) -> str:
+def launch(head: HeadFacts, target_id: str, engine: str, release: str | None = None) -> str:
     """The serve command in each engine's documented syntax."""
-    return rules_of(engine).launch(head, target_id)
+    return rules_of(engine, release).launch(head, target_id)
 
 
-def mtp_launch(target: TargetShape, engine: str) -> str:
+def mtp_launch(target: TargetShape, engine: str, release: str | None = None) -> str:
     """The serve command for the target's built-in MTP."""
-    return rules_of(engine).mtp_launch(target)
+    return rules_of(engine, release).mtp_launch(target)
 
 
-def ngram_launch(target_id: str, engine: str) -> str:
+def ngram_launch(target_id: str, engine: str, release: str | None = None) -> str:
     """N-gram (prompt lookup) needs no draft: the engine's serve command for it."""
-    return rules_of(engine).ngram_launch(target_id)
+    return rules_of(engine, release).ngram_launch(target_id)
 
 
-def ngram(target_id: str, engine: str) -> dict:
+def ngram(target_id: str, engine: str, release: str | None = None) -> dict:
     """``--method ngram``: always available, needs nothing (says so), with its launch command."""
-    return rules_of(engine).ngram(target_id)
+    return rules_of(engine, release).ngram(target_id)
 
 
 def rank_key(verdict: HeadVerdict, downloads: int | None = None) -> tuple:
@@ -93,12 +94,13 @@ def rank_key(verdict: HeadVerdict, downloads: int | None = None) -> tuple:
     return (TIERS.index(verdict.tier) if verdict.tier in TIERS else len(TIERS), -(downloads or 0))
 
 
-def head_entry(head: HeadFacts, verdict: HeadVerdict, target_id: str, downloads: int | None = None) -> dict:
+def head_entry(head: HeadFacts, verdict: HeadVerdict, target_id: str, downloads: int | None = None,
+               release: str | None = None) -> dict:
     """A fitting head in the JSON shape of a draft model entry (``drafts[]``: repo_id, reasons, launch)."""
     reasons = ([verdict.warning] if verdict.warning else []) + verdict.reasons
     return {"repo_id": head.repo_id, "params": head.params, "downloads": downloads, "algorithm": head.algorithm,
             "format": head.format, "tier": verdict.tier, "method": verdict.method, "reasons": reasons,
-            "launch": launch(head, target_id, verdict.engine)}
+            "launch": launch(head, target_id, verdict.engine, release)}
 
 
 def head_miss(head: HeadFacts, verdict: HeadVerdict, downloads: int | None = None) -> dict:
@@ -109,8 +111,8 @@ def head_miss(head: HeadFacts, verdict: HeadVerdict, downloads: int | None = Non
 
 
 def fitting_heads(target: TargetShape, candidates: Iterable[HeadFacts], engine: str, method: str, *,
-                  target_lineage: Iterable[str] = (), lineage_of=None, downloads: dict | None = None
-                  ) -> tuple[list[dict], list[dict]]:
+                  target_lineage: Iterable[str] = (), lineage_of=None, downloads: dict | None = None,
+                  release: str | None = None) -> tuple[list[dict], list[dict]]:
     """(fits, near misses) among ``candidates`` for ``--method`` (eagle / eagle3 / dflash), ranked.
 
     ``lineage_of(repo_id) -> ids`` gives a head's declared models' base-model chain; ``downloads`` maps ids."""
@@ -122,10 +124,10 @@ def fitting_heads(target: TargetShape, candidates: Iterable[HeadFacts], engine: 
         if head.algorithm not in algorithms:
             continue
         head_lineage = [i for d in head.declared_for for i in (lineage_of(d) if lineage_of else ())]
-        v = fit(head, target, engine, target_lineage=target_lineage, head_lineage=head_lineage)
+        v = fit(head, target, engine, target_lineage=target_lineage, head_lineage=head_lineage, release=release)
         dl = downloads.get(head.repo_id)
         if v.fits:
-            fits.append((rank_key(v, dl), head.repo_id, head_entry(head, v, target.repo_id, dl)))
+            fits.append((rank_key(v, dl), head.repo_id, head_entry(head, v, target.repo_id, dl, release)))
         elif v.failed_check != "format":
             misses.append((-(dl or 0), head.repo_id, head_miss(head, v, dl)))
     return [e for *_, e in sorted(fits, key=lambda x: x[:2])], [e for *_, e in sorted(misses, key=lambda x: x[:2])]
@@ -144,12 +146,15 @@ def overview(target: TargetShape, candidates: Iterable[HeadFacts], engine: str, 
     return out
 
 
-def explain(head: HeadFacts, target: TargetShape, **lineage) -> dict:
-    """``indexer check TARGET HEAD`` material: every shape check, the lineage and the verdict per engine."""
+def explain(head: HeadFacts, target: TargetShape, releases: dict | None = None, **lineage) -> dict:
+    """``indexer check TARGET HEAD`` material: every shape check, the lineage and the verdict per engine (each at
+    its release in ``releases``, default its newest; ``version`` names it)."""
     out = {"head": head.to_dict(), "target": target.to_dict(), "engines": {}}
     for engine in HEAD_ENGINES:
-        v = fit(head, target, engine, **lineage)
-        out["engines"][engine] = {**v.to_dict(), "launch": launch(head, target.repo_id, engine) if v.fits else None}
+        release = (releases or {}).get(engine)
+        v = fit(head, target, engine, release=release, **lineage)
+        out["engines"][engine] = {**v.to_dict(), "version": ENGINES[engine].at(release).release,
+                                  "launch": launch(head, target.repo_id, engine, release) if v.fits else None}
     return out
 
 

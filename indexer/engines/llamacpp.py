@@ -7,7 +7,7 @@ import json
 
 from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
 from .archrules import ArchRule, Head, StateIn
-from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Engine, Side, SpeedProfile, Verdict
+from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Side, SpeedProfile, Verdict, released
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
@@ -20,17 +20,22 @@ ARCH_RULES = (
     ArchRule("recurrent or hybrid target", StateIn("target"), None,
              "llama-server saves the target's state before each verify and restores it on a partial acceptance "
              "(\"speculative decoding will use checkpoints\"): the output stays correct, speculation pays less",
-             "common/common.cpp:1491-1529; tools/server/server-context.cpp:1226-1228, 3050-3056"),
+             "common/common.cpp:1491-1529; tools/server/server-context.cpp:1226-1228, 3050-3056",
+             anchors=("common_context_seq_rm_type common_context_can_seq_rm(", "will use checkpoints",
+                      "const bool use_ckpt_tgt =")),
     ArchRule("recurrent or hybrid draft", StateIn("draft"), None,
-             "the draft's state is checkpointed the same way", "tools/server/server-context.cpp:2980-2984"),
+             "the draft's state is checkpointed the same way", "tools/server/server-context.cpp:2980-2984",
+             anchors=("const bool use_ckpt_dft = ctx_dft_seq_rm_type",)),
     # -md alone infers no type for an EAGLE-3 or Gemma-4 assistant file (only dflash, and MTP by a tensor name),
     # and draft-simple is not the head's type: the launch command carries the head's --spec-type
     ArchRule("speculator head draft", Head("draft"), None,
              "a plain -md without --spec-type runs no speculation", "common/speculative.cpp:2270-2305, "
-             "common/arg.cpp:566-573, common/speculative.cpp:2611-2626"),
+             "common/arg.cpp:566-573, common/speculative.cpp:2611-2626",
+             anchors=("common_speculative_types_from_gguf(const std::string", "common_speculative_types_from_gguf(",
+                      "this list here defines the priority of the speculators")),
     ArchRule("embedded MTP target", Head("target", embedded=True), None,
              "--spec-type draft-mtp without -md drafts with the target's own MTP layers",
-             "common/speculative.cpp:2557-2567"),
+             "common/speculative.cpp:2557-2567", anchors=("creating MTP draft context against the target",)),
 )
 
 
@@ -259,7 +264,8 @@ def head_launch(target: str, head: str | None, spec_type: str) -> str:
     return f"llama-server {' '.join(parts)} --spec-type {spec_type}"
 
 
-ENGINE = Engine(
+ENGINE = released(
+    releases=(LLAMACPP_COMMIT,),
     name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
     speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16),
     version=f"llama.cpp @{LLAMACPP_COMMIT} (llama-cpp-python 0.3.36)",

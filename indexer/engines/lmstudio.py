@@ -8,11 +8,11 @@ from .base import (
     REFUSED,
     SIZE_WORDS,
     WORKS,
-    Engine,
     Side,
     SpeedProfile,
     Verdict,
     mapping_differs,
+    released,
     same_mapping,
     size_differs,
     tokenizer_missing,
@@ -78,7 +78,8 @@ def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
 
 
 # No fix: mlx-engine has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary.
-ENGINE = Engine(
+ENGINE = released(
+    releases=(VERSION,),
     name="lmstudio", display="LM Studio (mlx-engine)", version=f"mlx-engine {VERSION}",
     speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8),
     sources={

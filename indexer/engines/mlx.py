@@ -1,26 +1,31 @@
-"""MLX-LM's speculative generation (``mlx_lm.generate --draft-model``), at :data:`VERSION`; paths are relative to
-the repository root."""
+"""MLX-LM's speculative generation (``mlx_lm.generate --draft-model``), at each of :data:`RELEASES` (the commit
+d78bf58e, then the PyPI sdist 0.32.2; the default is the newest, :data:`VERSION`); paths are relative to the
+repository root. LM Studio's mlx-engine pins its own mlx-lm: it keeps the d78bf58e tables (lmstudio.py)."""
 
 from __future__ import annotations
 
-from .archrules import WRONG_OUTPUT, ArchRule, Sliding, StateIn, TypeIn
+from functools import partial
+
+from ..record import replace
+from .archrules import WRONG_OUTPUT, ArchRule, Ranged, Sliding, StateIn, TypeIn, relined
 from .base import (
     REFUSED,
     SIZE_WORDS,
     SLOWER,
     WORKS,
-    Engine,
     Side,
     SpeedProfile,
     Verdict,
     mapping_differs,
+    released,
     same_mapping,
     size_differs,
     tokenizer_missing,
     tokenizer_sizes,
 )
 
-VERSION = "d78bf58e"
+RELEASES = ("d78bf58e", "0.32.2")
+VERSION = RELEASES[-1]
 
 # mlx-lm @VERSION: get_model_classes imports mlx_lm.models.<MODEL_REMAPPING.get(t, t)> and raises
 # "Model type X not supported." otherwise (mlx_lm/utils.py:46-57, 187-193); the modules of mlx_lm/models/.
@@ -58,44 +63,74 @@ laguna mellum mimo_v2_flash olmo3 step3p5
 # ministral3.py:162-173, 325-329; mistral and iquestcoder load llama, mistral3 ministral3).
 MLX_ROTATING_LISTED = frozenset({"llama", "mistral", "iquestcoder", "ministral3", "mistral3"})
 
+# mlx-lm 0.32.2 (the PyPI sdist): model modules, remappings (utils.py:48-61), and the model files whose make_cache
+# adds an ArraysCache (bailing_hybrid.py:731, bailing_moe_v3.py:487, gear.py:495, kimi_k3.py:893,
+# olmo_hybrid.py:403 are new) or a RotatingKVCache for sliding layers (gear.py:493, muse_glimmer.py:278,
+# muse_spark.py:1076, plamo3.py:293, spark2_5.py:327 are new).
+MLX_LM_MODEL_REMAPPING_0322 = {**MLX_LM_MODEL_REMAPPING, "xverse": "llama", "deepseek_v41_text": "deepseek_v41"}
+MLX_LM_MODEL_MODULES_0322 = MLX_LM_MODEL_MODULES | frozenset("""
+bailing_hybrid bailing_moe_v3 deepseek_v41 gear gptj kimi_k3 minimax_m3_vl mistral4 muse_glimmer muse_spark
+nanbeige olmo_hybrid plamo3 prism_hadamard_qwen35 spark2_5 talkie
+""".split())
+MLX_ARRAYS_CACHE_0322 = MLX_ARRAYS_CACHE | frozenset({"bailing_hybrid", "bailing_moe_v3", "gear", "kimi_k3",
+                                                       "olmo_hybrid"})
+MLX_ROTATING_0322 = MLX_ROTATING | frozenset({"gear", "muse_glimmer", "muse_spark", "plamo3", "spark2_5"})
+
+_TARGET_CACHE = ArchRule(
+    "non-trimmable target cache", TypeIn("target", MLX_ARRAYS_CACHE), REFUSED,
+    "its mlx-lm model keeps an ArraysCache, and mlx_lm.generate raises ValueError \"Speculative decoding "
+    "requires a trimmable prompt cache (got {'ArraysCache'})\"",
+    "mlx_lm/generate.py:520-524, mlx_lm/models/cache.py:88-92",
+    anchors=("Speculative decoding requires a trimmable prompt cache", None))
+_SLIDING = ArchRule(
+    "sliding-window target", Sliding("target", MLX_ROTATING, MLX_ROTATING_LISTED), WRONG_OUTPUT,
+    "speculation starts, but once prompt and output pass the window its RotatingKVCache is no longer "
+    "trimmable and trim_prompt_cache then trims no layer, so rejected draft tokens stay in the target's "
+    "cache and the output can be wrong",
+    "mlx_lm/models/cache.py:109-110, 542-543; mlx_lm/generate.py:580-582",
+    anchors=(None, "return self.offset < self.max_size", "trim_prompt_cache(model_cache"))
+_DRAFT_CACHE = ArchRule(
+    "non-trimmable draft cache", StateIn("draft"), None,
+    "the draft's cache is never checked and trim_prompt_cache is a no-op on it, so acceptance falls; the "
+    "target verifies every token", "mlx_lm/generate.py:582", anchors=("trim_prompt_cache(draft_cache",))
+
 ARCH_RULES = (
-    ArchRule("non-trimmable target cache", TypeIn("target", MLX_ARRAYS_CACHE), REFUSED,
-             "its mlx-lm model keeps an ArraysCache, and mlx_lm.generate raises ValueError \"Speculative decoding "
-             "requires a trimmable prompt cache (got {'ArraysCache'})\"",
-             "mlx_lm/generate.py:520-524, mlx_lm/models/cache.py:88-92"),
-    ArchRule("sliding-window target", Sliding("target", MLX_ROTATING, MLX_ROTATING_LISTED), WRONG_OUTPUT,
-             "speculation starts, but once prompt and output pass the window its RotatingKVCache is no longer "
-             "trimmable and trim_prompt_cache then trims no layer, so rejected draft tokens stay in the target's "
-             "cache and the output can be wrong",
-             "mlx_lm/models/cache.py:109-110, 542-543; mlx_lm/generate.py:580-582"),
-    ArchRule("non-trimmable draft cache", StateIn("draft"), None,
-             "the draft's cache is never checked and trim_prompt_cache is a no-op on it, so acceptance falls; the "
-             "target verifies every token", "mlx_lm/generate.py:582"),
+    replace(_TARGET_CACHE, until="0.32.2"),
+    replace(_TARGET_CACHE, since="0.32.2", when=TypeIn("target", MLX_ARRAYS_CACHE_0322),
+            source="mlx_lm/generate.py:542-546, mlx_lm/models/cache.py:164-165, 596",
+            anchors=("Speculative decoding requires a trimmable prompt cache", "return False", "class ArraysCache")),
+    replace(_SLIDING, until="0.32.2"),
+    replace(_SLIDING, since="0.32.2", when=Sliding("target", MLX_ROTATING_0322, MLX_ROTATING_LISTED),
+            source="mlx_lm/models/cache.py:115-119, 544-545; mlx_lm/generate.py:598-599",
+            anchors=("return all(c.is_trimmable() for c in cache)", "return self.offset < self.max_size",
+                     "trim_prompt_cache(model_cache")),
+    *relined(_DRAFT_CACHE, "0.32.2", "mlx_lm/generate.py:599"),
 )
 
 
-def mlx_model_type_supported(model_type: str | None) -> bool | None:
+def mlx_model_type_supported(model_type: str | None, modules=MLX_LM_MODEL_MODULES_0322,
+                             remapping=MLX_LM_MODEL_REMAPPING_0322) -> bool | None:
     """Whether mlx_lm.load finds a model class for this config model_type (None: unknown)."""
     if model_type is None:
         return None
-    return MLX_LM_MODEL_REMAPPING.get(model_type, model_type) in MLX_LM_MODEL_MODULES
+    return remapping.get(model_type, model_type) in modules
 
 
-def _mlx_load_notes(t: Side, d: Side) -> list[str]:
+def _mlx_load_notes(t: Side, d: Side, modules, remapping) -> list[str]:
     """The vocabulary rule is the verdict; say when mlx_lm.load would refuse a side before it."""
     return [f"note: mlx_lm.load refuses the {role}'s model_type {side.model_type!r} (\"Model type "
-            f"{MLX_LM_MODEL_REMAPPING.get(side.model_type, side.model_type)} not supported.\") before any "
+            f"{remapping.get(side.model_type, side.model_type)} not supported.\") before any "
             "vocabulary check" for role, side in (("target", t), ("draft", d))
-            if mlx_model_type_supported(side.model_type) is False]
+            if mlx_model_type_supported(side.model_type, modules, remapping) is False]
 
 
-def rule(t: Side, d: Side) -> Verdict:
+def rule(t: Side, d: Side, modules=MLX_LM_MODEL_MODULES_0322, remapping=MLX_LM_MODEL_REMAPPING_0322) -> Verdict:
     """mlx_lm.generate raises when tokenizer.vocab_size differs (mlx_lm.server only warns)."""
     missing = tokenizer_missing(t, d)
     if missing:
         return Verdict(REFUSED, [missing])
     ts, ds = tokenizer_sizes(t, d)
-    notes = _mlx_load_notes(t, d)
+    notes = _mlx_load_notes(t, d, modules, remapping)
     if ts != ds:
         return Verdict(REFUSED, [size_differs("tokenizer.vocab_size", ts, ds) + ": mlx_lm.generate raises "
                                  f"ValueError; mlx_lm.server only warns and proceeds, where {SLOWER}", *notes])
@@ -112,14 +147,25 @@ def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
 
 
 # No fix: MLX has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary (no resize helps).
-ENGINE = Engine(
-    name="mlx", display="MLX-LM (mlx_lm.generate)", version=f"mlx-lm {VERSION}",
+RULES = (Ranged(value=partial(rule, modules=MLX_LM_MODEL_MODULES, remapping=MLX_LM_MODEL_REMAPPING),
+                until="0.32.2"),
+         Ranged(value=rule, since="0.32.2", source="mlx_lm/utils.py:48-61, 220-225",
+                anchors=("MODEL_REMAPPING = {", 'msg = f"Model type {model_type} not supported."')))
+SOURCES = (
+    Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2156",
+                  "server only warns": "mlx_lm/server.py:346",
+                  "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193"}, until="0.32.2"),
+    Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2144",
+                  "server only warns": "mlx_lm/server.py:453",
+                  "model type supported (load)": "mlx_lm/utils.py:48-61, 220-225"}, since="0.32.2",
+           anchors=("if draft_tokenizer.vocab_size != tokenizer.vocab_size:",
+                    "if draft_tokenizer.vocab_size != tokenizer.vocab_size:", "MODEL_REMAPPING = {",
+                    'msg = f"Model type {model_type} not supported."')),
+)
+
+ENGINE = released(
+    releases=RELEASES, name="mlx", display="MLX-LM (mlx_lm.generate)", version=f"mlx-lm {VERSION}",
     speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8),
-    sources={
-        "tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2156",
-        "server only warns": "mlx_lm/server.py:346",
-        "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193",
-    },
-    facts=("tok.hf_vocab_size", "tok.vocab_sha256"),
-    rule=rule, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes,
+    sources=SOURCES, facts=("tok.hf_vocab_size", "tok.vocab_sha256"),
+    rule=RULES, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes,
     words=dict(SIZE_WORDS), arch_rules=ARCH_RULES)

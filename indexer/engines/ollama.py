@@ -10,7 +10,7 @@ to create MTP context"). It runs MTP drafters (the target's own layers, a Gemma-
 
 from __future__ import annotations
 
-from .base import NO_SPECULATION, REFUSED, WORKS, Engine, Side, Verdict
+from .base import NO_SPECULATION, REFUSED, WORKS, Side, Verdict, released
 from .llamacpp import head_fit as llamacpp_head_fit
 
 NAME = "ollama"
@@ -99,7 +99,8 @@ def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
     return None, None
 
 
-ENGINE = Engine(
+ENGINE = released(
+    releases=(VERSION,),
     name=NAME, display="Ollama (llama-server runner)", version=f"ollama @{VERSION} (llama.cpp b10488)",
     sources={
         "DRAFT runs as draft-mtp unless its architecture is dflash": "llm/llama_server.go:826-835",

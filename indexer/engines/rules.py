@@ -7,7 +7,19 @@ reads and, when the rule needs token text (diffs, TLI), its full token->id mappi
 
 from __future__ import annotations
 
-from . import DEFAULT_ENGINE, ENGINES, GGUF_ENGINE, WORKS, Side, Verdict, pair_agreement, same_mapping, verdicts
+from . import (
+    DEFAULT_ENGINE,
+    ENGINES,
+    GGUF_ENGINE,
+    WORKS,
+    Side,
+    Verdict,
+    by_version,
+    pair_agreement,
+    same_mapping,
+    verdicts,
+    versions_line,
+)
 from .llamacpp import rule as llamacpp  # noqa: F401  (the rules by their names here: tests call them)
 from .lmstudio import rule as lmstudio  # noqa: F401
 from .mlx import rule as mlx  # noqa: F401
@@ -113,7 +125,7 @@ def added_only(a: Side, b: Side) -> list[str]:
 
 def fix_for(engine: str, outcome: str, *, same_mapping: bool | None, same_base: bool | None,
             sizes: tuple[int | None, int | None] = (None, None), tli_info: dict | None = None,
-            tli_blocked: list[str] = ()) -> str | None:
+            tli_blocked: list[str] = (), release: str | None = None) -> str | None:
     """The one way to change this engine's outcome for a pair (``check`` and query's near misses both
     ask here); None when nothing does, or nothing is needed. Each engine words its own (``Engine.fix``).
 
@@ -124,6 +136,7 @@ def fix_for(engine: str, outcome: str, *, same_mapping: bool | None, same_base: 
     entry = ENGINES.get(engine)
     if outcome == WORKS or entry is None:
         return None
+    entry = entry.at(release)
     shared = bool(same_mapping or same_base)  # the ids of ordinary text mean the same on both sides
     tli = ""
     if tli_info is not None and tli_info.get("intersection") is not None:
@@ -144,7 +157,8 @@ def gguf_texts_shared(t: Side, d: Side) -> bool | None:
 
 
 def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict | None) -> dict[str, str | None]:
-    """Per engine, the fix that changes its outcome (None: works already, or nothing helps)."""
+    """Per engine, the fix that changes its outcome (None: works already, or nothing helps), at the release each
+    verdict names."""
     same = same_mapping(t, d)
     base = None if t.tok is None or d.tok is None else t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256")
     blocked = tli_constraints(t, d)
@@ -168,7 +182,17 @@ def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict 
         if shared is None and "gguf" in ENGINES[rule_of].facts:  # GGUF files: their token lists are all we have
             shared = gguf_texts_shared(t, d)
         out[name] = fix_for(rule_of, v.outcome, same_mapping=same, same_base=shared, sizes=ENGINES[name].sizes(t, d),
-                            tli_info=tli_info, tli_blocked=blocked)
+                            tli_info=tli_info, tli_blocked=blocked,
+                            release=v.version if rule_of == name else None)
+    return out
+
+
+def _with_versions(name: str, v: Verdict, t: Side, d: Side) -> dict:
+    """The verdict's JSON, with the outcome per release when the engine's releases disagree on the pair."""
+    out = v.to_dict()
+    seen = by_version(name, t, d)
+    out["by_version"] = seen
+    out["versions"] = versions_line(name, seen) if seen else None
     return out
 
 
@@ -182,17 +206,19 @@ def _gguf_details(side: Side) -> dict | None:
     return out
 
 
-def check_pair(t: Side, d: Side) -> dict:
+def check_pair(t: Side, d: Side, releases: dict[str, str] | None = None) -> dict:
     """Every engine's verdict, the agreement of the two vocabularies, the TLI intersections, differences
-    and the fix per engine, as the CLI prints them (``fix``: the default engine's)."""
-    results = verdicts(t, d)
+    and the fix per engine, as the CLI prints them (``fix``: the default engine's). ``releases``: engine ->
+    the release to answer for (default: each engine's newest); each verdict names its ``version``, and
+    ``by_version`` the outcome per release where the releases we know disagree (with ``versions``, in words)."""
+    results = verdicts(t, d, releases)
     tli_info = tli(t, d)
     fixes = suggest_fixes(t, d, results, tli_info)
     gguf = {role: _gguf_details(side) for role, side in (("target", t), ("draft", d))}
     out = {
         "target": t.name,
         "draft": d.name,
-        "verdicts": {name: v.to_dict() for name, v in results.items()},
+        "verdicts": {name: _with_versions(name, v, t, d) for name, v in results.items()},
         "agreement": pair_agreement(t, d),
         "tli": tli_info,
         "fix": fixes[DEFAULT_ENGINE],

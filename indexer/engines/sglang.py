@@ -9,11 +9,11 @@ from .base import (
     SIZE_WORDS,
     USELESS,
     WORKS,
-    Engine,
     Side,
     SpeedProfile,
     Verdict,
     mapping_differs,
+    released,
     resize_words,
     same_mapping,
     size_differs,
@@ -258,7 +258,8 @@ class SGLangHeads(HeadRules):
         return f"python -m sglang.launch_server --model-path {target_id} --speculative-algorithm NGRAM"
 
 
-ENGINE = Engine(
+ENGINE = released(
+    releases=(VERSION,),
     name=NAME, display="SGLang STANDALONE", version=f"sglang {VERSION}",
     speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8),
     sources={

@@ -1,26 +1,30 @@
 """transformers assisted generation (``generate(assistant_model=...)``) and universal assisted generation (UAG),
-at :data:`VERSION`; paths are relative to the repository root."""
+at each of :data:`RELEASES` (the default: the newest, :data:`VERSION`); paths are relative to the repository root.
+A row's ``since``/``until`` names the releases it holds for; its source is at ``since`` (or 5.24.0)."""
 
 from __future__ import annotations
 
-from .archrules import ArchRule, StateIn, TypeIn
+from functools import partial
+
+from .archrules import WRONG_OUTPUT, ArchRule, Ranged, StateIn, TypeIn
 from .base import (
     REFUSED,
     SIZE_WORDS,
     USELESS,
     WORKS,
-    Engine,
     Side,
     SpeedProfile,
     Verdict,
     mapping_differs,
+    released,
     resize_words,
     same_mapping,
     size_differs,
     tokenizer_missing,
 )
 
-VERSION = "5.24.0"
+RELEASES = ("5.24.0", "5.25.0")  # the releases whose source we read, oldest first
+VERSION = RELEASES[-1]
 
 # The model types whose PreTrainedModel sets ``_is_stateful = True`` (grep src/transformers/models at VERSION, e.g.
 # models/qwen3_5/modeling_qwen3_5.py:924, qwen3_5_moe/modeling_qwen3_5_moe.py:1029, qwen3_next/...:953,
@@ -32,19 +36,73 @@ mamba2 minicpm_ocr minicpmv4_6 minicpmv4_7 nemotron3_5_transcribe nemotron_h nem
 qwen3_5_text qwen3_5_moe qwen3_5_moe_text qwen3_next qwen4_exp recurrent_gemma rwkv xlstm zamba zamba2 zaya
 """.split())
 
+# 5.25.0 removed ``_is_stateful``: linear-attention layers record each token's recurrent state and crop rolls it
+# back (cache_utils.py:1082, 1162-1207; turned on for the target at generation/utils.py:4002, for the assistant at
+# 2338-2340). These types hold no such history, or no Cache at all:
+NO_CACHE = frozenset({"rwkv", "xlstm"})  # excluded from DynamicCache (generation/utils.py:2222-2229)
+UNCROPPABLE = frozenset({"deepseek_v4"})  # DeepseekV4HCACache.is_croppable = False (modeling_deepseek_v4.py:178)
+MAMBA1 = frozenset({"mamba", "falcon_mamba", "jamba"})  # the chunked scan "does not take the past state"
+ONE_STATE = frozenset({"zamba", "zaya"})  # update_recurrent_state with the final state only: one history entry
+MODULE_STATE = frozenset({"recurrent_gemma"})  # the recurrent state lives on the module, outside the cache
+ROLLED_BACK = STATEFUL - NO_CACHE - UNCROPPABLE - MAMBA1 - ONE_STATE - MODULE_STATE
+
 ARCH_RULES = (
     ArchRule("stateful target", TypeIn("target", STATEFUL), REFUSED,
              "generate(assistant_model=...) raises ValueError \"assisted generation is not supported with stateful "
              "models\": a recurrent state cannot be reset to a prefix of the generated text",
-             "src/transformers/generation/utils.py:1885-1890"),
+             "src/transformers/generation/utils.py:1885-1890", until="5.25.0",
+             anchors=("assisted generation is not supported with stateful models",)),
     ArchRule("stateful draft", StateIn("draft"), None,
              "the assistant is not checked; its cache is cropped where it can be, so acceptance may fall while the "
              "target verifies every token",
-             "src/transformers/generation/candidate_generator.py:292-302"),
+             "src/transformers/generation/candidate_generator.py:292-302", until="5.25.0",
+             anchors=("def _update_past_and_masks(",)),
+    ArchRule("stateless target cache", TypeIn("target", NO_CACHE), REFUSED,
+             "transformers keeps no Cache for this model, and assisted decoding starts by calling "
+             "cache.activate_past_recording(): it raises (unverified: read, not run)",
+             "src/transformers/generation/utils.py:2222-2229, 4002", since="5.25.0",
+             anchors=('"rwkv",', "cache.activate_past_recording(recurrent_states_to_keep=")),
+    ArchRule("uncroppable target cache", TypeIn("target", UNCROPPABLE), REFUSED,
+             "its compressed-attention cache layer is not croppable, and after the prefill generate() raises "
+             "ValueError \"Assisted decoding requires a cache that can be cropped\"",
+             "src/transformers/models/deepseek_v4/modeling_deepseek_v4.py:178, "
+             "src/transformers/generation/utils.py:4103-4106", since="5.25.0",
+             anchors=("is_croppable = False", "Assisted decoding requires a cache that can be cropped")),
+    ArchRule("Mamba-1 target", TypeIn("target", MAMBA1), WRONG_OUTPUT,
+             "it starts; a verify pass runs the first tokens through the chunked selective scan, which \"does not "
+             "take the past state\", so the output can differ from the target's own (unverified: read, not run)",
+             "src/transformers/models/mamba/modeling_mamba.py:418-419", since="5.25.0",
+             anchors=("does not take the past state",)),
+    ArchRule("one-state history target", TypeIn("target", ONE_STATE), WRONG_OUTPUT,
+             "it starts, but its layers store only a forward's final recurrent state, so crop restores the state "
+             "before the whole verify pass (or raises IndexError when several draft tokens are rejected): the output "
+             "can be wrong (unverified: read, not run)",
+             "src/transformers/models/zamba/modeling_zamba.py:678, src/transformers/cache_utils.py:1204",
+             since="5.25.0", anchors=("cache.update_recurrent_state(final_state", "recurrent_states_history[i][")),
+    ArchRule("module-state target", TypeIn("target", MODULE_STATE), WRONG_OUTPUT,
+             "it starts, but its recurrent blocks keep their state on the module, outside the cache crop rolls back, "
+             "so rejected draft tokens stay in the state (unverified: read, not run)",
+             "src/transformers/models/recurrent_gemma/modeling_recurrent_gemma.py:338", since="5.25.0",
+             anchors=("self.recurrent_states = recurrent_states",)),
+    ArchRule("stateful target rolled back", TypeIn("target", ROLLED_BACK), None,
+             "transformers records each token's recurrent state during a verify pass and crop restores the accepted "
+             "prefix's (since 5.25.0; was refused before)",
+             "src/transformers/cache_utils.py:1162-1207, src/transformers/generation/utils.py:4002", since="5.25.0",
+             anchors=("def activate_past_recording(", "cache.activate_past_recording(")),
 )
 
-UAG = ("pass tokenizer= and assistant_tokenizer= to generate() (transformers universal assisted generation, "
-       "generation/candidate_generator.py:762-795: any pair, TLI when sampling)")
+
+def uag(lines: str) -> str:
+    """The UAG advice, citing the translator at a release."""
+    return ("pass tokenizer= and assistant_tokenizer= to generate() (transformers universal assisted generation, "
+            f"generation/candidate_generator.py:{lines}: any pair, TLI when sampling)")
+
+
+UAG_LINES = (Ranged(value="762-795", until="5.25.0", source="src/transformers/generation/candidate_generator.py:762",
+                    anchors=("def _get_assistant_to_target_input_ids(",)),
+             Ranged(value="775-808", since="5.25.0", source="src/transformers/generation/candidate_generator.py:775",
+                    anchors=("def _get_assistant_to_target_input_ids(",)))
+UAG = uag(UAG_LINES[-1].value)
 
 
 def rule(t: Side, d: Side) -> Verdict:
@@ -72,12 +130,16 @@ def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
     return t.vocab_size_transformers, d.vocab_size_transformers
 
 
-def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> str | None:
+def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked, uag_lines: str) -> str | None:
     """UAG for a refused pair of unequal sizes (or resize the draft when only its rows differ)."""
     t_size, d_size = sizes
     if outcome != REFUSED or t_size is None or d_size is None or t_size == d_size:
-        return None  # equal vocab_size: transformers refuses assistant_tokenizer (generation/utils.py:1907-1919)
-    return UAG + tli + (f", or {resize_words(t_size)}" if shared else "")
+        return None  # equal vocab_size: transformers refuses assistant_tokenizer (generation/utils.py:1907-1917)
+    return uag(uag_lines) + tli + (f", or {resize_words(t_size)}" if shared else "")
+
+
+FIXES = tuple(Ranged(value=partial(fix, uag_lines=r.value), since=r.since, until=r.until, source=r.source,
+                     anchors=r.anchors) for r in UAG_LINES)
 
 
 def launch(target: str, draft: str, *, universal: bool = False, draft_tokens: int | None = None) -> str:
@@ -93,14 +155,23 @@ def launch(target: str, draft: str, *, universal: bool = False, draft_tokens: in
             f'assistant = AutoModelForCausalLM.from_pretrained("{draft}"); {call})')
 
 
-ENGINE = Engine(
-    name="transformers", display="transformers assisted generation", version=f"transformers {VERSION}",
+SOURCES = (
+    Ranged(value={"vocab_size equal / assistant_tokenizer refused": "src/transformers/generation/utils.py:1907-1919",
+                  "get_text_config()": "src/transformers/configuration_utils.py:1519-1562",
+                  "universal assisted generation (TLI)": "src/transformers/generation/candidate_generator.py:762-795"},
+           until="5.25.0", anchors=("get_text_config().vocab_size == assistant_model.config.get_text_config()",
+                                    "def get_text_config(", "def _get_assistant_to_target_input_ids(")),
+    Ranged(value={"vocab_size equal / assistant_tokenizer refused": "src/transformers/generation/utils.py:1907-1917",
+                  "get_text_config()": "src/transformers/configuration_utils.py:1525-1570",
+                  "universal assisted generation (TLI)": "src/transformers/generation/candidate_generator.py:775-808"},
+           since="5.25.0", anchors=("get_text_config().vocab_size == assistant_model.config.get_text_config()",
+                                    "def get_text_config(", "def _get_assistant_to_target_input_ids(")),
+)
+
+ENGINE = released(
+    releases=RELEASES, name="transformers", display="transformers assisted generation",
+    version=f"transformers {VERSION}", sources=SOURCES,
     speed=SpeedProfile("eager", ("nvidia", "amd", "apple", "cpu"), "bf16", "bf16", 8),
-    sources={
-        "vocab_size equal / assistant_tokenizer refused": "src/transformers/generation/utils.py:1907-1919",
-        "get_text_config()": "src/transformers/configuration_utils.py:1519-1562",
-        "universal assisted generation (TLI)": "src/transformers/generation/candidate_generator.py:762-795",
-    },
     facts=("vocab_size_transformers", "text_config_error", "tok.vocab_sha256"),
-    rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
+    rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=FIXES, words=dict(SIZE_WORDS),
     arch_rules=ARCH_RULES)

@@ -4,18 +4,19 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
-from .archrules import WRONG_OUTPUT, ArchRule, ShorterContext, StateIn, TypeIn, Vision
+from .archrules import WRONG_OUTPUT, ArchRule, Ranged, ShorterContext, StateIn, TypeIn, Vision, relined
 from .base import (
     REFUSED,
     SIZE_WORDS,
     USELESS,
     WORKS,
-    Engine,
     Side,
     SpeedProfile,
     Verdict,
     mapping_differs,
+    released,
     resize_words,
     same_mapping,
     size_differs,
@@ -25,7 +26,8 @@ from .headrules import HeadFacts, HeadRules, TargetShape
 from .transformers import VERSION as TRANSFORMERS_VERSION  # vLLM reads configs through transformers
 
 NAME = "vllm"  # the registry key: --engine vllm
-VERSION = "0.33.0"  # the PyPI sdist; head-rule paths are relative to vllm/
+RELEASES = ("0.33.0", "0.34.0")  # the PyPI sdists we read, oldest first; head-rule paths are relative to vllm/
+VERSION = RELEASES[-1]
 
 TLI_VLLM = ("`use_heterogeneous_vocab: true` in --speculative-config (vLLM TLI, vllm/v1/spec_decode/vocab_mapping.py: "
             "method draft_model, greedy draft)")
@@ -41,39 +43,51 @@ def tli_constraints(t: Side, d: Side) -> list[str]:
     return out
 
 
+_HYBRID_TARGET, _SHORTER, _MULTIMODAL = (
+    ArchRule("hybrid target", StateIn("target", frozenset({"mamba2", "gated_deltanet", "short_conv"})), None,
+             "vLLM gives these layers one state slot per speculative token and runs the pair",
+             "vllm/model_executor/layers/mamba/abstract.py:72-90",
+             anchors=("else vllm_config.num_speculative_tokens",)),
+    ArchRule("shorter draft context", ShorterContext("context_vllm", "vLLM's derived max_model_len: the smallest "
+             "context key, times a rope factor, capped by tokenizer_config's model_max_length"), None,
+             "vLLM starts, but lowers the target's max_model_len to the draft's with a warning (V2 model runner)",
+             "vllm/config/vllm.py:3025-3050", demote=True, anchors=("def _limit_max_model_len_to_draft(",)),
+    ArchRule("multimodal target", Vision("target"), None,
+             "the draft runs text-only: vLLM passes it none of the target's multimodal embeddings (a warning)",
+             "vllm/v1/worker/gpu/spec_decode/speculator.py:244-253",
+             anchors=("does not support external multimodal embeddings",)),
+)
+
 ARCH_RULES = (
     ArchRule("Mamba-1 target", TypeIn("target", frozenset({"jamba", "mamba", "falcon_mamba"})), WRONG_OUTPUT,
              "vLLM's Mamba-1 metadata builder never passes the accepted-token counts, so a verify is run as a prefill "
              "and rejected draft tokens stay in the state (unverified: read from the code, not run; no refusal)",
-             "vllm/v1/attention/backends/mamba1_attn.py:38-45, vllm/v1/attention/backends/mamba_attn.py:400-406"),
-    ArchRule("hybrid target", StateIn("target", frozenset({"mamba2", "gated_deltanet", "short_conv"})), None,
-             "vLLM gives these layers one state slot per speculative token and runs the pair",
-             "vllm/model_executor/layers/mamba/abstract.py:72-90"),
+             "vllm/v1/attention/backends/mamba1_attn.py:38-45, vllm/v1/attention/backends/mamba_attn.py:400-406",
+             anchors=("return self._compute_common_metadata(common_attn_metadata)",
+                                      "self.reorder_batch_threshold if num_accepted_tokens is not None else 1")),
+    *relined(_HYBRID_TARGET, "0.34.0", "vllm/model_executor/layers/mamba/abstract.py:78-98"),
     ArchRule("hybrid draft", StateIn("draft"), REFUSED,
              "vLLM's KV-cache manager assumes \"draft models have no mamba layers\", and support for hybrid drafts "
              "was never merged (PRs #49138, #50146 closed): expect a failure at start-up (unverified: read, not run)",
-             "vllm/v1/core/kv_cache_coordinator.py:871-874"),
-    ArchRule("shorter draft context", ShorterContext("context_vllm", "vLLM's derived max_model_len: the smallest "
-             "context key, times a rope factor, capped by tokenizer_config's model_max_length"), None,
-             "vLLM starts, but lowers the target's max_model_len to the draft's with a warning (V2 model runner)",
-             "vllm/config/vllm.py:3025-3050", demote=True),
-    ArchRule("multimodal target", Vision("target"), None,
-             "the draft runs text-only: vLLM passes it none of the target's multimodal embeddings (a warning)",
-             "vllm/v1/worker/gpu/spec_decode/speculator.py:244-253"),
+             "vllm/v1/core/kv_cache_coordinator.py:871-874", anchors=("draft models have no mamba",)),
+    *relined(_SHORTER, "0.34.0", "vllm/config/vllm.py:3102-3121"),
+    *relined(_MULTIMODAL, "0.34.0", "vllm/v1/worker/gpu/spec_decode/speculator.py:307-318"),
 )
 
-
-def rule(t: Side, d: Side) -> Verdict:
-    """draft_model raises when get_vocab_size() differs; tokenizers are never compared."""
+def rule(t: Side, d: Side, *, tli: bool = False) -> Verdict:
+    """draft_model raises when get_vocab_size() differs; tokenizers are never compared. ``tli``: the release has
+    ``use_heterogeneous_vocab`` (0.33.0; 0.34.0 removed it with the V1 model runner)."""
     for role, side in (("target", t), ("draft", d)):
         if side.text_config_error:
             return Verdict(REFUSED, [f"the {role}'s {side.text_config_error}: vLLM's ModelConfig raises"])
     ts, ds = t.vllm_vocab_size, d.vllm_vocab_size
     if ts is None or ds is None or ts != ds:
         why = size_differs("vocab_size", ts, ds) + " (draft_model raises ValueError at launch)"
-        tli = tli_constraints(t, d)
+        if not tli:
+            return Verdict(REFUSED, [why + "; this vLLM has no vocabulary translation (TLI)"])
+        blocked = tli_constraints(t, d)
         hint = ("; `use_heterogeneous_vocab: true` (draft_model only, greedy draft) would run TLI"
-                if not tli else f"; TLI is not possible either: {'; '.join(tli)}")
+                if not blocked else f"; TLI is not possible either: {'; '.join(blocked)}")
         return Verdict(REFUSED, [why + hint])
     missing = tokenizer_missing(t, d)
     if missing:
@@ -88,12 +102,25 @@ def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
     return t.vllm_vocab_size, d.vllm_vocab_size
 
 
-def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> str | None:
-    """Resize the draft when only its rows differ, else (or also) run TLI unless the pair cannot."""
-    use_tli = None if tli_blocked else f"run TLI: {TLI_VLLM}{tli}"
+def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked, has_tli: bool = False) -> str | None:
+    """Resize the draft when only its rows differ, else (or also) run TLI where the release has it and the pair
+    can."""
+    use_tli = None if tli_blocked or not has_tli else f"run TLI: {TLI_VLLM}{tli}"
     if outcome == REFUSED and shared and sizes[0] is not None:
         return resize_words(sizes[0]) + (f", or {use_tli}" if use_tli else "")
     return use_tli
+
+
+# 0.34.0 deleted the V1 model runner and its proposers: use_heterogeneous_vocab is no field of SpeculativeConfig
+# (no line of vllm/ names it), and the equal-size check runs for every draft with its own vocabulary
+# (config/speculative.py:1725-1740; draft_model: v1/worker/gpu/spec_decode/standalone_ar/config.py:15).
+RULES = (Ranged(value=partial(rule, tli=True), until="0.34.0", source="vllm/config/speculative.py:2036-2037",
+                anchors=("if not self.use_heterogeneous_vocab:",)),
+         Ranged(value=rule, since="0.34.0", source="vllm/config/speculative.py:1725-1740",
+                anchors=("def verify_equal_vocab_size_if_draft_model(",)))
+FIXES = (Ranged(value=partial(fix, has_tli=True), until="0.34.0", source="vllm/v1/spec_decode/vocab_mapping.py:68",
+                anchors=("class VocabMapping",)),
+         Ranged(value=fix, since="0.34.0"))
 
 
 def launch(target: str, draft: str, *, heterogeneous: bool = False, draft_tokens: int | None = None) -> str:
@@ -181,6 +208,14 @@ class VLLMHeads(HeadRules):
 
     engine = NAME
     head_classes = VLLM_HEAD_REGISTRY
+    registry_source = "model_executor/models/registry.py:655-744"
+    speculators_types = VLLM_SPECULATORS_TYPES
+    refused_speculators: dict = {}  # speculators_model_type -> (why, source): the loader raises
+    eagle3_source = "v1/worker/gpu_model_runner.py:5173-5177"
+    dflash_capture_source = "v1/worker/gpu_model_runner.py:645-647, 5173-5177"
+    mtp_model_types = VLLM_MTP_MODEL_TYPES
+    mtp_archs = VLLM_MTP_ARCHS
+    mtp_lines = "711-1170"
     methods = {
         "eagle": ("eagle", "config/speculative.py:71-72, transformers_utils/configs/eagle.py:46-53"),
         "eagle3": ("eagle3", "config/speculative.py:71-72, transformers_utils/configs/speculators/algos.py:15-87"),
@@ -201,11 +236,13 @@ class VLLMHeads(HeadRules):
         """The speculators loader for its types, else EAGLEConfig's renaming and the model registry."""
         if head.format == "speculators":
             kind = head.algorithm
-            if kind not in VLLM_SPECULATORS_TYPES:
+            if kind in self.refused_speculators:
+                return (False, *self.refused_speculators[kind], None)
+            if kind not in self.speculators_types:
                 return (False, f"speculators_model_type {head.algorithm!r} is not one of vLLM's "
-                        f"{sorted(VLLM_SPECULATORS_TYPES)}", "transformers_utils/configs/speculators/base.py:51-56",
+                        f"{sorted(self.speculators_types)}", "transformers_utils/configs/speculators/base.py:51-56",
                         None)
-            allowed = VLLM_SPECULATORS_TYPES[kind]
+            allowed = self.speculators_types[kind]
             if allowed and (head.layer_model_type or "llama") not in allowed:
                 return (False, f"speculators {kind} with a {head.layer_model_type} layer: vLLM maps only "
                         f"{' / '.join(allowed)} layers", "transformers_utils/configs/speculators/algos.py:39-45", None)
@@ -216,20 +253,20 @@ class VLLMHeads(HeadRules):
         # then the registry must know the name.
         method = "eagle3" if head.algorithm == "peagle" else head.algorithm
         renamed = [_vllm_rename(a, method) for a in head.architectures]
-        hit = next((r for r in renamed if r in VLLM_HEAD_REGISTRY), None)
+        hit = next((r for r in renamed if r in self.head_classes), None)
         if hit is None:
             return (False, f"vLLM's EAGLE config renames {_first(head)} to {renamed[0] if renamed else '?'} for "
                     f"method {method}, which its registry does not hold",
-                    "transformers_utils/configs/eagle.py:46-76, model_executor/models/registry.py:655-744", None)
-        return True, f"{_first(head)} loads as vLLM's {hit}", "model_executor/models/registry.py:655-744", method
+                    f"transformers_utils/configs/eagle.py:46-76, {self.registry_source}", None)
+        return True, f"{_first(head)} loads as vLLM's {hit}", self.registry_source, method
 
     def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
         """EAGLE-3 and DFlash targets must implement SupportsEagle3; DSpark runs in its own model runner, not
         checked here; EAGLE-1 reads only the last hidden state (any target)."""
         if head.algorithm in ("eagle3", "peagle"):
-            return VLLM_EAGLE3_TARGET_TYPES, "EAGLE-3", "v1/worker/gpu_model_runner.py:5173-5177"
+            return VLLM_EAGLE3_TARGET_TYPES, "EAGLE-3", self.eagle3_source
         if head.algorithm == "dflash":
-            return VLLM_EAGLE3_TARGET_TYPES, "DFlash", "v1/worker/gpu_model_runner.py:645-647, 5173-5177"
+            return VLLM_EAGLE3_TARGET_TYPES, "DFlash", self.dflash_capture_source
         return None
 
     def hidden(self, head: HeadFacts) -> tuple[int | None, str]:
@@ -261,9 +298,9 @@ class VLLMHeads(HeadRules):
 
     def mtp_support(self, target: TargetShape, arch: str | None) -> tuple[bool, str, str]:
         """SpeculativeConfig.hf_config_override rewrites the target config into its MTP model."""
-        line = VLLM_MTP_ARCHS.get(arch) or VLLM_MTP_MODEL_TYPES.get(target.model_type or "")
+        line = self.mtp_archs.get(arch) or self.mtp_model_types.get(target.model_type or "")
         return (line is not None, f"vLLM {'has an' if line else 'has no'} MTP model for {target.model_type} ({arch})",
-                f"config/speculative.py:{line or '711-1170'}")
+                f"config/speculative.py:{line or self.mtp_lines}")
 
     def launch(self, head: HeadFacts, target_id: str) -> str:
         """The --speculative-config JSON (config/speculative.py:419)."""
@@ -289,15 +326,67 @@ class VLLMHeads(HeadRules):
         return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
 
 
-ENGINE = Engine(
-    name=NAME, display="vLLM draft_model", version=f"vllm {VERSION}",
-    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8),
-    sources={
+class VLLMHeads034(VLLMHeads):
+    """vLLM 0.34.0's head rules: the V1 model runner and P-EAGLE are gone, the registry moved and gained draft
+    architectures. A configured method is never changed: a draft that declares its method (DFlash, DSpark, Gemma-4
+    MTP) refuses a contradicting one (v1/worker/gpu/spec_decode/speculator_config.py:404-430); the launch commands
+    here always pass the head's own method. The EAGLE config's renaming is unchanged (transformers_utils/configs/
+    eagle.py:40-80 is the same text); the model files' lines (hidden sizes, embeddings) are cited at 0.33.0."""
+
+    head_classes = {**{k: v for k, v in VLLM_HEAD_REGISTRY.items() if not k.startswith("Peagle")},
+                    "DFlash2RicursiveDraftModel": "dflash",  # registry.py:690
+                    "DSparkMiniMaxDraftModel": "dspark",  # registry.py:707
+                    "MistralLarge4DSparkModel": "dspark"}  # registry.py:726
+    registry_source = "model_executor/models/registry.py:677-780"
+    speculators_types = {k: v for k, v in VLLM_SPECULATORS_TYPES.items() if k != "peagle"}
+    refused_speculators = {"peagle": ("vLLM's speculators loader raises \"P-EAGLE (parallel drafting EAGLE-3) is not "
+                                      "supported.\"", "transformers_utils/configs/speculators/algos.py:53-55")}
+    eagle3_source = "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:18-19"
+    dflash_layer_ids_source = "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-114"  # still +1 on 0-based ids
+    dflash_capture_source = "v1/worker/gpu/spec_decode/dflash/speculator.py:29, eagle/eagle3_utils.py:18-19"
+    # the same rewrites at 0.34.0 (config/speculative.py:779-1305)
+    mtp_model_types = {
+        "deepseek_v3": 847, "deepseek_v32": 847, "glm_moe_dsa": 847, "deepseek_mtp": 853, "deepseek_v4": 863,
+        "dots3_note": 832, "pangu_ultra_moe": 875, "kimi_k3": 883, "ernie4_5_moe": 978, "nemotron_h": 1013,
+        "nemotron_h_puzzle": 1013, "qwen3_next": 1025, "qwen4_exp": 1032, "qwen4_exp_text": 1032,
+        "bailing_hybrid": 1068, "exaone_moe": 1090, "exaone4_5": 1097, "qwen3_5": 1104, "qwen3_5_moe": 1104,
+        "qwen3_5_text": 1104, "qwen3_5_moe_text": 1104, "longcat_flash": 1149, "step3p5": 1156, "step3p7": 1156,
+        "step5": 1172, "step5_vl": 1172, "hy_v3": 1190, "hy_v4": 1197, "minimax_m3_vl": 1252, "glm5_next": 1281,
+    }
+    mtp_archs = {
+        "MiMoForCausalLM": 893, "MiMoV2ForCausalLM": 904, "MiMoV2OmniForCausalLM": 904,
+        "MiMoV2FlashForCausalLM": 929, "Glm4MoeForCausalLM": 946, "Glm4MoeLiteForCausalLM": 956,
+        "GlmOcrForConditionalGeneration": 967, "BailingMoeV3ForCausalLM": 1063, "BailingMoeV2_5ForCausalLM": 1068,
+        "Step3p5ForCausalLM": 1156, "MiniMaxM3SparseForConditionalGeneration": 1252,
+    }
+    mtp_lines = "779-1305"
+
+
+HEADS = (Ranged(value=VLLMHeads(), until="0.34.0", source="vllm/model_executor/models/registry.py:699",
+                anchors=('"PeagleLlamaForCausalLM"',)),
+         Ranged(value=VLLMHeads034(), since="0.34.0",
+                source="vllm/transformers_utils/configs/speculators/algos.py:53-55, "
+                       "vllm/v1/worker/gpu/spec_decode/speculator_config.py:404-430",
+                anchors=("P-EAGLE (parallel drafting EAGLE-3) is not supported.",
+                         "def _resolve_checkpoint_config_class(")))
+SOURCES = (
+    Ranged(value={
         "get_vocab_size() equal": "vllm/config/speculative.py:2036-2056 (verify_equal_vocab_size_if_draft_model)",
         "hf_text_config = get_text_config()": "vllm/transformers_utils/config.py (get_hf_text_config)",
-        "get_text_config() ambiguity raises": f"transformers {TRANSFORMERS_VERSION} configuration_utils.py:1555-1560",
+        "get_text_config() ambiguity raises": "transformers 5.24.0 configuration_utils.py:1555-1560",
         "use_heterogeneous_vocab (TLI)": "vllm/v1/spec_decode/vocab_mapping.py (VocabMapping, _get_unk_token_id)",
-    },
+    }, until="0.34.0"),
+    Ranged(value={
+        "get_vocab_size() equal": "vllm/config/speculative.py:1725-1740 (verify_equal_vocab_size_if_draft_model)",
+        "draft_model has its own vocabulary": "vllm/v1/worker/gpu/spec_decode/standalone_ar/config.py:15",
+        "hf_text_config = get_text_config()": "vllm/transformers_utils/config.py (get_hf_text_config)",
+        "get_text_config() ambiguity raises": f"transformers {TRANSFORMERS_VERSION} configuration_utils.py:1562-1567",
+    }, since="0.34.0", anchors=("def verify_equal_vocab_size_if_draft_model(", "draft_has_own_vocab = True")),
+)
+
+ENGINE = released(
+    releases=RELEASES, name=NAME, display="vLLM draft_model", version=f"vllm {VERSION}", sources=SOURCES,
+    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8),
     facts=("vllm_vocab_size", "text_config_error", "tok.vocab_sha256", "tok.unk_token_id", "tok.eos_token_id"),
-    rule=rule, class_key=("vllm_vs", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
-    heads=VLLMHeads(), arch_rules=ARCH_RULES)
+    rule=RULES, class_key=("vllm_vs", "tok"), launch=launch, sizes=sizes, fix=FIXES, words=dict(SIZE_WORDS),
+    heads=HEADS, arch_rules=ARCH_RULES)

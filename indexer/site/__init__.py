@@ -65,7 +65,19 @@ def query_kwargs(args: dict) -> dict:
         if method not in methods:
             raise SiteError(f"unknown method {method!r}; choose one of {', '.join(methods)}")
         kwargs["method"] = method
+    versions = engine_versions(args)
+    if kwargs["engine"] in versions:
+        kwargs["release"] = versions[kwargs["engine"]]
     return kwargs
+
+
+def engine_versions(args: dict) -> dict[str, str]:
+    """``?engine_version=vllm==0.33.0`` (several: comma-separated) -> {engine: release}, as --engine-version;
+    an unknown engine or release is the CLI's one line (HTTP 400)."""
+    from ..engines import parse_versions
+
+    given = [v.strip() for v in (args.get("engine_version") or "").split(",") if v.strip()]
+    return parse_versions(given)
 
 
 def available_methods() -> tuple:
@@ -135,7 +147,7 @@ def explain(db: str, args: dict) -> dict:
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
     # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.
-    return check(target, draft, db=readonly_url(db), local_dirs=False)
+    return check(target, draft, db=readonly_url(db), local_dirs=False, releases=engine_versions(args))
 
 
 def hub_url(repo_id: str) -> str:

@@ -1,0 +1,213 @@
+"""Issue 29: rules with release ranges, answering for a release (--engine-version), and the citation audit on
+source trees the test writes (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from tokfactory import make_model
+
+from indexer.cli import cli
+from indexer.engines import ENGINES, at, parse_versions, versions_line
+from indexer.engines.archrules import ArchRule, Ranged, TypeIn, at_release, holds, relined
+from indexer.engines.audit import audit, citations, main, pieces
+from indexer.engines.base import released
+from indexer.errors import BadInput
+
+# ---------------------------------------------------------------- selecting rows by release
+
+RELEASES = ("1.0", "1.1", "2.0")
+ROW = ArchRule("stateful", TypeIn("target", frozenset({"mamba"})), "refused", "raises", "src/a.py:10-12",
+               anchors=("not supported",))
+
+
+def toy(**fields):
+    base = dict(name="toy", display="Toy", version="toy 2.0", sources={}, facts=(), rule=None, class_key=(),
+                launch=None, sizes=None)
+    return released(releases=RELEASES, **{**base, **fields})
+
+
+def test_a_row_holds_from_since_until_the_release_it_stops_at():
+    row = ArchRule("x", TypeIn("target", frozenset()), None, "", "", since="1.1", until="2.0")
+    assert [holds(row, r, RELEASES) for r in RELEASES] == [False, True, False]
+    assert [holds(ROW, r, RELEASES) for r in RELEASES] == [True, True, True]
+    old, new = relined(ROW, "2.0", "src/b.py:40")
+    assert at_release((old, new), "1.1", RELEASES) == (old,) and at_release((old, new), "2.0", RELEASES) == (new,)
+    assert new.source == "src/b.py:40" and new.anchors == ROW.anchors and old.until == "2.0"
+
+
+def test_an_engine_at_a_release_has_that_release_s_rows_and_values():
+    gone = ArchRule("gone", TypeIn("target", frozenset({"rwkv"})), "refused", "raises", "src/a.py:3", until="2.0")
+    e = toy(arch_rules=(ROW, gone), fix=(Ranged(value="old fix", until="2.0"), Ranged(value="new fix", since="2.0")))
+    assert e.release == "2.0" and e.arch_rules == (ROW,) and e.fix == "new fix"
+    old = e.at("1.0")
+    assert old.release == "1.0" and old.version == "toy 1.0" and old.arch_rules == (ROW, gone) and old.fix == "old fix"
+    assert e.at(None) is e and e.at("2.0") is e
+    with pytest.raises(ValueError, match="known: 1.0, 1.1, 2.0"):
+        e.at("3.0")
+
+
+def test_every_engine_resolves_at_each_of_its_releases_and_defaults_to_the_newest():
+    for name, e in ENGINES.items():
+        assert e.releases and e.release == e.releases[-1], name
+        for r in e.releases:
+            got = e.at(r)  # a Ranged field with no row, or two, at a release raises here
+            assert got.release == r and r in got.version, name
+            for rows in e.ranged.values():
+                for row in rows:
+                    assert row.since in (None, *e.releases) and row.until in (None, *e.releases), (name, row)
+
+
+def test_parse_versions_and_its_one_line_errors():
+    assert parse_versions(["vllm==0.33.0", "transformers==5.24.0"]) == {"vllm": "0.33.0", "transformers": "5.24.0"}
+    assert parse_versions(()) == {}
+    with pytest.raises(BadInput, match=r"unknown vllm version '0.99'; known: 0.33.0, 0.34.0"):
+        parse_versions(["vllm==0.99"])
+    with pytest.raises(BadInput, match="unknown engine 'tgi'; choose one of sglang, vllm"):
+        parse_versions(["tgi==1"])
+    with pytest.raises(BadInput, match="unknown vllm version ''"):
+        parse_versions(["vllm"])
+    assert at("vllm", "0.33.0").release == "0.33.0" and at("vllm").release == "0.34.0"
+
+
+def test_versions_line():
+    assert versions_line("transformers", {"5.24.0": "refused", "5.25.0": "works"}) == \
+        "refused on transformers \u2264 5.24.0, works from 5.25.0"
+
+
+def test_vllm_fixes_follow_the_release():
+    old, new = at("vllm", "0.33.0"), at("vllm")
+    assert "use_heterogeneous_vocab" in old.fix("useless", shared=False, sizes=(1, 1), tli="", tli_blocked=[])
+    assert new.fix("useless", shared=False, sizes=(1, 1), tli="", tli_blocked=[]) is None
+    assert "PeagleLlamaForCausalLM" in old.heads.head_classes and "PeagleLlamaForCausalLM" not in new.heads.head_classes
+    assert "DSparkMiniMaxDraftModel" in new.heads.head_classes
+
+
+# ---------------------------------------------------------------- the command line
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    root = tmp_path_factory.mktemp("versions")
+    return str(make_model(root / "t", vocab_size=256)), str(make_model(root / "d"))
+
+
+@pytest.mark.parametrize("spec, words", [("vllm==0.99", "unknown vllm version '0.99'; known: 0.33.0, 0.34.0"),
+                                         ("tgi==1", "unknown engine 'tgi'"),
+                                         ("transformers", "known: 5.24.0, 5.25.0")])
+def test_check_and_query_refuse_an_unknown_release_in_one_line(pair, spec, words):
+    for args in (["check", *pair], ["query", "--target", pair[0]]):
+        res = CliRunner().invoke(cli, [*args, "--engine-version", spec])
+        assert res.exit_code == 2, res.output
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], res.output
+
+
+def test_check_answers_for_the_release_asked(pair):
+    import json
+
+    res = CliRunner().invoke(cli, ["check", *pair, "--json", "--engine-version", "vllm==0.33.0",
+                                   "--engine-version", "mlx==d78bf58e"])
+    data = json.loads(res.output)
+    versions = {name: v["version"] for name, v in data["verdicts"].items()}
+    assert versions == {"sglang": "0.5.23", "vllm": "0.33.0", "transformers": "5.25.0", "llama.cpp": "0c1e57098",
+                        "mlx": "d78bf58e", "lmstudio": "08f0c075", "ollama": "fb307609"}
+    assert "use_heterogeneous_vocab" in " ".join(data["verdicts"]["vllm"]["reasons"])
+    text = CliRunner().invoke(cli, ["check", *pair]).output
+    assert "vllm 0.34.0" in text and "use_heterogeneous_vocab" not in text
+
+
+def test_the_site_takes_engine_version():
+    from indexer.site import engine_versions, query_kwargs
+
+    assert query_kwargs({"engine": "vllm", "engine_version": "vllm==0.33.0,mlx==d78bf58e"})["release"] == "0.33.0"
+    assert "release" not in query_kwargs({"engine": "sglang", "engine_version": "vllm==0.33.0"})
+    with pytest.raises(BadInput) as e:
+        engine_versions({"engine_version": "vllm==9"})
+    assert e.value.http_status == 400 and "known: 0.33.0, 0.34.0" in e.value.message
+
+
+# ---------------------------------------------------------------- the audit, on trees written here
+
+
+def test_pieces_of_a_source_string():
+    assert pieces("a/b.py:10-12, 40; c/d.py:7 (words, 9)") == [("a/b.py", 10, 12), ("a/b.py", 40, 40),
+                                                              ("c/d.py", 7, 7)]
+    assert pieces("vllm/x.py (no line)") == []
+
+
+def write(root, rel: str, lines: dict[int, str]):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = max(lines)
+    path.write_text("\n".join(lines.get(i, f"# line {i}") for i in range(1, n + 1)) + "\n")
+
+
+def test_the_audit_says_what_holds_moved_changed_and_vanished(tmp_path):
+    rows = (
+        ArchRule("holds", TypeIn("target", frozenset()), None, "", "src/a.py:10-12", anchors=("def keep(",)),
+        ArchRule("moved", TypeIn("target", frozenset()), None, "", "src/a.py:20", anchors=("def moved(",)),
+        ArchRule("elsewhere", TypeIn("target", frozenset()), None, "", "src/a.py:30", anchors=("def away(",)),
+        ArchRule("changed", TypeIn("target", frozenset()), None, "", "src/a.py:40", anchors=("def old_words(",)),
+        ArchRule("vanished", TypeIn("target", frozenset()), None, "", "src/gone.py:5", anchors=("def lost(",)),
+        ArchRule("unanchored", TypeIn("target", frozenset()), None, "", "src/a.py:1"),
+    )
+    e = toy(arch_rules=rows)
+    write(tmp_path, "src/a.py", {11: "def keep():", 55: "def moved():", 40: "def new_words():"})
+    write(tmp_path, "src/b.py", {3: "def away():"})
+    got = {r["where"]: (r["status"], r["now"]) for r in audit(e, tmp_path)}
+    assert got == {"holds": ("holds", None), "moved": ("moved", "src/a.py:55"), "elsewhere": ("moved", "src/b.py:3"),
+                   "changed": ("changed", None), "vanished": ("vanished", None), "unanchored": ("no anchor", None)}
+
+
+def tree_for(e, root, shift: int = 0):
+    """A source tree where every anchored citation of ``e`` holds (``shift``: every anchor that many lines
+    lower)."""
+    files: dict[str, dict[int, str]] = {}
+    for c in citations(e):
+        if c["anchor"] is not None:
+            files.setdefault(c["file"], {})[c["lines"][0] + shift] = c["anchor"]
+    for rel, lines in files.items():
+        write(root, rel, lines)
+
+
+def test_the_audit_command_on_vllm_s_own_citations(tmp_path, capsys):
+    tree_for(ENGINES["vllm"], tmp_path / "same")
+    assert main([str(tmp_path / "same"), "--engine", "vllm==0.35.0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("vllm: the rows of 0.34.0 against the source of 0.35.0") and " 0 moved" in out
+    tree_for(ENGINES["vllm"], tmp_path / "shifted", shift=100)
+    assert main([str(tmp_path / "shifted"), "--engine", "vllm==0.35.0"]) == 1
+    out = capsys.readouterr().out
+    assert "moved     vllm/config/vllm.py:3102-3121 -> vllm/config/vllm.py:3202" in out
+    # the old release's rows, against the same tree: their own lines
+    assert main([str(tmp_path / "same"), "--engine", "vllm==0.33.0"]) == 1
+    assert "the rows of 0.33.0" in capsys.readouterr().out
+
+
+def test_the_audit_command_s_bad_input(tmp_path):
+    run = [sys.executable, "-m", "indexer.engines.audit"]
+    bad = subprocess.run([*run, str(tmp_path), "--engine", "tgi==1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and len(bad.stderr.splitlines()) == 1
+    missing = subprocess.run([*run, str(tmp_path / "nope"), "--engine", "vllm==0.35.0"], capture_output=True,
+                             text=True)
+    assert missing.returncode == 2 and "not a directory" in missing.stderr
+
+
+def test_vllm_0_34_refuses_p_eagle_heads_and_0_33_loads_them():
+    from indexer.engines.heads import loads, parse_head
+    from indexer.hubsim import heads as hubheads
+
+    peagle = parse_head({**hubheads.speculators_eagle3("o/t", "LlamaForCausalLM", 4096, 32000, 32000, heads=32,
+                                                       kv=8, inter=14336, aux=[2]),
+                         "speculators_model_type": "peagle", "mask_token_id": 7}, "o/p")
+    ok, detail, source, _ = loads(peagle, "vllm")
+    assert not ok and "P-EAGLE" in detail and source == "transformers_utils/configs/speculators/algos.py:53-55"
+    ok, _, _, method = loads(peagle, "vllm", "0.33.0")
+    assert ok and method == "eagle3"
+    eagle3 = parse_head(hubheads.speculators_eagle3("o/t", "LlamaForCausalLM", 4096, 32000, 32000, heads=32, kv=8,
+                                                    inter=14336, aux=[2]), "o/e")
+    assert loads(eagle3, "vllm")[0] and loads(eagle3, "vllm", "0.33.0")[0]
