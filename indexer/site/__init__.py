@@ -175,13 +175,6 @@ def explain(db: str, args: dict) -> dict:
         return add_to_check(result, target, draft, url, speed)
 
 
-def speedup_figure(s: dict | None) -> str:
-    """A speed-up cell: "≈1.8× (1.4–2.2×)", the words of ``answer.speedup.words`` without the device."""
-    if not s or s.get("estimate") is None:
-        return "?"
-    return f"≈{s['estimate']:.1f}× ({s['low']:.1f}–{s['high']:.1f}×)"
-
-
 def hub_url(repo_id: str) -> str:
     """The repo's page on the Hub, for links in the site's pages and cells."""
     return f"{HUB_URL}/{repo_id}"

@@ -23,7 +23,6 @@ from . import (
     explain,
     hub_url,
     speed_query,
-    speedup_figure,
 )
 
 SHORT_HASH = 12
@@ -222,7 +221,6 @@ def prepare_jinja2_environment(env, datasette):
     env.filters["ratio"] = fmt_ratio
     env.filters["hub_url"] = hub_url
     env.filters["short_hash"] = lambda v: (v or "")[:SHORT_HASH]
-    env.filters["speedup"] = speedup_figure
     env.filters["speedup_words"] = _speedup_words
 
 
