@@ -380,6 +380,23 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
 
 
 @cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def hardware(as_json):
+    """The devices --hardware names: kind, memory bandwidth, FP32 compute, memory, the source of the figures, and
+    the engines that run on each kind (check and query estimate the speed-up on them).
+
+    Exit status: 0.
+    """
+    from .answer.devices import devices_json, render_devices
+
+    result = devices_json()
+    if as_json:
+        print_json(result)
+    else:
+        click.echo(render_devices(result))
+
+
+@cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8001, show_default=True,
               help="Port to listen on.")

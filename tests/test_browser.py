@@ -260,6 +260,30 @@ def test_a_person_finds_a_draft_and_its_explanation(demo_site, browser, tmp_path
     browser.screenshot(tmp_path / "drafts-sglang.png")
 
 
+def test_a_person_picks_their_hardware_and_task(demo_site, browser, tmp_path):
+    """Issue 28: the drafts page's pickers ask what `indexer query --hardware --task` asks, and answer the same."""
+    from urllib.parse import urlencode
+
+    from indexer.demo import DEMO_TARGET
+
+    expected = cli_json("query", "--db", demo_site.db, "--target", DEMO_TARGET, "--engine", "llama.cpp",
+                        "--hardware", "M4 Max", "--task", "code", "--json")
+    browser.goto(f"{demo_site.base}/drafts?{urlencode({'target': DEMO_TARGET, 'engine': 'llama.cpp'})}")
+    assert browser.js("document.querySelector('#hardware').value") == ""  # the reference devices
+    browser.js("document.querySelector('#hardware').value = 'M4 Max'")
+    browser.js("document.querySelector('#task').value = 'code'")
+    browser.click("#find", navigates=True)
+    assert browser.js("new URLSearchParams(location.search).get('hardware')") == "M4 Max"
+    listed = browser.js("[...document.querySelectorAll('#drafts tr.draft')].map(tr => tr.dataset.repo)")
+    assert listed == [d["repo_id"] for d in expected["drafts"]]
+    cells = browser.js("[...document.querySelectorAll('#drafts td.speedup-cell')].map(td => td.innerText.trim())")
+    assert cells == [f"≈{d['speedup']['estimate']:.1f}× ({d['speedup']['low']:.1f}–{d['speedup']['high']:.1f}×)"
+                     for d in expected["drafts"]]
+    assert browser.js("document.querySelector('#best-launch').textContent") == expected["drafts"][0]["launch"]
+    assert browser.js("document.querySelector('#hardware').value") == "M4 Max"  # the answer keeps the question
+    browser.screenshot(tmp_path / "drafts-m4-max.png")
+
+
 def test_a_pair_that_fails_is_explained(demo_site, browser, tmp_path):
     from urllib.parse import urlencode
 
@@ -294,7 +318,8 @@ def test_table_pages_keep_datasette_with_human_labels(sample_site, browser, tmp_
     # Long cells (JSON lists, hashes) neither stretch a row nor push the page past the window.
     browser.call("Emulation.setDeviceMetricsOverride", width=900, height=1000, deviceScaleFactor=1, mobile=False)
     for page in ("/catalog/repos", "/catalog/tokenizers", "/catalog/crawl_runs", f"/drafts?target={TARGET}",
-                 f"/drafts?target={TARGET}&engine=llama.cpp", f"/explain?target={TARGET}&draft={NOT_SGLANG[0]}"):
+                 f"/drafts?target={TARGET}&engine=llama.cpp", f"/explain?target={TARGET}&draft={NOT_SGLANG[0]}",
+                 f"/drafts?target={TARGET}&hardware=H100+SXM&task=prose&draft_quant=F16&engine=llama.cpp"):
         browser.goto(sample_site.base + page)
         sizes = browser.js("({page: document.documentElement.scrollWidth, window: window.innerWidth, "
                            "row: Math.max(0, ...[...document.querySelectorAll('table tbody tr')]"

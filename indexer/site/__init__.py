@@ -1,7 +1,9 @@
 """The site: a datasette plugin whose pages answer from the same library calls as the CLI.
 
 ``/drafts`` and ``/drafts.json`` call :func:`indexer.answer.query.run_query` (what ``indexer query`` calls);
-``/explain`` and ``/explain.json`` call :func:`indexer.answer.query.check` (what ``indexer check`` calls).
+``/explain`` and ``/explain.json`` call :func:`indexer.answer.query.check` (what ``indexer check`` calls), then
+:func:`indexer.answer.speedup.add_to_check` (what ``indexer check`` adds). Both take the CLI's speed options as URL
+parameters (``SPEED_ARGS``), checked by the same :class:`indexer.answer.speedup.Options`.
 A page opens one catalog reader and asks all its questions through it.
 Nothing here re-implements a rule: the functions below only check URL parameters (indexer/answer/validate.py,
 repo ids only) and translate them into the library's keyword arguments. The library's errors carry their
@@ -26,6 +28,10 @@ STATIC_DIR = SITE_DIR / "static"
 HUB_URL = "https://huggingface.co"
 DEFAULT_LIMIT = 10  # the CLI's --limit default
 MAX_LIMIT = ANSWER_MAX_LIMIT
+# URL parameter -> the CLI option it stands for (check and query: --hardware, --bandwidth, --quant, ...).
+SPEED_ARGS = {"hardware": "hardware", "bandwidth": "bandwidth", "quant": "target_quant",
+              "draft_quant": "draft_quant", "task": "task", "draft_tokens": "draft_tokens"}
+MAX_DRAFT_TOKENS = 64  # the CLI's --draft-tokens range: 1 to 64
 
 
 def _flag(value: str | None) -> bool:
@@ -39,6 +45,31 @@ def _repo_id(args: dict, name: str) -> str:
     if not (args.get(name) or "").strip():
         raise SiteError(f"give ?{name}=owner/name")
     return target(args[name], name, local_dirs=False)
+
+
+def speed_options(args: dict):
+    """URL parameters -> the :class:`~indexer.answer.speedup.Options` the CLI builds from its speed options; an
+    unknown hardware, quantization or task is the CLI's one line (BadInput: exit 2, HTTP 400). Blank means not given
+    (the form's "reference devices")."""
+    from ..answer.speedup import Options
+    from ..answer.validate import limit
+
+    given = {key: args[name].strip() for name, key in SPEED_ARGS.items() if (args.get(name) or "").strip()}
+    if "bandwidth" in given:
+        try:
+            given["bandwidth"] = float(given["bandwidth"])
+        except ValueError:
+            raise SiteError(f"bandwidth {given['bandwidth'][:40]!r} is not a number (GB/s)") from None
+        if not 1 <= given["bandwidth"] < float("inf"):
+            raise SiteError("bandwidth must be at least 1 (GB/s)")
+    if "draft_tokens" in given:
+        given["draft_tokens"] = limit(given["draft_tokens"], MAX_DRAFT_TOKENS, "draft_tokens")
+    return Options(**given)
+
+
+def speed_query(args: dict) -> dict:
+    """The speed parameters a request gave (non-blank), to carry into the page's links."""
+    return {name: args[name] for name in SPEED_ARGS if (args.get(name) or "").strip()}
 
 
 def query_kwargs(args: dict) -> dict:
@@ -68,6 +99,7 @@ def query_kwargs(args: dict) -> dict:
     versions = engine_versions(args)
     if kwargs["engine"] in versions:
         kwargs["release"] = versions[kwargs["engine"]]
+    kwargs["speed"] = speed_options(args)
     return kwargs
 
 
@@ -141,13 +173,19 @@ def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
 
 
 def explain(db: str, args: dict) -> dict:
-    """``GET /explain.json``: the JSON of ``indexer check T D --json``."""
+    """``GET /explain.json``: the JSON of ``indexer check T D --json`` with the same speed options."""
+    from ..answer.lookup import repo_ids_only
     from ..answer.query import check
+    from ..answer.speedup import add_to_check
     from ..catalog.db import readonly_url
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
+    speed = speed_options(args)  # bad names first, as the CLI checks them before the pair
     # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.
-    return check(target, draft, db=readonly_url(db), local_dirs=False, releases=engine_versions(args))
+    url = readonly_url(db)
+    result = check(target, draft, db=url, local_dirs=False, releases=engine_versions(args))
+    with repo_ids_only():
+        return add_to_check(result, target, draft, url, speed)
 
 
 def hub_url(repo_id: str) -> str:

@@ -13,7 +13,17 @@ from markupsafe import Markup, escape
 
 from ..engines import DEFAULT_ENGINE
 from ..errors import IndexerError
-from . import STATIC_DIR, TEMPLATES_DIR, SiteError, drafts, drafts_with_summary, explain, hub_url
+from . import (
+    SPEED_ARGS,
+    STATIC_DIR,
+    TEMPLATES_DIR,
+    SiteError,
+    drafts,
+    drafts_with_summary,
+    explain,
+    hub_url,
+    speed_query,
+)
 
 SHORT_HASH = 12
 HASH_COLUMNS = {"sha", "sha256", "vocab_sha256", "base_vocab_sha256", "blob_id", "config_blob", "key",
@@ -26,8 +36,8 @@ LIST_COLUMNS = {"tags", "architectures"}
 FIRST_COLUMNS = {"repos": ("id", "repo_id", "status", "params", "downloads", "family", "author", "vocab_size",
                            "vocab_size_transformers", "tokenizer_id", "is_chat", "gated", "reason")}
 COMPLETION_LIMIT = 20
-KEPT_QUERY_ARGS = {"drafts": ("target", "engine", "method", "all", "near_misses", "limit"),
-                   "explain": ("target", "draft")}
+KEPT_QUERY_ARGS = {"drafts": ("target", "engine", "method", "all", "near_misses", "limit", *SPEED_ARGS),
+                   "explain": ("target", "draft", *SPEED_ARGS)}
 
 
 def catalog_database(datasette):
@@ -64,6 +74,28 @@ def _methods():
     return list(available_methods())
 
 
+def _speed_form(args: dict) -> dict:
+    """The speed pickers' choices (every device of ``speed.hardware.DEVICES``, the tasks) and the speed parameters
+    the request gave, as a query-string tail for the page's links."""
+    from ..speed.hardware import DEVICES, REFERENCE, lookup
+    from ..speed.model import DEFAULT_TASK, TASKS
+
+    given = speed_query(args)
+    devices: dict[str, list[str]] = {}  # kind -> names, in DEVICES' order
+    for d in DEVICES:
+        devices.setdefault(d.kind, []).append(d.name)
+    hardware = given.get("hardware", "")
+    if hardware:
+        try:
+            hardware = lookup(hardware).name  # "m4 max" selects "M4 Max"
+        except IndexerError:
+            pass  # the page says why; the picker keeps what was typed
+    return {"devices": devices, "hardware": hardware, "hardware_listed": any(d.name == hardware for d in DEVICES),
+            "reference_devices": ", ".join(REFERENCE), "tasks": TASKS,
+            "task": given.get("task") or DEFAULT_TASK, "speed_qs": ("&" + urlencode(given)) if given else "",
+            "more_speed": any(k in given for k in ("bandwidth", "quant", "draft_quant", "draft_tokens"))}
+
+
 async def drafts_json(request, datasette):
     """``GET /drafts.json``: the JSON of ``indexer query``, errors with their own HTTP status."""
     try:
@@ -86,7 +118,7 @@ async def drafts_page(request, datasette):
     """``GET /drafts``: the question form and, given a target, its drafts as a page."""
     args = _args(request)
     ctx = {"args": args, "engines": _engines(), "methods": _methods(), "result": None, "error": None,
-           "summary": None, "engine": args.get("engine") or DEFAULT_ENGINE}
+           "summary": None, "engine": args.get("engine") or DEFAULT_ENGINE, **_speed_form(args)}
     status = 200
     if (args.get("target") or "").strip():
         try:
@@ -103,7 +135,7 @@ async def explain_page(request, datasette):
     from ..answer import query
 
     args = _args(request)
-    ctx = {"args": args, "result": None, "error": None, "engine_names": query.ENGINE_NAMES}
+    ctx = {"args": args, "result": None, "error": None, "engine_names": query.ENGINE_NAMES, **_speed_form(args)}
     status = 200
     if args.get("target") or args.get("draft"):
         try:
@@ -189,6 +221,14 @@ def prepare_jinja2_environment(env, datasette):
     env.filters["ratio"] = fmt_ratio
     env.filters["hub_url"] = hub_url
     env.filters["short_hash"] = lambda v: (v or "")[:SHORT_HASH]
+    env.filters["speedup_words"] = _speedup_words
+
+
+def _speedup_words(s: dict) -> str:
+    """check's speed-up line (answer/speedup.py ``words``), loaded when a page shows one."""
+    from ..answer.speedup import words
+
+    return words(s)
 
 
 def _hub_link(repo_id: str, datasette) -> Markup:
