@@ -333,7 +333,8 @@ def test_check_json_and_engine_exit_status(tmp_path):
     data = json.loads(res.stdout)
     for v in data["verdicts"].values():
         assert set(v) == {"compatible", "accepted", "outcome", "version", "reasons", "vocabulary_outcome",
-                          "architecture", "by_version", "versions"} and v["outcome"] in registry.OUTCOMES
+                          "architecture", "by_version", "versions", "speedup", "speedups"}
+        assert v["outcome"] in registry.OUTCOMES
     assert data["verdicts"]["mlx"]["compatible"]
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "mlx"]).exit_code == 0
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "vllm"]).exit_code == 1
