@@ -52,6 +52,8 @@ def _summary_line(result: dict) -> str:
              else "no engine has drafts for this target")
     if s["engines_with_drafts"] and s["engines_without_drafts"]:
         words += f"; none on {', '.join(s['engines_without_drafts'])}"
+    if s.get("engines_unknown"):
+        words += f"; unknown on {', '.join(s['engines_unknown'])}"
     fix = s["cheapest_fix"]
     if fix:
         words += f"; cheapest near-miss fix ({fix['engine']}, {fix['repo_id']}): {fix['fix']}"
@@ -75,6 +77,8 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
         lines.append(f"no drafts: {result['refused']}")
+    elif result.get("unknown"):
+        lines.append(f"drafts unknown: {result['unknown']}")
     elif not drafts:
         line = f"no drafts found for {ENGINE_NAMES[engine]}"
         if others:
@@ -224,7 +228,7 @@ def render_check(result: dict) -> str:
     for name, fix in result["fixes"].items():
         if fix:
             lines.append(f"  fix ({name}): {fix}")
-        elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(name, result):
+        elif result["verdicts"][name]["outcome"] not in ("works", "unknown") and not _not_judged(name, result):
             stuck.append(name)
     if stuck:
         lines.append(f"  no fix changes the outcome on: {', '.join(stuck)}")
