@@ -131,9 +131,10 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
     lineage and the verdict per engine (SGLang, vLLM); exit 0 when it fits on --engine, 1 when not.
 
     Each verdict is works, degraded (starts; 50-99% of the target's text tokens mean the same in the draft),
-    useless (starts, drafts rejected), refused (raises at launch) or no_speculation (llama-server serves
-    without a draft). Exit status: 0 when the outcome on --engine is works (default SGLang: equal vocab_size
-    and the vocabularies agree), 1 when not, 2 on bad input,
+    useless (starts, drafts rejected), refused (raises at launch), no_speculation (llama-server serves
+    without a draft), wrong_output (starts, the output can differ) or unknown (the indexer does not model the
+    engine's path for a side: not a refusal). Exit status: 0 when the outcome on --engine is works (default
+    SGLang: equal vocab_size and the vocabularies agree), 1 when not, 2 on bad input,
     3 when a repo is neither in the catalog nor on the Hub (or --offline).
 
     A Hub repo the catalog lacks is fetched as the crawl fetches it (at most 2 API calls and one download per

@@ -196,7 +196,7 @@ def test_unsupported_architecture(tmp_path):
 
 
 def test_supported_but_unmodelled_architecture_says_so(tmp_path):
-    d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["MambaForCausalLM"]})
+    d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["Rwkv7ForCausalLM"]})
     v = predict_gguf(d)
     assert not v.converted and v.error.startswith("not modelled:") and is_not_modelled(v)
     assert not is_not_modelled(predict_gguf(bpe_dir(tmp_path / "bpe")))  # a real refusal

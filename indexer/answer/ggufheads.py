@@ -89,8 +89,9 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
                        "embedding_length": a.gguf_embedding_length},
             "engine": engine, "method": method, "drafts": found, "near_misses": missed[:limit] if near_misses else [],
             "note": None if found else f"no GGUF {method} head in the catalog fits {t['repo_id']}",
-            "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "cheapest_fix": None},
-            "refused": None}
+            "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "engines_unknown": [],
+                        "cheapest_fix": None},
+            "refused": None, "unknown": None}
 
 
 def _entry(r: dict, tier: str | None, reasons: list[str], launch: str | None, spec_type: str,

@@ -175,8 +175,9 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
         _sized(e, tp)
     return {"target": target_info(t, shape, known), "engine": engine, "method": method,
             "drafts": found, "near_misses": misses, "note": note,
-            "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "cheapest_fix": None},
-            "refused": None}
+            "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "engines_unknown": [],
+                        "cheapest_fix": None},
+            "refused": None, "unknown": None}
 
 
 def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dict]], *, limit: int = 3) -> dict:

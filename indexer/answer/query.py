@@ -74,7 +74,8 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
             "drafts": drafts,
             "near_misses": misses,
             "summary": summarize(q, misses if near_misses else None),
-            "refused": q.refused_target,
+            "refused": None if q.unknown_target else q.refused_target,
+            "unknown": q.refused_target if q.unknown_target else None,  # the indexer cannot say (not a refusal)
             "version": q.entry.release,
             "by_version": q.arch.by_version(q.engine),
         }

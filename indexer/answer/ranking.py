@@ -19,6 +19,7 @@ from .. import engines as registry
 from ..catalog.reader import NOT_GATED, Reader, in_list
 from ..engines.archrules import SEVERITY
 from ..errors import QueryError
+from ..gguf import NOT_MODELLED
 from .archrank import ArchJudge
 from .render import fmt_ratio, fmt_size
 from .target import Target, hub_gguf, resolve_target
@@ -95,6 +96,7 @@ class Query:
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
             "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
         self.refused_target: str | None = None
+        self.unknown_target = False  # refused_target is a gap in the indexer's model, not the engine's refusal
         if cls is None:
             # No class: the engine refuses the target itself (an answer, with no drafts), or facts are missing.
             refusal = gguf_refusal or self._refusal()
@@ -231,6 +233,10 @@ class Query:
             gguf_error = self._engine_fact("gguf_error")
             if gguf_error and self.target.gguf_file:  # read facts: libllama's own words
                 return f"the target's GGUF ({self.target.gguf_file}): {gguf_error}"
+            if gguf_error and gguf_error.startswith(NOT_MODELLED):  # our gap: the answer is unknown, not "none"
+                self.unknown_target = True
+                return (f"the target's GGUF vocabulary is unknown: {gguf_error[len(NOT_MODELLED):]}; llama.cpp may "
+                        "well convert it: this is not a refusal")
             if gguf_error:
                 return f"the target cannot be converted to GGUF: {gguf_error}"
         return None

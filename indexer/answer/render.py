@@ -58,6 +58,8 @@ def _summary_line(result: dict) -> str:
              else "no engine has drafts for this target")
     if s["engines_with_drafts"] and s["engines_without_drafts"]:
         words += f"; none on {', '.join(s['engines_without_drafts'])}"
+    if s.get("engines_unknown"):
+        words += f"; unknown on {', '.join(s['engines_unknown'])}"
     fix = s["cheapest_fix"]
     if fix:
         words += f"; cheapest near-miss fix ({fix['engine']}, {fix['repo_id']}): {fix['fix']}"
@@ -88,6 +90,8 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     others = [e for e in result["summary"]["engines_with_drafts"] if e != engine]
     if result.get("refused"):
         lines.append(f"no drafts: {result['refused']}")
+    elif result.get("unknown"):
+        lines.append(f"drafts unknown: {result['unknown']}")
     elif not drafts and result["summary"].get("catalog_looked") is False:
         pass  # not "no drafts": the summary line says why the catalog cannot tell
     elif not drafts:
@@ -328,7 +332,7 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
     for name, fix in result["fixes"].items():
         if fix:
             lines.append(f"  fix ({name}): {fix if verbose else short_fix(fix)}")
-        elif result["verdicts"][name]["outcome"] != "works" and not _not_judged(name, result):
+        elif result["verdicts"][name]["outcome"] not in ("works", "unknown") and not _not_judged(name, result):
             stuck.append(name)
     if stuck:
         lines.append(f"  no fix changes the outcome on: {', '.join(stuck)}")

@@ -15,12 +15,15 @@ SUMMARY_NEAR_MISSES = 3
 
 def summarize(q: Query, misses: list[dict] | None = None) -> dict:
     """Across engines: which have drafts for this target, and the cheapest fix among the near misses."""
-    with_drafts, without = [], []
+    with_drafts, without, unknown = [], [], []
     for engine in ENGINES:
         try:
             other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target)
         except QueryError:  # no class on this engine (its facts are missing)
             without.append(engine)
+            continue
+        if other.unknown_target:  # the indexer does not model the engine's path for the target: counted as neither
+            unknown.append(engine)
             continue
         (with_drafts if other.has_candidates() else without).append(engine)
     if misses is None and q.engine not in with_drafts:  # a fix matters when there is no draft
@@ -31,7 +34,8 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
         best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
         cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
                     "fix": best["fix"]}
-    out = {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "cheapest_fix": cheapest}
+    out = {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "engines_unknown": unknown,
+           "cheapest_fix": cheapest}
     if not with_drafts and not looked_for_drafts(q.cat, q.t["repo_id"]):
         out["catalog_looked"] = False  # "no drafts" would be the catalog's silence, not an answer (issue 30)
     return out

@@ -6,7 +6,7 @@ version it mirrors, the source reference of each check, the facts its rule reads
 key for ``compute``, its launch-command builder, the sizes and the fix it words, its words for the outcomes
 and, for SGLang and vLLM, its speculator-head rules. ``rules``, ``compute``, ``query``, the CLI choices, the
 models and the site all read :data:`ENGINES`; adding an engine means adding its module and one line here.
-docs/engines.md explains every rule; :mod:`indexer.engines.base` the six outcomes; each engine's
+docs/engines.md explains every rule; :mod:`indexer.engines.base` the seven outcomes; each engine's
 ``ARCH_RULES`` (:mod:`indexer.engines.archrules`) its architecture rows.
 """
 
@@ -21,6 +21,7 @@ from .base import (  # noqa: F401  (re-exported: the names the rest of the proje
     OUTCOMES,
     REFUSED,
     SLOWER,
+    UNKNOWN,
     USELESS,
     WORKS,
     WRONG_OUTPUT,

@@ -15,7 +15,8 @@ from ..vocab.archconfig import ArchFacts
 
 WRONG_OUTPUT = "wrong_output"
 # From the best to the worst: the verdict of a pair is the worst of its vocabulary outcome and its rows' outcomes.
-SEVERITY = ("works", "degraded", "useless", "no_speculation", WRONG_OUTPUT, "refused")
+# ``unknown`` (the indexer cannot say) ranks below every outcome the engine is known to give except a refusal.
+SEVERITY = ("works", "degraded", "useless", "no_speculation", WRONG_OUTPUT, "unknown", "refused")
 STATE_WORDS = {"mamba1": "Mamba-1", "mamba2": "Mamba-2", "gated_deltanet": "gated-DeltaNet (linear attention)",
                "short_conv": "short-convolution", "rwkv": "RWKV", "recurrent": "recurrent"}
 

@@ -1,8 +1,8 @@
-"""What every engine shares: the six outcomes, a model as the rules see it (:class:`Side`), a
+"""What every engine shares: the seven outcomes, a model as the rules see it (:class:`Side`), a
 :class:`Verdict`, the :class:`Engine` entry each ``engines/<engine>.py`` fills in, and the grading
 helpers the rules call. No engine is named here; :mod:`indexer.engines` lists them (stdlib only).
 
-A verdict has one of six outcomes, because a user needs to know whether speculation *works*,
+A verdict has one of seven outcomes, because a user needs to know whether speculation *works*,
 not only whether the engine starts. For the engines that start without comparing token lists
 (SGLang, vLLM, transformers, MLX, LM Studio), a started pair is graded by how far the two
 vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the only ones):
@@ -15,7 +15,9 @@ vocabularies agree (:mod:`indexer.vocab.agreement`, whose thresholds are the onl
 * ``refused``: the engine raises at launch;
 * ``no_speculation``: llama-server starts, logs the failed check and serves without a draft;
 * ``wrong_output``: the engine starts and drafts, but the output can differ from the target's own (mlx-lm on a
-  sliding-window target: rejected draft tokens stay in the target's cache once the context passes the window).
+  sliding-window target: rejected draft tokens stay in the target's cache once the context passes the window);
+* ``unknown``: the indexer does not model the path the engine takes for a side (llama.cpp: a converter vocabulary
+  path not reproduced), so it cannot say; never counted as works or refused.
 
 Beside the vocabulary, each engine's architecture rows (``Engine.arch_rules``, :mod:`indexer.engines.archrules`)
 may make the verdict worse or add a note; ``Verdict.vocabulary`` keeps what the vocabulary alone says.
@@ -32,7 +34,8 @@ from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, wor
 from .headrules import HeadRules
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
-OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION, WRONG_OUTPUT)
+UNKNOWN = "unknown"  # a gap in the indexer's model, not the engine's answer
+OUTCOMES = (WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION, WRONG_OUTPUT, UNKNOWN)
 GGUF_CLASS_KEY = ("gguf_sig",)  # compute's class key for an engine that compares GGUF token lists
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
-from ..gguf import LLAMACPP_COMMIT  # the llama.cpp version the GGUF layer transcribes (one place)
+# the llama.cpp version the GGUF layer transcribes (one place), and the error prefix of a converter path the
+# indexer does not reproduce
+from ..gguf import LLAMACPP_COMMIT, NOT_MODELLED
 from .archrules import ArchRule, Head, StateIn
-from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, WORKS, Side, SpeedProfile, Verdict, released
+from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, UNKNOWN, WORKS, Side, SpeedProfile, Verdict, released
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
@@ -95,6 +97,10 @@ def rule(t: Side, d: Side) -> Verdict:
         g = side.gguf
         if g is None:
             return Verdict(REFUSED, [f"the {role}'s GGUF facts are unknown: {side.gguf_missing or 'not derived'}"])
+        if not g.converted and (g.error or "").startswith(NOT_MODELLED):  # our gap, not llama.cpp's refusal
+            where = f"({side.gguf_file}) " if side.gguf_file else ""
+            return Verdict(UNKNOWN, [f"the {role}'s GGUF vocabulary {where}is unknown: {g.error[len(NOT_MODELLED):]} "
+                                     f"{follows}; llama.cpp may well handle it: this is not a refusal"])
         if not g.converted and side.gguf_file:
             return Verdict(REFUSED, [f"the {role} ({side.gguf_file}): {g.error} (llama.cpp @{LLAMACPP_COMMIT})"])
         if not g.converted:
@@ -282,4 +288,5 @@ ENGINE = released(
     arch_rules=ARCH_RULES, gguf_arch_rules=ARCH_RULES, gguf_heads=GGUF_HEAD_METHODS, gguf_head_fit=head_fit,
     gguf_head_launch=head_launch,
     words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
-           REFUSED: "has no GGUF to load (the converter refuses the repo)"})
+           REFUSED: "has no GGUF to load (the converter refuses the repo)",
+           UNKNOWN: "unknown: the indexer does not model the converter's path for this repo"})

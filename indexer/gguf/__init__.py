@@ -10,3 +10,6 @@ from __future__ import annotations
 
 # llama.cpp commit this package transcribes (the version vendored by llama-cpp-python 0.3.36).
 LLAMACPP_COMMIT = "0c1e57098"
+# The error prefix of a converter path the indexer does not reproduce: the verdict is unknown, not a refusal
+# (here, not in predict.py, so the engines' query path reads it without loading the predictor).
+NOT_MODELLED = "not modelled: "

@@ -474,3 +474,26 @@ VOCAB_PATH.update({
     for a in ("Mistral3ForConditionalGeneration", "Ministral3ForCausalLM")
 })
 VOCAB_PATH["InternLM2ForCausalLM"] = ("internlm2", "conversion/internlm.py:21-144 (InternLM2Model)")
+
+# State-space and hybrid models (issue 29): each class reads config.json itself (no AutoConfig) and pads vocab_size.
+VOCAB_PATH.update({
+    **{a: ("mamba", "conversion/mamba.py:16-44 (MambaModel)") for a in (
+        "MambaForCausalLM", "MambaLMHeadModel", "FalconMambaForCausalLM",
+    )},
+    "Mamba2ForCausalLM": ("mamba2", "conversion/mamba.py:103-141 (Mamba2Model)"),
+    **{a: ("granite_hybrid", "conversion/granite.py:391-531 -> conversion/mamba.py:123-141 (GraniteHybridModel)")
+       for a in ("GraniteMoeHybridForCausalLM", "BambaForCausalLM")},
+    # NemotronHPuzzleModel (nemotron.py:514) inherits NemotronHModel.set_vocab
+    **{a: ("nemotron_h", "conversion/nemotron.py:367-425 (NemotronHModel)") for a in (
+        "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+    )},
+    "JambaForCausalLM": ("jamba", "conversion/jamba.py:18-23 (JambaModel)"),
+    **{a: ("gemma3n", "conversion/gemma.py:486-530 -> conversion/gemma.py:134-139 (Gemma3NModel)") for a in (
+        "Gemma3nForCausalLM", "Gemma3nForConditionalGeneration",
+    )},
+    # Gemma4UnifiedModel (gemma.py:914) and Gemma4AssistantModel (gemma.py:935) inherit Gemma4Model.set_vocab
+    **{a: ("gemma4", "conversion/gemma.py:641-669 (Gemma4Model)") for a in (
+        "Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration",
+        "Gemma4AssistantForCausalLM", "Gemma4UnifiedAssistantForCausalLM",
+    )},
+})

@@ -20,6 +20,7 @@ from gguf.constants import GGUFValueType, Keys, LlamaFileType
 
 from ..files import InputError
 from ..vocab.archconfig import ArchFacts
+from . import NOT_MODELLED
 from .header import DEFAULT_MAX_KV_BYTES, Header, read_local
 from .predict import KNOWN_BPE_PRE, LLAMA_TOKEN_NULL, PRE_ADD_BOS, PRE_NO_BOS, GGUFVocab, refused
 
@@ -226,7 +227,7 @@ def _load(h: Header) -> GGUFVocab:
     elif model == "gemma4":  # :2110-2149: BPE with merges, no default ids; tokenized as pre gemma4 whatever is written
         vtype, bos, eos, effective_pre, merges_needed = "bpe", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, "gemma4", True
     elif model == "hybriddna":
-        return refused(f"not modelled: libllama loading tokenizer model '{model}'")
+        return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{model}'")
     else:
         return refused(CANNOT_LOAD + f"unknown tokenizer: '{model}'")  # :2150-2151
     # :2008-2011: merges present must be strings, Kimi-K2's too

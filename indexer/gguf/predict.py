@@ -14,14 +14,12 @@ import os
 
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from ..record import Factory, Record, field_names
-from . import LLAMACPP_COMMIT  # the pin (one place: indexer/gguf/__init__.py)
+from . import LLAMACPP_COMMIT, NOT_MODELLED  # the pin and the not-modelled prefix (indexer/gguf/__init__.py)
 from .convert import convert
 from .hf import ConverterError, NotModelled, file_cache
 from .written import Written
 
 LLAMA_TOKEN_NULL = -1
-# The error prefix of a converter path this indexer does not reproduce: unknown, not a refusal.
-NOT_MODELLED = "not modelled: "
 
 # include/llama.h:73-80, enum llama_vocab_type; names as oracle-engines.json's vocab_type_name.
 VOCAB_TYPE_NAMES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2"}
@@ -123,6 +121,10 @@ def load_vocab(written: Written) -> GGUFVocab:
     elif written.model == "t5":  # :2036-2046, :2443-2446
         vocab_type, bos, eos = 4, LLAMA_TOKEN_NULL, 1
         add_bos, add_eos = False, True
+    elif written.model == "gemma4":  # :2110-2149: BPE with merges, no default ids, tokenized as pre 'gemma4'
+        vocab_type, bos, eos = 2, LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL
+        if not written.has_merges:
+            return refused("llama.cpp cannot load the GGUF: cannot find tokenizer merges in model file")
     else:
         return refused(f"{NOT_MODELLED}libllama loading tokenizer model '{written.model}'")
 
@@ -148,6 +150,8 @@ def load_vocab(written: Written) -> GGUFVocab:
     # :2627-2636: tokenizer.ggml.add_bos_token / add_eos_token override the type defaults.
     add_bos = written.add_special.get("bos", add_bos)
     add_eos = written.add_special.get("eos", add_eos)
+    if written.model == "gemma4":  # :2651-2657: a gemma4 pre-tokenizer forces add_bos on
+        add_bos = True
     return GGUFVocab(True, None, VOCAB_TYPE_NAMES[vocab_type], n, add_bos, add_eos, ids["bos"], ids["eos"],
                      written.pre, tokens)
 

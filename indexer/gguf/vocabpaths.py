@@ -119,6 +119,14 @@ def _phi3(directory: Path, hparams: dict, max_bytes: int) -> Written:
 
 def _llama_hf(directory: Path, hparams: dict, max_bytes: int) -> Written:
     """gguf.LlamaHfVocab + _set_vocab_llama_hf (vocab.py:555-676, base.py:2183-2203)."""
+    tokens = _llama_hf_tokens(directory, max_bytes)
+    written = Written(model="llama", pre="default", tokens=tokens)
+    SpecialVocab(directory, max_bytes, n_vocab=len(tokens)).add_to(written)
+    return written
+
+
+def _llama_hf_tokens(directory: Path, max_bytes: int) -> list[str]:
+    """The token texts gguf.LlamaHfVocab gives (vocab.py:555-676): base vocabulary, then added tokens above it."""
     tj_path = directory / "tokenizer.json"
     if not tj_path.is_file():
         raise FileNotFoundError(str(tj_path))
@@ -139,12 +147,9 @@ def _llama_hf(directory: Path, hparams: dict, max_bytes: int) -> Written:
     added = [t for t, i in sorted(tok.added.items(), key=lambda kv: kv[1]) if i >= base]
     reverse = {i: t for t, i in tok.vocab.items()}
     try:
-        tokens = [reverse[i] for i in range(base)] + added
+        return [reverse[i] for i in range(base)] + added
     except KeyError as e:
         raise fail(e) from None
-    written = Written(model="llama", pre="default", tokens=tokens)
-    SpecialVocab(directory, max_bytes, n_vocab=len(tokens)).add_to(written)
-    return written
 
 
 def pre_tokenizer_hash(tok) -> str:
@@ -392,6 +397,127 @@ def _llama(directory: Path, hparams: dict, max_bytes: int) -> Written:
     return written
 
 
+# ---------------------------------------------------------------- state-space and hybrid models, Gemma 3n / 4
+
+
+def _raw_hparams(directory: Path, max_bytes: int, *, llm_config: bool) -> dict:
+    """The hparams of a class that reads config.json itself instead of AutoConfig (MambaModel.__init__,
+    mamba.py:21-27; Mamba2Model.__init__, mamba.py:107-116, which also renames ``llm_config``), after
+    TextModel.__init__ merges ``text_config`` (base.py:1352-1354)."""
+    config = dict(read_json(directory / "config.json", max_bytes))
+    if llm_config and "llm_config" in config:
+        config["text_config"] = config["llm_config"]
+    if isinstance(config.get("text_config"), dict):
+        config = {**config, **config["text_config"]}
+    return config
+
+
+def _padded(hparams: dict, default_multiple: int) -> dict:
+    """vocab_size rounded up to ``pad_vocab_size_multiple`` (mamba.py:30-35, :124-129): the [PAD{i}] rows the
+    GGUF then holds count in n_vocab."""
+    if "vocab_size" not in hparams:
+        raise ConverterError("KeyError: 'vocab_size'")
+    multiple = hparams.get("pad_vocab_size_multiple", default_multiple)
+    return {**hparams, "vocab_size": -(hparams["vocab_size"] // -multiple) * multiple}
+
+
+BUILTIN = "indexer does not model _set_vocab_builtin (base.py:2250-2275: the token list of llama.cpp's own "\
+          "models/ggml-vocab-gpt-neox.gguf, used when the repo has no tokenizer files)"
+
+
+def _mamba(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """MambaModel.set_vocab (conversion/mamba.py:29-44), for Mamba and Falcon-Mamba: config.json as read, vocab_size
+    padded to a multiple of 8; tokenizer.json -> GPT-2 BPE, else tokenizer.model -> SentencePiece."""
+    padded = _padded(_raw_hparams(directory, max_bytes, llm_config=False), 8)
+    if (directory / "tokenizer.json").is_file():
+        return _gpt2(directory, padded, max_bytes)
+    if (directory / "tokenizer.model").is_file():
+        return _sentencepiece_strict(directory, padded, max_bytes)
+    raise NotModelled(BUILTIN)
+
+
+def _mamba2_vocab(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """Mamba2Model.set_vocab (conversion/mamba.py:123-141) on hparams already padded: tokenizer.model first, then
+    tokenizer.json (the reverse of Mamba-1's order)."""
+    if (directory / "tokenizer.model").is_file():
+        return _sentencepiece_strict(directory, hparams, max_bytes)
+    if (directory / "tokenizer.model.v3").is_file():  # mamba.py:134-136
+        raise ConverterError(f"NotImplementedError: Please rename {directory / 'tokenizer.model.v3'} to "
+                             f"{directory / 'tokenizer.model'}")
+    if (directory / "tokenizer.json").is_file():
+        return _gpt2(directory, hparams, max_bytes)
+    raise NotModelled(BUILTIN)
+
+
+def _mamba2(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """Mamba2Model (conversion/mamba.py:103-141): config.json as read, vocab_size padded to a multiple of 16."""
+    return _mamba2_vocab(directory, _padded(_raw_hparams(directory, max_bytes, llm_config=True), 16), max_bytes)
+
+
+def _granite_hybrid(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """GraniteHybridModel (Granite 4.0-H, Bamba; conversion/granite.py:391-531): Mamba2Model's hparams and
+    set_vocab, padded to a multiple of 8 when some layer is not attention, else 1 (granite.py:528-531); the
+    attention layers come from layer_types, attn_layer_indices, or attn_layer_period/offset (granite.py:438-456)."""
+    raw = _raw_hparams(directory, max_bytes, llm_config=True)
+    n_layers = find_hparam(raw, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])  # base.py:1356
+    if layer_types := raw.get("layer_types"):
+        attn = [i for i, kind in enumerate(layer_types) if kind == "attention"]
+    else:
+        attn = raw.get("attn_layer_indices") or []
+        if not attn:
+            period, offset = raw.get("attn_layer_period"), raw.get("attn_layer_offset")
+            if not period:
+                raise ConverterError("AssertionError: Didn't find attn_layer_indices or attn_layer_period")
+            if offset is None:
+                raise ConverterError("AssertionError: No attention layer offset set with attn_layer_period")
+            attn = [i for i in range(n_layers) if i % period == offset]
+    ssm = [i for i in range(n_layers) if i not in attn]
+    raw["pad_vocab_size_multiple"] = 8 if ssm else 1
+    return _mamba2_vocab(directory, _padded(raw, 16), max_bytes)
+
+
+def _nemotron_h(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """NemotronHModel.set_vocab (conversion/nemotron.py:367-425): get_vocab_base's body (base.py:1581-1626) with
+    vocab_size rounded up to a multiple of 8, model gpt2 with merges; AutoTokenizer runs with
+    trust_remote_code=True (nemotron.py:376), so a repo whose tokenizer needs its own code is not modelled."""
+    tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
+    config = read_json(directory / "config.json", max_bytes)
+    tok_map = tc.get("auto_map")
+    remote_tok = isinstance(tok_map, list) or (isinstance(tok_map, dict) and "AutoTokenizer" in tok_map)
+    if remote_tok or (not tc.get("tokenizer_class") and config.get("auto_map")):
+        raise NotModelled("indexer does not run the repo's tokenizer code, which NemotronH's set_vocab loads "
+                          "(AutoTokenizer trust_remote_code=True, conversion/nemotron.py:376)")
+    return _gpt2(directory, _padded({**hparams, "pad_vocab_size_multiple": 8}, 8), max_bytes)
+
+
+def _jamba(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """JambaModel.set_vocab (conversion/jamba.py:18-23): tokenizer.model -> SentencePiece, else LlamaHfVocab with no
+    fallback (a tokenizer.json it cannot read fails the conversion)."""
+    if (directory / "tokenizer.model").is_file():
+        return _sentencepiece_strict(directory, hparams, max_bytes)
+    return _llama_hf(directory, hparams, max_bytes)
+
+
+def _gemma3n(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """Gemma3NModel (conversion/gemma.py:486-530): altup_num_inputs must be 4 (:497; a config without it gets
+    AutoConfig's default, 4 in transformers 4.57.6 Gemma3nTextConfig); set_vocab drops vocab_size_per_layer_input
+    so the full vocab_size counts, then Gemma3Model.set_vocab (gemma.py:134-139)."""
+    if hparams.get("altup_num_inputs", 4) != 4:
+        raise ConverterError("AssertionError: Current conversion only supports 4 altup inputs")
+    rest = {k: v for k, v in hparams.items() if k != "vocab_size_per_layer_input"}
+    return _sentencepiece_or_gpt2(directory, rest, max_bytes)
+
+
+def _gemma4(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """Gemma4Model.set_vocab (conversion/gemma.py:641-669): LlamaHfVocab's tokens (no fallback), tokenizer model
+    "gemma4" with no pre key, SpecialVocab with merges and no n_vocab, then add_bos_token written true."""
+    tokens = _llama_hf_tokens(directory, max_bytes)
+    written = Written(model="gemma4", pre=None, tokens=tokens)
+    SpecialVocab(directory, max_bytes, load_merges=True).add_to(written)
+    written.add_special["bos"] = True  # gemma.py:669, after SpecialVocab (a later write overwrites)
+    return written
+
+
 PATHS = {
     "llama": _llama,
     "gpt2": _gpt2,
@@ -405,6 +531,13 @@ PATHS = {
     "mpt": _mpt,
     "mistral3": _mistral3,
     "internlm2": _internlm2,
+    "mamba": _mamba,
+    "mamba2": _mamba2,
+    "granite_hybrid": _granite_hybrid,
+    "nemotron_h": _nemotron_h,
+    "jamba": _jamba,
+    "gemma3n": _gemma3n,
+    "gemma4": _gemma4,
 }
 
 

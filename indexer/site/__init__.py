@@ -168,7 +168,7 @@ def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
             out.append({"engine": engine, "name": query.ENGINE_NAMES[engine], "error": e.message})
             continue
         out.append({"engine": engine, "name": query.ENGINE_NAMES[engine], "drafts": len(res["drafts"]),
-                    "near_misses": len(res["near_misses"])})
+                    "near_misses": len(res["near_misses"]), "unknown": res.get("unknown")})
     return out
 
 

@@ -1,0 +1,161 @@
+"""Issue 29 part 4: our transformers verdicts against the running engine.
+
+For each architecture family we rule on (plain dense, sliding window, MoE, multimodal with a text config, and the
+stateful and hybrid families), a tiny random-weight model is written from the family's config fields (its
+``model_type`` and layer pattern kept; hidden size, layers, heads, experts and vocabulary shrunk) beside a tiny
+Llama draft with the same vocabulary. ``tests/engine_harness.py`` runs in a cached venv with torch and one
+transformers release (``tests/enginevenv.py``), calls ``generate(assistant_model=draft, do_sample=False)`` and
+plain greedy ``generate``, and says ``refused`` (raises), ``wrong_output`` (differs) or ``works`` (equal). The test
+holds ``indexer check TARGET DRAFT --json --engine transformers`` on the same directories to it; when ``check``
+has ``--engine-version``, it asks for the version that ran.
+
+Skips only when the venv cannot be built because no torch 2.13.0 file lies on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+from enginevenv import engine_venv
+from test_engines import SPM_WORDS, make_spm
+
+from indexer.cli import cli
+
+HARNESS = __file__.rsplit("/", 1)[0] + "/engine_harness.py"
+V = len(SPM_WORDS)  # one tokenizer on every side: the vocabulary rule says works, the architecture decides
+# The releases the test runs at; the rules of each are what `check` answers for that version.
+VERSIONS = ["5.24.0"]
+
+_T = {"vocab_size": V, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "tie_word_embeddings": False,
+      "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+      "max_position_embeddings": 512, "num_hidden_layers": 2}
+_MAMBA2 = {"mamba_n_heads": 4, "mamba_d_head": 8, "mamba_n_groups": 1, "mamba_d_state": 8, "mamba_expand": 1,
+           "mamba_d_conv": 4, "mamba_chunk_size": 8}
+_GEMMA3_TEXT = {**_T, "model_type": "gemma3_text", "num_hidden_layers": 3, "sliding_window": 4,
+                "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+                "query_pre_attn_scalar": 8}
+
+# family -> (config.json: the family's model_type and layer pattern, sizes shrunk)
+FAMILIES = {
+    "llama": {**_T, "model_type": "llama", "architectures": ["LlamaForCausalLM"]},
+    "mistral-sliding-window": {**_T, "model_type": "mistral", "architectures": ["MistralForCausalLM"],
+                               "sliding_window": 4},
+    "gemma3_text-sliding-window": {**_GEMMA3_TEXT, "architectures": ["Gemma3ForCausalLM"]},
+    "gemma3-multimodal": {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+                          "text_config": _GEMMA3_TEXT, "mm_tokens_per_image": 4, "image_token_index": V - 1,
+                          "boi_token_index": V - 2, "eoi_token_index": V - 3,
+                          "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 32,
+                                            "intermediate_size": 64, "num_hidden_layers": 1,
+                                            "num_attention_heads": 4, "image_size": 28, "patch_size": 14}},
+    "gpt_oss-sliding-moe": {**_T, "model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"],
+                            "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 4,
+                            "layer_types": ["sliding_attention", "full_attention"]},
+    "mixtral-moe": {**_T, "model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "num_local_experts": 4,
+                    "num_experts_per_tok": 2},
+    "qwen3_moe": {**_T, "model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], "num_experts": 4,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+    "lfm2-short-conv": {**_T, "model_type": "lfm2", "architectures": ["Lfm2ForCausalLM"], "block_ff_dim": 64,
+                        "layer_types": ["conv", "full_attention"], "full_attn_idxs": [1]},
+    "qwen3_next": {**_T, "model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"],
+                   "layer_types": ["linear_attention", "full_attention"], "full_attention_interval": 2,
+                   "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+                   "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4, "num_experts": 4,
+                   "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32},
+    "qwen3_5_text": {**_T, "model_type": "qwen3_5_text", "architectures": ["Qwen3_5ForCausalLM"],
+                     "layer_types": ["linear_attention", "full_attention"], "full_attention_interval": 2,
+                     "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+                     "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4},
+    "nemotron_h": {**_T, "model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"],
+                   "num_hidden_layers": 4, "hybrid_override_pattern": "M-*-", "mamba_num_heads": 4,
+                   "mamba_head_dim": 8, "n_groups": 1, "ssm_state_size": 8, "conv_kernel": 4, "expand": 1,
+                   "chunk_size": 8},
+    "granitemoehybrid": {**_T, **_MAMBA2, "model_type": "granitemoehybrid",
+                         "architectures": ["GraniteMoeHybridForCausalLM"], "layer_types": ["mamba", "attention"],
+                         "num_local_experts": 0, "shared_intermediate_size": 64, "position_embedding_type": "rope"},
+    "bamba": {**_T, **_MAMBA2, "model_type": "bamba", "architectures": ["BambaForCausalLM"],
+              "attn_layer_indices": [1]},
+    "falcon_h1": {**_T, **_MAMBA2, "model_type": "falcon_h1", "architectures": ["FalconH1ForCausalLM"],
+                  "mamba_d_ssm": 32},
+    "mamba2": {**_T, "model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], "num_heads": 4,
+               "head_dim": 16, "expand": 2, "n_groups": 1, "state_size": 8, "chunk_size": 8},
+    "mamba": {**_T, "model_type": "mamba", "architectures": ["MambaForCausalLM"], "state_size": 8, "expand": 2,
+              "time_step_rank": 4},
+    "falcon_mamba": {**_T, "model_type": "falcon_mamba", "architectures": ["FalconMambaForCausalLM"],
+                     "state_size": 8, "expand": 2, "time_step_rank": 4},
+    "jamba": {**_T, "model_type": "jamba", "architectures": ["JambaForCausalLM"], "attn_layer_period": 2,
+              "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1, "num_experts": 2,
+              "num_experts_per_tok": 1, "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 4},
+    "zamba2": {**_T, "model_type": "zamba2", "architectures": ["Zamba2ForCausalLM"],
+               "layers_block_type": ["mamba", "hybrid"], "hybrid_layer_ids": [1], "mamba_d_state": 8,
+               "mamba_headdim": 8, "n_mamba_heads": 4, "mamba_ngroups": 1, "mamba_expand": 1, "chunk_size": 8,
+               "num_mem_blocks": 1, "use_shared_attention_adapter": False, "use_mem_rope": False},
+    "rwkv": {"model_type": "rwkv", "architectures": ["RwkvForCausalLM"], "vocab_size": V, "hidden_size": 32,
+             "num_hidden_layers": 2, "attention_hidden_size": 32, "intermediate_size": 64, "context_length": 512,
+             "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False},
+    "recurrent_gemma": {**_T, "model_type": "recurrent_gemma", "architectures": ["RecurrentGemmaForCausalLM"],
+                        "num_hidden_layers": 3, "block_types": ["recurrent", "recurrent", "attention"],
+                        "lru_width": 32, "num_key_value_heads": 1, "attention_window_size": 4},
+}
+DRAFT = {**_T, "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 16,
+         "intermediate_size": 32, "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1}
+
+
+def write(path, config: dict):
+    """make_spm's tokenizer (V tokens) with ``config`` as config.json: a directory both sides read."""
+    make_spm(path)
+    (path / "config.json").write_text(json.dumps(config))
+    return path
+
+
+def has_engine_version() -> bool:
+    """`check --engine-version ENGINE==VERSION` exists (issue 29 part 2): then each version's rules are asked."""
+    return "--engine-version" in CliRunner().invoke(cli, ["check", "--help"]).output
+
+
+def our_outcome(target, draft, version: str) -> dict:
+    """What `indexer check --json --engine transformers` says, for ``version`` when check can be asked for one."""
+    args = ["check", str(target), str(draft), "--json", "--engine", "transformers"]
+    if has_engine_version():
+        args += ["--engine-version", f"transformers=={version}"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(r.output)["verdicts"]["transformers"]
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """The model directories and, per version, the harness's answer for every family: every version's harness runs
+    at once (each is one thread; the test run itself leaves the other core idle)."""
+    pythons = {v: engine_venv("transformers", v) for v in VERSIONS}
+    root = tmp_path_factory.mktemp("engine-run")
+    dirs = {name: write(root / name, cfg) for name, cfg in FAMILIES.items()}
+    draft = write(root / "draft", DRAFT)
+    req = root / "request.json"
+    req.write_text(json.dumps({"draft": str(draft), "targets": {n: str(d) for n, d in dirs.items()},
+                               "prompt_len": 12, "new_tokens": 48, "seeds": [0]}))
+    procs = {v: subprocess.Popen([str(py), HARNESS, str(req)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for v, py in pythons.items()}
+    results = {}
+    for v, p in procs.items():
+        out, err = p.communicate(timeout=1500)
+        assert p.returncode == 0, err[-3000:]
+        got = json.loads(out)
+        assert got["transformers"] == v
+        results[v] = got["results"]
+    return dirs, draft, results
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_our_transformers_verdict_is_what_the_engine_does(ran, version, family):
+    dirs, draft, results = ran
+    seen = results[version][family]
+    assert seen["outcome"] != "error", f"the tiny {family} model could not be built: {seen['error']}"
+    ours = our_outcome(dirs[family], draft, version)
+    said = ours["outcome"] if ours["outcome"] in ("refused", "wrong_output") else "works"
+    ran_as = seen.get("error") or [(r["draft"], r["seed"], r["first_difference"]) for r in seen["runs"]]
+    assert said == seen["outcome"], (f"transformers {version}, {family}: the engine gives {seen['outcome']} "
+                                     f"({ran_as}); indexer says {ours['outcome']}: {ours['reasons']}")
