@@ -352,3 +352,16 @@ def test_agreement_near_one_hundred_percent_is_worded_without_contradiction(demo
 def test_the_ollama_refusal_is_said_once(demo_catalog):
     code, out = cli_run("query", "--target", TARGET, "--db", str(demo_catalog), "--engine", "ollama")
     assert out.count("Ollama takes no separate draft models") == 1, out
+
+
+def test_gguf_files_get_an_estimate_and_lm_studio_runs_them_with_llamacpp(demo_catalog):
+    """Two local GGUF files: their sizes from their names, their types from their headers; LM Studio runs GGUF
+    files on its llama.cpp engine, so off a Mac it has a figure too."""
+    hub = demo_catalog.parent / "demo-hub"
+    target = hub / "lumen-ai/Lumen-7B-Instruct-GGUF/Lumen-7B-Instruct-Q4_K_M.gguf"
+    draft = hub / "lumen-ai/Lumen-0.5B-Instruct-GGUF"
+    code, out = cli_run("check", str(target), str(draft), "--db", str(demo_catalog), "--json", "--engine",
+                        "llama.cpp", "--hardware", "RTX 3090")
+    v = json.loads(out)["verdicts"]
+    assert v["llama.cpp"]["speedup"]["target_quant"] == "Q4_K_M" and v["llama.cpp"]["speedup"]["draft_quant"] == "Q8_0"
+    assert v["lmstudio"]["speedup"]["estimate"] == v["llama.cpp"]["speedup"]["estimate"]

@@ -50,7 +50,8 @@ class Options:
             return [self.device]
         first = DEFAULT_HARDWARE[profile.runtime]
         names = [first, *(n for n in hw.REFERENCE if n != first)]
-        return [hw.lookup(n) for n in names if hw.lookup(n).kind in profile.devices]
+        kinds = set(profile.devices) | set(profile.gguf.devices if profile.gguf else ())
+        return [hw.lookup(n) for n in names if hw.lookup(n).kind in kinds]
 
 
 def catalog_facts(cat, repo_id: str) -> dict:
@@ -65,7 +66,7 @@ def catalog_facts(cat, repo_id: str) -> dict:
         return {}
     params, estimate, active, family, author, bases, rid, arch, gguf = row
     speed = (json_value(arch) or {}).get("speed") if arch else None
-    return {"shape": shape_from_facts(speed, params or estimate, active, rid),
+    return {"shape": shape_from_facts(speed, params or estimate, active, rid), "gguf": gguf_quant(gguf) is not None,
             "quant": quant_from_facts(speed, gguf_quant(gguf)),
             "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
 
@@ -101,13 +102,19 @@ def gguf_facts(path: str, file_type: str | None) -> dict:
         size = Path(path).stat().st_size
     except OSError:
         size = 0
-    shape = model.Shape(params=int(size * 8 / q.bpw)) if q and size > 1e7 else None
-    return {"shape": shape, "quant": q, "family": None, "author": None, "bases": [], "repo_id": path}
+    from ..vocab.params import estimate_from_name
+
+    named = estimate_from_name(Path(path).name) or estimate_from_name(Path(path).parent.name)
+    if named is not None:  # the size its name gives (a file's own size is its bytes at the type, the same)
+        shape = model.Shape(params=int(named.total), active=named.active)
+    else:
+        shape = model.Shape(params=int(size * 8 / q.bpw)) if q and size > 1e7 else None
+    return {"shape": shape, "quant": q, "family": None, "author": None, "bases": [], "repo_id": path, "gguf": True}
 
 
 def relation(t: dict, d: dict) -> str:
     """sibling: the same lineage (one names the other, or both a common base) or same author and family;
-    family: the same family; other: anything else."""
+    family: the same family, or a side whose lineage is unknown (a local file); other: anything else."""
     t_line = {t.get("repo_id"), *(t.get("bases") or [])} - {None}
     d_line = {d.get("repo_id"), *(d.get("bases") or [])} - {None}
     if t_line & d_line:
@@ -116,6 +123,8 @@ def relation(t: dict, d: dict) -> str:
         return model.SIBLING if t.get("author") and t.get("author") == d.get("author") else model.FAMILY
     if t.get("author") and t.get("author") == d.get("author"):
         return model.FAMILY
+    if not (t.get("family") or t.get("author")) or not (d.get("family") or d.get("author")):
+        return model.FAMILY  # a local file or directory: its lineage is unknown, the shared vocabulary says a kin
     return model.OTHER
 
 
@@ -137,7 +146,11 @@ def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.
     ts, ds = t.get("shape"), d.get("shape")
     out = []
     devices = opts.devices_for(engine)
+    base = profile
     for device in devices[:1] if first_only else devices:
+        profile = base
+        if base.gguf is not None and (t.get("gguf") or d.get("gguf") or device.kind not in base.devices):
+            profile = base.gguf  # LM Studio runs a GGUF pair, and any pair off a Mac, on its llama.cpp engine
         if device.kind not in profile.devices:
             out.append({"hardware": device.name, "estimate": None,
                         "why": f"{ENGINES[engine].display} does not run on {device.kind} devices"})

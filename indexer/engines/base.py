@@ -107,6 +107,9 @@ class SpeedProfile(Record, frozen=True):
     target_quant: str
     draft_quant: str
     max_draft_tokens: int = 8
+    # The profile of GGUF pairs, and of devices the runtime above does not run on, when the engine runs GGUF files
+    # with another runtime (LM Studio: llama.cpp for GGUF, on every kind of device); None: no other.
+    gguf: SpeedProfile | None = None
 
 
 class Engine(Record, frozen=True, kw_only=True):

@@ -81,7 +81,8 @@ def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
 ENGINE = released(
     releases=(VERSION,),
     name="lmstudio", display="LM Studio (mlx-engine)", version=f"mlx-engine {VERSION}",
-    speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8),
+    speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8,
+                       gguf=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16)),
     sources={
         "tokenizer.vocab_size equal": "mlx_engine/model_kit/model_kit.py:193-203",
         "vision_config target: no draft": "mlx_engine/generate.py:257-270, "
