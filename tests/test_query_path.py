@@ -46,9 +46,7 @@ OURS = {
     # check: the two sides from the catalog, their token lists, the engines' verdicts, the GGUF vocabularies
     "indexer.answer.sides", "indexer.answer.rule_inputs", "indexer.catalog.tokenstore", "indexer.engines.rules",
     "indexer.vocab.fingerprint", "indexer.vocab.tokenizer_files", "indexer.vocab.hf_tables",
-    "indexer.vocab.canonical", "indexer.gguf.predict", "indexer.gguf.convert", "indexer.gguf.hf",
-    "indexer.gguf.vocabpaths", "indexer.gguf.archs", "indexer.gguf.tfmap", "indexer.gguf.tfconfig",
-    "indexer.gguf.written", "indexer.gguf.prehash",
+    "indexer.vocab.canonical", "indexer.gguf.predict",  # GGUFVocab only: not the converter (convert, hf, ...)
 }
 # Everything else it may load beyond `python -c pass` and the console script's `import re` (a name stands for its
 # submodules too): the standard library it uses (threading: the fingerprint code's lock around transformers loads;
