@@ -9,7 +9,8 @@ baseline as much as the command), cached per content of the tree under ``~/.cach
 it measured, then, per command:
 
 * the median wall time, and its ratio to the median of ``python -c pass`` (the target; ``query --method all``,
-  which answers for every engine, is reported without one);
+  which answers for every engine, is reported without one); beside it the same ratio of CPU time (the child's
+  user + system time), which a busy machine disturbs less;
 * how many of our modules and how many modules in all the process loads, and whether click and SQLAlchemy are
   among them;
 * with ``--base REV``: the median of that commit's tree too (its own venv), and whether both trees print the
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -143,11 +145,19 @@ def env_for(venv: Path) -> dict:
     return env
 
 
-def run(venv: Path, env: dict, args: list[str], cwd: Path) -> tuple[float, str]:
-    """One fresh process of the venv's console script: (seconds, its answer with its exit status)."""
+def timed(cmd: list[str], env: dict, cwd: Path) -> tuple[tuple[float, float], subprocess.CompletedProcess]:
+    """Run ``cmd``: ((wall seconds, CPU seconds of the child), the finished process)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([str(venv / "bin" / "indexer"), *args], env=env, cwd=cwd, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime), proc
+
+
+def run(venv: Path, env: dict, args: list[str], cwd: Path) -> tuple[tuple[float, float], str]:
+    """One fresh process of the venv's console script: ((wall, CPU seconds), its answer with its exit status)."""
+    seconds, proc = timed([str(venv / "bin" / "indexer"), *args], env, cwd)
     return seconds, f"{proc.stdout}{proc.stderr}[exit {proc.returncode}]"
 
 
@@ -159,11 +169,11 @@ def probe(venv: Path, env: dict, args: list[str], cwd: Path) -> str:
     return loaded[-1] if loaded else "LOADED ? ? ? ? ?"
 
 
-def bare(venv: Path, env: dict, cwd: Path) -> float:
-    """One ``python -c pass`` of the venv, in the same environment."""
-    start = time.perf_counter()
-    subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], env=env, cwd=cwd, check=True)
-    return time.perf_counter() - start
+def bare(venv: Path, env: dict, cwd: Path) -> tuple[float, float]:
+    """One ``python -c pass`` of the venv, in the same environment: (wall, CPU seconds)."""
+    seconds, proc = timed([str(venv / "bin" / "python"), "-c", "pass"], env, cwd)
+    proc.check_returncode()
+    return seconds
 
 
 def import_times(cmd: list[str], env: dict, cwd: Path) -> list[tuple[str, int, int]]:
@@ -284,17 +294,18 @@ def main() -> int:
               + f"; {args.runs} alternating runs each, medians; catalog {db}")
         ok, same_everywhere = True, True
         for name, cmd in commands.items():
-            times: dict[str, list[float]] = {t: [] for t in (*venvs, "pass")}
+            times: dict[str, list[tuple[float, float]]] = {t: [] for t in (*venvs, "pass")}
             answers = {}
             for _ in range(args.runs):  # alternate, so a noisy neighbour slows all alike
                 times["pass"].append(bare(this_venv, envs["this"], tmp))
                 for t, (venv, _) in venvs.items():
                     seconds, answers[t] = run(venv, envs[t], cmd, tmp)
                     times[t].append(seconds)
-            med = {t: statistics.median(v) for t, v in times.items()}
+            med = {t: statistics.median(w for w, _ in v) for t, v in times.items()}
+            cpu = {t: statistics.median(c for _, c in v) for t, v in times.items()}
             ratio = med["this"] / med["pass"]
             line = (f"{name:<20} python -c pass {med['pass'] * 1000:5.1f} ms  this {med['this'] * 1000:6.1f} ms  "
-                    f"ratio {ratio:4.2f} ")
+                    f"ratio {ratio:4.2f} (CPU {cpu['this'] / cpu['pass']:4.2f}) ")
             if name in UNTARGETED:
                 line += "(no target: every engine's answer)"
             else:
@@ -304,7 +315,8 @@ def main() -> int:
             if args.base:
                 same = answers["base"] == answers["this"]
                 same_everywhere &= same
-                line += (f"  base {med['base'] * 1000:6.1f} ms ({med['base'] / med['pass']:4.2f}x)  "
+                line += (f"  base {med['base'] * 1000:6.1f} ms ({med['base'] / med['pass']:4.2f}x, "
+                         f"CPU {cpu['base'] / cpu['pass']:4.2f}x)  "
                          f"{'same answer' if same else 'ANSWERS DIFFER'}")
             print(line, flush=True)
             for t, (venv, _) in venvs.items():

@@ -46,9 +46,7 @@ OURS = {
     # check: the two sides from the catalog, their token lists, the engines' verdicts, the GGUF vocabularies
     "indexer.answer.sides", "indexer.answer.rule_inputs", "indexer.catalog.tokenstore", "indexer.engines.rules",
     "indexer.vocab.fingerprint", "indexer.vocab.tokenizer_files", "indexer.vocab.hf_tables",
-    "indexer.vocab.canonical", "indexer.gguf.predict", "indexer.gguf.convert", "indexer.gguf.hf",
-    "indexer.gguf.vocabpaths", "indexer.gguf.archs", "indexer.gguf.tfmap", "indexer.gguf.tfconfig",
-    "indexer.gguf.written", "indexer.gguf.prehash",
+    "indexer.vocab.canonical", "indexer.gguf.predict",  # GGUFVocab only: not the converter (convert, hf, ...)
     # the expected speed-up (issue 28): plain data and arithmetic
     "indexer.answer.speedup", "indexer.speed", "indexer.speed.facts", "indexer.speed.hardware",
     "indexer.speed.model", "indexer.speed.quant",

@@ -15,9 +15,10 @@ import os
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from ..record import Factory, Record, field_names
 from . import LLAMACPP_COMMIT, NOT_MODELLED  # the pin and the not-modelled prefix (indexer/gguf/__init__.py)
-from .convert import convert
-from .hf import ConverterError, NotModelled, file_cache
-from .written import Written
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
+if TYPE_CHECKING:
+    from .written import Written
 
 LLAMA_TOKEN_NULL = -1
 
@@ -161,6 +162,11 @@ def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
 
     Bad files raise :class:`InputError`; what the converter itself refuses comes back as ``converted=False``.
     """
+    # The converter (convert, hf, vocabpaths, written and their tables: about half a bare Python's start) only
+    # here: a check of two catalog repos reads GGUFVocab from the catalog and predicts nothing (issue 31).
+    from .convert import convert
+    from .hf import ConverterError, NotModelled, file_cache
+
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     d = check_dir(directory)
     try:
