@@ -365,3 +365,12 @@ def test_gguf_files_get_an_estimate_and_lm_studio_runs_them_with_llamacpp(demo_c
     v = json.loads(out)["verdicts"]
     assert v["llama.cpp"]["speedup"]["target_quant"] == "Q4_K_M" and v["llama.cpp"]["speedup"]["draft_quant"] == "Q8_0"
     assert v["lmstudio"]["speedup"]["estimate"] == v["llama.cpp"]["speedup"]["estimate"]
+
+
+def test_the_header_counts_the_repos_that_work_beside_the_class(demo_catalog):
+    """The class line used to say "(5 repos)" while drafts of agreeing classes were listed too (issue 30)."""
+    code, out = cli_run("query", "--target", TARGET, "--db", str(demo_catalog), "--json")
+    t = json.loads(out)["target"]
+    assert t["agreeing_members"] >= 1
+    code, text = cli_run("query", "--target", TARGET, "--db", str(demo_catalog))
+    assert f"({t['class_members']} repos, and {t['agreeing_members']} more whose vocabularies work with it)" in text

@@ -144,6 +144,18 @@ class Query:
         self.speed = speed  # speedup.Options, or None for the reference devices
         self._target_speed: dict | None = None
 
+    def _agreeing_members(self) -> int:
+        """Repos outside the target's class whose drafts work with it anyway: other GGUF vocabularies that pass
+        llama.cpp's check, vocabularies that agree (the header says so, else its count reads as a contradiction
+        of the drafts listed)."""
+        others = [c for c in self.class_ids + self.degraded_ids if c != self.class_id]
+        if not others:
+            return 0
+        params: dict = {}
+        row = self.cat.one(f"SELECT SUM(members) FROM compat_classes WHERE id IN {in_list('c', others, params)}",
+                           params)
+        return int(row[0] or 0) if row else 0
+
     def _agreeing_classes(self) -> None:
         t = self.t
         rows = self.cat.all(
@@ -614,4 +626,5 @@ class Query:
             "hf_vocab_size": t["hf_vocab_size"],
             "class": self.label,
             "class_members": self.members,
+            "agreeing_members": self._agreeing_members(),
         }

@@ -82,8 +82,10 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     if result.get("refused"):  # the class is the refusal: said once, on the line below
         lines.append(f"engine: {ENGINE_NAMES[engine]}{release}")
     else:
+        more = t.get("agreeing_members") or 0
+        also = f", and {more} more whose vocabularies work with it" if more else ""
         lines.append(f"engine: {ENGINE_NAMES[engine]}{release}; class: {t['class']} "
-                     f"({n} repo{'' if n == 1 else 's'})")
+                     f"({n} repo{'' if n == 1 else 's'}{also})")
     if result.get("by_version"):
         lines.append(f"by version: {registry.versions_line(engine, result['by_version'])}")
     drafts = result["drafts"]
