@@ -381,8 +381,9 @@ def test_offline_a_catalog_that_never_looked_says_so_in_one_line(hub, env, monke
     db = env / "catalog.db"
     run("check", "--db", db, DEMO_TARGET, MISMATCH)
     hub.reset_counts()
-    res = run("query", "--db", db, "--target", DEMO_TARGET, "--offline", ok=(0,))
+    res = run("query", "--db", db, "--target", DEMO_TARGET, "--offline", "--near-misses", ok=(0,))
     assert "no engine has drafts" not in res.output and "no drafts found" not in res.output
+    assert "near misses: none" not in res.output
     [line] = [s for s in res.output.splitlines() if "too little" in s]
     assert "--live" in line and "indexer pull" in line
     out = json.loads(run("query", "--db", db, "--target", DEMO_TARGET, "--offline", "--json").output)

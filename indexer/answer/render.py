@@ -157,7 +157,7 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
             lines.append(f"  {m['repo_id']} ({size}) {m['outcome']} ({said}): {m['reason']}")
             if m["fix"]:
                 lines.append(f"    fix: {m['fix']}")
-    elif near_misses:
+    elif near_misses and result["summary"].get("catalog_looked") is not False:  # unlooked: the summary says why
         lines.append("near misses: none")
     lines.append(_summary_line(result))
     return "\n".join(lines)
