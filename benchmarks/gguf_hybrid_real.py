@@ -65,16 +65,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", required=True, help="the converter environment's python")
     ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp tree (convert_hf_to_gguf.py)")
+    ap.add_argument("cases", nargs="*", help="only these cases (the others keep their recorded result)")
     args = ap.parse_args()
-    results = {}
+    results = json.loads(ORACLE.read_text())["cases"] if args.cases and ORACLE.is_file() else {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in CASES:
+        for name in args.cases or CASES:
             d = write_case(Path(tmp), name)
             results[name] = run(args.python, args.llama_cpp, d, Path(tmp) / f"{name}.gguf")
             print(name, json.dumps(results[name])[:160], flush=True)
     ORACLE.parent.mkdir(exist_ok=True)
     ORACLE.write_text(json.dumps({"llama.cpp": "0c1e57098 (llama-cpp-python 0.3.36 sdist)",
-                                  "how": "benchmarks/gguf_hybrid_real.py", "cases": results}, indent=1) + "\n")
+                                  "how": "benchmarks/gguf_hybrid_real.py",
+                                  "cases": {n: results[n] for n in CASES if n in results}}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
