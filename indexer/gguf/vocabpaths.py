@@ -419,7 +419,7 @@ def _padded(hparams: dict, default_multiple: int) -> dict:
 
 
 BUILTIN = "indexer does not model _set_vocab_builtin (base.py:2250-2275: the token list of llama.cpp's own "\
-          "models/ggml-vocab-gpt-neox.gguf, used when the repo has no tokenizer files)"
+          "models/ggml-vocab-gpt-neox.gguf, used when the repo has neither tokenizer.json nor tokenizer.model)"
 
 
 def _mamba(directory: Path, hparams: dict, max_bytes: int) -> Written:
