@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from gguf_real import LIBLLAMA  # noqa: E402
 from hybridkit import CASES, ORACLE, write_case  # noqa: E402
 
 from indexer.gguf.file import read_gguf  # noqa: E402
@@ -65,16 +67,32 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", required=True, help="the converter environment's python")
     ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp tree (convert_hf_to_gguf.py)")
+    ap.add_argument("--libllama", help="a python with llama_cpp (llama-cpp-python 0.3.36 from the sdist): also "
+                    "load each written file with the real libllama and compare its facts with file.py's")
+    ap.add_argument("cases", nargs="*", help="only these cases (the others keep their recorded result)")
     args = ap.parse_args()
-    results = {}
+    results = json.loads(ORACLE.read_text())["cases"] if args.cases and ORACLE.is_file() else {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in CASES:
+        written = {}
+        for name in args.cases or CASES:
             d = write_case(Path(tmp), name)
             results[name] = run(args.python, args.llama_cpp, d, Path(tmp) / f"{name}.gguf")
+            if results[name]["converted"]:
+                written[name] = Path(tmp) / f"{name}.gguf"
             print(name, json.dumps(results[name])[:160], flush=True)
+        if args.libllama and written:
+            r = subprocess.run([args.libllama, "-c", LIBLLAMA, *map(str, written.values())], capture_output=True,
+                               text=True)
+            real = json.loads(r.stdout.strip().splitlines()[-1])
+            types = {1: "spm", 2: "bpe", 3: "wpm", 4: "ugm"}
+            for name, path in written.items():
+                got = dict(real[str(path)], vocab_type=types.get(real[str(path)].get("vocab_type")))
+                diff = {k: (results[name][k], got.get(k)) for k in FIELDS[2:] if results[name][k] != got.get(k)}
+                print(f"libllama {name}: {'same' if not diff else diff}", flush=True)
     ORACLE.parent.mkdir(exist_ok=True)
     ORACLE.write_text(json.dumps({"llama.cpp": "0c1e57098 (llama-cpp-python 0.3.36 sdist)",
-                                  "how": "benchmarks/gguf_hybrid_real.py", "cases": results}, indent=1) + "\n")
+                                  "how": "benchmarks/gguf_hybrid_real.py",
+                                  "cases": {n: results[n] for n in CASES if n in results}}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -91,7 +91,16 @@ def _with(cfg: dict, vocab_size: int | None = None, drop: tuple = (), **fields) 
     return out
 
 
-# name -> (corpus directory whose tokenizer files are copied, config.json)
+GLM4_MOE = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": 4096,
+            "num_hidden_layers": 4, "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
+            "n_routed_experts": 128, "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+            "max_position_embeddings": 131072}
+GLM4 = {"architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "hidden_size": 4096, "num_hidden_layers": 4,
+        "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "max_position_embeddings": 32768}
+GLM_ADDED = {"[gMASK]": 151665, "<|user|>": 151666, "<|observation|>": 151667}  # GLM's chat tokens, as added ones
+
+# name -> (corpus directory whose tokenizer files are copied, config.json[, added tokens written into
+# added_tokens.json and tokenizer_config.json's added_tokens_decoder as special])
 CASES = {
     "mamba-neox": (NEOX, _with(MAMBA, 50277)),  # tokenizer.json -> GPT-2 BPE, 50277 padded to 50280
     "mamba-spm": (VICUNA, _with(MAMBA, 32001)),  # tokenizer.model -> SentencePiece, padded to 32008
@@ -115,16 +124,27 @@ CASES = {
     "gemma3n-no-altup": (QWEN, _with(GEMMA3N, 151936, drop=("altup_num_inputs",))),
     "gemma4-llama-bpe": (LLAMA2, _with(GEMMA4, 32000)),
     "gemma4-neox": (NEOX, _with(GEMMA4, 50432)),
+    "glm4-moe": (QWEN, _with(GLM4_MOE, 151936), GLM_ADDED),
+    "glm4-moe-without-gmask": (QWEN, _with(GLM4_MOE, 151936)),  # KeyError: '[gMASK]'
+    "glm4": (QWEN, _with(GLM4, 151936), GLM_ADDED),
+    "glm4-without-user": (QWEN, _with(GLM4, 151936)),  # KeyError: '<|user|>'
 }
 
 
 def write_case(root: Path, name: str) -> Path:
     """The case's model directory under ``root``: the corpus tokenizer files and the config."""
-    source, config = CASES[name]
+    source, config, *extra = CASES[name]
     d = root / name
     d.mkdir(parents=True, exist_ok=True)
     for f in TOKENIZER_FILES:
         if (CORPUS / source / f).is_file():
             shutil.copy(CORPUS / source / f, d / f)
     (d / "config.json").write_text(json.dumps(config))
+    for content, tid in (extra[0] if extra else {}).items():
+        atj = json.loads((d / "added_tokens.json").read_text())
+        (d / "added_tokens.json").write_text(json.dumps({**atj, content: tid}))
+        tc = json.loads((d / "tokenizer_config.json").read_text())
+        tc["added_tokens_decoder"][str(tid)] = {"content": content, "lstrip": False, "normalized": False,
+                                                "rstrip": False, "single_word": False, "special": True}
+        (d / "tokenizer_config.json").write_text(json.dumps(tc))
     return d

@@ -1,6 +1,6 @@
-"""Issue 29 part 5: llama.cpp's converter paths for state-space, hybrid and Gemma 3n/4 architectures (Mamba,
-Falcon-Mamba, Mamba-2, Granite 4.0-H, Bamba, Nemotron-H, Jamba, Gemma 3n, Gemma 4), held to what llama.cpp's own
-converter classes wrote for the same directories (tests/data/gguf_hybrid_oracle.json, made by
+"""Issue 29 part 5: llama.cpp's converter paths for state-space, hybrid, Gemma 3n/4 and GLM architectures (Mamba,
+Falcon-Mamba, Mamba-2, Granite 4.0-H, Bamba, Nemotron-H, Jamba, Gemma 3n, Gemma 4, GLM-4, GLM-4.5+), held to what
+llama.cpp's own converter classes wrote for the same directories (tests/data/gguf_hybrid_oracle.json, made by
 benchmarks/gguf_hybrid_real.py), and the ``unknown`` outcome for a path the indexer still does not model: it is
 never counted as refused or works, in check, query and the summary."""
 
@@ -55,7 +55,8 @@ def test_each_converter_path_writes_what_the_real_converter_writes(tmp_path, ora
 def test_the_hybrid_architectures_are_modelled():
     for arch in ("NemotronHForCausalLM", "MambaForCausalLM", "FalconMambaForCausalLM", "Mamba2ForCausalLM",
                  "GraniteMoeHybridForCausalLM", "BambaForCausalLM", "JambaForCausalLM",
-                 "Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma3nForConditionalGeneration"):
+                 "Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma3nForConditionalGeneration",
+                 "Glm4MoeForCausalLM", "Glm4ForCausalLM"):
         assert arch in SUPPORTED and arch in VOCAB_PATH, arch
 
 

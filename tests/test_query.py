@@ -120,7 +120,8 @@ def test_json_shape(catalog):
     res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--json", "--db", catalog, "--near-misses"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert set(data) == {"target", "engine", "drafts", "near_misses", "summary", "refused", "version", "by_version"}
+    assert set(data) == {"target", "engine", "drafts", "near_misses", "summary", "refused", "unknown", "version",
+                         "by_version"}
     assert all(m["outcome"] in ("useless", "refused") for m in data["near_misses"])
     assert data["engine"] == "sglang" and data["version"] == "0.5.23" and data["by_version"] is None
     assert data["target"]["repo_id"] == TARGET

@@ -497,3 +497,13 @@ VOCAB_PATH.update({
         "Gemma4AssistantForCausalLM", "Gemma4UnifiedAssistantForCausalLM",
     )},
 })
+# GLM (issue 29): get_vocab_base plus special ids by added-token name
+VOCAB_PATH.update({
+    **{a: ("glm", "conversion/base.py:2350-2365 (_set_vocab_glm: Glm4MoeModel glm.py:148, Glm4MoeLiteModel :255, "
+                  "GlmMoeDsaModel :362, Glm5NextModel :429)") for a in (
+        "Glm4MoeForCausalLM", "Glm4vMoeForConditionalGeneration", "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM",
+        "Glm5NextForConditionalGeneration",
+    )},
+    **{a: ("glm4", "conversion/glm.py:17-45 (Glm4Model)")
+       for a in ("Glm4ForCausalLM", "Glm4vForConditionalGeneration")},
+})

@@ -422,7 +422,7 @@ def _padded(hparams: dict, default_multiple: int) -> dict:
 
 
 BUILTIN = "indexer does not model _set_vocab_builtin (base.py:2250-2275: the token list of llama.cpp's own "\
-          "models/ggml-vocab-gpt-neox.gguf, used when the repo has no tokenizer files)"
+          "models/ggml-vocab-gpt-neox.gguf, used when the repo has neither tokenizer.json nor tokenizer.model)"
 
 
 def _mamba(directory: Path, hparams: dict, max_bytes: int) -> Written:
@@ -518,6 +518,41 @@ def _gemma4(directory: Path, hparams: dict, max_bytes: int) -> Written:
     return written
 
 
+def _glm_named(directory: Path, hparams: dict, max_bytes: int, names: tuple, *, remote: bool) -> Written:
+    """get_vocab_base's GPT-2 BPE, then special ids by added-token name through SpecialVocab._set_special_token,
+    which keeps an id already read from the files (gguf-py/gguf/vocab.py:149-159); an absent name is the
+    converter's KeyError."""
+    if remote:
+        tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
+        tok_map = tc.get("auto_map")
+        if isinstance(tok_map, list) or (isinstance(tok_map, dict) and "AutoTokenizer" in tok_map):
+            raise NotModelled("indexer does not run the repo's tokenizer code, which Glm4Model.set_vocab loads "
+                              "(AutoTokenizer trust_remote_code=True, conversion/glm.py:33)")
+    written = _gpt2(directory, hparams, max_bytes)
+    added = load_hf_tokenizer(directory, read_json(directory / "config.json", max_bytes), max_bytes).added
+    for typ, name in names:
+        if name not in added:
+            raise ConverterError(f"KeyError: {name!r}")
+        written.special_ids.setdefault(typ, added[name])
+    return written
+
+
+def _glm(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """_set_vocab_glm (conversion/base.py:2350-2365; GLM-4.5/4.6/4.7 MoE, GLM-4.7-Flash, GLM-5): bos [gMASK], eot
+    <|user|>, unk <|endoftext|>, eom <|observation|>."""
+    return _glm_named(directory, hparams, max_bytes, (("bos", "[gMASK]"), ("eot", "<|user|>"),
+                                                      ("unk", "<|endoftext|>"), ("eom", "<|observation|>")),
+                      remote=False)
+
+
+def _glm4(directory: Path, hparams: dict, max_bytes: int) -> Written:
+    """Glm4Model.set_vocab (conversion/glm.py:31-45; GLM-4-0414, GLM-4.1V): eos, eot, unk and bos by name, with
+    the tokenizer loaded with trust_remote_code=True."""
+    return _glm_named(directory, hparams, max_bytes, (("eos", "<|endoftext|>"), ("eot", "<|user|>"),
+                                                      ("unk", "<|endoftext|>"), ("bos", "<|endoftext|>")),
+                      remote=True)
+
+
 PATHS = {
     "llama": _llama,
     "gpt2": _gpt2,
@@ -538,6 +573,8 @@ PATHS = {
     "jamba": _jamba,
     "gemma3n": _gemma3n,
     "gemma4": _gemma4,
+    "glm": _glm,
+    "glm4": _glm4,
 }
 
 
