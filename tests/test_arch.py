@@ -562,12 +562,15 @@ NEW = {}  # the default: each engine's newest release
 
 def test_transformers_5_25_starts_the_rolled_back_hybrids(sides):
     """5.25.0 removed the stateful refusal: hybrids with per-token state history start; 5.24.0 refused them."""
-    for target in ("qwen3_next", "falcon_h1", "granite_h", "nemotron_h", "mamba2"):
+    for target in ("qwen3_next", "falcon_h1", "granite_h", "nemotron_h"):
         got = outcomes(sides, target, "llama_2k", NEW)
         assert got["transformers"] == "works", target
         assert "records each token's recurrent state" in said(sides, target, "llama_2k", "transformers", NEW)
         assert outcomes(sides, target, "llama_2k")["transformers"] == "refused"  # at 5.24.0
-    assert outcomes(sides, "qwen3_5_moe", "qwen3_5", NEW)["transformers"] == "works"
+    # seen differing from plain greedy decoding when run on tiny float64 models (tests/engine_harness.py)
+    for target in ("qwen3_5_moe", "mamba2"):
+        assert outcomes(sides, target, "llama_2k", NEW)["transformers"] == WRONG_OUTPUT, target
+    assert outcomes(sides, "qwen3_5_moe", "qwen3_5", NEW)["transformers"] == WRONG_OUTPUT
 
 
 def test_transformers_5_25_mamba1_is_wrong_output_and_the_rest_as_read(sides):
@@ -584,8 +587,8 @@ def test_transformers_rows_for_types_without_a_history():
 
     e = ENGINES["transformers"]
     for model_type, want in (("rwkv", "refused"), ("xlstm", "refused"), ("deepseek_v4", "refused"),
-                             ("zamba", WRONG_OUTPUT), ("zaya", WRONG_OUTPUT), ("recurrent_gemma", WRONG_OUTPUT),
-                             ("qwen3_5_moe", None), ("kimi_linear", None), ("olmo_hybrid", None)):
+                             ("zamba", "refused"), ("zaya", "refused"), ("recurrent_gemma", "refused"),
+                             ("qwen3_5_moe", WRONG_OUTPUT), ("kimi_linear", None), ("olmo_hybrid", WRONG_OUTPUT)):
         facts = ArchFacts(model_type=model_type)
         rows = [r for r in e.arch_rules if r.side == "target" and r.when(facts, None)]
         assert [r.outcome for r in rows] == [want], model_type
@@ -627,7 +630,7 @@ def test_mlx_0_32_2_new_cache_types(tmp_path):
 def test_query_answers_the_stateful_target_at_each_release(catalog):
     new = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog)
     assert new["version"] == "5.25.0" and new["drafts"] and not new["refused"]
-    assert new["by_version"] == {"5.24.0": "refused", "5.25.0": "starts"}
+    assert new["by_version"] == {"5.24.0": "refused", "5.25.0": WRONG_OUTPUT}
     old = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog, release="5.24.0")
     assert old["version"] == "5.24.0" and old["drafts"] == [] and old["refused"]
     with pytest.raises(QueryError) as e:
@@ -636,4 +639,4 @@ def test_query_answers_the_stateful_target_at_each_release(catalog):
     res = CliRunner().invoke(cli, ["query", "--target", "qwen/Qwen3.5-MoE-35B", "--db", catalog, "--engine",
                                    "transformers", "--engine-version", "transformers==5.24.0"])
     assert res.exit_code == 0 and "transformers assisted generation 5.24.0" in res.output
-    assert "by version: refused on transformers \u2264 5.24.0, starts from 5.25.0" in res.output
+    assert "by version: refused on transformers \u2264 5.24.0, wrong_output from 5.25.0" in res.output
