@@ -81,5 +81,5 @@ def test_check_by_repo_id_agrees_with_oracle_on_every_pair(crawled, oracle):
     result = CliRunner().invoke(cli, ["check", "--db", db, ids[t], ids[d], "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["verdicts"]["sglang"]["compatible"]
     t, d = next(p for p in oracle["pairs"]["mapping_mismatch"] if tuple(p) not in works)
-    result = CliRunner().invoke(cli, ["check", "--db", db, ids[t], ids[d]])
+    result = CliRunner().invoke(cli, ["check", "--db", db, ids[t], ids[d], "--verbose"])
     assert result.exit_code == 1 and "USELESS" in result.stdout and "slower than none" in result.stdout

@@ -82,7 +82,8 @@ def test_check_exit_codes(tmp_path):
 
     assert set(data["verdicts"]) == set(ENGINES)
     assert set(data["verdicts"]["sglang"]) == {"compatible", "accepted", "outcome", "reasons", "vocabulary_outcome",
-                                                "architecture"}
+                                                "architecture", "version", "by_version", "versions", "speedup",
+                                                "speedups"}
     assert set(data["tli"]) >= {"intersection", "ratio"}
 
 

@@ -109,7 +109,8 @@ def test_check_fixes_are_short_lines_and_verbose_keeps_their_sources(demo_catalo
     assert "vocab_mapping.py" not in "\n".join(short)  # the citation is --verbose's and --json's
     for fix in data["fixes"].values():
         assert fix is None or fix in full
-    assert [line for line in short if "ollama" in line.split()[1:2]] == ["  REFUSED        ollama        "
+    label = f"ollama {data['verdicts']['ollama']['version']}"
+    assert [line for line in short if "ollama" in line.split()[1:2]] == [f"  REFUSED        {label:20} "
                                                                         "Ollama takes no separate draft models"]
 
 

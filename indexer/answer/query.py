@@ -164,8 +164,6 @@ class _CheckCatalog:
 
 
 def _check(target: str, draft: str, db: str | None, max_file_bytes: int, releases: dict | None = None) -> dict:
-    from pathlib import Path
-
     from ..engines.rules import check_pair
     from .headquery import explain_head
     from .lookup import looks_like_dir
