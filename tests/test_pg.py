@@ -129,7 +129,7 @@ def test_pg_corpus_crawl_compute_query_check_agree_with_oracle_and_sqlite(pg_url
     result = invoke(["check", "--db", pg_url, ids[t], ids[d], "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["verdicts"]["sglang"]["compatible"]
     t, d = next(p for p in oracle["pairs"]["mapping_mismatch"] if tuple(p) not in works_on_sglang(oracle))
-    result = invoke(["check", "--db", pg_url, ids[t], ids[d]])
+    result = invoke(["check", "--db", pg_url, ids[t], ids[d], "--verbose"])
     assert result.exit_code == 1 and "USELESS" in result.stdout and "slower than none" in result.stdout
 
 

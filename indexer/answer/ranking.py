@@ -271,7 +271,8 @@ class Query:
         if not class_ids:
             return []
         t = self.t
-        params.update({"tp": t["params"], "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
+        params.update({"tp": t["params"], "tp3": t["params"] * 3 if t["params"] is not None else None,
+                       "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
                        "chat": t["is_chat"], "pk": self.target.exclude_pk})
         if limit is None or t["params"] is None or offset:  # a later page (archrank.take): one plain query
             return self._details(self._rank_rows(class_ids, where, params, limit, offset))
@@ -320,7 +321,8 @@ class Query:
         pool = max(limit, POOL)
         for ids in (self.class_ids, self.degraded_ids):  # degraded drafts come after every working one
             # under 3/4 of the target's size (COPY_RATIO): a repo of its size (its base, a quant) is no draft
-            for where in ("AND rc.params * 4 < :tp * 3 AND NOT rc.disabled",
+            # (:tp3 is 3 x the target's size, computed here: PostgreSQL multiplies a bound int4 in int4)
+            for where in ("AND rc.params * 4 < :tp3 AND NOT rc.disabled",
                           "AND rc.params IS NULL AND NOT rc.disabled"):
                 if len(rows) < pool:
                     got, demoted = self._take(ids, where, pool - len(rows))
@@ -397,8 +399,9 @@ class Query:
 
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
-        params = {"pk": self.target.exclude_pk, "tp": self.t["params"]}
-        size = "AND (rc.params * 4 < :tp * 3 OR rc.params IS NULL) " if self.t["params"] is not None else ""
+        tp = self.t["params"]
+        params = {"pk": self.target.exclude_pk, "tp": tp, "tp3": tp * 3 if tp is not None else None}
+        size = "AND (rc.params * 4 < :tp3 OR rc.params IS NULL) " if tp is not None else ""
         classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
         probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {classes} "
                  f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")
