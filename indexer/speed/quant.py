@@ -133,7 +133,3 @@ def from_gguf_file_type(file_type: str | None) -> Quant | None:
     except BadInput:
         return None
 
-
-def names() -> list[str]:
-    """Every canonical name, for help text and the hardware listing."""
-    return [q.name for q in _TABLE]
