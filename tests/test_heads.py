@@ -267,10 +267,13 @@ def test_mtp_launch():
     v3 = target_shape({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
                        "num_nextn_predict_layers": 1}, "deepseek-ai/DeepSeek-V3")
     assert mtp_launch(v3, "sglang") == ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 "
-                                        "--speculative-algorithm NEXTN")
+                                        "--speculative-algorithm NEXTN --speculative-num-steps 3 "
+                                        "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
     nxt = target_shape({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
                         "num_nextn_predict_layers": 1}, "Qwen/Qwen3-Next-80B-A3B-Instruct")
-    assert mtp_launch(nxt, "sglang").endswith("--speculative-draft-model-path Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert mtp_launch(nxt, "sglang").endswith("--speculative-draft-model-path Qwen/Qwen3-Next-80B-A3B-Instruct "
+                                              "--speculative-num-steps 3 --speculative-eagle-topk 1 "
+                                              "--speculative-num-draft-tokens 4")
     cmd = mtp_launch(v3, "vllm")
     assert cmd.startswith("vllm serve deepseek-ai/DeepSeek-V3 --speculative-config '")
     assert json.loads(cmd.split("'")[1]) == {"method": "mtp", "num_speculative_tokens": 1}
@@ -281,7 +284,8 @@ def test_launch_syntax():
     h = _eagle3(repo="lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B")
     assert launch(h, "meta-llama/Llama-3.1-8B-Instruct", "sglang") == (
         "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct "
-        "--speculative-algorithm EAGLE3 --speculative-draft-model-path lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B")
+        "--speculative-algorithm EAGLE3 --speculative-draft-model-path lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B "
+        "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
     cmd = launch(h, "meta-llama/Llama-3.1-8B-Instruct", "vllm")
     assert json.loads(cmd.split("'")[1]) == {"method": "eagle3", "model": "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B",
                                              "num_speculative_tokens": 3}
@@ -574,7 +578,7 @@ def test_fitting_heads_ranks_exact_lineage_shape_then_downloads():
     assert [e["repo_id"] for e in fits] == ["a/exact", "b/lineage", "c/shape-popular", "d/shape"]
     assert [e["tier"] for e in fits] == ["exact", "lineage", "shape", "shape"]
     assert fits[2]["reasons"][0] == "fits by shape only: acceptance is unknown"
-    assert fits[0]["launch"].endswith("--speculative-draft-model-path a/exact")
+    assert "--speculative-draft-model-path a/exact --speculative-num-steps 3 " in fits[0]["launch"]
     assert [(m["repo_id"], m["failed_check"], m["reason"]) for m in misses] == [
         ("e/miss", "hidden_size", "trained for hidden size 2048; this target has 4096")]
     eagle_fits, _ = heads.fitting_heads(target, [eagle1, exact], "sglang", "eagle")

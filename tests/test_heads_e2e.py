@@ -118,7 +118,8 @@ def test_eagle3_exact_then_lineage_then_near_misses(synthetic):
         assert any("shares this target's base-model lineage" in r for r in ft["drafts"][0]["reasons"])
     sglang = query_json(db, TINY_FT, "eagle3", "sglang")[1]["drafts"][0]["launch"]
     assert sglang == (f"python -m sglang.launch_server --model-path {TINY_FT} --speculative-algorithm EAGLE3 "
-                      f"--speculative-draft-model-path {exact}")
+                      f"--speculative-draft-model-path {exact} --speculative-num-steps 3 --speculative-eagle-topk 1 "
+                      "--speculative-num-draft-tokens 4")
     vllm = query_json(db, TINY_FT, "eagle3", "vllm")[1]["drafts"][0]["launch"]
     assert shlex.split(vllm)[:3] == ["vllm", "serve", TINY_FT]
     assert json.loads(shlex.split(vllm)[4]) == {"method": "eagle3", "model": exact, "num_speculative_tokens": 3}
@@ -140,7 +141,8 @@ def test_dflash_eagle_mtp_and_ngram(synthetic):
         ngram = query_json(db, TINY, "ngram", engine)[1]
         assert ngram["drafts"][0]["reasons"] == [heads.NGRAM_REASON] and "needs no draft" in heads.NGRAM_REASON
     assert query_json(db, MTP, "mtp", "sglang")[1]["drafts"][0]["launch"] == (
-        f"python -m sglang.launch_server --model-path {MTP} --speculative-algorithm NEXTN")
+        f"python -m sglang.launch_server --model-path {MTP} --speculative-algorithm NEXTN --speculative-num-steps 3 "
+        "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
     assert query_json(db, MTP, "mtp", "vllm")[1]["drafts"][0]["launch"] == (
         f"vllm serve {MTP} --speculative-config '{{\"method\": \"mtp\", \"num_speculative_tokens\": 1}}'")
     code, out, _ = invoke("query", "--db", db, "--target", TINY, "--method", "ngram")
@@ -165,6 +167,30 @@ def test_method_all_gives_every_option_per_engine(synthetic):
     assert code == 0
     assert "eagle3: heads-lab/sglang-EAGLE3-TinyLlama-1.1B-Chat-v1.0 [exact]" in out
     assert "--speculative-algorithm NGRAM" in out and '"method": "ngram"' in out
+
+
+def test_method_all_compares_heads_with_drafts_by_the_estimate(synthetic):
+    db = synthetic[0]
+    code, res, _ = query_json(db, MTP, "all", "sglang", "--hardware", "H200", "--task", "code")
+    assert code == 0
+    for engine in ("sglang", "vllm"):
+        view = res["engines"][engine]
+        mtp = view["mtp"]["speedup"]
+        assert mtp["hardware"] == "H200" and mtp["task"] == "code" and mtp["estimate"] > 0
+        eagle3 = view["heads"]["eagle3"][0]["speedup"]
+        assert eagle3["low"] <= eagle3["estimate"] <= eagle3["high"] and "eagle3 head" in eagle3["why"]
+        assert view["heads"]["dflash"][0]["speedup"]["why"].endswith("no measured acceptance for dflash heads")
+        best = view["best"]
+        assert best["estimate"] == max(mtp["estimate"], eagle3["estimate"]) and best["compared"] == 2
+    # each head's estimate is at the draft-token count its launch runs
+    assert res["engines"]["vllm"]["mtp"]["speedup"]["draft_tokens"] == 1
+    assert res["engines"]["sglang"]["mtp"]["speedup"]["draft_tokens"] == 3
+    code, out, _ = invoke("query", "--db", db, "--target", MTP, "--method", "all", "--hardware", "H200")
+    assert code == 0 and "best expected on H200: " in out and "(of 2 compared)" in out
+    code, res, _ = query_json(db, MTP, "all", "sglang", "--hardware", "M4 Max")
+    assert res["engines"]["sglang"]["mtp"]["speedup"]["why"].endswith("does not run on apple devices")
+    code, res, _ = query_json(db, TINY, "eagle3", "vllm")
+    assert res["drafts"][0]["speedup"]["draft_tokens"] == 3
 
 
 def test_check_target_head(synthetic):

@@ -218,6 +218,74 @@ def test_a_calibration_improves_on_the_priors():
     assert err(fitted) < err(model.PRIORS)
 
 
+# ---- speculator heads ---------------------------------------------------------------------------------------------
+
+def llama_8b():
+    return model.Shape(params=int(8.03e9), layers=32, hidden=4096, vocab=128256, tied=False,
+                       kv_per_token=2 * 32 * 8 * 128)
+
+
+def test_a_head_reads_its_layer_not_its_embedding_table():
+    table = 128256 * 4096
+    head = model.head_shape(table + 400_000_000, 4096, 128256)
+    assert head.params == 400_000_000 and head.layers == 1
+    small = model.head_shape(100_000_000, 4096, 128256)  # no table in the count: all of it is read
+    assert small.params == 100_000_000
+    assert model.head_shape(None, 4096, 128256) is None
+
+
+def test_head_estimates_follow_the_task_and_the_method():
+    head = model.head_shape(128256 * 4096 + 420_000_000, 4096, 128256)
+    s = {task: model.estimate_head(llama_8b(), head, setup("H100 SXM", model.SERVING, "bf16", "bf16", task=task,
+                                                           draft_tokens=3), method="eagle3")
+         for task in model.TASKS}
+    assert s["code"].estimate > s["reasoning"].estimate > s["chat"].estimate > s["prose"].estimate > 1.0
+    assert all(e.draft_tokens == 3 and e.low <= e.estimate <= e.high for e in s.values())
+    assert "eagle3 head" in s["chat"].why
+    mtp = model.estimate_head(llama_8b(), model.mtp_shape(llama_8b()), setup("H100 SXM", model.SERVING, "bf16",
+                                                                              "bf16", draft_tokens=1), method="mtp")
+    assert 1.0 < mtp.estimate < 2.0  # one MTP token a round: at most twice the tokens
+    assert model.estimate_head(llama_8b(), head, setup("H100 SXM", model.SERVING, "bf16", "bf16"),
+                               method="dflash") is None
+
+
+def test_streams_decoded_together_share_the_weights_not_the_cache():
+    one = setup("H100 SXM", model.SERVING, "bf16", "bf16")
+    eight = setup("H100 SXM", model.SERVING, "bf16", "bf16", batch=8)
+    t1, t8 = model.forward_seconds(llama_8b(), one.target_quant, 1, one), \
+        model.forward_seconds(llama_8b(), eight.target_quant, 1, eight)
+    assert t1 < t8 < 8 * t1
+    assert "8 streams decoded together" in model.estimate(llama_8b(), llama_8b(), eight, relation="sibling").why
+
+
+def _benchmark_heads():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "speedup_heads.py"
+    spec = importlib.util.spec_from_file_location("speedup_heads", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_measurements
+def test_the_shipped_head_acceptance_is_the_fit_of_the_shared_heads():
+    """HEAD_ACCEPT["eagle3"] is what benchmarks/speedup_heads.py --fit gives; held out per target, the model's
+    error on the single-device head rows beats Leviathan's."""
+    bench = _benchmark_heads()
+    rows = json.loads(MEASUREMENTS.read_text())["heads"]
+    cases = [bench.HeadCase(r) for r in rows if r.get("target") in bench.TARGETS and r.get("speedup")
+             and r.get("hw_key")]
+    assert len(cases) >= 10
+    assert bench.fit(cases) == pytest.approx(model.HEAD_ACCEPT["eagle3"], abs=1e-3)
+    ours, lev = [], []
+    for c in cases:
+        others = bench.fit([o for o in cases if o.row["target"] != c.row["target"]])
+        ours.append(abs(math.log(bench.predict(c, others) / c.speedup)))
+        lev.append(abs(math.log(bench.leviathan(c, others) / c.speedup)))
+    assert sorted(ours)[len(ours) // 2] < sorted(lev)[len(lev) // 2]
+
+
 # ---- check and query through the CLI -----------------------------------------------------------------------------
 
 def test_check_gives_a_speedup_per_engine(demo_catalog):

@@ -133,7 +133,7 @@ def _not_loading(engine: str, method: str) -> str:
 
 
 def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
-                 all_members: bool = False, release: str | None = None) -> dict:
+                 all_members: bool = False, release: str | None = None, speed=None) -> dict:
     """``--method eagle|eagle3|dflash|mtp|ngram`` on one engine, in the JSON shape of the draft answer."""
     if method in registry.ENGINES[engine].gguf_heads:  # heads the engine runs from GGUF files (llama.cpp)
         from .ggufheads import method_query as gguf_method_query
@@ -173,6 +173,11 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     tp = target_info(t, shape, known)["params"]
     for e in (*found, *misses):
         _sized(e, tp)
+    if method != "ngram" and found:
+        estimate = _Estimator(cat, shape, speed, release)
+        facts = {} if method == "mtp" else {h.repo_id: h for h in candidates}
+        for e in found:
+            e["speedup"] = estimate.head(engine, None if method == "mtp" else facts[e["repo_id"]])
     return {"target": target_info(t, shape, known), "engine": engine, "method": method,
             "drafts": found, "near_misses": misses, "note": note,
             "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "engines_unknown": [],
@@ -180,20 +185,30 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
             "refused": None, "unknown": None}
 
 
-def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dict]], *, limit: int = 3) -> dict:
-    """``--method all``: per engine, built-in MTP, the fitting heads per method, draft models and n-gram.
+def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dict]], *, limit: int = 3,
+                 speed=None) -> dict:
+    """``--method all``: per engine, built-in MTP, the fitting heads per method, draft models and n-gram, each with
+    its expected speed-up where the speed model has one, and the ``best`` of them on the first device.
 
-    ``drafts(repo_id, engine)`` gives the draft models (the answer API's ranking on the same reader)."""
+    ``drafts(repo_id, engine)`` gives the draft models (the answer API's ranking on the same reader); ``speed``: the
+    speed question (answer/speedup.py ``Options``; None: the engines' reference devices)."""
     hc = HeadCatalog(cat)
     t, shape = hc.target(target)
     candidates, downloads = hc.heads()
+    facts = {h.repo_id: h for h in candidates}
     out = {"target": target_info(t, shape, len(candidates)), "method": "all", "engines": {}}
+    estimate = _Estimator(cat, shape, speed)
     for engine, entry in registry.ENGINES.items():
         view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine]}
         if entry.heads:
             ov = rules.overview(shape, candidates, engine, target_lineage=hc.chain(t["repo_id"]),
                                 lineage_of=hc.chain, downloads=downloads)
             view.update(mtp=ov["mtp"], heads={m: hs[:limit] for m, hs in ov["heads"].items()}, ngram=ov["ngram"])
+            if view["mtp"]["fits"]:
+                view["mtp"]["speedup"] = estimate.head(engine, None)
+            for hs in view["heads"].values():
+                for h in hs:
+                    h["speedup"] = estimate.head(engine, facts[h["repo_id"]])
         elif entry.gguf_heads:
             view.update(mtp=None, heads=None, ngram=None, note="runs speculator heads from GGUF files only: ask "
                         f"--method {'|'.join(entry.gguf_heads)} --engine {engine} with a GGUF repo as the target")
@@ -203,8 +218,48 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
             view["drafts"] = drafts(t["repo_id"], engine)
         except QueryError as e:
             view["drafts"], view["drafts_error"] = [], e.message
+        view["best"] = _best_way(view)
         out["engines"][engine] = view
     return out
+
+
+class _Estimator:
+    """The target's speed facts, read once, and the first device's estimate of a head or MTP on an engine."""
+
+    def __init__(self, cat: Reader, shape: TargetShape, speed, release: str | None = None):
+        self.cat, self.shape, self.speed, self.release, self._facts = cat, shape, speed, release, None
+
+    def head(self, engine: str, head: HeadFacts | None) -> dict | None:
+        """``head`` None: the target's built-in MTP."""
+        if registry.ENGINES[engine].speed is None:
+            return None
+        from .speedup import Options, catalog_facts, head_estimate
+
+        if self._facts is None:
+            self._facts = catalog_facts(self.cat, self.shape.repo_id)
+        facts = {"algorithm": "mtp"} if head is None else {
+            "algorithm": head.algorithm, "params": head.params, "hidden_size": head.hidden_size,
+            "vocab_size": head.vocab_size}
+        tokens = rules.launch_tokens(head, self.shape, engine, self.release)
+        figures = head_estimate(engine, self._facts, facts, self.speed or Options(), tokens)
+        return figures[0] if figures else None
+
+
+def _best_way(view: dict) -> dict | None:
+    """The way to speculate with the highest estimate on the first device: MTP, a head or the best draft model."""
+    ways = []
+    if view.get("mtp") and view["mtp"].get("fits"):
+        ways.append(("mtp", None, view["mtp"].get("speedup")))
+    for method, hs in (view.get("heads") or {}).items():
+        ways += [(method, h["repo_id"], h.get("speedup")) for h in hs]
+    if view.get("drafts"):
+        ways.append(("draft", view["drafts"][0]["repo_id"], view["drafts"][0].get("speedup")))
+    known = [w for w in ways if w[2] and w[2].get("estimate") is not None]
+    if not known:
+        return None
+    method, repo_id, speed = max(known, key=lambda w: w[2]["estimate"])
+    return {"method": method, "repo_id": repo_id, "estimate": speed["estimate"], "hardware": speed["hardware"],
+            "compared": len(known)}
 
 
 def explain_head(cat: Reader, target: str, head: str, releases: dict | None = None) -> dict | None:

@@ -62,9 +62,9 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
             from . import headquery
 
             if method == "all":
-                return headquery.overview_all(cat, target, _drafts_per_engine(cat))
+                return headquery.overview_all(cat, target, _drafts_per_engine(cat, speed), speed=speed)
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
-                                          all_members=all_members, release=release)
+                                          all_members=all_members, release=release, speed=speed)
         q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None, release, speed=speed)
         drafts = q.all_members() if all_members else q.drafts(limit)
         misses = q.near_misses(limit) if near_misses else []
@@ -94,7 +94,7 @@ def _shown_as(cat: Reader, path: str, shown: str):
     return t
 
 
-def _drafts_per_engine(cat: Reader, limit: int = 3):
+def _drafts_per_engine(cat: Reader, speed=None, limit: int = 3):
     """``--method all``'s draft models per engine: the target resolved once, ranked on the same reader."""
     from .target import resolve_target
 
@@ -108,7 +108,7 @@ def _drafts_per_engine(cat: Reader, limit: int = 3):
                 resolved[repo_id] = e
         if isinstance(resolved[repo_id], QueryError):
             raise resolved[repo_id]
-        return Query(cat, repo_id, engine, resolved[repo_id]).drafts(limit)
+        return Query(cat, repo_id, engine, resolved[repo_id], speed=speed).drafts(limit)
 
     return drafts
 

@@ -179,6 +179,8 @@ def render_method(result: dict) -> str:
         size = f" ({rules_params(d['params'])})" if d.get("params") else ""
         lines.append(f"{d['repo_id']}{tier}{size}")
         lines += [f"  - {r}" for r in d["reasons"]]
+        if d.get("speedup"):
+            lines.append(f"  speed-up: {_speed_words(d['speedup'])}")
         lines.append(f"  $ {d['launch']}")
     if result["near_misses"]:
         lines.append("near misses (a shape check fails):")
@@ -200,11 +202,16 @@ def render_overview(result: dict) -> str:
         lines.append(f"{view['engine']}:")
         if view["mtp"] is not None:
             m = view["mtp"]
-            lines.append(f"  mtp: {'$ ' + m['launch'] if m['fits'] else 'no (' + '; '.join(m['reasons']) + ')'}")
+            if m["fits"]:
+                said = f" ({_speed_words(m['speedup'])})" if m.get("speedup") else ""
+                lines.append(f"  mtp: built in{said}\n    $ {m['launch']}")
+            else:
+                lines.append(f"  mtp: no ({'; '.join(m['reasons'])})")
             for method, hs in view["heads"].items():
                 if hs:
+                    said = f" ({_speed_words(hs[0]['speedup'])})" if hs[0].get("speedup") else ""
                     lines.append(f"  {method}: {hs[0]['repo_id']} [{hs[0]['tier']}]"
-                                 + (f" (+{len(hs) - 1} more)" if len(hs) > 1 else ""))
+                                 + (f" (+{len(hs) - 1} more)" if len(hs) > 1 else "") + said)
                     lines.append(f"    $ {hs[0]['launch']}")
                 else:
                     lines.append(f"  {method}: no fitting head")
@@ -222,8 +229,21 @@ def render_overview(result: dict) -> str:
         else:
             lines.append(f"  draft: none{' (' + view['drafts_error'] + ')' if view.get('drafts_error') else ''}")
         if view["ngram"] is not None:
-            lines.append(f"  ngram: needs nothing\n    $ {view['ngram']['launch']}")
+            lines.append(f"  ngram: needs nothing (no estimate: it pays as much as the output repeats the prompt)"
+                         f"\n    $ {view['ngram']['launch']}")
+        best = view.get("best")
+        if best and best["compared"] > 1:
+            what = "built-in MTP" if best["method"] == "mtp" else (
+                f"draft {best['repo_id']}" if best["method"] == "draft" else f"{best['method']} head {best['repo_id']}")
+            lines.append(f"  best expected on {best['hardware']}: {what}, ≈{best['estimate']:.1f}× "
+                         f"(of {best['compared']} compared)")
     return "\n".join(lines)
+
+
+def _speed_words(speed: dict) -> str:
+    from .speedup import words
+
+    return words(speed) if speed.get("estimate") is not None else speed["why"]
 
 
 def render_explain(result: dict) -> str:

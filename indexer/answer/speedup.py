@@ -140,6 +140,38 @@ def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.
              first_only: bool = False) -> list[dict]:
     """One estimate per device for a pair that runs on ``engine`` (its ``speedup`` JSON objects); ``first_only``:
     the first device's (a query ranks on it)."""
+
+    def one(setup: model.Setup, ts: model.Shape, ds: model.Shape) -> model.Estimate:
+        return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement)
+
+    return _per_device(engine, t, d, opts, one, first_only)
+
+
+def head_estimate(engine: str, t: dict, head: dict, opts: Options, draft_tokens: int) -> list[dict]:
+    """One estimate per device for a speculator head (``head``: algorithm, params, hidden_size, vocab_size) or the
+    target's MTP layers (algorithm "mtp"), at the ``draft_tokens`` its launch command runs; a method without an
+    acceptance figure gets a reason, not a number."""
+    method = head.get("algorithm")
+    ts = t.get("shape")
+    if method == "mtp":
+        shape = model.mtp_shape(ts) if ts is not None else None
+    else:
+        shape = model.head_shape(head.get("params"), head.get("hidden_size"), head.get("vocab_size"),
+                                 model.HEAD_LAYERS.get(method, 1))
+    if method not in model.HEAD_ACCEPT:
+        return [{"hardware": device.name, "estimate": None,
+                 "why": f"speed-up unknown: no measured acceptance for {method} heads"}
+                for device in opts.devices_for(engine)[:1]]
+
+    def one(setup: model.Setup, target: model.Shape, drafting: model.Shape) -> model.Estimate:
+        return model.estimate_head(target, drafting, setup, method=method)
+
+    return _per_device(engine, t, {"shape": shape, "quant": None}, opts, one, first_only=False, side="head",
+                       draft_tokens=draft_tokens)
+
+
+def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: bool, side: str = "draft",
+                draft_tokens: int | None = None) -> list[dict]:
     profile = ENGINES[engine].speed
     if profile is None:
         return []
@@ -156,14 +188,14 @@ def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.
                         "why": f"{ENGINES[engine].display} does not run on {device.kind} devices"})
             continue
         if ts is None or ds is None:
-            side = "target" if ts is None else "draft"
-            out.append({"hardware": device.name, "estimate": None, "why": f"speed-up unknown: no size for the {side}"})
+            which = "target" if ts is None else side
+            out.append({"hardware": device.name, "estimate": None, "why": f"speed-up unknown: no size for the {which}"})
             continue
         tq = _quant_for(t.get("quant"), opts.target_quant, profile.target_quant, profile.runtime)
         dq = _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime)
         setup = model.Setup(device, profile.runtime, tq, dq, task=opts.task,
-                            max_draft_tokens=profile.max_draft_tokens, draft_tokens=opts.draft_tokens)
-        e = model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement)
+                            max_draft_tokens=profile.max_draft_tokens, draft_tokens=draft_tokens or opts.draft_tokens)
+        e = one(setup, ts, ds)
         out.append({"estimate": e.estimate, "low": e.low, "high": e.high, "draft_tokens": e.draft_tokens,
                     "acceptance": e.acceptance, "hardware": device.name, "target_quant": tq.name,
                     "draft_quant": dq.name, "task": opts.task, "slower": e.estimate < 1.0,

@@ -227,6 +227,11 @@ class HeadRules:
         """The serve command for built-in MTP."""
         raise NotImplementedError
 
+    def launch_tokens(self, head: HeadFacts | None, target: TargetShape) -> int:
+        """The draft tokens per round the launch command runs (``head`` None: built-in MTP); the speed model
+        estimates at this count."""
+        raise NotImplementedError
+
     def ngram_launch(self, target_id: str) -> str:
         """The serve command for n-gram (prompt lookup) drafting."""
         raise NotImplementedError

@@ -79,6 +79,11 @@ def mtp_launch(target: TargetShape, engine: str, release: str | None = None) -> 
     return rules_of(engine, release).mtp_launch(target)
 
 
+def launch_tokens(head: HeadFacts | None, target: TargetShape, engine: str, release: str | None = None) -> int:
+    """The draft tokens per round the launch command runs (``head`` None: the target's MTP)."""
+    return rules_of(engine, release).launch_tokens(head, target)
+
+
 def ngram_launch(target_id: str, engine: str, release: str | None = None) -> str:
     """N-gram (prompt lookup) needs no draft: the engine's serve command for it."""
     return rules_of(engine, release).ngram_launch(target_id)

@@ -73,13 +73,23 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> s
     return resize_words(sizes[0]) if outcome == REFUSED and shared and sizes[0] is not None else None
 
 
+# The chain a head launch runs: without --speculative-num-steps SGLang picks its own steps and top-k
+# (server_args.py auto_choose_speculative_params, often a tree the speed model does not describe); 3 steps of top-k 1
+# is what SpecForge's SpecBundle measured its EAGLE-3 heads with.
+HEAD_CHAIN = 3
+
+
+def _chain_flags(steps: int) -> str:
+    """A chain of ``steps`` drafted tokens: steps N, top-k 1, N+1 tokens verified (arg_groups/fields/spec.py)."""
+    return f"--speculative-num-steps {steps} --speculative-eagle-topk 1 --speculative-num-draft-tokens {steps + 1}"
+
+
 def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
     """The STANDALONE serve command (a draft model, not a head). ``draft_tokens``: a chain of that many drafted
     tokens (--speculative-num-steps N, --speculative-eagle-topk 1, --speculative-num-draft-tokens N+1: a chain
     verifies its N tokens and the bonus one, python/sglang/srt/server_args.py)."""
     tree = ("--speculative-num-steps 4 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7" if not draft_tokens
-            else f"--speculative-num-steps {draft_tokens} --speculative-eagle-topk 1 "
-                 f"--speculative-num-draft-tokens {draft_tokens + 1}")
+            else _chain_flags(draft_tokens))
     return (f"python -m sglang.launch_server --model-path {target} --speculative-algorithm STANDALONE "
             f"--speculative-draft-model-path {draft} {tree}")
 
@@ -242,16 +252,23 @@ class SGLangHeads(HeadRules):
                 f"configs/model_config.py:{line or '1010-1200'}")
 
     def launch(self, head: HeadFacts, target_id: str) -> str:
-        """The serve command (arg_groups/fields/spec.py:31-40)."""
+        """The serve command (arg_groups/fields/spec.py:31-40), an EAGLE chain of HEAD_CHAIN steps (DFlash drafts its
+        block: SGLang sets its own steps)."""
+        chain = "" if head.algorithm == "dflash" else f" {_chain_flags(HEAD_CHAIN)}"
         return (f"python -m sglang.launch_server --model-path {target_id} "
                 f"--speculative-algorithm {SGLANG_ALGORITHM.get(head.algorithm, head.algorithm.upper())} "
-                f"--speculative-draft-model-path {head.repo_id}")
+                f"--speculative-draft-model-path {head.repo_id}{chain}")
 
     def mtp_launch(self, target: TargetShape) -> str:
-        """NEXTN, naming the target as draft path unless SGLang defaults to it."""
+        """NEXTN, naming the target as draft path unless SGLang defaults to it; a chain of HEAD_CHAIN steps."""
         arch = target.architectures[0] if target.architectures else ""
         draft = "" if arch in SGLANG_MTP_SELF_DRAFT_ARCHS else f" --speculative-draft-model-path {target.repo_id}"
-        return f"python -m sglang.launch_server --model-path {target.repo_id} --speculative-algorithm NEXTN{draft}"
+        return (f"python -m sglang.launch_server --model-path {target.repo_id} --speculative-algorithm NEXTN{draft} "
+                f"{_chain_flags(HEAD_CHAIN)}")
+
+    def launch_tokens(self, head: HeadFacts | None, target: TargetShape) -> int:
+        """The chain the launch command states (HEAD_CHAIN)."""
+        return HEAD_CHAIN
 
     def ngram_launch(self, target_id: str) -> str:
         """NGRAM needs no draft (speculative/spec_info.py:46)."""

@@ -314,6 +314,12 @@ class VLLMHeads(HeadRules):
             cfg["parallel_drafting"] = True  # transformers_utils/configs/speculators/base.py:133-134
         return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
 
+    def launch_tokens(self, head: HeadFacts | None, target: TargetShape) -> int:
+        """num_speculative_tokens of the launch command: the MTP layers, or the head's own count, or 3."""
+        if head is None:
+            return target.mtp_layers or 1
+        return head.speculative_tokens or DEFAULT_SPEC_TOKENS
+
     def mtp_launch(self, target: TargetShape) -> str:
         """Method mtp; num_speculative_tokens must be given for the draft to default to the target
         (config/speculative.py:1252-1263)."""

@@ -57,7 +57,7 @@ DEVICES = (
     Hardware("RTX 4090", NVIDIA, 1008, 82.6, 24, _NV_40, ("rtx 4090 24gb", "geforce rtx 4090", "4090")),
     Hardware("RTX 5090", NVIDIA, 1792, 104.8, 32, _NV_50, ("rtx 5090 32gb", "geforce rtx 5090", "5090")),
     Hardware("A100 80GB", NVIDIA, 2039, 19.5, 80, "https://glennklockwood.com/garden/processors/A100",
-             ("a100", "a100 80gb sxm", "a100-sxm4-80gb", "nvidia a100 80gb", "a100 sxm")),
+             ("a100", "a100 80gb sxm", "a100-sxm4-80gb", "a100 80gb sxm4", "nvidia a100 80gb", "a100 sxm")),
     Hardware("H100 SXM", NVIDIA, 3350, 67, 80, "https://lzwjava.github.io/nvidia-h200-gpu-specs-en",
              ("h100", "h100 80gb", "h100 sxm5", "nvidia h100", "h100 sxm 80gb")),
     Hardware("H200", NVIDIA, 4800, 67, 141, "https://itkb.uw.cz/2026/06/nvidia-h200-vs-b300-precisions-cores.html",

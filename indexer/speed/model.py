@@ -133,6 +133,7 @@ class Setup(Record, frozen=True):
     context: int = DEFAULT_CONTEXT
     max_draft_tokens: int = 8
     draft_tokens: int | None = None  # fixed by the user (--draft-tokens), else the best is chosen
+    batch: int = 1  # sequences decoded together: each reads its own KV cache, all share one read of the weights
 
 
 class Estimate(Record, frozen=True):
@@ -151,7 +152,7 @@ class _Pass:
     """One model's forward-pass cost on a setup, its constants worked out once: a pass over n tokens is then a few
     multiplications (a query estimates dozens of drafts at up to 16 draft lengths each)."""
 
-    __slots__ = ("fixed", "dense", "per_expert", "experts", "keep", "untied", "seconds_per_param", "slope")
+    __slots__ = ("fixed", "dense", "per_expert", "experts", "keep", "untied", "seconds_per_param", "slope", "batch")
 
     def __init__(self, s: Shape, q: Quant, setup: Setup, cal: dict):
         d = setup.device
@@ -166,7 +167,8 @@ class _Pass:
             self.dense, self.experts, self.keep = active - k * self.per_expert, e, 1 - k / e
         bandwidth = cal["eta"][d.kind] * d.bandwidth_gbps * 1e9
         self.seconds_per_param = q.bpw / 8 / bandwidth
-        kv = (s.kv_per_token or 0) * setup.context * 2  # the f16 cache at the stated context
+        self.batch = setup.batch
+        kv = (s.kv_per_token or 0) * setup.context * 2 * setup.batch  # the f16 cache at the stated context
         tau = cal["tau"].get((setup.runtime, d.kind), 50.0) * 1e-6
         layers = s.layers or max(8, round(4 * math.log2(max(s.params, 1e8) / 1e8)) + 12)
         self.fixed = layers * tau + kv / bandwidth
@@ -174,7 +176,8 @@ class _Pass:
         self.slope = kappa * 2 * max(active - self.untied, active * 0.3) / (d.tflops * 1e12)
 
     def seconds(self, n_tokens: int) -> float:
-        """A pass over ``n_tokens``: its experts are the union of the tokens' routes (random routing)."""
+        """A pass over ``n_tokens`` per sequence: its experts are the union of the tokens' routes (random routing)."""
+        n_tokens *= self.batch
         read = self.dense + (self.per_expert * self.experts * (1 - self.keep ** n_tokens) if self.experts else 0.0)
         read = max(read - self.untied, read * 0.3)
         return self.fixed + read * self.seconds_per_param + (n_tokens - 1) * self.slope
@@ -250,18 +253,69 @@ def acceptance(draft_params: int, relation: str, task: str, target_quant: Quant,
 def estimate(target: Shape, draft: Shape, setup: Setup, *, relation: str, agreement: float = 1.0,
              cal: dict = CALIBRATION) -> Estimate:
     """The expected speed-up of ``draft`` for ``target`` on ``setup`` with its range and reasons."""
-    alpha, a_low, a_high = acceptance(draft.params, relation, setup.task, setup.target_quant, setup.draft_quant,
-                                      agreement, cal)
+    alphas = acceptance(draft.params, relation, setup.task, setup.target_quant, setup.draft_quant, agreement, cal)
     passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
+    return _estimate(alphas, passes, setup, cal, f"{relation} draft")
+
+
+def _estimate(alphas: tuple[float, float, float], passes: tuple, setup: Setup, cal: dict, kind: str) -> Estimate:
+    """The best draft length at α, then the range: α's low and high at that length, widened by the cost spread."""
+    alpha, a_low, a_high = alphas
     s, gamma, t1 = _best(alpha, setup, passes, cal)
     fixed = replace(setup, draft_tokens=gamma)
     spread = math.exp(cal["cost_spread"])
     low = _best(a_low, fixed, passes, cal)[0] / spread
     high = _best(a_high, fixed, passes, cal)[0] * spread
     t_draft, t_verify = passes[1].seconds(1), passes[0].seconds(gamma + 1)
-    why = (f"α {alpha:.2f} ({relation} draft, {setup.task}); target step {t1 * 1e3:.1f} ms ({1 / t1:.0f} tok/s), "
+    load = "one stream (batch 1)" if setup.batch == 1 else f"{setup.batch} streams decoded together"
+    why = (f"α {alpha:.2f} ({kind}, {setup.task}); target step {t1 * 1e3:.1f} ms ({1 / t1:.0f} tok/s), "
            f"draft step {t_draft * 1e3:.1f} ms, verify of {gamma + 1} tokens {t_verify * 1e3:.1f} ms on "
-           f"{setup.device.name}; one stream (batch 1)")
+           f"{setup.device.name}; {load}")
     return Estimate(round(s, 2), round(min(low, s), 2), round(max(high, s), 2), gamma, round(alpha, 3),
                     round(1 / t1, 1), why)
 
+
+# ---- speculator heads ---------------------------------------------------------------------------------------------
+# A head drafts from the target's own hidden states: one small decoder layer (EAGLE, EAGLE-3) or the target's MTP
+# layer, so its α depends on the method and the task, not on a size or a lineage. In logits, per method and task.
+# eagle3: calibrated on the EAGLE-3 heads of the shared measurements (SpecForge's SpecBundle, SGLang chains of 3
+# steps; ``python benchmarks/speedup_heads.py --fit``): their accept length inverted with Leviathan's E(α, 3).
+# mtp: a prior, DeepSeek-V3's report (https://arxiv.org/abs/2412.19437, section 5.4.3) gives 85-90% acceptance of
+# the second token. eagle: a prior, lower than EAGLE-3 (its paper, https://arxiv.org/abs/2503.01840, measures
+# EAGLE-1 below EAGLE-3 at every batch size). Prose takes the draft models' chat-to-prose offset.
+HEAD_ACCEPT = {
+    "eagle3": {"code": 2.094, "chat": 1.007, "reasoning": 1.166, "prose": 0.707},
+    "mtp": {"code": 1.9, "chat": 1.7, "reasoning": 1.8, "prose": 1.4},
+    "eagle": {"code": 1.0, "chat": 0.4, "reasoning": 0.7, "prose": 0.1},
+}
+HEAD_LAYERS = {"eagle": 1, "eagle3": 1, "mtp": 1}  # decoder layers a head runs per drafted token
+
+
+def head_shape(params: int | None, hidden: int | None, vocab: int | None, layers: int = 1) -> Shape | None:
+    """What one head step reads: its parameters without the input embedding table (one row of it is read)."""
+    if not params:
+        return None
+    table = (vocab or 0) * (hidden or 0)
+    read = params - table if params - table >= params * 0.2 else params
+    return Shape(params=int(read), layers=layers, hidden=hidden, tied=True)
+
+
+def mtp_shape(target: Shape) -> Shape | None:
+    """One MTP module: about one decoder layer of the target, plus its output head (shared, read again)."""
+    if not target.layers or not target.hidden:
+        return None
+    layer = (target.active or target.params) / target.layers
+    return Shape(params=int(layer + (target.vocab or 0) * target.hidden), layers=1, hidden=target.hidden, tied=True)
+
+
+def estimate_head(target: Shape, head: Shape, setup: Setup, *, method: str, cal: dict = CALIBRATION,
+                  accept: dict = HEAD_ACCEPT) -> Estimate | None:
+    """The expected speed-up of a speculator head (``method``: eagle, eagle3, mtp), or None for a method with no
+    acceptance figure (DFlash, n-gram)."""
+    x = accept.get(method, {}).get(setup.task)
+    if x is None:
+        return None
+    spread = cal["accept"]["spread"]
+    alphas = (_sigmoid(x), _sigmoid(x - spread), _sigmoid(x + spread))
+    passes = _Pass(target, setup.target_quant, setup, cal), _Pass(head, setup.target_quant, setup, cal)
+    return _estimate(alphas, passes, setup, cal, f"{method} head")
