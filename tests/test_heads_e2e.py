@@ -191,6 +191,15 @@ def test_method_all_compares_heads_with_drafts_by_the_estimate(synthetic):
     assert res["engines"]["sglang"]["mtp"]["speedup"]["why"].endswith("does not run on apple devices")
     code, res, _ = query_json(db, TINY, "eagle3", "vllm")
     assert res["drafts"][0]["speedup"]["draft_tokens"] == 3
+    head = res["drafts"][0]["repo_id"]
+    code, out, _ = invoke("check", TINY, head, "--db", db, "--json", "--hardware", "H200")
+    explained = json.loads(out)
+    assert explained["kind"] == "head"
+    assert explained["engines"]["vllm"]["speedup"] == {**res["drafts"][0]["speedup"], "hardware": "H200",
+                                                       **{k: explained["engines"]["vllm"]["speedup"][k]
+                                                          for k in ("estimate", "low", "high", "target_tok_s", "why")}}
+    code, out, _ = invoke("check", TINY, head, "--db", db)
+    assert code == 0 and "speed-up ≈" in out and "3 draft tokens" in out
 
 
 def test_check_target_head(synthetic):

@@ -259,6 +259,8 @@ def render_explain(result: dict) -> str:
         lines.append(f"    lineage: {v['reasons'][-1]}")
         if v.get("warning"):
             lines.append(f"    ! {v['warning']}")
+        if v.get("speedups"):
+            lines.append(f"    speed-up {'; '.join(_speed_words(s) for s in v['speedups'])}")
         if v["launch"]:
             lines.append(f"    $ {v['launch']}")
     return "\n".join(lines)

@@ -248,7 +248,7 @@ def agreement_share(result: dict) -> float:
 def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Options) -> dict:
     """Each running verdict of a draft-model check gains ``speedup`` (the first device) and ``speedups`` (each)."""
     if result.get("kind") == "head":
-        return result
+        return _add_to_head_check(result, db, opts)
     from ..catalog.reader import Reader
     from ..errors import CatalogError
 
@@ -270,4 +270,29 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         figures = estimate(name, t, d, opts, share)
         verdict["speedups"] = figures
         verdict["speedup"] = figures[0] if figures else None
+    return result
+
+
+def _add_to_head_check(result: dict, db: str | None, opts: Options) -> dict:
+    """``check TARGET HEAD``: each engine the head fits gains ``speedups`` (per device) and ``speedup`` (the first),
+    at the draft length of its launch command."""
+    from ..catalog.reader import Reader
+    from ..engines import heads as rules
+    from ..engines.heads import HeadFacts, TargetShape
+
+    head, shape = HeadFacts(**result["head"]), TargetShape(**result["target"])
+    reader = Reader(db, needs="repos")
+    try:
+        t = catalog_facts(reader, shape.repo_id)
+    finally:
+        reader.close()
+    facts = {"algorithm": head.algorithm, "params": head.params, "hidden_size": head.hidden_size,
+             "vocab_size": head.vocab_size}
+    for engine, verdict in result["engines"].items():
+        if not verdict["fits"] or ENGINES[engine].speed is None:
+            verdict["speedup"], verdict["speedups"] = None, []
+            continue
+        tokens = rules.launch_tokens(head, shape, engine, verdict.get("version"))
+        verdict["speedups"] = head_estimate(engine, t, facts, opts, tokens)
+        verdict["speedup"] = verdict["speedups"][0] if verdict["speedups"] else None
     return result
