@@ -218,6 +218,46 @@ def test_a_calibration_improves_on_the_priors():
     assert err(fitted) < err(model.PRIORS)
 
 
+def test_a_k_quant_mix_unpacks_as_its_main_block_type():
+    assert [quant.block(quant.lookup(n)) for n in ("Q4_K_M", "Q4_K_S", "UD-Q4_K_XL", "Q3_K_L", "Q6_K", "Q4_0",
+                                                   "4bit")] == ["Q4_K", "Q4_K", "Q4_K", "Q3_K", "Q6_K", "Q4_0", "4bit"]
+
+
+def test_mlx_verifies_dearer_where_bfloat16_is_emulated():
+    """M1 and M2 GPUs emulate bfloat16; MLX's verify arithmetic pays for it, llama.cpp's (f16/f32) does not."""
+    def extra(device, runtime, q):
+        s = setup(device, runtime, q, q)
+        return model.forward_seconds(qwen_7b(), s.target_quant, 5, s) - model.forward_seconds(qwen_7b(),
+                                                                                               s.target_quant, 1, s)
+
+    m2, m3 = hardware.lookup("M2 Max"), hardware.lookup("M3 Max")
+    assert not m2.bf16 and m3.bf16
+    per_flop = {d.name: extra(d.name, model.MLX, "4bit") * d.tflops for d in (m2, m3)}
+    assert per_flop["M2 Max"] == pytest.approx(per_flop["M3 Max"] * model.CALIBRATION["bf16_emulation"], rel=1e-6)
+    ggml = {d.name: extra(d.name, model.GGML, "Q4_K_M") * d.tflops for d in (m2, m3)}
+    assert ggml["M2 Max"] == pytest.approx(ggml["M3 Max"], rel=1e-6)
+
+
+@needs_measurements
+def test_decode_speeds_are_reproduced_once_unpacking_is_charged():
+    """Where a row gives the target's own decode speed, the fitted model reproduces it per quantization (the slow
+    Q3_K and Q2_K decodes are unpacking, not bytes), and better than bytes alone."""
+    from speedup_models import SHAPES, relation_of
+
+    cases = [c for c in calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of) if c.baseline]
+    fitted = calibrate.fit_decode(cases, model.PRIORS)
+    assert fitted["unpack"]["Q3_K"] > fitted["unpack"]["Q4_K"] > fitted["unpack"]["Q8_0"]
+
+    def error(cal):
+        errs = [abs(math.log(c.baseline * model.forward_seconds(c.target, c.setup.target_quant, 1, c.setup, cal)))
+                for c in cases]
+        return sorted(errs)[len(errs) // 2], max(errs)
+
+    median, worst = error(fitted)
+    assert median < 0.05 and worst < 0.2
+    assert median < error({**fitted, "unpack": {}})[0]
+
+
 # ---- speculator heads ---------------------------------------------------------------------------------------------
 
 def llama_8b():

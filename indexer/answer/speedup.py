@@ -208,7 +208,8 @@ def words(s: dict) -> str:
     if s.get("estimate") is None:
         return f"{s['hardware']}: {s['why']}"
     slower = " SLOWER than no draft" if s["slower"] else ""
-    return (f"≈{s['estimate']:.1f}× ({s['low']:.1f}–{s['high']:.1f}×){slower} on {s['hardware']}, "
+    digits = 2 if round(s["estimate"], 1) == 1.0 else 1  # "≈0.97× SLOWER", never "≈1.0× SLOWER"
+    return (f"≈{s['estimate']:.{digits}f}× ({s['low']:.1f}–{s['high']:.1f}×){slower} on {s['hardware']}, "
             f"{s['target_quant']} target, {s['draft_tokens']} draft token{'' if s['draft_tokens'] == 1 else 's'}")
 
 

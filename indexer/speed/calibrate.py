@@ -30,6 +30,12 @@ RUNTIME_OF_ENGINE = {"llama.cpp": GGML, "ollama": GGML, "mlx": MLX, "vllm": SERV
 # The draft-token cap of a measurement that names none: llama-server's --draft-max default (common/common.h
 # common_params_speculative n_max = 16) and mlx-lm's --num-draft-tokens default (mlx_lm/generate.py: 3).
 ENGINE_DRAFT_CAP = {GGML: 16, MLX: 3, SERVING: 8, EAGER: 8}
+# llama-server stops a draft where the draft model is unsure (--draft-p-min), so the best length up to its cap stands
+# for what ran; MLX drafts a fixed count. A row on MLX that names none ran the default: mlx_lm.generate's
+# --num-draft-tokens 3 (mlx_lm/generate.py:225-228, mlx-lm 0.32.2), and LM Studio's mlx-engine passes none unless
+# the user set one (mlx_engine/utils/speculative_decoding.py configure_num_draft_tokens_in_generate_args), so
+# mlx-lm's speculative_generate_step default of 2 applies (mlx_lm/generate.py:491).
+MLX_DEFAULT_DRAFT = {"mlx": 3, "lmstudio": 2}
 
 
 def runtime_for(engine: str, q: quant.Quant) -> str:
@@ -49,10 +55,12 @@ class Case:
         dq = quant.lookup(row["draft_quant"]) if row.get("draft_quant") else tq
         runtime = runtime_for(row["engine"], tq)
         cap = row.get("draft_tokens") or ENGINE_DRAFT_CAP[runtime]
+        fixed = MLX_DEFAULT_DRAFT.get(row["engine"]) if runtime == MLX and not row.get("draft_tokens") else None
         self.setup = model.Setup(hw.lookup(row["hardware"]), runtime, tq, dq, task=row.get("task") or "chat",
-                                 max_draft_tokens=int(cap))
+                                 max_draft_tokens=int(fixed or cap), draft_tokens=fixed)
         self.speedup = float(row["speedup"])
-        self.alpha = measured_alpha(row, int(cap))
+        self.baseline = row.get("tok_s_baseline")  # the target's own decode speed, where the source gives it
+        self.alpha = measured_alpha(row, int(fixed or cap))
         self.source = row["source"].split("/blob/")[0].split("/tree/")[0].split("/issues/")[0].split("/pull/")[0]
         self.hardware = self.setup.device.name
 
@@ -157,9 +165,10 @@ def _set(cal, key, value):
     cal[key[0]][key[1]] = value
 
 
-def fit_cost(cases: list[Case], cal: dict, iterations: int = 800) -> dict:
-    """The cost factors that minimise the mean squared log error of the speed-up (measured α where reported)."""
-    factors = [k for k in COST_FACTORS if _informed(k, cases)]
+def fit_cost(cases: list[Case], cal: dict, iterations: int = 800, fixed: set = frozenset()) -> dict:
+    """The cost factors that minimise the mean squared log error of the speed-up (measured α where reported);
+    ``fixed``: factors the decode speeds already set."""
+    factors = [k for k in COST_FACTORS if _informed(k, cases) and k not in fixed]
     prior = [math.log(max(_get(cal, k), 1e-3)) for k in factors]
     work = copy.deepcopy(cal)
 
@@ -236,8 +245,53 @@ def nelder_mead(f, x0: list[float], iterations: int, step: float = 0.3) -> list[
 
 
 def calibrate(cases: list[Case], cal: dict = model.PRIORS, iterations: int = 800) -> dict:
-    """Both stages: acceptance first (it needs no cost), then the cost factors."""
-    return fit_cost(cases, fit_acceptance(cases, cal), iterations)
+    """The decode speeds first (bandwidth share, unpacking), acceptance (it needs no cost), then the cost factors."""
+    decoded = fit_decode(cases, cal)
+    return fit_cost(cases, fit_acceptance(cases, decoded), iterations, fixed=_decode_informed(cases))
+
+
+# ---- stage 0: decode speed ----------------------------------------------------------------------------------------
+
+def _decode_informed(cases: list[Case]) -> set:
+    return {("eta", c.setup.device.kind) for c in cases if c.baseline}
+
+
+def fit_decode(cases: list[Case], cal: dict) -> dict:
+    """η per device kind from float and 8-bit targets' decode speeds (nothing to unpack), then each quantization's
+    unpacking cost from its targets' decode speeds: the time above the bytes, in FP32 operations per weight."""
+    out = copy.deepcopy(cal)
+    out.setdefault("unpack", {})
+    rows = [c for c in cases if c.baseline]
+    for kind in {c.setup.device.kind for c in rows}:
+        plain = [c for c in rows if c.setup.device.kind == kind and c.setup.target_quant.family == quant.FLOAT]
+        shares = []
+        for c in plain:
+            p = model._Pass(c.target, c.setup.target_quant, c.setup, out)
+            t_fixed = p.fixed - (c.target.kv_per_token or 0) * c.setup.context * 2 * p.seconds_per_param * 8 \
+                / c.setup.target_quant.bpw  # the KV read moves with η too: keep only the per-layer part
+            t_bytes = p.seconds(1) - t_fixed
+            shares.append(out["eta"][kind] * t_bytes / max(1 / c.baseline - t_fixed, 1e-6))
+        if shares:
+            out["eta"][kind] = round(min(0.98, _median(shares)), 3)
+    by_quant: dict[str, list[float]] = {}
+    for c in rows:
+        q, d = c.setup.target_quant, c.setup.device
+        if q.family == quant.FLOAT:
+            continue
+        p = model._Pass(c.target, q, c.setup, {**out, "unpack": {}})
+        read = max(p.dense - p.untied, p.dense * 0.3)
+        extra = 1 / c.baseline - p.seconds(1)
+        ops = max(0.0, extra) * d.tflops * 1e12 / (read * out["kappa_scale"][d.kind])
+        by_quant.setdefault(quant.block(q), []).append(ops)
+    for name, values in by_quant.items():
+        out["unpack"][name] = round(_median(values), 2)
+    return out
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 # ---- scoring ------------------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import math
 
 from ..record import Record, replace
 from . import hardware as hw
-from .quant import AFFINE, FLOAT, FP8, INT4, IQUANT, KQUANT, LEGACY, Q8, Quant
+from .quant import AFFINE, FLOAT, FP8, INT4, IQUANT, KQUANT, LEGACY, Q8, Quant, block
 
 GGML, MLX, SERVING, EAGER = "ggml", "mlx", "serving", "eager"  # runtimes: how an engine runs a forward pass
 TASKS = ("code", "chat", "prose", "reasoning")
@@ -56,6 +56,12 @@ PRIORS = {
     "kappa": {FLOAT: 0.05, Q8: 1.0, KQUANT: 3.0, LEGACY: 3.0, IQUANT: 4.0, AFFINE: 1.5, FP8: 0.3, INT4: 0.6},
     # CUDA and ROCm kernels multiply quantized blocks with int8 dot products (dp4a, several times the FP32 rate)
     "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 0.5, hw.AMD: 0.5, hw.CPU: 1.0},
+    # unpacking a weight at decode, by block type (quant.block), in FP32 operations per weight (kappa_scale applies):
+    # none known before a measured decode speed (calibrate.fit_decode); a type no row measured costs its bytes alone
+    "unpack": {},
+    # the verify arithmetic of MLX (in the checkpoint's bfloat16) on a GPU that emulates bfloat16: an emulated bf16
+    # GEMM ran at 40-50% of fp16 (philipturner/metal-flash-attention#17), so about 2.2 times the cost
+    "bf16_emulation": 2.2,
     "accept": {"base": 1.0, "per_ln_size": 0.5, "quant_penalty": 0.15,
                "task": {"code": 0.0, "reasoning": -0.2, "chat": -0.3, "prose": -0.6},
                "relation": {SIBLING: 0.0, FAMILY: -0.4, OTHER: -1.5},
@@ -67,26 +73,26 @@ PRIORS = {
 # them; tests/test_speed.py checks that a fresh calibration reproduces them). Task and relation offsets and the
 # factors no measurement exercises keep their priors.
 CALIBRATION = {
-    "eta": {hw.APPLE: 0.783, hw.NVIDIA: 0.8, hw.AMD: 0.7, hw.CPU: 0.7},
+    "eta": {hw.APPLE: 0.923, hw.NVIDIA: 0.8, hw.AMD: 0.7, hw.CPU: 0.7},
     "tau": {
-        (GGML, hw.APPLE): 55.302,
-        (GGML, hw.NVIDIA): 17.945,
+        (GGML, hw.APPLE): 51.864,
+        (GGML, hw.NVIDIA): 17.124,
         (GGML, hw.AMD): 40.0,
         (GGML, hw.CPU): 10.0,
-        (MLX, hw.APPLE): 60.627,
+        (MLX, hw.APPLE): 60.281,
         (SERVING, hw.NVIDIA): 10.0,
         (SERVING, hw.AMD): 15.0,
-        (EAGER, hw.NVIDIA): 453.066,
+        (EAGER, hw.NVIDIA): 447.3,
         (EAGER, hw.AMD): 450.0,
         (EAGER, hw.APPLE): 600.0,
         (EAGER, hw.CPU): 300.0,
     },
     "overhead": {
-        (GGML, hw.APPLE): 2.307,
-        (GGML, hw.NVIDIA): 1.235,
+        (GGML, hw.APPLE): 2.376,
+        (GGML, hw.NVIDIA): 1.268,
         (GGML, hw.AMD): 1.5,
         (GGML, hw.CPU): 2.0,
-        (MLX, hw.APPLE): 2.066,
+        (MLX, hw.APPLE): 2.016,
         (SERVING, hw.NVIDIA): 1.0,
         (SERVING, hw.AMD): 1.5,
         (EAGER, hw.NVIDIA): 3.0,
@@ -94,8 +100,19 @@ CALIBRATION = {
         (EAGER, hw.APPLE): 5.0,
         (EAGER, hw.CPU): 3.0,
     },
-    "kappa": {FLOAT: 0.05, Q8: 1.004, KQUANT: 3.101, LEGACY: 2.887, IQUANT: 4.0, AFFINE: 1.952, FP8: 0.3, INT4: 0.6},
-    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 0.62, hw.AMD: 0.5, hw.CPU: 1.0},
+    "kappa": {FLOAT: 0.05, Q8: 0.948, KQUANT: 3.172, LEGACY: 2.873, IQUANT: 4.0, AFFINE: 1.69, FP8: 0.3, INT4: 0.6},
+    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 0.605, hw.AMD: 0.5, hw.CPU: 1.0},
+    "unpack": {
+        "Q8_0": 0.36,
+        "Q6_K": 1.73,
+        "Q5_K": 9.31,
+        "Q5_0": 5.03,
+        "Q4_K": 2.3,
+        "Q4_0": 2.39,
+        "Q3_K": 14.6,
+        "Q2_K": 10.79,
+    },
+    "bf16_emulation": 2.2,
     "accept": {
         "base": 1.276,
         "per_ln_size": 0.263,
@@ -152,7 +169,8 @@ class _Pass:
     """One model's forward-pass cost on a setup, its constants worked out once: a pass over n tokens is then a few
     multiplications (a query estimates dozens of drafts at up to 16 draft lengths each)."""
 
-    __slots__ = ("fixed", "dense", "per_expert", "experts", "keep", "untied", "seconds_per_param", "slope", "batch")
+    __slots__ = ("fixed", "dense", "per_expert", "experts", "keep", "untied", "seconds_per_param", "slope", "batch",
+                 "unpack")
 
     def __init__(self, s: Shape, q: Quant, setup: Setup, cal: dict):
         d = setup.device
@@ -173,6 +191,10 @@ class _Pass:
         layers = s.layers or max(8, round(4 * math.log2(max(s.params, 1e8) / 1e8)) + 12)
         self.fixed = layers * tau + kv / bandwidth
         kappa = cal["kappa"][q.family] * cal["kappa_scale"][d.kind]
+        if setup.runtime == MLX and not d.bf16:
+            kappa *= cal.get("bf16_emulation", 1.0)
+        # a pass unpacks each weight it reads once, whatever its tokens (the small-batch kernels reuse the block)
+        self.unpack = cal.get("unpack", {}).get(block(q), 0.0) * cal["kappa_scale"][d.kind] / (d.tflops * 1e12)
         self.slope = kappa * 2 * max(active - self.untied, active * 0.3) / (d.tflops * 1e12)
 
     def seconds(self, n_tokens: int) -> float:
@@ -180,7 +202,7 @@ class _Pass:
         n_tokens *= self.batch
         read = self.dense + (self.per_expert * self.experts * (1 - self.keep ** n_tokens) if self.experts else 0.0)
         read = max(read - self.untied, read * 0.3)
-        return self.fixed + read * self.seconds_per_param + (n_tokens - 1) * self.slope
+        return self.fixed + read * (self.seconds_per_param + self.unpack) + (n_tokens - 1) * self.slope
 
 
 def forward_seconds(s: Shape, q: Quant, n_tokens: int, setup: Setup, cal: dict = CALIBRATION) -> float:

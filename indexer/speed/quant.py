@@ -61,6 +61,16 @@ _ALIASES = {"Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M", "Q3_K": "Q3_K_M", "FP16": "F16",
 _BY_NAME = {q.name.upper(): q for q in _TABLE}
 
 
+_BLOCK = re.compile(r"^(?:UD-)?(Q\d_K)(?:_[A-Z]+)?$")
+
+
+def block(q: Quant) -> str:
+    """The block type a quantization's decode kernel unpacks: a K-quant mix by its main type (Q4_K_M, Q4_K_S and
+    UD-Q4_K_XL are Q4_K), any other by its name. Decode speeds are measured per block type (model "unpack")."""
+    m = _BLOCK.match(q.name)
+    return m.group(1) if m else q.name
+
+
 def _norm(name: str) -> str:
     s = name.strip().upper().replace("-", "_").replace(" ", "")
     s = re.sub(r"^(MOSTLY_|GGML_TYPE_|LLAMA_FTYPE_MOSTLY_)", "", s)
