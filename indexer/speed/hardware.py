@@ -33,6 +33,11 @@ _WIKI_M = "https://en.wikipedia.org/wiki/Apple_{}"  # the chip pages' GPU tables
 _NV_30 = "https://en.wikipedia.org/wiki/GeForce_30_series"  # 'Processing power (TFLOPS) single precision'
 _NV_40 = "https://en.wikipedia.org/wiki/GeForce_40_series"
 _NV_50 = "https://en.wikipedia.org/wiki/GeForce_50_series"
+_NV_PRO = "https://en.wikipedia.org/wiki/Quadro"  # RTX A6000, RTX 6000 Ada: 'Memory bandwidth', 'Single precision'
+_NV_DC = "https://en.wikipedia.org/wiki/Nvidia_Tesla"  # T4, V100, A10, L4, A100 40GB, H100 PCIe tables
+_AMD_RX = "https://en.wikipedia.org/wiki/Radeon_RX_7000_series"
+_AMD_RX6 = "https://en.wikipedia.org/wiki/Radeon_RX_6000_series"
+_AMD_MI = "https://en.wikipedia.org/wiki/AMD_Instinct"
 
 # Bandwidths of the Apple chips, the RTX 3060/3090/4090, the A100, H100, H200, W7900 and RX 9070 XT are the figures
 # collected with quotes in the project's shared measurements (speedups/measurements.json "hardware"); the rest and
@@ -57,6 +62,26 @@ DEVICES = (
     Hardware("RTX 3090", NVIDIA, 936, 35.6, 24, _NV_30, ("rtx 3090 24gb", "geforce rtx 3090", "3090")),
     Hardware("RTX 4090", NVIDIA, 1008, 82.6, 24, _NV_40, ("rtx 4090 24gb", "geforce rtx 4090", "4090")),
     Hardware("RTX 5090", NVIDIA, 1792, 104.8, 32, _NV_50, ("rtx 5090 32gb", "geforce rtx 5090", "5090")),
+    Hardware("RTX 3070", NVIDIA, 448, 20.3, 8, _NV_30, ("geforce rtx 3070", "3070")),
+    Hardware("RTX 3080", NVIDIA, 760, 29.8, 10, _NV_30, ("rtx 3080 10gb", "geforce rtx 3080", "3080")),
+    Hardware("RTX 3080 Ti", NVIDIA, 912, 34.1, 12, _NV_30, ("geforce rtx 3080 ti", "3080 ti")),
+    Hardware("RTX 3090 Ti", NVIDIA, 1008, 40.0, 24, _NV_30, ("geforce rtx 3090 ti", "3090 ti")),
+    Hardware("RTX 4060 Ti", NVIDIA, 288, 22.1, 16, _NV_40, ("rtx 4060 ti 16gb", "geforce rtx 4060 ti", "4060 ti")),
+    Hardware("RTX 4070", NVIDIA, 504, 29.1, 12, _NV_40, ("geforce rtx 4070", "4070")),
+    Hardware("RTX 4070 Ti", NVIDIA, 504, 40.1, 12, _NV_40, ("geforce rtx 4070 ti", "4070 ti")),
+    Hardware("RTX 4080", NVIDIA, 717, 48.7, 16, _NV_40, ("geforce rtx 4080", "4080")),
+    Hardware("RTX 4080 Super", NVIDIA, 736, 52.2, 16, _NV_40, ("geforce rtx 4080 super", "4080 super")),
+    Hardware("RTX 5070 Ti", NVIDIA, 896, 43.9, 16, _NV_50, ("geforce rtx 5070 ti", "5070 ti")),
+    Hardware("RTX 5080", NVIDIA, 960, 56.3, 16, _NV_50, ("geforce rtx 5080", "5080")),
+    Hardware("RTX A6000", NVIDIA, 768, 38.7, 48, _NV_PRO, ("a6000", "nvidia rtx a6000")),
+    Hardware("RTX 6000 Ada", NVIDIA, 960, 91.1, 48, _NV_PRO, ("rtx 6000 ada generation", "6000 ada")),
+    Hardware("T4", NVIDIA, 320, 8.1, 16, _NV_DC, ("nvidia t4", "tesla t4"), bf16=False),
+    Hardware("V100", NVIDIA, 900, 15.7, 32, _NV_DC, ("v100 sxm2", "tesla v100", "nvidia v100", "v100 32gb"),
+             bf16=False),
+    Hardware("A10", NVIDIA, 600, 31.2, 24, _NV_DC, ("nvidia a10", "a10g", "nvidia a10g")),
+    Hardware("L4", NVIDIA, 300, 30.3, 24, _NV_DC, ("nvidia l4",)),
+    Hardware("A100 40GB", NVIDIA, 1555, 19.5, 40, _NV_DC, ("a100 40gb sxm", "a100-sxm4-40gb", "nvidia a100 40gb")),
+    Hardware("H100 PCIe", NVIDIA, 2000, 51.2, 80, _NV_DC, ("h100 pcie 80gb", "nvidia h100 pcie")),
     Hardware("A100 80GB", NVIDIA, 2039, 19.5, 80, "https://glennklockwood.com/garden/processors/A100",
              ("a100", "a100 80gb sxm", "a100-sxm4-80gb", "a100 80gb sxm4", "nvidia a100 80gb", "a100 sxm")),
     Hardware("H100 SXM", NVIDIA, 3350, 67, 80, "https://lzwjava.github.io/nvidia-h200-gpu-specs-en",
@@ -66,6 +91,11 @@ DEVICES = (
     Hardware("L40S", NVIDIA, 864, 91.6, 48, "https://www.nvidia.com/en-us/data-center/l40s/", ("nvidia l40s",)),
     Hardware("Radeon Pro W7900", AMD, 864, 61.3, 48, "https://www.itcreations.com/amd-gpu/amd-radeon-pro-w7900-gpu",
              ("w7900", "radeon w7900", "amd radeon pro w7900")),
+    Hardware("RX 7900 XTX", AMD, 960, 61.4, 24, _AMD_RX, ("radeon rx 7900 xtx", "7900 xtx")),
+    Hardware("RX 7900 XT", AMD, 800, 51.5, 20, _AMD_RX, ("radeon rx 7900 xt", "7900 xt")),
+    Hardware("RX 6800 XT", AMD, 512, 20.7, 16, _AMD_RX6, ("radeon rx 6800 xt", "6800 xt")),
+    Hardware("MI300X", AMD, 5300, 163.4, 192, _AMD_MI, ("instinct mi300x", "amd mi300x")),
+    Hardware("MI250X", AMD, 3277, 47.9, 128, _AMD_MI, ("instinct mi250x", "amd mi250x")),
     Hardware("RX 9070 XT", AMD, 640, 48.7, 16, "https://github.com/sudoingX/qwen38-mtp/pull/72",
              ("radeon rx 9070 xt", "9070 xt", "rx9070xt", "r9700", "radeon ai pro r9700")),
     Hardware("Ryzen 9 7950X", CPU, 83.2, 2.5, None,
