@@ -218,6 +218,17 @@ def test_a_calibration_improves_on_the_priors():
     assert err(fitted) < err(model.PRIORS)
 
 
+def test_latent_attention_caches_its_latent_not_its_heads():
+    from indexer.vocab.params import speed_facts
+
+    mla = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
+           "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "kv_lora_rank": 512,
+           "qk_rope_head_dim": 64, "vocab_size": 129280, "n_routed_experts": 256, "num_experts_per_tok": 8}
+    assert speed_facts(mla)["kv_per_token"] == 61 * (512 + 64)
+    plain = {k: v for k, v in mla.items() if k not in ("kv_lora_rank", "qk_rope_head_dim")}
+    assert speed_facts(plain)["kv_per_token"] == 2 * 61 * 128 * 56
+
+
 def test_a_k_quant_mix_unpacks_as_its_main_block_type():
     assert [quant.block(quant.lookup(n)) for n in ("Q4_K_M", "Q4_K_S", "UD-Q4_K_XL", "Q3_K_L", "Q6_K", "Q4_0",
                                                    "4bit")] == ["Q4_K", "Q4_K", "Q4_K", "Q3_K", "Q6_K", "Q4_0", "4bit"]

@@ -238,6 +238,18 @@ def best_params(params: int | None, estimate: int | None, estimate_source: str |
     return estimate_from_name(repo_id) if repo_id else None
 
 
+def _kv_per_token(text: dict, kv_layers: int | None, kv_heads: int | None, head_dim: int | None) -> int | None:
+    """KV cache elements one token adds: keys and values per KV head, or, for multi-head latent attention
+    (DeepSeek-V2/V3, Kimi-K2: ``kv_lora_rank``), the compressed latent and the shared rotary key per layer
+    (DeepSeek-V2, https://arxiv.org/abs/2405.04434 section 2.1.2: only c_t^KV and k_t^R are cached)."""
+    if not kv_layers:
+        return None
+    rank = _first(text, "kv_lora_rank")
+    if rank:
+        return kv_layers * (rank + (_first(text, "qk_rope_head_dim") or 0))
+    return 2 * kv_layers * kv_heads * head_dim if kv_heads and head_dim else None
+
+
 def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
     """What the speed model (indexer/speed/model.py) reads of a config beyond the parameter count: the estimate and
     the active share, layers, hidden size, vocabulary, tied embeddings, routed experts, KV elements per token
@@ -264,8 +276,9 @@ def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
         "layers": layers, "hidden": hidden, "vocab": _first(text, "vocab_size") or _first(config, "vocab_size"),
         "tied": tie if isinstance(tie, bool) else None,
         "experts": experts if isinstance(experts, int) and experts > 1 else None,
-        "experts_per_token": _first(text, "num_experts_per_tok", "num_selected_experts", "moe_top_k")
+        "experts_per_token": _first(text, "num_experts_per_tok", "num_selected_experts", "moe_top_k", "moe_topk",
+                                    "num_experts_per_token")
         if isinstance(experts, int) and experts > 1 else None,
-        "kv_per_token": 2 * kv_layers * kv_heads * head_dim if kv_layers and kv_heads and head_dim else None,
+        "kv_per_token": _kv_per_token(text, kv_layers, kv_heads, head_dim),
         "quantization": quant or None,
     }
