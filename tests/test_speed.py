@@ -393,7 +393,8 @@ def test_query_all_marks_what_is_not_a_draft(demo_catalog):
 
 
 @pytest.mark.parametrize("engine, flag", [("vllm", '"num_speculative_tokens": {n}'), ("mlx", "--num-draft-tokens {n}"),
-                                          ("sglang", "--speculative-num-steps {n}")])
+                                          ("sglang", "--speculative-num-steps {n}"),
+                                          ("lmstudio", "'speculativeDecodingNumDraftTokensExact': {n}")])
 def test_launch_carries_the_draft_token_count(demo_catalog, engine, flag):
     code, out = cli_run("query", "--target", TARGET, "--engine", engine, "--db", str(demo_catalog), "--json")
     best = json.loads(out)["drafts"][0]

@@ -71,10 +71,12 @@ def gguf_rule(t: Side, d: Side) -> Verdict:
 
 
 def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
-    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding); LM Studio
-    picks its own draft length, so ``draft_tokens`` is not passed."""
+    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding);
+    ``draft_tokens``: the prediction config's speculativeDecodingNumDraftTokensExact (lmstudio-python
+    src/lmstudio/_kv_config.py _PREDICTION_CONFIG_KEYS), else LM Studio picks its own."""
+    exact = f", 'speculativeDecodingNumDraftTokensExact': {draft_tokens}" if draft_tokens else ""
     return (f"python -c \"import lmstudio as lms; print(lms.llm('{target}').respond('...', "
-            f"config={{'draftModel': '{draft}'}}))\"")
+            f"config={{'draftModel': '{draft}'{exact}}}))\"")
 
 
 # No fix: mlx-engine has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary.
