@@ -267,6 +267,9 @@ def test_site_offers_the_method_and_explains_heads(synthetic):
     overview = site.get("/drafts", target=MTP, method="all").text
     assert 'id="overview"' in overview and "--speculative-algorithm NEXTN" in overview
     assert 'data-engine="vllm" data-option="mtp"' in overview
+    assert 'data-engine="sglang" data-option="best"' in overview and "built-in MTP" in overview
+    hw = site.get("/drafts", target=MTP, method="all", hardware="H200").text
+    assert "expected on H200" in hw and 'class="speedup-cell"><span class="speedup' in hw
     status, got = site.json("/explain.json", target=TINY_FT, draft="heads-lab/sglang-EAGLE3-TinyLlama-1.1B-Chat-v1.0")
     assert status == 200 and got["kind"] == "head" and got["engines"]["sglang"]["tier"] == "lineage"
     page = site.get("/explain", target=TINY, draft="heads-lab/sglang-EAGLE3-Sheared-LLaMA-1.3B").text
