@@ -39,18 +39,21 @@ _AMD_RX = "https://en.wikipedia.org/wiki/Radeon_RX_7000_series"
 _AMD_RX6 = "https://en.wikipedia.org/wiki/Radeon_RX_6000_series"
 _AMD_MI = "https://en.wikipedia.org/wiki/AMD_Instinct"
 
+# Apple's M1 and M2 GPUs have no bfloat16 arithmetic (bf16=False): MLX emulates it (awni in ml-explore/mlx-examples#186,
+# on an M2 Ultra: "the non-native conversion from bfloat16 to float32", bf16 generation 18.9 against 29.3 tok/s in
+# fp16; philipturner/metal-flash-attention#17: "earlier M1 chips (without hardware BF16 support)").
 # Bandwidths of the Apple chips, the RTX 3060/3090/4090, the A100, H100, H200, W7900 and RX 9070 XT are the figures
 # collected with quotes in the project's shared measurements (speedups/measurements.json "hardware"); the rest and
 # every TFLOPS figure come from the page named.
 DEVICES = (
-    Hardware("M1", APPLE, 68.25, 2.6, 16, _WIKI_M.format("M1"), ("apple m1", "m1 8-core gpu")),
-    Hardware("M1 Pro", APPLE, 200, 5.2, 32, _WIKI_M.format("M1")),
-    Hardware("M1 Max", APPLE, 400, 10.4, 64, _WIKI_M.format("M1")),
-    Hardware("M1 Ultra", APPLE, 800, 20.8, 128, _WIKI_M.format("M1")),
-    Hardware("M2", APPLE, 100, 3.6, 24, _WIKI_M.format("M2")),
-    Hardware("M2 Pro", APPLE, 200, 6.8, 32, _WIKI_M.format("M2")),
-    Hardware("M2 Max", APPLE, 400, 13.6, 96, _WIKI_M.format("M2")),
-    Hardware("M2 Ultra", APPLE, 800, 27.2, 192, _WIKI_M.format("M2")),
+    Hardware("M1", APPLE, 68.25, 2.6, 16, _WIKI_M.format("M1"), ("apple m1", "m1 8-core gpu"), bf16=False),
+    Hardware("M1 Pro", APPLE, 200, 5.2, 32, _WIKI_M.format("M1"), bf16=False),
+    Hardware("M1 Max", APPLE, 400, 10.4, 64, _WIKI_M.format("M1"), bf16=False),
+    Hardware("M1 Ultra", APPLE, 800, 20.8, 128, _WIKI_M.format("M1"), bf16=False),
+    Hardware("M2", APPLE, 100, 3.6, 24, _WIKI_M.format("M2"), bf16=False),
+    Hardware("M2 Pro", APPLE, 200, 6.8, 32, _WIKI_M.format("M2"), bf16=False),
+    Hardware("M2 Max", APPLE, 400, 13.6, 96, _WIKI_M.format("M2"), bf16=False),
+    Hardware("M2 Ultra", APPLE, 800, 27.2, 192, _WIKI_M.format("M2"), bf16=False),
     Hardware("M3", APPLE, 100, 4.1, 24, _WIKI_M.format("M3")),
     Hardware("M3 Pro", APPLE, 150, 7.4, 36, _WIKI_M.format("M3")),
     Hardware("M3 Max", APPLE, 400, 16.4, 128, _WIKI_M.format("M3")),
@@ -105,11 +108,6 @@ DEVICES = (
              ("generic cpu", "cpu only")),
 )
 
-# Apple's M1 and M2 GPUs have no bfloat16 arithmetic: MLX emulates it (awni in ml-explore/mlx-examples#186, on an
-# M2 Ultra: "the non-native conversion from bfloat16 to float32", bf16 generation 18.9 against 29.3 tok/s in fp16;
-# philipturner/metal-flash-attention#17: "earlier M1 chips (without hardware BF16 support)").
-DEVICES = tuple(replace(d, bf16=False) if d.name.split()[0] in ("M1", "M2") else d for d in DEVICES)
-
 # Three reference devices shown when no --hardware is given: one datacenter GPU, one consumer GPU, one Mac.
 REFERENCE = ("H100 SXM", "RTX 4090", "M4 Max")
 
@@ -118,26 +116,36 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
 
 
-_BY_KEY = {}
-for _d in DEVICES:
-    for _n in (_d.name, *_d.aliases):
-        _BY_KEY[_key(_n)] = _d
-        _BY_KEY[_n] = _d
-        _BY_KEY[_key(_n).replace("apple ", "").replace("nvidia ", "")] = _d
+_BY_NAME = {d.name: d for d in DEVICES}  # the exact names: a query's reference devices need nothing more
+_BY_KEY: dict = {}
+
+
+def _by_key() -> dict:
+    """Every way of writing each device (made on the first name that is not exact)."""
+    if not _BY_KEY:
+        for d in DEVICES:
+            for n in (d.name, *d.aliases):
+                _BY_KEY[_key(n)] = d
+                _BY_KEY[n] = d
+                _BY_KEY[_key(n).replace("apple ", "").replace("nvidia ", "")] = d
+    return _BY_KEY
 
 
 def lookup(name: str) -> Hardware:
     """The device a person means ("m4 max", "RTX-4090", "Apple M3 Pro"); unknown: a BadInput naming the closest."""
-    if name in _BY_KEY:
-        return _BY_KEY[name]
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    keys = _by_key()
+    if name in keys:
+        return keys[name]
     key = _key(name)
     for k in (key, key.replace("apple ", "").replace("nvidia ", "").replace("geforce ", "").replace("amd ", "")):
-        if k in _BY_KEY:
-            return _BY_KEY[k]
+        if k in keys:
+            return keys[k]
     import difflib  # only for a name we do not know
 
-    close = difflib.get_close_matches(key, list(_BY_KEY), n=3, cutoff=0.5)
-    names = list(dict.fromkeys(_BY_KEY[c].name for c in close)) or [d.name for d in DEVICES[:3]]
+    close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
+    names = list(dict.fromkeys(keys[c].name for c in close)) or [d.name for d in DEVICES[:3]]
     raise BadInput(f"unknown hardware {name!r}; closest: {', '.join(names)} (`indexer hardware` lists them all, "
                      "or give --bandwidth GB/s for another device)")
 
