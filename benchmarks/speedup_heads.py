@@ -111,11 +111,8 @@ def fit(cases: list[HeadCase]) -> dict:
 
 
 def predict(c: HeadCase, accept: dict, measured: bool = False) -> float:
-    if measured:
-        a = c.alpha
-        passes = model._Pass(c.target, c.setup.target_quant, c.setup, model.CALIBRATION), \
-            model._Pass(c.head, c.setup.target_quant, c.setup, model.CALIBRATION)
-        return model._best(a, c.setup, passes, model.CALIBRATION)[0]
+    if measured:  # the head runs at the target's precision: setup's draft quantization is the target's
+        return model.best_speedup(c.target, c.head, c.alpha, c.setup)[0]
     return model.estimate_head(c.target, c.head, c.setup, method="eagle3", accept={"eagle3": accept}).estimate
 
 
