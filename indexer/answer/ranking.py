@@ -44,11 +44,20 @@ def _stem(repo_id: str) -> str:
     return re.sub(r"([-_.](gguf|awq|gptq|exl2|mlx|fp8|int4|int8|bnb|\d+bit|q\d\w*|f16|bf16))+$", "", name)
 
 
+def _download_key(r: dict) -> tuple:
+    """DOWNLOAD_ORDER's key of a rank row, in Python."""
+    return r["is_gated"], -(r["downloads"] or 0), r["pk"]
+
+
 def _gated(g) -> bool:
     return g is not None and str(g) not in NOT_GATED
 
 
 WINDOW = "rc.params * 50 >= :tp AND rc.params * 5 <= :tp"  # the size inside RATIO_LOW..RATIO_HIGH of the target's
+# The order inside one (win, lin, kind) rank, as ix_repo_classes_class_rank holds it (migration 0010).
+DOWNLOAD_ORDER = "rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
+HEAD_ROWS = 20  # _head_rows reads this many rows of a class per row it ranks (a third are in the window)
+HEAD_CLASSES = 8  # more classes than this (GGUF pairs): ranked from the (class_id, params) range
 PROBE_ROWS = 20  # members has_candidates reads unranked before it ranks a class whose draft rows may refuse them
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
@@ -271,35 +280,78 @@ class Query:
         if not class_ids:
             return []
         t = self.t
-        params.update({"tp": t["params"], "tp3": t["params"] * 3 if t["params"] is not None else None,
-                       "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
-                       "chat": t["is_chat"], "pk": self.target.exclude_pk})
+        params.update(self.rank_params())
         if limit is None or t["params"] is None or offset:  # a later page (archrank.take): one plain query
             return self._details(self._rank_rows(class_ids, where, params, limit, offset))
         # Members inside the preferred ratio sort first: when they fill the page (a big class), the rest of the
-        # class is never read, and the index range on (class_id, params) holds them (a third of the rows).
-        params.update({"lo": t["params"] // 50, "hi": t["params"] // 5 + 1})
-        rows = self._rank_rows(class_ids, f"{where} AND rc.params BETWEEN :lo AND :hi AND {WINDOW}", params, limit)
+        # class is never read. Each half is ranked from the head of each class in download order when that
+        # provably holds the page (_head_rows), else from the index range on (class_id, params).
+        inside = f"{where} AND rc.params BETWEEN :lo AND :hi AND {WINDOW}"
+        rows = self._head_rows(class_ids, inside, params, limit)
+        if rows is None:
+            rows = self._rank_rows(class_ids, inside, params, limit)
         if len(rows) < limit:
-            rows += self._rank_rows(class_ids, f"{where} AND (CASE WHEN {WINDOW} THEN 1 ELSE 0 END) = 0", params,
-                                    limit - len(rows))
+            outside = f"{where} AND (CASE WHEN {WINDOW} THEN 1 ELSE 0 END) = 0"
+            more = self._head_rows(class_ids, outside, params, limit - len(rows))
+            rows += more if more is not None else self._rank_rows(class_ids, outside, params, limit - len(rows))
         return self._details(rows)
 
+    def rank_params(self) -> dict:
+        """The parameters of the ranking SQL: the target's size (and its window), lineage, author, family, kind."""
+        tp = self.t["params"]
+        return {"tp": tp, "tp3": tp * 3 if tp is not None else None, "lo": tp // 50 if tp is not None else None,
+                "hi": tp // 5 + 1 if tp is not None else None, "lin": self.lineage_id, "aid": self.author_id,
+                "fid": self.family_id, "chat": self.t["is_chat"], "pk": self.target.exclude_pk}
+
     def _rank_rows(self, class_ids: list[int], where: str, params: dict, limit: int | None,
-                   offset: int = 0) -> list[dict]:
+                   offset: int = 0, source: str | None = None) -> list[dict]:
+        """Ranked rows of ``class_ids`` (or of ``source``: a subquery named rc, and its condition) passing ``where``."""
+        source = source or f"repo_classes rc WHERE rc.class_id IN {in_list('c', class_ids, params)}"
         sql = (
             f"SELECT {RANK_COLS}, "
             f"CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
             "CASE WHEN rc.lineage_id = :lin OR rc.author_id = :aid OR rc.family_id = :fid "
             "THEN 1 ELSE 0 END AS lin, "
             "CASE WHEN rc.is_chat = :chat THEN 1 ELSE 0 END AS kind "
-            f"FROM repo_classes rc WHERE rc.class_id IN {in_list('c', class_ids, params)} AND rc.repo_pk <> :pk "
+            f"FROM {source} AND rc.repo_pk <> :pk "
             f"{where} "
-            "ORDER BY win DESC, lin DESC, kind DESC, rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
+            f"ORDER BY win DESC, lin DESC, kind DESC, {DOWNLOAD_ORDER}"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}" + (f" OFFSET {int(offset)}" if offset else "")
         return [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)]
+
+    def _head_rows(self, class_ids: list[int], where: str, params: dict, limit: int) -> list[dict] | None:
+        """The first ``limit`` ranked rows passing ``where`` (which fixes ``win``), read from the head of each class
+        in download order (ix_repo_classes_class_rank: at most ``HEAD_ROWS`` x ``limit`` rows a class, not a
+        third of it sorted); None when that head does not provably hold them, then the caller ranks the range.
+
+        Exact because the rank orders by (win, lin, kind) first, then in the index's order: when the last row
+        taken has the best lin and kind any row can have, a row past a class's head (later in that order than the
+        head's last row) cannot rank before it unless the last row taken comes after the head's last row."""
+        if len(class_ids) > HEAD_CLASSES:
+            return None
+        head = HEAD_ROWS * limit
+        rows: list[dict] = []
+        ends: list[tuple] = []
+        for cid in class_ids:
+            params["hc"] = cid
+            inner = (f"SELECT {RANK_COLS}, rc.disabled FROM repo_classes rc WHERE rc.class_id = :hc "
+                     f"ORDER BY {DOWNLOAD_ORDER} LIMIT {head}")
+            rows += self._rank_rows([], where, params, limit, source=f"({inner}) rc WHERE rc.class_id = :hc")
+            end = self.cat.one(f"SELECT rc.gated, COALESCE(rc.downloads, 0), rc.repo_pk FROM repo_classes rc "
+                               f"WHERE rc.class_id = :hc ORDER BY {DOWNLOAD_ORDER} LIMIT 1 OFFSET {head - 1}", params)
+            if end is not None:  # the class is longer than its head
+                ends.append((end[0], -end[1], end[2]))
+        rows.sort(key=lambda r: (-r["win"], -r["lin"], -r["kind"], *_download_key(r)))
+        rows = rows[:limit]
+        if not ends:
+            return rows  # every class was read whole
+        best_lin = int(any(params[k] is not None for k in ("lin", "aid", "fid")))
+        best_kind = int(params["chat"] is not None)
+        if len(rows) < limit or (rows[-1]["lin"], rows[-1]["kind"]) != (best_lin, best_kind):
+            return None
+        return rows if all(_download_key(rows[-1]) < end for end in ends) else None
 
     def _take(self, class_ids: list[int], where: str, need: int) -> tuple[list[dict], list[dict]]:
         """Up to ``need`` ranked members no architecture row refuses, and the demoted ones apart (ranked after)."""
