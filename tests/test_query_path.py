@@ -55,11 +55,11 @@ OURS = {
 # submodules too): the standard library it uses (threading: the fingerprint code's lock around transformers loads;
 # zlib: the token store; fnmatch: the tokenizer file patterns; gc, built in: fastcli turns the collector off).
 # Not orjson: its import loads dataclasses, inspect, uuid and platform (16 ms), so vocab/canonical.py imports it
-# on first use. Not pathlib (with urllib.parse,
-# ipaddress, fnmatch) nor hashlib (OpenSSL): each costs about half of a bare Python's start in a `pip install .`
-# venv (issue 31).
+# on first use. Not the sqlite3 package around _sqlite3: it imports datetime for adapters no read uses. Not
+# pathlib (with urllib.parse, ipaddress, fnmatch) nor hashlib (OpenSSL): each costs about half of a bare Python's
+# start in a `pip install .` venv (issue 31).
 OTHERS = tuple("""
-__future__ json _json sqlite3 _sqlite3 datetime _datetime math contextlib contextvars _contextvars collections.abc
+__future__ json _json _sqlite3 math contextlib contextvars _contextvars collections.abc
 zlib weakref _weakrefset threading fnmatch gc
 """.split())
 # What `query` does not load either, unlike `check`.
