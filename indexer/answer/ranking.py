@@ -123,6 +123,7 @@ class Query:
             if self.t["pk"] == -1:
                 self.lineage_id = None
         self.class_ids = [self.class_id] if self.class_id is not None else []
+        self.sizes: dict[int, int] = {self.class_id: self.members} if self.class_id is not None else {}  # members
         self.paired: dict[int, str] = {}
         refusing = self.entry.refuses_target_with
         # The engine's architecture rows (engines/archrules.py): the target's once, the draft's per draft.
@@ -136,12 +137,13 @@ class Query:
             self.class_ids = []
         elif self.class_id is not None and self.entry.gguf_classes:
             # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
-            for cid, reason in cat.all(
-                    "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
+            for cid, reason, members in cat.all(
+                    "SELECT c.id, p.reason, c.members FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
                     "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
                     "WHERE p.target_signature = tc.class_key AND p.compatible", {"e": engine, "cid": self.class_id}):
                 self.class_ids.append(cid)
                 self.paired[cid] = reason
+                self.sizes[cid] = members
         # Same-size classes whose tokenizer agrees with the target's (compute's agreement step): their drafts
         # work (ranked with the class) or are degraded (listed after), like `check` says.
         self.grades: dict[int, dict] = {}
@@ -168,12 +170,13 @@ class Query:
     def _agreeing_classes(self) -> None:
         t = self.t
         rows = self.cat.all(
-            "SELECT c.id, k.base_vocab_sha256, a.grade, tk.agrees_by_base FROM compat_classes c "
+            "SELECT c.id, k.base_vocab_sha256, a.grade, tk.agrees_by_base, c.members FROM compat_classes c "
             "JOIN tokenizers k ON k.id = c.tokenizer_id JOIN tokenizers tk ON tk.id = :tid "
             "LEFT JOIN tokenizer_agreement a ON a.target_tokenizer_id = :tid AND a.draft_tokenizer_id = c.tokenizer_id "
             "WHERE c.engine = :e AND c.vocab_size = :vs AND c.tokenizer_id <> :tid ORDER BY c.id",
             {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]})
-        for cid, base, grade, clean in rows:
+        for cid, base, grade, clean, members in rows:
+            self.sizes[cid] = members
             if grade is None and clean and base == t["base_vocab_sha256"]:
                 grade = registry.WORKS  # every same-base draft agrees >= WORKS_AT with this target
             if grade in (registry.WORKS, registry.DEGRADED):
@@ -329,9 +332,9 @@ class Query:
         Exact because the rank orders by (win, lin, kind) first, then in the index's order: when the last row
         taken has the best lin and kind any row can have, a row past a class's head (later in that order than the
         head's last row) cannot rank before it unless the last row taken comes after the head's last row."""
-        if len(class_ids) > HEAD_CLASSES:
-            return None
         head = HEAD_ROWS * limit
+        if len(class_ids) > HEAD_CLASSES or all(self.sizes.get(c, head + 1) <= head for c in class_ids):
+            return None  # many classes, or small ones: the range query reads them at once
         rows: list[dict] = []
         ends: list[tuple] = []
         for cid in class_ids:
