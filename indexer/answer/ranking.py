@@ -56,6 +56,7 @@ def _gated(g) -> bool:
 WINDOW = "rc.params * 50 >= :tp AND rc.params * 5 <= :tp"  # the size inside RATIO_LOW..RATIO_HIGH of the target's
 # The order inside one (win, lin, kind) rank, as ix_repo_classes_class_rank holds it (migration 0010).
 DOWNLOAD_ORDER = "rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
+RANK_INDEX = "ix_repo_classes_class_rank"
 HEAD_ROWS = 20  # _head_rows reads this many rows of a class per row it ranks (a third are in the window)
 HEAD_CLASSES = 8  # more classes than this (GGUF pairs): ranked from the (class_id, params) range
 PROBE_ROWS = 20  # members has_candidates reads unranked before it ranks a class whose draft rows may refuse them
@@ -335,6 +336,8 @@ class Query:
         head = HEAD_ROWS * limit
         if len(class_ids) > HEAD_CLASSES or all(self.sizes.get(c, head + 1) <= head for c in class_ids):
             return None  # many classes, or small ones: the range query reads them at once
+        if not self.cat.has_index(RANK_INDEX):
+            return None  # a catalog made before migration 0010 (`indexer db upgrade` adds the index)
         rows: list[dict] = []
         ends: list[tuple] = []
         for cid in class_ids:

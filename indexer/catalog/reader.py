@@ -39,6 +39,7 @@ class Reader:
         table, missing_fix, unmigrated = NEEDS[needs]
         url = resolve_url(db)  # CatalogError: an unknown scheme or a missing driver
         self.sa, self.db = None, db
+        self._indexes: dict[str, bool] = {}
         path = sqlite_file(url)  # a str: no pathlib on the query path
         try:
             if url.startswith("sqlite:///"):
@@ -75,6 +76,14 @@ class Reader:
     def dialect(self) -> str:
         """The SQL dialect's name (the lookup's probes differ on PostgreSQL)."""
         return self.sa.dialect.name if self.sa is not None else "sqlite"
+
+    def has_index(self, name: str) -> bool:
+        """Whether the catalog has the index ``name`` (a catalog an older version made may lack one), asked once."""
+        if name not in self._indexes:
+            sql = ("SELECT 1 FROM pg_indexes WHERE indexname = :n" if self.dialect == "postgresql" else
+                   "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = :n")
+            self._indexes[name] = self.one(sql, {"n": name}) is not None
+        return self._indexes[name]
 
     def all(self, sql: str, params: dict | None = None) -> list[tuple]:
         """Every row of ``sql`` as tuples."""
