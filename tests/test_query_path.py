@@ -57,9 +57,9 @@ OURS = {
 # Not orjson: its import loads dataclasses, inspect, uuid and platform (16 ms), so vocab/canonical.py imports it
 # on first use. Not the sqlite3 package around _sqlite3: it imports datetime for adapters no read uses. Not
 # pathlib (with urllib.parse, ipaddress, fnmatch) nor hashlib (OpenSSL): each costs about half of a bare Python's
-# start in a `pip install .` venv (issue 31).
+# start in a `pip install .` venv (issue 31). Not contextlib (1 ms): answer/lookup.py's one context manager is a class.
 OTHERS = tuple("""
-__future__ json _json _sqlite3 math contextlib contextvars _contextvars collections.abc
+__future__ json _json _sqlite3 math contextvars _contextvars collections.abc
 zlib weakref _weakrefset threading fnmatch gc
 """.split())
 # What `query` does not load either, unlike `check`.
