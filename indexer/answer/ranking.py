@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from .. import engines as registry
-from ..catalog.reader import NOT_GATED, Reader, in_list
+from ..catalog.reader import NOT_GATED, Reader, int_list
 from ..engines.archrules import SEVERITY
 from ..errors import QueryError
 from ..gguf import NOT_MODELLED
@@ -163,9 +163,7 @@ class Query:
         others = [c for c in self.class_ids + self.degraded_ids if c != self.class_id]
         if not others:
             return 0
-        params: dict = {}
-        row = self.cat.one(f"SELECT SUM(members) FROM compat_classes WHERE id IN {in_list('c', others, params)}",
-                           params)
+        row = self.cat.one(f"SELECT SUM(members) FROM compat_classes WHERE id IN {int_list(others)}")
         return int(row[0] or 0) if row else 0
 
     def _agreeing_classes(self) -> None:
@@ -273,9 +271,7 @@ class Query:
         out: dict[int, dict] = {}
         pks = [r["pk"] for r in rows]
         for i in range(0, len(pks), 5000):
-            params: dict = {}
-            sql = DETAIL_SQL + in_list("p", pks[i:i + 5000], params)
-            for row in self.cat.all(sql, params):
+            for row in self.cat.all(DETAIL_SQL + int_list(pks[i:i + 5000])):
                 out[row[0]] = dict(zip(DETAIL_KEYS, row, strict=True))
         return [{**r, **out[r["pk"]]} for r in rows if r["pk"] in out]
 
@@ -310,7 +306,7 @@ class Query:
     def _rank_rows(self, class_ids: list[int], where: str, params: dict, limit: int | None,
                    offset: int = 0, source: str | None = None) -> list[dict]:
         """Ranked rows of ``class_ids`` (or of ``source``: a subquery named rc, and its condition) passing ``where``."""
-        source = source or f"repo_classes rc WHERE rc.class_id IN {in_list('c', class_ids, params)}"
+        source = source or f"repo_classes rc WHERE rc.class_id IN {int_list(class_ids)}"
         sql = (
             f"SELECT {RANK_COLS}, "
             f"CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
@@ -460,7 +456,7 @@ class Query:
         tp = self.t["params"]
         params = {"pk": self.target.exclude_pk, "tp": tp, "tp3": tp * 3 if tp is not None else None}
         size = "AND (rc.params * 4 < :tp3 OR rc.params IS NULL) " if tp is not None else ""
-        classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
+        classes = int_list(self.class_ids + self.degraded_ids)  # degraded drafts are listed too
         probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {classes} "
                  f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")
         rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(probe, params)]
@@ -476,7 +472,7 @@ class Query:
         """Every draft that works, then every degraded one (each group by repo id)."""
         params: dict = {"pk": self.target.exclude_pk}
         sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
-               f"WHERE rc.class_id IN {in_list('c', self.class_ids + self.degraded_ids, params)} AND rc.repo_pk <> :pk")
+               f"WHERE rc.class_id IN {int_list(self.class_ids + self.degraded_ids)} AND rc.repo_pk <> :pk")
         rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
         rows = [r for r in rows if self.arch.refused(r) is None]  # an architecture row refuses the others
         out = [self._entry(r, ranked=False) for r in rows]

@@ -121,6 +121,13 @@ def json_value(value):
     return value
 
 
+def int_list(values: list) -> str:
+    """``(1, 2, 3)`` for an IN clause of integers (ids the catalog gave), written into the SQL (``int()`` each, so
+    nothing else gets in): binding hundreds of named parameters costs more than the query itself (501 class ids:
+    0.8 ms against 0.2 ms, issue 31). ``(NULL)`` when empty."""
+    return "(" + (", ".join(str(int(v)) for v in values) or "NULL") + ")"
+
+
 def in_list(name: str, values: list, params: dict) -> str:
     """``(:name0, :name1, ...)`` for an IN clause, the values added to ``params`` (``(NULL)`` when empty)."""
     keys = []
