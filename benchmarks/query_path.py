@@ -55,19 +55,25 @@ KEEP_VENVS = 6  # the newest venvs kept in the cache (each holds every dependenc
 
 # Runs the console-script entry in-process, then reports what it loaded on stderr (one line, after the command's
 # own output). ENTRY is "module:function", as in [project.scripts].
+# An answer leaves by os._exit (fastcli.leave, issue 31): the line is written just before.
 PROBE = """
 import os, sys
 module, _, func = os.environ["INDEXER_ENTRY"].partition(":")
 sys.argv[0] = "indexer"
+def report(code):
+    ours = [m for m in sys.modules if m == "indexer" or m.startswith("indexer.")]
+    sys.stderr.write("LOADED %d %d %d %d %s\\n" % (len(ours), len(sys.modules), "click" in sys.modules,
+                                                  "sqlalchemy" in sys.modules, code))
+    sys.stderr.flush()
+exit_now = os._exit
+os._exit = lambda code: (report(code), exit_now(code))
 try:
     getattr(__import__(module, fromlist=[func]), func)()
 except SystemExit as e:
     code = e.code
 else:
     code = 0
-ours = [m for m in sys.modules if m == "indexer" or m.startswith("indexer.")]
-sys.stderr.write("LOADED %d %d %d %d %s\\n" % (len(ours), len(sys.modules), "click" in sys.modules,
-                                              "sqlalchemy" in sys.modules, code))
+report(code)
 """
 # What kind of install a venv's `indexer` is: pip's direct_url.json (PEP 610) says "editable" for `pip install -e`.
 KIND = """

@@ -60,9 +60,9 @@ def test_classes_per_engine(db):
                                 "ON r.id = rc.repo_pk WHERE rc.engine = 'sglang'"))
         assert lin["ft/derived"] == lin[TARGET] == lin["Qwen/Qwen2.5-7B"]
         assert lin["other/tiny-chat"] != lin[TARGET]
-        # The (class_id, params) index exists after the rebuild.
+        # The (class_id, params) index and the ranking order's index exist after the rebuild.
         idx = [r[1] for r in conn.execute("PRAGMA index_list('repo_classes')")]
-        assert "ix_repo_classes_class_params" in idx
+        assert {"ix_repo_classes_class_params", "ix_repo_classes_class_rank"} <= set(idx)
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 

@@ -53,13 +53,14 @@ OURS = {
 }
 # Everything else it may load beyond `python -c pass` and the console script's `import re` (a name stands for its
 # submodules too): the standard library it uses (threading: the fingerprint code's lock around transformers loads;
-# zlib: the token store; fnmatch: the tokenizer file patterns). Not orjson: its import loads dataclasses, inspect,
-# uuid and platform (16 ms), so vocab/canonical.py imports it on first use. Not pathlib (with urllib.parse,
-# ipaddress, fnmatch) nor hashlib (OpenSSL): each costs about half of a bare Python's start in a `pip install .`
-# venv (issue 31).
+# zlib: the token store; fnmatch: the tokenizer file patterns; gc, built in: fastcli turns the collector off).
+# Not orjson: its import loads dataclasses, inspect, uuid and platform (16 ms), so vocab/canonical.py imports it
+# on first use. Not the sqlite3 package around _sqlite3: it imports datetime for adapters no read uses. Not
+# pathlib (with urllib.parse, ipaddress, fnmatch) nor hashlib (OpenSSL): each costs about half of a bare Python's
+# start in a `pip install .` venv (issue 31). Not contextlib (1 ms): answer/lookup.py's one context manager is a class.
 OTHERS = tuple("""
-__future__ json _json sqlite3 _sqlite3 datetime _datetime math contextlib contextvars _contextvars collections.abc
-zlib weakref _weakrefset threading fnmatch
+__future__ json _json _sqlite3 math contextvars _contextvars collections.abc
+zlib weakref _weakrefset threading fnmatch gc
 """.split())
 # What `query` does not load either, unlike `check`.
 QUERY_FORBIDDEN = ("fnmatch", "threading", "zlib")
@@ -89,17 +90,22 @@ def run(code: str, *args: str, env: dict | None = None) -> tuple[str, str, int]:
 
 # As the console script runs in a venv of `pip install .`: `python -S` (no site, so no editable-install hook) with
 # the checkout and site-packages on the path; os (site's) and re, sys (the console script's own imports) loaded
-# before the count starts.
+# before the count starts. An answer leaves by os._exit (fastcli.leave): the count is written just before.
 PROBE = (
     "import os, re, sys\n"
     "before = set(sys.modules)\n"
     "sys.argv = ['indexer', *sys.argv[1:]]\n"
+    "def report():\n"
+    "    sys.stderr.write('LOADED ' + ' '.join(sorted(set(sys.modules) - before)) + '\\n')\n"
+    "    sys.stderr.flush()\n"
+    "exit_now = os._exit\n"
+    "os._exit = lambda code: (report(), exit_now(code))\n"
     "from indexer.fastcli import main\n"
     "try:\n"
     "    main()\n"
     "except SystemExit:\n"
     "    pass\n"
-    "sys.stderr.write('LOADED ' + ' '.join(sorted(set(sys.modules) - before)) + '\\n')\n"
+    "report()\n"
 )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from .. import engines as registry
-from ..catalog.reader import NOT_GATED, Reader, in_list
+from ..catalog.reader import NOT_GATED, Reader, int_list
 from ..engines.archrules import SEVERITY
 from ..errors import QueryError
 from ..gguf import NOT_MODELLED
@@ -44,11 +44,21 @@ def _stem(repo_id: str) -> str:
     return re.sub(r"([-_.](gguf|awq|gptq|exl2|mlx|fp8|int4|int8|bnb|\d+bit|q\d\w*|f16|bf16))+$", "", name)
 
 
+def _download_key(r: dict) -> tuple:
+    """DOWNLOAD_ORDER's key of a rank row, in Python."""
+    return r["is_gated"], -(r["downloads"] or 0), r["pk"]
+
+
 def _gated(g) -> bool:
     return g is not None and str(g) not in NOT_GATED
 
 
 WINDOW = "rc.params * 50 >= :tp AND rc.params * 5 <= :tp"  # the size inside RATIO_LOW..RATIO_HIGH of the target's
+# The order inside one (win, lin, kind) rank, as ix_repo_classes_class_rank holds it (migration 0010).
+DOWNLOAD_ORDER = "rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
+RANK_INDEX = "ix_repo_classes_class_rank"
+HEAD_ROWS = 20  # _head_rows reads this many rows of a class per row it ranks (a third are in the window)
+HEAD_CLASSES = 8  # more classes than this (GGUF pairs): ranked from the (class_id, params) range
 PROBE_ROWS = 20  # members has_candidates reads unranked before it ranks a class whose draft rows may refuse them
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
@@ -114,6 +124,7 @@ class Query:
             if self.t["pk"] == -1:
                 self.lineage_id = None
         self.class_ids = [self.class_id] if self.class_id is not None else []
+        self.sizes: dict[int, int] = {self.class_id: self.members} if self.class_id is not None else {}  # members
         self.paired: dict[int, str] = {}
         refusing = self.entry.refuses_target_with
         # The engine's architecture rows (engines/archrules.py): the target's once, the draft's per draft.
@@ -127,12 +138,13 @@ class Query:
             self.class_ids = []
         elif self.class_id is not None and self.entry.gguf_classes:
             # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
-            for cid, reason in cat.all(
-                    "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
+            for cid, reason, members in cat.all(
+                    "SELECT c.id, p.reason, c.members FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
                     "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
                     "WHERE p.target_signature = tc.class_key AND p.compatible", {"e": engine, "cid": self.class_id}):
                 self.class_ids.append(cid)
                 self.paired[cid] = reason
+                self.sizes[cid] = members
         # Same-size classes whose tokenizer agrees with the target's (compute's agreement step): their drafts
         # work (ranked with the class) or are degraded (listed after), like `check` says.
         self.grades: dict[int, dict] = {}
@@ -151,20 +163,19 @@ class Query:
         others = [c for c in self.class_ids + self.degraded_ids if c != self.class_id]
         if not others:
             return 0
-        params: dict = {}
-        row = self.cat.one(f"SELECT SUM(members) FROM compat_classes WHERE id IN {in_list('c', others, params)}",
-                           params)
+        row = self.cat.one(f"SELECT SUM(members) FROM compat_classes WHERE id IN {int_list(others)}")
         return int(row[0] or 0) if row else 0
 
     def _agreeing_classes(self) -> None:
         t = self.t
         rows = self.cat.all(
-            "SELECT c.id, k.base_vocab_sha256, a.grade, tk.agrees_by_base FROM compat_classes c "
+            "SELECT c.id, k.base_vocab_sha256, a.grade, tk.agrees_by_base, c.members FROM compat_classes c "
             "JOIN tokenizers k ON k.id = c.tokenizer_id JOIN tokenizers tk ON tk.id = :tid "
             "LEFT JOIN tokenizer_agreement a ON a.target_tokenizer_id = :tid AND a.draft_tokenizer_id = c.tokenizer_id "
             "WHERE c.engine = :e AND c.vocab_size = :vs AND c.tokenizer_id <> :tid ORDER BY c.id",
             {"e": self.engine, "vs": self.size, "tid": t["tokenizer_id"]})
-        for cid, base, grade, clean in rows:
+        for cid, base, grade, clean, members in rows:
+            self.sizes[cid] = members
             if grade is None and clean and base == t["base_vocab_sha256"]:
                 grade = registry.WORKS  # every same-base draft agrees >= WORKS_AT with this target
             if grade in (registry.WORKS, registry.DEGRADED):
@@ -260,9 +271,7 @@ class Query:
         out: dict[int, dict] = {}
         pks = [r["pk"] for r in rows]
         for i in range(0, len(pks), 5000):
-            params: dict = {}
-            sql = DETAIL_SQL + in_list("p", pks[i:i + 5000], params)
-            for row in self.cat.all(sql, params):
+            for row in self.cat.all(DETAIL_SQL + int_list(pks[i:i + 5000])):
                 out[row[0]] = dict(zip(DETAIL_KEYS, row, strict=True))
         return [{**r, **out[r["pk"]]} for r in rows if r["pk"] in out]
 
@@ -271,35 +280,80 @@ class Query:
         if not class_ids:
             return []
         t = self.t
-        params.update({"tp": t["params"], "tp3": t["params"] * 3 if t["params"] is not None else None,
-                       "lin": self.lineage_id, "aid": self.author_id, "fid": self.family_id,
-                       "chat": t["is_chat"], "pk": self.target.exclude_pk})
+        params.update(self.rank_params())
         if limit is None or t["params"] is None or offset:  # a later page (archrank.take): one plain query
             return self._details(self._rank_rows(class_ids, where, params, limit, offset))
         # Members inside the preferred ratio sort first: when they fill the page (a big class), the rest of the
-        # class is never read, and the index range on (class_id, params) holds them (a third of the rows).
-        params.update({"lo": t["params"] // 50, "hi": t["params"] // 5 + 1})
-        rows = self._rank_rows(class_ids, f"{where} AND rc.params BETWEEN :lo AND :hi AND {WINDOW}", params, limit)
+        # class is never read. Each half is ranked from the head of each class in download order when that
+        # provably holds the page (_head_rows), else from the index range on (class_id, params).
+        inside = f"{where} AND rc.params BETWEEN :lo AND :hi AND {WINDOW}"
+        rows = self._head_rows(class_ids, inside, params, limit)
+        if rows is None:
+            rows = self._rank_rows(class_ids, inside, params, limit)
         if len(rows) < limit:
-            rows += self._rank_rows(class_ids, f"{where} AND (CASE WHEN {WINDOW} THEN 1 ELSE 0 END) = 0", params,
-                                    limit - len(rows))
+            outside = f"{where} AND (CASE WHEN {WINDOW} THEN 1 ELSE 0 END) = 0"
+            more = self._head_rows(class_ids, outside, params, limit - len(rows))
+            rows += more if more is not None else self._rank_rows(class_ids, outside, params, limit - len(rows))
         return self._details(rows)
 
+    def rank_params(self) -> dict:
+        """The parameters of the ranking SQL: the target's size (and its window), lineage, author, family, kind."""
+        tp = self.t["params"]
+        return {"tp": tp, "tp3": tp * 3 if tp is not None else None, "lo": tp // 50 if tp is not None else None,
+                "hi": tp // 5 + 1 if tp is not None else None, "lin": self.lineage_id, "aid": self.author_id,
+                "fid": self.family_id, "chat": self.t["is_chat"], "pk": self.target.exclude_pk}
+
     def _rank_rows(self, class_ids: list[int], where: str, params: dict, limit: int | None,
-                   offset: int = 0) -> list[dict]:
+                   offset: int = 0, source: str | None = None) -> list[dict]:
+        """Ranked rows of ``class_ids`` (or of ``source``: a subquery named rc, and its condition) passing ``where``."""
+        source = source or f"repo_classes rc WHERE rc.class_id IN {int_list(class_ids)}"
         sql = (
             f"SELECT {RANK_COLS}, "
             f"CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
             "CASE WHEN rc.lineage_id = :lin OR rc.author_id = :aid OR rc.family_id = :fid "
             "THEN 1 ELSE 0 END AS lin, "
             "CASE WHEN rc.is_chat = :chat THEN 1 ELSE 0 END AS kind "
-            f"FROM repo_classes rc WHERE rc.class_id IN {in_list('c', class_ids, params)} AND rc.repo_pk <> :pk "
+            f"FROM {source} AND rc.repo_pk <> :pk "
             f"{where} "
-            "ORDER BY win DESC, lin DESC, kind DESC, rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
+            f"ORDER BY win DESC, lin DESC, kind DESC, {DOWNLOAD_ORDER}"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}" + (f" OFFSET {int(offset)}" if offset else "")
         return [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)]
+
+    def _head_rows(self, class_ids: list[int], where: str, params: dict, limit: int) -> list[dict] | None:
+        """The first ``limit`` ranked rows passing ``where`` (which fixes ``win``), read from the head of each class
+        in download order (ix_repo_classes_class_rank: at most ``HEAD_ROWS`` x ``limit`` rows a class, not a
+        third of it sorted); None when that head does not provably hold them, then the caller ranks the range.
+
+        Exact because the rank orders by (win, lin, kind) first, then in the index's order: when the last row
+        taken has the best lin and kind any row can have, a row past a class's head (later in that order than the
+        head's last row) cannot rank before it unless the last row taken comes after the head's last row."""
+        head = HEAD_ROWS * limit
+        if len(class_ids) > HEAD_CLASSES or all(self.sizes.get(c, head + 1) <= head for c in class_ids):
+            return None  # many classes, or small ones: the range query reads them at once
+        if not self.cat.has_index(RANK_INDEX):
+            return None  # a catalog made before migration 0010 (`indexer db upgrade` adds the index)
+        rows: list[dict] = []
+        ends: list[tuple] = []
+        for cid in class_ids:
+            params["hc"] = cid
+            inner = (f"SELECT {RANK_COLS}, rc.disabled FROM repo_classes rc WHERE rc.class_id = :hc "
+                     f"ORDER BY {DOWNLOAD_ORDER} LIMIT {head}")
+            rows += self._rank_rows([], where, params, limit, source=f"({inner}) rc WHERE rc.class_id = :hc")
+            end = self.cat.one(f"SELECT rc.gated, COALESCE(rc.downloads, 0), rc.repo_pk FROM repo_classes rc "
+                               f"WHERE rc.class_id = :hc ORDER BY {DOWNLOAD_ORDER} LIMIT 1 OFFSET {head - 1}", params)
+            if end is not None:  # the class is longer than its head
+                ends.append((end[0], -end[1], end[2]))
+        rows.sort(key=lambda r: (-r["win"], -r["lin"], -r["kind"], *_download_key(r)))
+        rows = rows[:limit]
+        if not ends:
+            return rows  # every class was read whole
+        best_lin = int(any(params[k] is not None for k in ("lin", "aid", "fid")))
+        best_kind = int(params["chat"] is not None)
+        if len(rows) < limit or (rows[-1]["lin"], rows[-1]["kind"]) != (best_lin, best_kind):
+            return None
+        return rows if all(_download_key(rows[-1]) < end for end in ends) else None
 
     def _take(self, class_ids: list[int], where: str, need: int) -> tuple[list[dict], list[dict]]:
         """Up to ``need`` ranked members no architecture row refuses, and the demoted ones apart (ranked after)."""
@@ -402,7 +456,7 @@ class Query:
         tp = self.t["params"]
         params = {"pk": self.target.exclude_pk, "tp": tp, "tp3": tp * 3 if tp is not None else None}
         size = "AND (rc.params * 4 < :tp3 OR rc.params IS NULL) " if tp is not None else ""
-        classes = in_list("c", self.class_ids + self.degraded_ids, params)  # degraded drafts are listed too
+        classes = int_list(self.class_ids + self.degraded_ids)  # degraded drafts are listed too
         probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {classes} "
                  f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")
         rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(probe, params)]
@@ -418,7 +472,7 @@ class Query:
         """Every draft that works, then every degraded one (each group by repo id)."""
         params: dict = {"pk": self.target.exclude_pk}
         sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
-               f"WHERE rc.class_id IN {in_list('c', self.class_ids + self.degraded_ids, params)} AND rc.repo_pk <> :pk")
+               f"WHERE rc.class_id IN {int_list(self.class_ids + self.degraded_ids)} AND rc.repo_pk <> :pk")
         rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
         rows = [r for r in rows if self.arch.refused(r) is None]  # an architecture row refuses the others
         out = [self._entry(r, ranked=False) for r in rows]

@@ -56,6 +56,8 @@ NOT_GATED = "(" + ", ".join(f"'{v}'" for v in db.NOT_GATED) + ")"  # SQL list of
 CLASS_INDEX = "ix_repo_classes_class_params"
 CLASS_INDEX_COLUMNS = ("class_id, params, downloads, lineage_id, author_id, family_id, is_chat, gated, "
                        "disabled, repo_pk")
+RANK_INDEX = "ix_repo_classes_class_rank"  # migration 0010: a class in the ranking's download order
+RANK_INDEX_COLUMNS = "class_id, gated, COALESCE(downloads, 0) DESC, repo_pk"
 LINEAGE_DEPTH = 16
 NO_ARCH = {"source": "none"}  # no config.json to read: no architecture row can match (and none is retried)
 
@@ -194,6 +196,7 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                     "AND (t.id IS NOT NULL OR e.gguf_signature IS NOT NULL) ORDER BY r.id")
                 say("narrow copy built")
                 conn.exec_driver_sql(f"DROP INDEX IF EXISTS {CLASS_INDEX}")
+                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {RANK_INDEX}")
                 conn.exec_driver_sql("DELETE FROM repo_classes")
                 conn.exec_driver_sql("DELETE FROM compat_classes")
                 for eng in ENGINES.values():
@@ -213,6 +216,7 @@ def compute(db: str | None = None, *, progress: bool = False) -> dict:
                                                     {"e": eng.name}).scalar()
                     say(f"{eng.name}: {stats['classes'][eng.name]} classes, {res.rowcount} members")
                 conn.exec_driver_sql(f"CREATE INDEX {CLASS_INDEX} ON repo_classes ({CLASS_INDEX_COLUMNS})")
+                conn.exec_driver_sql(f"CREATE INDEX {RANK_INDEX} ON repo_classes ({RANK_INDEX_COLUMNS})")
                 say("class index built")
                 conn.exec_driver_sql("UPDATE tokenizers SET repo_count = 0")
                 conn.exec_driver_sql("DROP TABLE IF EXISTS tmp_counts")

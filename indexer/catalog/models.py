@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -265,13 +266,16 @@ class RepoClass(Base):
     """Membership of a repo in one engine's compatibility class, with the ranking facts.
 
     The ranking facts are copied from ``repos`` so that ``indexer query`` ranks a class from
-    the covering index ``ix_repo_classes_class_params`` alone, without touching ``repos``.
+    the covering index ``ix_repo_classes_class_params`` alone, without touching ``repos``;
+    ``ix_repo_classes_class_rank`` holds each class in the ranking's download order, so a query reads the head
+    of a big class instead of sorting it (migration 0010).
     """
 
     __tablename__ = "repo_classes"
     __table_args__ = (
         Index("ix_repo_classes_class_params", "class_id", "params", "downloads", "lineage_id", "author_id",
               "family_id", "is_chat", "gated", "disabled", "repo_pk"),
+        Index("ix_repo_classes_class_rank", "class_id", "gated", text("COALESCE(downloads, 0) DESC"), "repo_pk"),
     )
 
     engine: Mapped[str] = mapped_column(String(20), primary_key=True)

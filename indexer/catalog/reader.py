@@ -39,13 +39,17 @@ class Reader:
         table, missing_fix, unmigrated = NEEDS[needs]
         url = resolve_url(db)  # CatalogError: an unknown scheme or a missing driver
         self.sa, self.db = None, db
+        self._indexes: dict[str, bool] = {}
         path = sqlite_file(url)  # a str: no pathlib on the query path
         try:
             if url.startswith("sqlite:///"):
                 if path is not None and not os.path.exists(path):
                     raise CatalogError(f"catalog {path} does not exist; "
                                        + missing_fix.format(arg=path) + missing_hint(path))
-                import sqlite3
+                try:  # the C module: sqlite3's package around it adds datetime adapters (2 ms to import; issue 31)
+                    import _sqlite3 as sqlite3  # that no read here binds or converts
+                except ImportError:  # pragma: no cover - an interpreter whose sqlite3 is built otherwise
+                    import sqlite3
 
                 ro_uri = read_only_uri(path) if path is not None else None
                 self.conn = sqlite3.connect(ro_uri, uri=True) if ro_uri else sqlite3.connect(path or ":memory:")
@@ -72,6 +76,14 @@ class Reader:
     def dialect(self) -> str:
         """The SQL dialect's name (the lookup's probes differ on PostgreSQL)."""
         return self.sa.dialect.name if self.sa is not None else "sqlite"
+
+    def has_index(self, name: str) -> bool:
+        """Whether the catalog has the index ``name`` (a catalog an older version made may lack one), asked once."""
+        if name not in self._indexes:
+            sql = ("SELECT 1 FROM pg_indexes WHERE indexname = :n" if self.dialect == "postgresql" else
+                   "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = :n")
+            self._indexes[name] = self.one(sql, {"n": name}) is not None
+        return self._indexes[name]
 
     def all(self, sql: str, params: dict | None = None) -> list[tuple]:
         """Every row of ``sql`` as tuples."""
@@ -107,6 +119,13 @@ def json_value(value):
         except ValueError:
             return None
     return value
+
+
+def int_list(values: list) -> str:
+    """``(1, 2, 3)`` for an IN clause of integers (ids the catalog gave), written into the SQL (``int()`` each, so
+    nothing else gets in): binding hundreds of named parameters costs more than the query itself (501 class ids:
+    0.8 ms against 0.2 ms, issue 31). ``(NULL)`` when empty."""
+    return "(" + (", ".join(str(int(v)) for v in values) or "NULL") + ")"
 
 
 def in_list(name: str, values: list, params: dict) -> str:
