@@ -37,6 +37,20 @@ def crawl(db: str, hub, **kw) -> dict:
     return Crawler(db, CrawlOptions(**opts)).run()
 
 
+def crawled_catalog(root: Path, hub_dir: Path) -> str:
+    """root/catalog.db made by the real migrations, one crawl of ``hub_dir`` through the imitation, then compute."""
+    from indexer.catalog.compute import compute
+    from indexer.catalog.db import upgrade
+    from indexer.hubsim import HubServer
+
+    db = str(root / "catalog.db")
+    upgrade(db)
+    with HubServer(str(hub_dir)) as server:
+        crawl(db, server)
+    compute(db)
+    return db
+
+
 def repos(db: str) -> dict[str, dict]:
     con = sqlite3.connect(db)
     con.row_factory = sqlite3.Row

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-from crawlkit import crawl, set_meta
+from crawlkit import crawled_catalog, set_meta
 from gguf.constants import GGUFValueType
 from ggufkit import write_gguf
 from test_engines import SPM_WORDS, make_spm
@@ -18,12 +18,10 @@ from test_engines import SPM_WORDS, make_spm
 from indexer.answer.query import QueryError, run_query
 from indexer.answer.sides import side_from_dir, side_from_gguf
 from indexer.catalog.compute import compute
-from indexer.catalog.db import upgrade
 from indexer.cli import cli
 from indexer.engines import ENGINES, verdicts
 from indexer.engines.archrules import SEVERITY, WRONG_OUTPUT
 from indexer.engines.rules import check_pair
-from indexer.hubsim import HubServer
 from indexer.vocab.archconfig import arch_facts
 
 # The releases these tests were written at (issue 23): the rows of the older releases stay reachable with
@@ -307,11 +305,7 @@ def catalog(tmp_path_factory):
     for repo_id, (name, params) in HUB.items():
         write_model(hub / repo_id, name)
         set_meta(hub, repo_id, params=params)
-    db = str(root / "catalog.db")
-    upgrade(db)
-    with HubServer(str(hub)) as server:
-        crawl(db, server)
-    compute(db)
+    db = crawled_catalog(root, hub)
     return db
 
 
@@ -453,11 +447,7 @@ def gguf_catalog(tmp_path_factory):
           model=None, pre=None)
     _gguf(hub, "heads/gemma-4-E4B-assistant-GGUF", "gemma-4-E4B-assistant-Q8_0.gguf", "gemma4-assistant",
           {"embedding_length_out": 2560}, ["base_model:google/gemma-4-E4B"], tokens=[], model=None, pre=None)
-    db = str(root / "catalog.db")
-    upgrade(db)
-    with HubServer(str(hub)) as server:
-        crawl(db, server)
-    compute(db)
+    db = crawled_catalog(root, hub)
     return db
 
 

@@ -10,20 +10,17 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from crawlkit import crawl, set_meta
+from crawlkit import crawled_catalog, set_meta
 from hybridkit import CASES, CORPUS, ORACLE, write_case
 
 from indexer.answer.query import run_query
 from indexer.answer.render import render, render_check
 from indexer.answer.sides import side_from_dir
-from indexer.catalog.compute import compute
-from indexer.catalog.db import upgrade
 from indexer.cli import cli
 from indexer.engines import ENGINES, UNKNOWN, verdicts
 from indexer.engines.archrules import SEVERITY, worst
 from indexer.gguf.archs import SUPPORTED, VOCAB_PATH
 from indexer.gguf.predict import is_not_modelled, predict_gguf
-from indexer.hubsim import HubServer
 
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
 FIELDS = ("vocab_type", "n_vocab", "add_bos", "add_eos", "bos", "eos", "pre", "tokens_sha256")
@@ -117,11 +114,7 @@ def catalog(tmp_path_factory):
         (hub / repo_id).parent.mkdir(parents=True, exist_ok=True)
         write_case(hub / repo_id.split("/")[0], case).rename(hub / repo_id)
         set_meta(hub, repo_id, params=params)
-    db = str(root / "catalog.db")
-    upgrade(db)
-    with HubServer(str(hub)) as server:
-        crawl(db, server)
-    compute(db)
+    db = crawled_catalog(root, hub)
     return db
 
 

@@ -6,16 +6,13 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from crawlkit import crawl, set_meta
+from crawlkit import crawled_catalog, set_meta
 from ggufkit import bpe_tokens, write_gguf, write_vocab_gguf
 from test_engines import make_spm
 
 from indexer.answer.query import run_query
 from indexer.answer.rule_inputs import side_from_catalog
-from indexer.catalog.compute import compute
-from indexer.catalog.db import upgrade
 from indexer.cli import cli
-from indexer.hubsim import HubServer
 
 B = 10**9
 EXTRA = tuple(f"<extra_{i}>" for i in range(20))
@@ -29,11 +26,7 @@ def catalog(tmp_path_factory):
                                 ("spm/Chat-0.4B", {"added": EXTRA}, B // 3)):
         make_spm(hub / repo_id, **kw)
         set_meta(hub, repo_id, params=params)
-    db = str(root / "catalog.db")
-    upgrade(db)
-    with HubServer(str(hub)) as server:
-        crawl(db, server)
-    compute(db)
+    db = crawled_catalog(root, hub)
     return db, root
 
 
