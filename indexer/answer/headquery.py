@@ -237,11 +237,8 @@ class _Estimator:
 
         if self._facts is None:
             self._facts = catalog_facts(self.cat, self.shape.repo_id)
-        facts = {"algorithm": "mtp"} if head is None else {
-            "algorithm": head.algorithm, "params": head.params, "hidden_size": head.hidden_size,
-            "vocab_size": head.vocab_size}
         tokens = rules.launch_tokens(head, self.shape, engine, self.release)
-        figures = head_estimate(engine, self._facts, facts, self.speed or Options(), tokens)
+        figures = head_estimate(engine, self._facts, head, self.speed or Options(), tokens)
         return figures[0] if figures else None
 
 

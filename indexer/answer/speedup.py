@@ -147,17 +147,16 @@ def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.
     return _per_device(engine, t, d, opts, one, first_only)
 
 
-def head_estimate(engine: str, t: dict, head: dict, opts: Options, draft_tokens: int) -> list[dict]:
-    """One estimate per device for a speculator head (``head``: algorithm, params, hidden_size, vocab_size) or the
-    target's MTP layers (algorithm "mtp"), at the ``draft_tokens`` its launch command runs; a method without an
-    acceptance figure gets a reason, not a number."""
-    method = head.get("algorithm")
+def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) -> list[dict]:
+    """One estimate per device for a speculator head (its ``engines.heads.HeadFacts``) or, ``head`` None, the
+    target's MTP layers, at the ``draft_tokens`` its launch command runs; a method without an acceptance figure gets
+    a reason, not a number."""
     ts = t.get("shape")
-    if method == "mtp":
-        shape = model.mtp_shape(ts) if ts is not None else None
+    if head is None:
+        method, shape = "mtp", model.mtp_shape(ts) if ts is not None else None
     else:
-        shape = model.head_shape(head.get("params"), head.get("hidden_size"), head.get("vocab_size"),
-                                 model.HEAD_LAYERS.get(method, 1))
+        method = head.algorithm
+        shape = model.head_shape(head.params, head.hidden_size, head.vocab_size, model.HEAD_LAYERS.get(method, 1))
     if method not in model.HEAD_ACCEPT:
         return [{"hardware": device.name, "estimate": None,
                  "why": f"speed-up unknown: no measured acceptance for {method} heads"}
@@ -287,13 +286,11 @@ def _add_to_head_check(result: dict, db: str | None, opts: Options) -> dict:
         t = catalog_facts(reader, shape.repo_id)
     finally:
         reader.close()
-    facts = {"algorithm": head.algorithm, "params": head.params, "hidden_size": head.hidden_size,
-             "vocab_size": head.vocab_size}
     for engine, verdict in result["engines"].items():
         if not verdict["fits"] or ENGINES[engine].speed is None:
             verdict["speedup"], verdict["speedups"] = None, []
             continue
         tokens = rules.launch_tokens(head, shape, engine, verdict.get("version"))
-        verdict["speedups"] = head_estimate(engine, t, facts, opts, tokens)
+        verdict["speedups"] = head_estimate(engine, t, head, opts, tokens)
         verdict["speedup"] = verdict["speedups"][0] if verdict["speedups"] else None
     return result

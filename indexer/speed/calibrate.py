@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import statistics
 from pathlib import Path
 
 from . import hardware as hw
@@ -257,7 +258,7 @@ def _decode_informed(cases: list[Case]) -> set:
 
 
 def fit_decode(cases: list[Case], cal: dict) -> dict:
-    """η per device kind from float and 8-bit targets' decode speeds (nothing to unpack), then each quantization's
+    """η per device kind from float targets' decode speeds (nothing to unpack), then each quantization's
     unpacking cost from its targets' decode speeds: the time above the bytes, in FP32 operations per weight."""
     out = copy.deepcopy(cal)
     out.setdefault("unpack", {})
@@ -267,31 +268,22 @@ def fit_decode(cases: list[Case], cal: dict) -> dict:
         shares = []
         for c in plain:
             p = model._Pass(c.target, c.setup.target_quant, c.setup, out)
-            t_fixed = p.fixed - (c.target.kv_per_token or 0) * c.setup.context * 2 * p.seconds_per_param * 8 \
-                / c.setup.target_quant.bpw  # the KV read moves with η too: keep only the per-layer part
-            t_bytes = p.seconds(1) - t_fixed
-            shares.append(out["eta"][kind] * t_bytes / max(1 / c.baseline - t_fixed, 1e-6))
+            t_bytes = p.seconds(1) - p.layer_seconds  # the bytes, the KV cache's included: both move with η
+            shares.append(out["eta"][kind] * t_bytes / max(1 / c.baseline - p.layer_seconds, 1e-6))
         if shares:
-            out["eta"][kind] = round(min(0.98, _median(shares)), 3)
+            out["eta"][kind] = round(min(0.98, statistics.median(shares)), 3)
     by_quant: dict[str, list[float]] = {}
     for c in rows:
         q, d = c.setup.target_quant, c.setup.device
         if q.family == quant.FLOAT:
             continue
         p = model._Pass(c.target, q, c.setup, {**out, "unpack": {}})
-        read = max(p.dense - p.untied, p.dense * 0.3)
         extra = 1 / c.baseline - p.seconds(1)
-        ops = max(0.0, extra) * d.tflops * 1e12 / (read * out["kappa_scale"][d.kind])
+        ops = max(0.0, extra) * d.tflops * 1e12 / (p.read(c.setup.batch) * out["kappa_scale"][d.kind])
         by_quant.setdefault(quant.block(q), []).append(ops)
     for name, values in by_quant.items():
-        out["unpack"][name] = round(_median(values), 2)
+        out["unpack"][name] = round(statistics.median(values), 2)
     return out
-
-
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 # ---- scoring ------------------------------------------------------------------------------------------------------
@@ -305,11 +297,10 @@ def score(cases: list[Case], predictions: list[float]) -> dict:
     """Share of rows whose class is right, and the median |ln(estimate / measured)|."""
     if not cases:
         return {"rows": 0, "class_right": None, "median_ln_error": None}
-    errs = sorted(abs(math.log(p / c.speedup)) for c, p in zip(cases, predictions))
+    errs = [abs(math.log(p / c.speedup)) for c, p in zip(cases, predictions)]
     right = sum(speed_class(p) == speed_class(c.speedup) for c, p in zip(cases, predictions))
-    mid = len(errs) // 2
-    median = errs[mid] if len(errs) % 2 else (errs[mid - 1] + errs[mid]) / 2
-    return {"rows": len(cases), "class_right": round(right / len(cases), 3), "median_ln_error": round(median, 3)}
+    return {"rows": len(cases), "class_right": round(right / len(cases), 3),
+            "median_ln_error": round(statistics.median(errs), 3)}
 
 
 def leviathan(case: Case) -> float:

@@ -169,8 +169,8 @@ class _Pass:
     """One model's forward-pass cost on a setup, its constants worked out once: a pass over n tokens is then a few
     multiplications (a query estimates dozens of drafts at up to 16 draft lengths each)."""
 
-    __slots__ = ("fixed", "dense", "per_expert", "experts", "keep", "untied", "seconds_per_param", "slope", "batch",
-                 "unpack")
+    __slots__ = ("fixed", "layer_seconds", "dense", "per_expert", "experts", "keep", "untied", "seconds_per_param",
+                 "slope", "batch", "unpack")
 
     def __init__(self, s: Shape, q: Quant, setup: Setup, cal: dict):
         d = setup.device
@@ -189,7 +189,8 @@ class _Pass:
         kv = (s.kv_per_token or 0) * setup.context * 2 * setup.batch  # the f16 cache at the stated context
         tau = cal["tau"].get((setup.runtime, d.kind), 50.0) * 1e-6
         layers = s.layers or max(8, round(4 * math.log2(max(s.params, 1e8) / 1e8)) + 12)
-        self.fixed = layers * tau + kv / bandwidth
+        self.layer_seconds = layers * tau
+        self.fixed = self.layer_seconds + kv / bandwidth
         kappa = cal["kappa"][q.family] * cal["kappa_scale"][d.kind]
         if setup.runtime == MLX and not d.bf16:
             kappa *= cal.get("bf16_emulation", 1.0)
@@ -197,12 +198,15 @@ class _Pass:
         self.unpack = cal.get("unpack", {}).get(block(q), 0.0) * cal["kappa_scale"][d.kind] / (d.tflops * 1e12)
         self.slope = kappa * 2 * max(active - self.untied, active * 0.3) / (d.tflops * 1e12)
 
-    def seconds(self, n_tokens: int) -> float:
-        """A pass over ``n_tokens`` per sequence: its experts are the union of the tokens' routes (random routing)."""
-        n_tokens *= self.batch
+    def read(self, n_tokens: int) -> float:
+        """The weights a pass over ``n_tokens`` tokens in all reads: the union of their experts' (random routing)."""
         read = self.dense + (self.per_expert * self.experts * (1 - self.keep ** n_tokens) if self.experts else 0.0)
-        read = max(read - self.untied, read * 0.3)
-        return self.fixed + read * (self.seconds_per_param + self.unpack) + (n_tokens - 1) * self.slope
+        return max(read - self.untied, read * 0.3)
+
+    def seconds(self, n_tokens: int) -> float:
+        """A pass over ``n_tokens`` per sequence."""
+        n_tokens *= self.batch
+        return self.fixed + self.read(n_tokens) * (self.seconds_per_param + self.unpack) + (n_tokens - 1) * self.slope
 
 
 def forward_seconds(s: Shape, q: Quant, n_tokens: int, setup: Setup, cal: dict = CALIBRATION) -> float:
