@@ -62,6 +62,10 @@ HEAD_CLASSES = 8  # more classes than this (GGUF pairs): ranked from the (class_
 PROBE_ROWS = 20  # members has_candidates reads unranked before it ranks a class whose draft rows may refuse them
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
+# The ranked columns: RANK_COLS and the three computed sort keys (in the size window, same lineage, same kind).
+RANK_SELECT = (f"{RANK_COLS}, CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
+               "CASE WHEN rc.lineage_id = :lin OR rc.author_id = :aid OR rc.family_id = :fid THEN 1 ELSE 0 END AS lin, "
+               "CASE WHEN rc.is_chat = :chat THEN 1 ELSE 0 END AS kind")
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
              "class_id", "win", "lin", "kind")  # the last three: _ranked's computed sort columns
 DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
@@ -304,56 +308,56 @@ class Query:
                 "fid": self.family_id, "chat": self.t["is_chat"], "pk": self.target.exclude_pk}
 
     def _rank_rows(self, class_ids: list[int], where: str, params: dict, limit: int | None,
-                   offset: int = 0, source: str | None = None) -> list[dict]:
-        """Ranked rows of ``class_ids`` (or of ``source``: a subquery named rc, and its condition) passing ``where``."""
-        source = source or f"repo_classes rc WHERE rc.class_id IN {int_list(class_ids)}"
-        sql = (
-            f"SELECT {RANK_COLS}, "
-            f"CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
-            "CASE WHEN rc.lineage_id = :lin OR rc.author_id = :aid OR rc.family_id = :fid "
-            "THEN 1 ELSE 0 END AS lin, "
-            "CASE WHEN rc.is_chat = :chat THEN 1 ELSE 0 END AS kind "
-            f"FROM {source} AND rc.repo_pk <> :pk "
-            f"{where} "
-            f"ORDER BY win DESC, lin DESC, kind DESC, {DOWNLOAD_ORDER}"
-        )
+                   offset: int = 0) -> list[dict]:
+        """Ranked rows of ``class_ids`` passing ``where``."""
+        sql = (f"SELECT {RANK_SELECT} FROM repo_classes rc WHERE rc.class_id IN {int_list(class_ids)} "
+               f"AND rc.repo_pk <> :pk {where} ORDER BY win DESC, lin DESC, kind DESC, {DOWNLOAD_ORDER}")
         if limit is not None:
             sql += f" LIMIT {int(limit)}" + (f" OFFSET {int(offset)}" if offset else "")
         return [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)]
 
     def _head_rows(self, class_ids: list[int], where: str, params: dict, limit: int) -> list[dict] | None:
         """The first ``limit`` ranked rows passing ``where`` (which fixes ``win``), read from the head of each class
-        in download order (ix_repo_classes_class_rank: at most ``HEAD_ROWS`` x ``limit`` rows a class, not a
-        third of it sorted); None when that head does not provably hold them, then the caller ranks the range.
+        in download order (ix_repo_classes_class_rank), a row at a time, up to ``HEAD_ROWS`` x ``limit`` rows a
+        class; None when what was read does not provably hold them, then the caller ranks the range.
 
-        Exact because the rank orders by (win, lin, kind) first, then in the index's order: when the last row
-        taken has the best lin and kind any row can have, a row past a class's head (later in that order than the
-        head's last row) cannot rank before it unless the last row taken comes after the head's last row."""
+        Exact because the rank orders by (win, lin, kind) first, then in the index's order. A class stops being read
+        once ``limit`` rows with the best lin and kind any row can have are taken: every later row of it comes after
+        them. A class cut at the cap can still rank a later row before the page's last row, unless that last row
+        has the best lin and kind and comes before the cut. Each row read is a row looked up in the table, the cost
+        of a query at 1,000,000 repos (issue 31): most pages are held by a few dozen rows, not by the cap."""
         head = HEAD_ROWS * limit
         if len(class_ids) > HEAD_CLASSES or all(self.sizes.get(c, head + 1) <= head for c in class_ids):
             return None  # many classes, or small ones: the range query reads them at once
         if not self.cat.has_index(RANK_INDEX):
             return None  # a catalog made before migration 0010 (`indexer db upgrade` adds the index)
+        best = (int(any(params[k] is not None for k in ("lin", "aid", "fid"))), int(params["chat"] is not None))
+        sql = (f"SELECT {RANK_SELECT}, CASE WHEN rc.repo_pk <> :pk {where} THEN 1 ELSE 0 END FROM repo_classes rc "
+               f"WHERE rc.class_id = :hc ORDER BY {DOWNLOAD_ORDER} LIMIT {head}")
         rows: list[dict] = []
-        ends: list[tuple] = []
+        cuts: list[tuple] = []  # the download key of the last row read of each class cut at the cap
         for cid in class_ids:
             params["hc"] = cid
-            inner = (f"SELECT {RANK_COLS}, rc.disabled FROM repo_classes rc WHERE rc.class_id = :hc "
-                     f"ORDER BY {DOWNLOAD_ORDER} LIMIT {head}")
-            rows += self._rank_rows([], where, params, limit, source=f"({inner}) rc WHERE rc.class_id = :hc")
-            end = self.cat.one(f"SELECT rc.gated, COALESCE(rc.downloads, 0), rc.repo_pk FROM repo_classes rc "
-                               f"WHERE rc.class_id = :hc ORDER BY {DOWNLOAD_ORDER} LIMIT 1 OFFSET {head - 1}", params)
-            if end is not None:  # the class is longer than its head
-                ends.append((end[0], -end[1], end[2]))
+            read = taken_best = 0
+            row = None
+            for row in self.cat.stream(sql, params):
+                read += 1
+                if not row[-1]:
+                    continue
+                rows.append(dict(zip(RANK_KEYS, row, strict=False)))
+                taken_best += (rows[-1]["lin"], rows[-1]["kind"]) == best
+                if taken_best == limit:
+                    break
+            else:
+                if read == head and self.sizes.get(cid, head + 1) > head:
+                    cuts.append(_download_key(dict(zip(RANK_KEYS, row, strict=False))))
         rows.sort(key=lambda r: (-r["win"], -r["lin"], -r["kind"], *_download_key(r)))
         rows = rows[:limit]
-        if not ends:
-            return rows  # every class was read whole
-        best_lin = int(any(params[k] is not None for k in ("lin", "aid", "fid")))
-        best_kind = int(params["chat"] is not None)
-        if len(rows) < limit or (rows[-1]["lin"], rows[-1]["kind"]) != (best_lin, best_kind):
+        if not cuts:
+            return rows  # every class was read to its end or to a full page of its best rows
+        if len(rows) < limit or (rows[-1]["lin"], rows[-1]["kind"]) != best:
             return None
-        return rows if all(_download_key(rows[-1]) < end for end in ends) else None
+        return rows if all(_download_key(rows[-1]) < cut for cut in cuts) else None
 
     def _take(self, class_ids: list[int], where: str, need: int) -> tuple[list[dict], list[dict]]:
         """Up to ``need`` ranked members no architecture row refuses, and the demoted ones apart (ranked after)."""

@@ -93,6 +93,23 @@ class Reader:
             return [tuple(r) for r in self.conn.execute(text(sql), params or {})]
         return self.conn.execute(sql, params or {}).fetchall()
 
+    def stream(self, sql: str, params: dict | None = None):
+        """The rows of ``sql`` as tuples, one at a time: a caller that stops early leaves the rest unread."""
+        if self.sa is not None:
+            from sqlalchemy import text
+
+            result = self.conn.execute(text(sql), params or {})
+            try:
+                yield from (tuple(r) for r in result)
+            finally:
+                result.close()
+            return
+        cursor = self.conn.execute(sql, params or {})
+        try:
+            yield from cursor
+        finally:
+            cursor.close()
+
     def one(self, sql: str, params: dict | None = None):
         """The first row of ``sql``, or None."""
         rows = self.all(sql, params)
