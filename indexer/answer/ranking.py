@@ -98,7 +98,9 @@ class Query:
     """One target on one engine: its class, the classes that work with it, and their ranked members."""
 
     def __init__(self, cat: Reader, target: str, engine: str, resolved: Target | None = None,
-                 release: str | None = None, speed=None):
+                 release: str | None = None, speed=None, probe_only: bool = False):
+        """``probe_only``: the query only answers :meth:`has_candidates` (the summary line asks every engine),
+        which reads the classes that agree with the target's only when the target's own class has no draft."""
         if engine not in ENGINES:
             raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         self.cat, self.engine, self.entry = cat, engine, _at(engine, release)
@@ -153,8 +155,9 @@ class Query:
         # work (ranked with the class) or are degraded (listed after), like `check` says.
         self.grades: dict[int, dict] = {}
         self.degraded_ids: list[int] = []
-        if self.class_ids and not self.entry.gguf_classes and self.size is not None:
-            self._agreeing_classes()
+        self._agreement_read = False
+        if not probe_only:
+            self._read_agreement()
         self._roots: dict[int, str] = {}
         self._added: dict[int, tuple] = {}
         self.speed = speed  # speedup.Options, or None for the reference devices
@@ -169,6 +172,12 @@ class Query:
             return 0
         row = self.cat.one(f"SELECT SUM(members) FROM compat_classes WHERE id IN {int_list(others)}")
         return int(row[0] or 0) if row else 0
+
+    def _read_agreement(self) -> None:
+        """Add the agreeing classes to the query's (once)."""
+        if not self._agreement_read and self.class_ids and not self.entry.gguf_classes and self.size is not None:
+            self._agreeing_classes()
+        self._agreement_read = True
 
     def _agreeing_classes(self) -> None:
         t = self.t
@@ -456,12 +465,23 @@ class Query:
         return figures[0] if figures else None
 
     def has_candidates(self) -> bool:
-        """Whether drafts() would list anything (one index probe; the summary line asks every engine)."""
+        """Whether drafts() would list anything (one index probe; the summary line asks every engine). A query
+        made ``probe_only`` probes the target's own class first, then, only if it has none, the agreeing ones."""
+        if not self._agreement_read:
+            probed = list(self.class_ids)
+            if self._probe(probed):
+                return True
+            self._read_agreement()
+            if self.class_ids == probed and not self.degraded_ids:
+                return False  # no class agrees: the probe above was the whole answer
+        return self._probe(self.class_ids + self.degraded_ids)  # degraded drafts are listed too
+
+    def _probe(self, class_ids: list[int]) -> bool:
+        """Whether any member of ``class_ids`` would be listed as a draft."""
         tp = self.t["params"]
         params = {"pk": self.target.exclude_pk, "tp": tp, "tp3": tp * 3 if tp is not None else None}
         size = "AND (rc.params * 4 < :tp3 OR rc.params IS NULL) " if tp is not None else ""
-        classes = int_list(self.class_ids + self.degraded_ids)  # degraded drafts are listed too
-        probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {classes} "
+        probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {int_list(class_ids)} "
                  f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")
         rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(probe, params)]
         if not self.arch.per_draft or not rows:
@@ -470,7 +490,7 @@ class Query:
         # only when none does is the class ranked page by page as drafts() would.
         if any(not self.arch.refused(r) for r in self._details(rows)):
             return True
-        return any(self._take(self.class_ids + self.degraded_ids, f"{size}AND NOT rc.disabled", 1))
+        return any(self._take(class_ids, f"{size}AND NOT rc.disabled", 1))
 
     def all_members(self) -> list[dict]:
         """Every draft that works, then every degraded one (each group by repo id)."""

@@ -18,7 +18,7 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
     with_drafts, without, unknown = [], [], []
     for engine in ENGINES:
         try:
-            other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target)
+            other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target, probe_only=True)
         except QueryError:  # no class on this engine (its facts are missing)
             without.append(engine)
             continue
