@@ -49,7 +49,11 @@ def test_demo_interrupted_at_any_point_exits_130_and_the_next_demo_finishes(tmp_
         else:
             run.wait_for(when)
         lines = _interrupted(run, "demo")
-        assert not any(line.startswith("demo catalog:") for line in lines)
+        # The round trip after compute takes about a second: on a loaded machine it can end before the signal
+        # lands (then the Ctrl-C is still not lost: exit 130 and one line, checked above). Earlier points are
+        # followed by the crawl, which no scheduler finishes first.
+        finished = any(line.startswith("demo catalog:") for line in lines)
+        assert not finished or when == "computed compatibility classes", lines
     finally:
         run.close()
     assert list((tmp_path / "tmp").iterdir()) == []  # temporary directories gone with the run

@@ -11,6 +11,7 @@ import json
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -104,6 +105,13 @@ class Server(ThreadingHTTPServer):
         finally:
             with self.active_lock:
                 self.active.discard(request)
+
+    def handle_error(self, request, client_address):
+        """A client that went away mid-response (a Ctrl-C'd crawl, a closed pool) is not an error of the server:
+        socketserver would print its traceback to stderr (Python 3.11 ``socketserver.py:371-382``), inside the
+        output of a demo that runs the imitation in-process. Anything else is the imitation's own bug: printed."""
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            super().handle_error(request, client_address)
 
     def close_connections(self) -> None:
         """Shut every open connection, so handler threads waiting on an idle keep-alive socket end."""
