@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from ..record import Record, replace
+from ..record import Record
 from . import hardware as hw
 from .quant import AFFINE, FLOAT, FP8, INT4, IQUANT, KQUANT, LEGACY, Q8, Quant, block
 
@@ -234,13 +234,24 @@ def best_speedup(target: Shape, draft: Shape, alpha: float, setup: Setup,
 
 
 def _best(alpha: float, setup: Setup, passes: tuple, cal: dict) -> tuple[float, int, float]:
+    return _best_of(alpha, _round_costs(setup, passes, cal))
+
+
+def _round_costs(setup: Setup, passes: tuple, cal: dict) -> tuple[float, float, float, dict[int, float]]:
+    """What a round costs apart from α: the target and draft steps, the overhead, and the verify pass per γ
+    (computed once per pair: the estimate tries three α on them)."""
     pt, pd = passes
-    t1, td = pt.seconds(1), pd.seconds(1)
     overhead = cal["overhead"].get((setup.runtime, setup.device.kind), 2.0) * 1e-3
     gammas = (setup.draft_tokens,) if setup.draft_tokens else range(1, setup.max_draft_tokens + 1)
+    return pt.seconds(1), pd.seconds(1), overhead, {g: pt.seconds(g + 1) for g in gammas}
+
+
+def _best_of(alpha: float, costs: tuple) -> tuple[float, int, float]:
+    """The best speed-up over the γ of ``costs``: (speed-up, γ, target step seconds)."""
+    t1, td, overhead, verify = costs
     best = (0.0, 1)
-    for g in gammas:
-        s = speedup_at(alpha, g, t1, td, pt.seconds(g + 1), overhead)
+    for g, tv in verify.items():
+        s = speedup_at(alpha, g, t1, td, tv, overhead)
         if s > best[0]:
             best = (s, g)
     return best[0], best[1], t1
@@ -287,12 +298,13 @@ def estimate(target: Shape, draft: Shape, setup: Setup, *, relation: str, agreem
 def _estimate(alphas: tuple[float, float, float], passes: tuple, setup: Setup, cal: dict, kind: str) -> Estimate:
     """The best draft length at α, then the range: α's low and high at that length, widened by the cost spread."""
     alpha, a_low, a_high = alphas
-    s, gamma, t1 = _best(alpha, setup, passes, cal)
-    fixed = replace(setup, draft_tokens=gamma)
+    costs = _round_costs(setup, passes, cal)
+    s, gamma, t1 = _best_of(alpha, costs)
+    _, t_draft, overhead, verify = costs
+    t_verify = verify[gamma]
     spread = math.exp(cal["cost_spread"])
-    low = _best(a_low, fixed, passes, cal)[0] / spread
-    high = _best(a_high, fixed, passes, cal)[0] * spread
-    t_draft, t_verify = passes[1].seconds(1), passes[0].seconds(gamma + 1)
+    low = speedup_at(a_low, gamma, t1, t_draft, t_verify, overhead) / spread
+    high = speedup_at(a_high, gamma, t1, t_draft, t_verify, overhead) * spread
     load = "one stream (batch 1)" if setup.batch == 1 else f"{setup.batch} streams decoded together"
     why = (f"α {alpha:.2f} ({kind}, {setup.task}); target step {t1 * 1e3:.1f} ms ({1 / t1:.0f} tok/s), "
            f"draft step {t_draft * 1e3:.1f} ms, verify of {gamma + 1} tokens {t_verify * 1e3:.1f} ms on "
