@@ -44,10 +44,16 @@ def pages(ranked, page: int):
 class ArchJudge:
     """One engine's rows for one target: the target's rows once, the draft rows per draft."""
 
-    def __init__(self, cat: Reader, entry, target_pk: int, gguf_target: bool = False):
+    def __init__(self, cat: Reader, entry, target_pk: int, gguf_target: bool = False, memo: dict | None = None):
+        """``memo``: the target's facts already read for another engine (the summary line asks all seven)."""
         rules = entry.gguf_arch_rules if gguf_target else entry.arch_rules
         self.gguf_target = gguf_target
-        self.t = arch_of(cat, target_pk) if rules or len(entry.releases) > 1 else None
+        self.t = None
+        if rules or len(entry.releases) > 1:
+            memo = {} if memo is None else memo
+            if ("arch", target_pk) not in memo:
+                memo["arch", target_pk] = arch_of(cat, target_pk)
+            self.t = memo["arch", target_pk]
         self.target_rows = matching(rules, self.t, None, ("target",))
         self.draft_rules = tuple(r for r in rules if r.side != "target")
 

@@ -134,7 +134,7 @@ class Query:
         self.paired: dict[int, str] = {}
         refusing = self.entry.refuses_target_with
         # The engine's architecture rows (engines/archrules.py): the target's once, the draft's per draft.
-        self.arch = ArchJudge(cat, self.entry, self.target.class_pk, bool(self.target.gguf_file))
+        self.arch = ArchJudge(cat, self.entry, self.target.class_pk, bool(self.target.gguf_file), self.target.memo)
         if self.refused_target is None and refusing and self._engine_fact(refusing):
             # The rule refuses every draft for this target (LM Studio: a vision_config target).
             self.refused_target = self.entry.rule(self._fact_side(refusing), self._fact_side(None)).reasons[0]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import engines as registry
 from ..catalog.reader import Reader, json_value
 from ..errors import EXIT_NOT_FOUND, QueryError
-from ..record import Record
+from ..record import Factory, Record
 
 TARGET_SQL = (
     "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
@@ -34,6 +34,7 @@ class Target(Record):
     exclude_pk: int  # never suggested as a draft of itself
     note: str | None = None  # how the target was found, when not by its exact id
     gguf_file: str | None = None  # a local GGUF file: only GGUF-loading engines answer, from its own facts
+    memo: dict = Factory(dict, compare=False)  # facts read once for every engine a query asks (archrank.arch_of)
 
 
 def _with_size(t: dict, name: str) -> dict:
