@@ -372,6 +372,26 @@ def test_check_and_query_all_agree_for_every_pair_and_engine(catalog, releases):
             assert listed == want, (engine, t)
 
 
+def test_the_summary_probe_agrees_with_the_listed_drafts_where_rows_refuse_some(catalog):
+    """The summary line's yes/no per engine (``has_candidates``: a few members unranked, then more, then the ranked
+    pages) is whether ``query`` lists any draft, here where the engines' rows refuse or demote some of them."""
+    from indexer.answer.ranking import Query
+    from indexer.catalog.reader import Reader
+
+    refusing = 0
+    with Reader(catalog) as cat:
+        for engine in ENGINES:
+            for t in HUB:
+                try:
+                    full = Query(cat, t, engine)
+                except QueryError:
+                    continue
+                listed = bool(full.drafts(10))
+                assert Query(cat, t, engine, probe_only=True).has_candidates() == listed, (engine, t)
+                refusing += full.arch.per_draft
+    assert refusing  # rows that read the draft were in play
+
+
 def test_check_json_shows_the_architecture_details(catalog):
     res = CliRunner().invoke(cli, ["check", "--db", catalog, "meta/Llama-3.1-8B", "tiny/Llama-2k-0.5B", "--json"])
     data = json.loads(res.stdout)

@@ -342,8 +342,9 @@ def test_class_size_and_ratio_bounds_are_worded_right(tmp_path):
 
 
 def test_the_summary_probe_reads_agreeing_classes_only_when_the_target_s_own_class_has_no_draft(catalog):
-    """Query(probe_only=True), as the summary line asks each other engine: the same yes/no as a full query, for every
-    repo as target on every engine; and a target whose drafts all sit in classes that agree with its own is a yes."""
+    """Query(probe_only=True), as the summary line asks each other engine: the same yes/no as a full query, and as
+    the drafts it lists, for every repo as target on every engine; and a target whose drafts all sit in classes
+    that agree with its own is a yes."""
     from indexer.answer.ranking import ENGINES, Query
     from indexer.catalog.reader import Reader
     from indexer.errors import QueryError
@@ -357,7 +358,7 @@ def test_the_summary_probe_reads_agreeing_classes_only_when_the_target_s_own_cla
                 except QueryError:
                     continue
                 probe = Query(cat, repo_id, engine, probe_only=True)
-                assert probe.has_candidates() == full.has_candidates(), (repo_id, engine)
+                assert probe.has_candidates() == full.has_candidates() == bool(full.drafts(10)), (repo_id, engine)
                 own = Query(cat, repo_id, engine, probe_only=True)
                 if full.has_candidates() and not own._probe(list(own.class_ids)):
                     through_agreement += 1

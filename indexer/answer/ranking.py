@@ -59,7 +59,8 @@ DOWNLOAD_ORDER = "rc.gated, COALESCE(rc.downloads, 0) DESC, rc.repo_pk"
 RANK_INDEX = "ix_repo_classes_class_rank"
 HEAD_ROWS = 20  # _head_rows reads this many rows of a class per row it ranks (a third are in the window)
 HEAD_CLASSES = 8  # more classes than this (GGUF pairs): ranked from the (class_id, params) range
-PROBE_ROWS = 20  # members has_candidates reads unranked before it ranks a class whose draft rows may refuse them
+PROBE_ROWS = (4, 20)  # members has_candidates reads unranked, then more, before it ranks a class whose draft
+# rows may refuse them
 RANK_COLS = ("rc.repo_pk, rc.params, rc.downloads, rc.lineage_id, rc.author_id, rc.family_id, rc.is_chat, "
              "rc.gated, rc.class_id")
 # The ranked columns: RANK_COLS and the three computed sort keys (in the size window, same lineage, same kind).
@@ -482,14 +483,19 @@ class Query:
         params = {"pk": self.target.exclude_pk, "tp": tp, "tp3": tp * 3 if tp is not None else None}
         size = "AND (rc.params * 4 < :tp3 OR rc.params IS NULL) " if tp is not None else ""
         probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {int_list(class_ids)} "
-                 f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT {PROBE_ROWS}")
-        rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(probe, params)]
-        if not self.arch.per_draft or not rows:
-            return bool(rows)
-        # A draft row may refuse members: a few in index order usually hold one it takes (no ranking sort);
-        # only when none does is the class ranked page by page as drafts() would.
-        if any(not self.arch.refused(r) for r in self._details(rows)):
-            return True
+                 f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT ")
+        if not self.arch.per_draft:
+            return bool(self.cat.all(probe + "1", params))
+        # A draft row may refuse members: a few in index order usually hold one it takes (no ranking sort), a
+        # few more if not; only when none does is the class ranked page by page as drafts() would.
+        for n in PROBE_ROWS:
+            rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(probe + str(n), params)]
+            if not rows:
+                return False
+            if any(not self.arch.refused(r) for r in self._details(rows)):
+                return True
+            if len(rows) < n:
+                break
         return any(self._take(class_ids, f"{size}AND NOT rc.disabled", 1))
 
     def all_members(self) -> list[dict]:
