@@ -494,3 +494,22 @@ def test_the_header_counts_the_repos_that_work_beside_the_class(demo_catalog):
     assert t["agreeing_members"] >= 1
     code, text = cli_run("query", "--target", TARGET, "--db", str(demo_catalog))
     assert f"({t['class_members']} repos, and {t['agreeing_members']} more whose vocabularies work with it)" in text
+
+
+def test_a_pair_whose_weights_exceed_the_device_says_it_does_not_fit():
+    """A 70B target in bfloat16 (140 GB) cannot be held by one 80 GB H100 nor a 24 GB RTX 4090: the figure stays,
+    flagged; a 7B pair fits. At Q4_K_M the same 70B fits the H100 and not the RTX 4090."""
+    from indexer.answer.speedup import Options, estimate, words
+
+    big = model.Shape(params=70_000_000_000, layers=80, hidden=8192, vocab=32000)
+    draft = model.Shape(params=1_100_000_000, layers=22, hidden=2048, vocab=32000)
+    for device in ("H100 SXM", "RTX 4090"):
+        [s] = estimate("sglang", {"shape": big}, {"shape": draft}, Options(device))
+        assert s["fits"] is False and s["weights_gb"] == pytest.approx(140 + 2.2, abs=0.2)
+        assert s["estimate"] is not None and s["why"].startswith("does not fit: the weights alone take 142 GB")
+        assert "DOES NOT FIT one device: 142 GB of weights" in words(s)
+    [small] = estimate("sglang", {"shape": qwen_7b()}, {"shape": qwen_05b()}, Options("RTX 4090"))
+    assert small["fits"] is True and "NOT FIT" not in words(small) and not small["why"].startswith("does not fit")
+    on = {d: estimate("llama.cpp", {"shape": big}, {"shape": draft}, Options(d))[0]["fits"]
+          for d in ("H100 SXM", "RTX 4090")}
+    assert on == {"H100 SXM": True, "RTX 4090": False}

@@ -166,11 +166,15 @@ def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) 
         return model.estimate_head(target, drafting, setup, method=method)
 
     return _per_device(engine, t, {"shape": shape, "quant": None}, opts, one, first_only=False, side="head",
-                       draft_tokens=draft_tokens)
+                       draft_tokens=draft_tokens, separate=head is not None)
 
 
 def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: bool, side: str = "draft",
-                draft_tokens: int | None = None) -> list[dict]:
+                draft_tokens: int | None = None, separate: bool = True) -> list[dict]:
+    """``separate``: the drafting side is weights of its own beside the target's (a draft model, a head's file),
+    not layers inside the target (MTP). Whether the pair's weights fit one device is said, not used: a weight
+    count above the device's memory cannot run there as modelled (the KV cache and the runtime need more still),
+    one below it may still not fit."""
     profile = ENGINES[engine].speed
     if profile is None:
         return []
@@ -195,10 +199,15 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
         setup = model.Setup(device, profile.runtime, tq, dq, task=opts.task,
                             max_draft_tokens=profile.max_draft_tokens, draft_tokens=draft_tokens or opts.draft_tokens)
         e = one(setup, ts, ds)
+        weights = (ts.params * tq.bpw + (ds.params * dq.bpw if separate else 0)) / 8e9
+        fits = weights <= device.memory_gb if device.memory_gb else None
+        why = e.why if fits is not False else (
+            f"does not fit: the weights alone take {weights:.0f} GB, more than the {device.memory_gb:g} GB of one "
+            f"{device.name} (several devices or offloading are not modelled); {e.why}")
         out.append({"estimate": e.estimate, "low": e.low, "high": e.high, "draft_tokens": e.draft_tokens,
                     "acceptance": e.acceptance, "hardware": device.name, "target_quant": tq.name,
                     "draft_quant": dq.name, "task": opts.task, "slower": e.estimate < 1.0,
-                    "target_tok_s": e.target_tok_s, "why": e.why})
+                    "target_tok_s": e.target_tok_s, "weights_gb": round(weights, 1), "fits": fits, "why": why})
     return out
 
 
@@ -208,7 +217,8 @@ def words(s: dict) -> str:
         return f"{s['hardware']}: {s['why']}"
     slower = " SLOWER than no draft" if s["slower"] else ""
     digits = 2 if round(s["estimate"], 1) == 1.0 else 1  # "≈0.97× SLOWER", never "≈1.0× SLOWER"
-    return (f"≈{s['estimate']:.{digits}f}× ({s['low']:.1f}–{s['high']:.1f}×){slower} on {s['hardware']}, "
+    unfit = f" (DOES NOT FIT one device: {s['weights_gb']:.0f} GB of weights)" if s.get("fits") is False else ""
+    return (f"≈{s['estimate']:.{digits}f}× ({s['low']:.1f}–{s['high']:.1f}×){slower} on {s['hardware']}{unfit}, "
             f"{s['target_quant']} target, {s['draft_tokens']} draft token{'' if s['draft_tokens'] == 1 else 's'}")
 
 
