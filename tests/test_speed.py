@@ -94,6 +94,30 @@ def test_quant_from_config():
     assert quant.from_config({"model_type": "llama"}) is None
 
 
+def test_every_gguf_file_type_has_a_quantization():
+    """Each of gguf-py's LlamaFileType names (general.file_type) reads as a quantization, gpt-oss's MXFP4_MOE and
+    the new Q1_0 included; only GUESSED says nothing."""
+    from gguf.constants import LlamaFileType
+
+    assert [t.name for t in LlamaFileType if quant.from_gguf_file_type(t.name) is None] == ["GUESSED"]
+    assert quant.from_gguf_file_type("MOSTLY_MXFP4_MOE").family == quant.IQUANT
+    assert quant.lookup("nf4").name == quant.lookup("bnb-4bit").name == "int4"
+
+
+def test_mxfp4_is_each_runtime_s_own():
+    """GGUF's MXFP4, MLX's mxfp4 and gpt-oss's checkpoints share a name: each runtime estimates with its own, not
+    with the engine's default (a gpt-oss checkpoint as bf16 would read four times its bytes)."""
+    from indexer.answer.speedup import RUNTIME_FAMILIES, _quant_for
+
+    assert quant.from_config({"quantization_config": {"quant_method": "mxfp4"}}).family == quant.INT4
+    assert quant.from_config({"quantization": {"bits": 4, "mode": "mxfp4", "group_size": 32}}).family == quant.AFFINE
+    named = quant.lookup("MXFP4")
+    for runtime, families in RUNTIME_FAMILIES.items():
+        for declared, override in ((named, None), (None, named)):
+            q = _quant_for(declared, override, "Q4_K_M" if runtime == model.GGML else "bf16", runtime)
+            assert q.bpw == 4.25 and q.family in families, (runtime, q)
+
+
 # ---- the physics --------------------------------------------------------------------------------------------------
 
 def qwen_7b():

@@ -129,11 +129,12 @@ def relation(t: dict, d: dict) -> str:
 
 
 def _quant_for(declared: quant.Quant | None, override: quant.Quant | None, default: str, runtime: str) -> quant.Quant:
+    families = RUNTIME_FAMILIES[runtime]
     if override is not None:
-        return override
-    if declared is not None and declared.family in RUNTIME_FAMILIES[runtime]:
-        return declared
-    return quant.lookup(default)
+        return quant.for_runtime(override, families) or override
+    if declared is not None:
+        declared = quant.for_runtime(declared, families)
+    return declared if declared is not None else quant.lookup(default)
 
 
 def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.0, *,

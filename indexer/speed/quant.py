@@ -36,6 +36,7 @@ _TABLE = (
     Quant("Q5_0", 5.54, LEGACY), Quant("Q5_1", 6.04, LEGACY),
     Quant("Q4_K_M", 4.85, KQUANT), Quant("Q4_K_S", 4.58, KQUANT), Quant("Q4_K_L", 5.0, KQUANT),
     Quant("UD-Q4_K_XL", 4.9, KQUANT), Quant("Q4_0", 4.55, LEGACY), Quant("Q4_1", 5.0, LEGACY),
+    Quant("Q1_0", 1.125, LEGACY),  # GGML_QUANT_SIZES: 18 bytes a block of 128 (gguf 0.19)
     Quant("Q3_K_L", 4.27, KQUANT), Quant("Q3_K_M", 3.91, KQUANT), Quant("Q3_K_S", 3.5, KQUANT),
     Quant("UD-Q3_K_XL", 4.0, KQUANT), Quant("Q2_K", 3.35, KQUANT), Quant("Q2_K_S", 3.0, KQUANT),
     Quant("UD-Q2_K_XL", 3.2, KQUANT),
@@ -51,14 +52,31 @@ _TABLE = (
     # zero per group, FP8 and INT8 per-channel, NVFP4 (4 bits and an FP8 scale per 16).
     Quant("fp16", 16, FLOAT), Quant("bf16", 16, FLOAT), Quant("fp8", 8, FP8), Quant("int8", 8, FP8),
     Quant("int4", 4.25, INT4), Quant("awq", 4.25, INT4), Quant("gptq", 4.25, INT4), Quant("nvfp4", 4.5, INT4),
+    # gpt-oss's checkpoints: MXFP4 experts, 4 bits and a shared 8-bit exponent per 32 (quant_method "mxfp4")
+    Quant("mxfp4", 4.25, INT4),
 )
 
 _ALIASES = {"Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M", "Q3_K": "Q3_K_M", "FP16": "F16", "FP32": "F32", "FLOAT16": "F16",
             "BFLOAT16": "BF16", "4BIT": "4bit", "8BIT": "8bit", "3BIT": "3bit", "6BIT": "6bit", "5BIT": "5bit",
             "MLX4": "4bit", "MLX8": "8bit", "INT4_AWQ": "awq", "INT4_GPTQ": "gptq", "W4A16": "int4",
             "W8A8": "int8", "FP8_E4M3": "fp8", "Q8": "Q8_0", "Q4": "Q4_K_M", "Q6": "Q6_K", "Q5": "Q5_K_M",
-            "UD-Q4_K_XL": "UD-Q4_K_XL", "Q4_K_XL": "UD-Q4_K_XL", "Q3_K_XL": "UD-Q3_K_XL", "Q2_K_XL": "UD-Q2_K_XL"}
-_BY_NAME = {q.name.upper(): q for q in _TABLE}
+            "UD-Q4_K_XL": "UD-Q4_K_XL", "Q4_K_XL": "UD-Q4_K_XL", "Q3_K_XL": "UD-Q3_K_XL", "Q2_K_XL": "UD-Q2_K_XL",
+            # gpt-oss GGUFs: MXFP4 experts (LlamaFileType MOSTLY_MXFP4_MOE); Q4_0 repacked for ARM (Q4_0_4_4, ..., no
+            # longer written by llama.cpp, which repacks Q4_0 at load); bitsandbytes' 4- and 8-bit checkpoints
+            # (from_config reads them as int4 and int8 too)
+            "MXFP4_MOE": "MXFP4", "Q4_0_4_4": "Q4_0", "Q4_0_4_8": "Q4_0", "Q4_0_8_8": "Q4_0",
+            "NF4": "int4", "BNB_4BIT": "int4", "BNB_NF4": "int4", "BNB_8BIT": "int8", "LLM_INT8": "int8"}
+_BY_NAME: dict[str, Quant] = {}
+for _q in _TABLE:  # a name three runtimes share (MXFP4) is GGUF's when named alone; for_runtime picks the others
+    _BY_NAME.setdefault(_q.name.upper(), _q)
+
+
+def for_runtime(q: Quant, families: tuple) -> Quant | None:
+    """``q``, or the quantization of the same name in one of ``families`` (GGUF's MXFP4, MLX's and a serving
+    engine's mxfp4 are three); None when the runtime has none of that name."""
+    if q.family in families:
+        return q
+    return next((o for o in _TABLE if o.name.upper() == q.name.upper() and o.family in families), None)
 
 
 _BLOCK = re.compile(r"^(?:UD-)?(Q\d_K)(?:_[A-Z]+)?$")
@@ -73,7 +91,7 @@ def block(q: Quant) -> str:
 
 def _norm(name: str) -> str:
     s = name.strip().upper().replace("-", "_").replace(" ", "")
-    s = re.sub(r"^(MOSTLY_|GGML_TYPE_|LLAMA_FTYPE_MOSTLY_)", "", s)
+    s = re.sub(r"^(MOSTLY_|ALL_|GGML_TYPE_|LLAMA_FTYPE_MOSTLY_|LLAMA_FTYPE_ALL_)", "", s)
     s = s.replace("UD_", "UD-")
     return s
 
@@ -110,9 +128,9 @@ def from_config(config: dict | None) -> Quant | None:
         return None
     mlx = config.get("quantization")
     if isinstance(mlx, dict) and isinstance(mlx.get("bits"), int):
-        mode = str(mlx.get("mode") or "")
-        return lookup("mxfp4") if "mxfp4" in mode else lookup(f"{mlx['bits']}bit") if mlx["bits"] in (3, 4, 5, 6, 8) \
-            else None
+        if "mxfp4" in str(mlx.get("mode") or ""):
+            return for_runtime(lookup("mxfp4"), (AFFINE,))
+        return lookup(f"{mlx['bits']}bit") if mlx["bits"] in (3, 4, 5, 6, 8) else None
     qc = config.get("quantization_config")
     if not isinstance(qc, dict):
         text = config.get("text_config")
@@ -123,6 +141,8 @@ def from_config(config: dict | None) -> Quant | None:
     bits = qc.get("bits") or qc.get("w_bit") or qc.get("num_bits")
     if method in ("fp8", "fbgemm_fp8") or "fp8" in str(qc.get("fmt") or ""):
         return lookup("fp8")
+    if method == "mxfp4":
+        return for_runtime(lookup("mxfp4"), (INT4,))
     if method in ("awq", "gptq", "autoround", "auto-round") or bits == 4:
         return lookup("int4")
     if method in ("bitsandbytes",):
