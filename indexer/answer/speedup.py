@@ -16,7 +16,7 @@ from ..speed.facts import quant_from_facts, shape_from_facts
 
 # Which kernel families each runtime loads, to tell whether a repo's own quantization applies on an engine.
 RUNTIME_FAMILIES = {
-    model.GGML: (quant.FLOAT, quant.Q8, quant.KQUANT, quant.LEGACY, quant.IQUANT),
+    model.GGML: quant.GGUF_FAMILIES,
     model.MLX: (quant.FLOAT, quant.AFFINE),
     model.SERVING: (quant.FLOAT, quant.FP8, quant.INT4),
     model.EAGER: (quant.FLOAT, quant.FP8, quant.INT4),

@@ -45,6 +45,7 @@ _TABLE = (
     Quant("IQ2_M", 2.7, IQUANT), Quant("IQ2_S", 2.5, IQUANT), Quant("IQ2_XS", 2.31, IQUANT),
     Quant("IQ2_XXS", 2.06, IQUANT), Quant("IQ1_M", 1.75, IQUANT), Quant("IQ1_S", 1.56, IQUANT),
     Quant("TQ1_0", 1.69, IQUANT), Quant("TQ2_0", 2.06, IQUANT), Quant("MXFP4", 4.25, IQUANT),
+    Quant("NVFP4", 4.5, IQUANT),  # GGML_QUANT_SIZES: 36 bytes a block of 64 (gguf 0.19)
     # MLX affine quantization, group 64 with an fp16 scale and bias per group (mlx.nn.quantize): bits + 32/64.
     Quant("3bit", 3.5, AFFINE), Quant("4bit", 4.5, AFFINE), Quant("5bit", 5.5, AFFINE), Quant("6bit", 6.5, AFFINE),
     Quant("8bit", 8.5, AFFINE), Quant("mxfp4", 4.25, AFFINE),
@@ -66,9 +67,8 @@ _ALIASES = {"Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M", "Q3_K": "Q3_K_M", "FP16": "F16",
             # (from_config reads them as int4 and int8 too)
             "MXFP4_MOE": "MXFP4", "Q4_0_4_4": "Q4_0", "Q4_0_4_8": "Q4_0", "Q4_0_8_8": "Q4_0",
             "NF4": "int4", "BNB_4BIT": "int4", "BNB_NF4": "int4", "BNB_8BIT": "int8", "LLM_INT8": "int8"}
-_BY_NAME: dict[str, Quant] = {}
-for _q in _TABLE:  # a name three runtimes share (MXFP4) is GGUF's when named alone; for_runtime picks the others
-    _BY_NAME.setdefault(_q.name.upper(), _q)
+_BY_NAME = {q.name.upper(): q for q in _TABLE}  # a name runtimes share (bf16, mxfp4): the last; see for_runtime
+GGUF_FAMILIES = (FLOAT, Q8, KQUANT, LEGACY, IQUANT)  # what a GGUF file's tensors are (llama.cpp's runtime)
 
 
 def for_runtime(q: Quant, families: tuple) -> Quant | None:
@@ -159,7 +159,7 @@ def from_gguf_file_type(file_type: str | None) -> Quant | None:
     if not file_type:
         return None
     try:
-        return lookup(file_type)
+        return for_runtime(lookup(file_type), GGUF_FAMILIES)
     except BadInput:
         return None
 
