@@ -230,10 +230,6 @@ def best_speedup(target: Shape, draft: Shape, alpha: float, setup: Setup,
                  cal: dict = CALIBRATION) -> tuple[float, int, float]:
     """The best speed-up over draft-token counts 1..cap (or the user's count): (speed-up, γ, target step seconds)."""
     passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
-    return _best(alpha, setup, passes, cal)
-
-
-def _best(alpha: float, setup: Setup, passes: tuple, cal: dict) -> tuple[float, int, float]:
     return _best_of(alpha, _round_costs(setup, passes, cal))
 
 
