@@ -52,6 +52,8 @@ class Record:
     _compared: tuple[str, ...] = ()
     _shown: tuple[str, ...] = ()
     _defaults: dict = {}
+    _plain_defaults: dict | None = {}  # the defaults when none is a Factory (the fast path of __init__), else None
+    _field_set: frozenset = frozenset()
     _frozen = False
     _kw_only = False
 
@@ -79,6 +81,8 @@ class Record:
         cls._compared = tuple(f for f in fields if f in compared)
         cls._shown = tuple(f for f in fields if f in shown)
         cls._defaults = defaults
+        cls._plain_defaults = None if any(isinstance(d, Factory) for d in defaults.values()) else defaults
+        cls._field_set = frozenset(fields)
         cls._frozen = cls._frozen if frozen is None else frozen
         cls._kw_only = cls._kw_only if kw_only is None else kw_only
         if not cls._kw_only:
@@ -95,6 +99,17 @@ class Record:
             cls.__hash__ = Record._hash if cls._frozen else None
 
     def __init__(self, *args, **kw):
+        if self._plain_defaults is not None:  # no factory: the defaults and the arguments, when they give every
+            # field and nothing else (a query makes some 400 records, half of them tables on import: issue 31)
+            if not args and self._field_set.issuperset(kw):
+                values = {**self._plain_defaults, **kw}
+            elif not kw and not self._kw_only and len(args) <= len(self._fields):
+                values = {**self._plain_defaults, **dict(zip(self._fields, args))}
+            else:
+                values = None
+            if values is not None and len(values) == len(self._fields):
+                self.__dict__.update(values)
+                return
         fields = self._fields
         if args:
             if self._kw_only:

@@ -101,3 +101,35 @@ def test_a_record_keeps_its_own_hash():
             return hash(self.key)
 
     assert hash(Keyed("k", "a")) == hash(Keyed("k", "b")) == hash("k")
+
+
+class Plain(Record, frozen=True):
+    """No factory: made by __init__'s fast path (issue 31)."""
+
+    a: int
+    b: str = "x"
+    c: tuple = ()
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: Plain(), "missing required argument 'a'"),
+    (lambda: Plain(b="y"), "missing required argument 'a'"),
+    (lambda: Plain(1, 2, 3, 4), "takes at most 3 arguments (4 given)"),
+    (lambda: Plain(1, a=2), "multiple values for argument 'a'"),
+    (lambda: Plain(1, d=2), "unexpected keyword argument 'd'"),
+    (lambda: Plain(a=1, d=2), "unexpected keyword argument 'd'"),
+])
+def test_the_fast_path_refuses_what_the_general_one_refuses(make, words):
+    with pytest.raises(TypeError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        make()
+
+
+def test_the_fast_path_makes_what_the_general_one_makes():
+    made = [Plain(1), Plain(1, "y"), Plain(1, "y", (2,)), Plain(a=1), Plain(c=(2,), a=1, b="y"), Plain(1, c=(2,))]
+    assert [(p.a, p.b, p.c) for p in made] == [(1, "x", ()), (1, "y", ()), (1, "y", (2,)), (1, "x", ()),
+                                               (1, "y", (2,)), (1, "x", (2,))]
+    assert Plain(a=1, b="y") == Plain(1, "y") and hash(Plain(1)) == hash(Plain(a=1))
+    assert repr(Plain(c=(2,), a=1)) == "Plain(a=1, b='x', c=(2,))"
+    with pytest.raises(FrozenError):
+        Plain(1).a = 2
+    assert replace(Plain(1), b="z") == Plain(1, "z") and asdict(Plain(1)) == {"a": 1, "b": "x", "c": ()}
