@@ -1,12 +1,13 @@
 """Query-path benchmark: ``indexer query`` and ``indexer check`` against a bare ``python -c pass``, as users install.
 
 Issue 24 asks that a query costs at most 3x Python's own start-up and a check of two catalog repos at most 4x;
-issue 31 that this is measured as a user installs the package. So the script builds a fresh venv with
-``pip install .`` of the tree (no editable install: its import hook runs at every Python start and slows the
-baseline as much as the command), cached per content of the tree under ``~/.cache/indexer-bench-venvs/<hash>``
-(``$INDEXER_BENCH_VENVS``), and runs the venv's own ``indexer`` console script, alternating with that venv's
-``python -c pass`` in the same environment, so a noisy neighbour slows both alike. It prints which kind of install
-it measured, then, per command:
+issue 31 that this is measured as a user installs the package. So the script builds a fresh venv as the README
+does (``python3 -m venv --upgrade-deps``: the newest pip; ``--pip pip==23.2.1`` for an older one, whose console
+script imports ``re`` before ours) with ``pip install .`` of the tree (no editable install: its import hook runs at
+every Python start and slows the baseline as much as the command), cached per content of the tree under
+``~/.cache/indexer-bench-venvs/<hash>`` (``$INDEXER_BENCH_VENVS``), and runs the venv's own ``indexer`` console
+script, alternating with that venv's ``python -c pass`` in the same environment, so a noisy neighbour slows both
+alike. It prints which kind of install and which console script it measured, then, per command:
 
 * the median wall time, and its ratio to the median of ``python -c pass`` (the target; ``query --method all``,
   which answers for every engine, is reported without one); beside it the same ratio of CPU time (the child's
@@ -103,11 +104,14 @@ def tree_hash(tree: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def user_venv(tree: Path, tmp: Path) -> tuple[Path, str]:
-    """A venv with ``pip install .`` of ``tree`` (a copy of its packaged files), cached by :func:`tree_hash`.
+def user_venv(tree: Path, tmp: Path, pip_spec: str | None = None) -> tuple[Path, str]:
+    """A venv as the README makes one (``python3 -m venv --upgrade-deps``: the newest pip, whose console scripts
+    import no ``re``, pip 25.2+), or with ``pip_spec`` (``pip==23.2.1``: the pip of an older Python, whose
+    scripts do), and ``pip install .`` of ``tree`` (a copy of its packaged files); cached by :func:`tree_hash` and
+    the pip asked for.
 
     Built where it stays (a venv's scripts name its interpreter by path); ``.built`` marks it complete."""
-    venv = VENVS / tree_hash(tree)
+    venv = VENVS / (tree_hash(tree) + "-" + hashlib.sha256((pip_spec or "newest pip").encode()).hexdigest()[:8])
     if (venv / ".built").exists():
         os.utime(venv)
         return venv, "cached"
@@ -117,7 +121,9 @@ def user_venv(tree: Path, tmp: Path) -> tuple[Path, str]:
         shutil.copy2(path, src / path.relative_to(tree))
     shutil.rmtree(venv, ignore_errors=True)
     VENVS.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--upgrade-deps", str(venv)], check=True, capture_output=True)
+    if pip_spec:
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", pip_spec], check=True)
     pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(src)], capture_output=True, text=True)
     if pip.returncode:
         shutil.rmtree(venv, ignore_errors=True)
@@ -127,6 +133,15 @@ def user_venv(tree: Path, tmp: Path) -> tuple[Path, str]:
                       key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_VENVS:]:
         shutil.rmtree(old, ignore_errors=True)
     return venv, "built now"
+
+
+def script_kind(venv: Path) -> str:
+    """Which pip wrote the console script, and whether the script imports ``re`` before our code (pip < 25.2)."""
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"], capture_output=True, text=True)
+    lines = (venv / "bin" / "indexer").read_text().splitlines()
+    imports_re = any(line.strip() == "import re" for line in lines)
+    return (f"console script by pip {(pip.stdout.split() or ['?', '?'])[1]}: "
+            + ("imports re before indexer (pip < 25.2)" if imports_re else "imports only sys before indexer"))
 
 
 def export(rev: str, into: Path) -> Path:
@@ -259,6 +274,9 @@ def main() -> int:
     ap.add_argument("--target", default=TARGET, help=f"The query's target and check's TARGET (default {TARGET}).")
     ap.add_argument("--draft", default=DRAFT, help=f"check's DRAFT (default {DRAFT}).")
     ap.add_argument("--venv", help="Measure this existing venv instead of a fresh `pip install .` of the tree.")
+    ap.add_argument("--pip", metavar="SPEC",
+                    help="Install with this pip (e.g. pip==23.2.1, Python 3.11's own, whose console script imports "
+                         "re first) instead of the newest, as the README's `python3 -m venv --upgrade-deps` gets.")
     ap.add_argument("--importtime", action="store_true",
                     help="Also print where the time above python -c pass goes (-X importtime, by group).")
     args = ap.parse_args()
@@ -267,14 +285,15 @@ def main() -> int:
         if args.venv:
             venvs = {"this": (Path(args.venv).absolute(), "given")}
         else:
-            venvs = {"this": user_venv(ROOT, tmp)}
+            venvs = {"this": user_venv(ROOT, tmp, args.pip)}
         if args.base:
-            venvs["base"] = user_venv(export(args.base, tmp), tmp)
+            venvs["base"] = user_venv(export(args.base, tmp), tmp, args.pip)
         envs = {t: env_for(venv) for t, (venv, _) in venvs.items()}
         for t, (venv, how) in venvs.items():
             kind = subprocess.run([str(venv / "bin" / "python"), "-c", KIND], env=envs[t], cwd=tmp,
                                   capture_output=True, text=True)
             print(f"{t}: venv {venv} ({how}): {kind.stdout.strip() or kind.stderr.strip()[-200:]}")
+            print(f"{t}: {script_kind(venv)}")
         this_venv = venvs["this"][0]
         db = args.db
         if db is None:

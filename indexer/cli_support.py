@@ -3,7 +3,6 @@ signal handling of long runs, and the group that turns any project error into on
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -234,8 +233,10 @@ def verbose_option(f):
 
 
 def print_json(data) -> None:
-    """Every --json output: indented, UTF-8 as is, anything else by str()."""
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    """Every --json output: indented, UTF-8 as is, anything else by str() (fastcli.json_text, the one writer)."""
+    from .fastcli import json_text
+
+    click.echo(json_text(data))
 
 
 class IndexerGroup(click.Group):

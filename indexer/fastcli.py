@@ -19,7 +19,6 @@ tests/test_query_path.py holds both paths to byte-identical output and checks th
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
 
@@ -34,24 +33,28 @@ class Opt:
         self.name, self.flag, self.kind, self.default, self.envvar = name, flag, kind, default, envvar
 
 
-def _commands() -> dict:
-    """``query`` and ``check`` as cli.py declares them: (arguments, options), both in declaration order."""
+def _commands(names: tuple[str, ...] = ("query", "check")) -> dict:
+    """``query`` and ``check`` (or those of ``names``) as cli.py declares them: (arguments, options), both in
+    declaration order."""
     from . import engines
-    from .files import DEFAULT_MAX_FILE_BYTES
 
     db = Opt("db", "--db", envvar=DB_ENVVAR)
     engine = Opt("engine", "--engine", "engine", default=engines.DEFAULT_ENGINE)
     as_json = Opt("as_json", "--json", "flag", default=False)
-    return {
-        "query": ((), (Opt("target", "--target", "target"), engine, Opt("limit", "--limit", "int", default=10),
-                       Opt("near_misses", "--near-misses", "flag", default=False),
-                       Opt("all_", "--all", "flag", default=False),
-                       Opt("method", "--method", "method", default="draft"), as_json, db)),
-        "check": (("target", "draft"), (engine, as_json, db,
-                                        Opt("max_file_bytes", "--max-file-bytes", "size",
-                                            default=DEFAULT_MAX_FILE_BYTES),
-                                        Opt("verbose", "--verbose", "flag", default=False))),
-    }
+    out = {}
+    if "query" in names:
+        out["query"] = ((), (Opt("target", "--target", "target"), engine, Opt("limit", "--limit", "int", default=10),
+                             Opt("near_misses", "--near-misses", "flag", default=False),
+                             Opt("all_", "--all", "flag", default=False),
+                             Opt("method", "--method", "method", default="draft"), as_json, db))
+    if "check" in names:
+        from .files import DEFAULT_MAX_FILE_BYTES  # here: a query reads no files
+
+        out["check"] = (("target", "draft"), (engine, as_json, db,
+                                              Opt("max_file_bytes", "--max-file-bytes", "size",
+                                                  default=DEFAULT_MAX_FILE_BYTES),
+                                              Opt("verbose", "--verbose", "flag", default=False)))
+    return out
 
 
 def _value(kind: str, text: str):
@@ -78,7 +81,7 @@ def parse(argv: list[str]):
     if not argv or argv[0] not in ("query", "check") or os.environ.get(COMPLETE_VAR):
         return None
     command = argv[0]
-    arg_names, options = _commands()[command]
+    arg_names, options = _commands((command,))[command]
     by_flag = {o.flag: o for o in options}
     values: dict = {}
     invoked: list[str] = []
@@ -141,7 +144,9 @@ def echo(text: str, err: bool = False) -> None:
 
 def json_text(data) -> str:
     """Every --json output: indented, UTF-8 as is, anything else by str() (``cli_support.print_json``)."""
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    from .jsontext import dumps  # json's text without json, which imports re and enum (8 ms, issue 31)
+
+    return dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
 def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:

@@ -6,7 +6,6 @@ repo statuses, so the crawler can record it and the CLI can print one clear line
 
 from __future__ import annotations
 
-import json
 import os
 
 from .errors import InputError
@@ -100,6 +99,8 @@ _FAILED = object()
 
 
 def _parse_stdlib(path: Path, raw: bytes):
+    import json  # here: the query path parses no files, and json imports re (issue 31)
+
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:

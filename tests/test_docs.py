@@ -58,8 +58,8 @@ def _options_paragraph(section: str) -> str:
 
 def test_readme_starts_with_the_fresh_machine_commands():
     head = README.read_text()[:3000]
-    assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/indexer demo" in head
-    assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/indexer nightly" in head
+    assert "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install . && .venv/bin/indexer demo" in head
+    assert "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install . && .venv/bin/indexer nightly" in head
     assert ("python3 -m venv .venv && .venv/bin/pip install -e '.[test,postgres]' && .venv/bin/pytest -q"
             in head)
     assert "INDEXER_TEST_PG" in head and ".ci/run" in head

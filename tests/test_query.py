@@ -357,7 +357,7 @@ def test_query_stays_light(catalog):
 
 
 QUERY_PATH_MODULES = {
-    "indexer", "indexer.cli", "indexer.cli_support", "indexer.errors", "indexer.files",
+    "indexer", "indexer.cli", "indexer.cli_support", "indexer.errors", "indexer.files", "indexer.jsontext",
     "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
     "indexer.answer.ranking", "indexer.answer.target", "indexer.answer.render",  # answer.query, split
     "indexer.catalog", "indexer.catalog.db", "indexer.catalog.reader",  # the reader: was answer.query.Catalog

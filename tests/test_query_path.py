@@ -29,7 +29,7 @@ CLICK = "import sys; sys.argv[0] = 'indexer'; from indexer.cli import cli; sys.e
 
 # Our modules on the fast path of `query` (every --method) and of `check` with two catalog repo ids.
 OURS = {
-    "indexer", "indexer.fastcli", "indexer.errors", "indexer.files",
+    "indexer", "indexer.fastcli", "indexer.errors", "indexer.files", "indexer.jsontext",
     "indexer.engines", "indexer.engines.base", "indexer.engines.headrules", "indexer.engines.sglang",
     "indexer.engines.vllm", "indexer.engines.transformers", "indexer.engines.llamacpp", "indexer.engines.mlx",
     "indexer.engines.lmstudio", "indexer.gguf", "indexer.vocab", "indexer.vocab.agreement",
@@ -51,19 +51,23 @@ OURS = {
     "indexer.answer.speedup", "indexer.speed", "indexer.speed.facts", "indexer.speed.hardware",
     "indexer.speed.model", "indexer.speed.quant",
 }
-# Everything else it may load beyond `python -c pass` and the console script's `import re` (a name stands for its
+# Everything else it may load beyond `python -c pass` and the console script's `import sys` (a name stands for its
 # submodules too): the standard library it uses (threading: the fingerprint code's lock around transformers loads;
 # zlib: the token store; fnmatch: the tokenizer file patterns; gc, built in: fastcli turns the collector off).
 # Not orjson: its import loads dataclasses, inspect, uuid and platform (16 ms), so vocab/canonical.py imports it
 # on first use. Not the sqlite3 package around _sqlite3: it imports datetime for adapters no read uses. Not
 # pathlib (with urllib.parse, ipaddress, fnmatch) nor hashlib (OpenSSL): each costs about half of a bare Python's
 # start in a `pip install .` venv (issue 31). Not contextlib (1 ms): answer/lookup.py's one context manager is a class.
+# functools, collections, operator, keyword, reprlib, types, itertools: what _sqlite3 itself imports (3.11+: its
+# statement cache is functools.lru_cache). json (with re and enum) only where `check` reads token lists.
 OTHERS = tuple("""
-__future__ json _json _sqlite3 math contextvars _contextvars collections.abc
-zlib weakref _weakrefset threading fnmatch gc
+__future__ _json _sqlite3 math contextvars _contextvars collections _collections functools _functools operator
+_operator keyword reprlib types
+itertools zlib weakref _weakrefset threading fnmatch gc json re _sre enum copyreg
 """.split())
-# What `query` does not load either, unlike `check`.
-QUERY_FORBIDDEN = ("fnmatch", "threading", "zlib")
+# What `query` does not load either, unlike `check`: json with re and enum (8 ms; pip 25.2+'s console script imports
+# no re, so a query that loads neither saves it all; indexer/jsontext.py reads and writes its JSON).
+QUERY_FORBIDDEN = ("fnmatch", "threading", "zlib", "json", "re", "enum")
 # Never on the query path: what issue 24 found there, and what a query must not need.
 FORBIDDEN = ("click", "httpx", "httpx2", "huggingface_hub", "sqlalchemy", "importlib.metadata", "importlib.resources",
              "tqdm", "transformers", "tokenizers", "alembic", "gguf", "numpy", "requests", "indexer.cli",
@@ -89,10 +93,11 @@ def run(code: str, *args: str, env: dict | None = None) -> tuple[str, str, int]:
 
 
 # As the console script runs in a venv of `pip install .`: `python -S` (no site, so no editable-install hook) with
-# the checkout and site-packages on the path; os (site's) and re, sys (the console script's own imports) loaded
-# before the count starts. An answer leaves by os._exit (fastcli.leave): the count is written just before.
+# the checkout and site-packages on the path; os (site's) and sys (the console script's own import: pip 25.2+ writes
+# no `import re`, pip/_internal/operations/install/wheel.py PipScriptMaker) loaded before the count starts. An
+# answer leaves by os._exit (fastcli.leave): the count is written just before.
 PROBE = (
-    "import os, re, sys\n"
+    "import os, sys\n"
     "before = set(sys.modules)\n"
     "sys.argv = ['indexer', *sys.argv[1:]]\n"
     "def report():\n"
@@ -238,3 +243,56 @@ def test_what_the_fast_path_hands_to_click():
                                                                       "method"]
     command, values, order = fastcli.parse(["check", "--json", "a/b", "c/d"])
     assert (values["target"], values["draft"]) == ("a/b", "c/d") and order[:3] == ["as_json", "target", "draft"]
+
+
+# ------------------------------------------------------------------ patterns read without `re` (issue 31)
+# A current pip's console script imports no `re` (pip 25.2+, _internal/operations/install/wheel.py PipScriptMaker),
+# so the query path reads these patterns with string operations; each is held to its pattern on random text.
+
+def _texts(alphabet: list[str], n: int, seed: int, longest: int = 8) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest))) for _ in range(n)]
+
+
+def test_copy_stem_is_the_suffix_pattern():
+    import re
+
+    from indexer.answer import ranking
+
+    words = ["-", "_", ".", "gguf", "GGUF", "awq", "q4", "q4_k_m", "Q8", "4bit", "12bit", "bit", "f16", "bf16", "mlx",
+             "int4", "fp8", "x", "7b", "Qwen2.5", "\u0663", "q\u0663\u00e9", "/", "instruct"]
+    ids = _texts(words, 20_000, 7) + ["Qwen/Qwen2.5-7B-Instruct-GGUF", "a/b-q4_k_m.gguf", "m-4bit-mlx", "-gguf", "x"]
+    wrong = [i for i in ids if ranking._stem(i) != re.sub(ranking.COPY_SUFFIXES, "", i.split("/")[-1].lower())]
+    assert not wrong, wrong[:10]
+    assert sum(ranking._stem(i) != i.split("/")[-1].lower() for i in ids) > 1000  # both outcomes are reached
+
+
+def test_gguf_quant_is_the_quant_pattern():
+    import re
+
+    from indexer.answer import speedup
+
+    texts = _texts(['"quant": "', '"', "Q4_K_M", "x", " ", '"source": "read"', "\n", ", "], 20_000, 8)
+    for text in texts:
+        m = re.search(r'"quant": "([^"]+)"', text)
+        assert speedup._quant_value(text) == (m.group(1) if m else None), text
+
+
+def test_hardware_key_and_quant_names_are_their_patterns():
+    import re
+
+    from indexer.speed import hardware, quant
+
+    for text in _texts(["H100", " ", "-", "sxm", "RTX", "_", "\u00e9", "4090", "!!", "\u0130", "M4 Max"], 20_000, 9):
+        assert hardware._key(text) == re.sub(r"[^a-z0-9]+", " ", text.lower()).strip(), text
+    prefixes = ["MOSTLY_", "ALL_", "GGML_TYPE_", "LLAMA_FTYPE_MOSTLY_", "LLAMA_FTYPE_ALL_", "Q4_K", "_M", "UD-", "F16"]
+    for text in _texts(prefixes, 20_000, 10, 4):
+        s = next((text[len(p):] for p in quant._PREFIXES if text.startswith(p)), text)
+        assert s == re.sub(r"^(MOSTLY_|ALL_|GGML_TYPE_|LLAMA_FTYPE_MOSTLY_|LLAMA_FTYPE_ALL_)", "", text), text
+    names = [q.name for q in quant._TABLE] + _texts(["UD-", "Q", "4", "_K", "_M", "_XL", "_", "k", "\u0663", "Q4_K"],
+                                                    20_000, 11, 5)
+    for name in names:
+        m = re.match(quant._BLOCK, name)
+        assert quant.block(quant.Quant(name, 4.0, quant._TABLE[0].family)) == (m.group(1) if m else name), name

@@ -121,3 +121,52 @@ def test_every_error_carries_its_exit_code_and_http_status():
 
     assert (CrawlFailed, CatalogError, InputError, RepoNotFound, QueryError) == (
         errors.CrawlFailed, errors.CatalogError, errors.InputError, errors.RepoNotFound, errors.QueryError)
+
+
+def _strings(alphabet: str, n: int, seed: int, longest: int = 12) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return [("".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest)))) for _ in range(n)]
+
+
+def test_repo_id_form_is_the_hub_pattern_without_re():
+    """is_repo_id reads REPO_ID's pattern with string operations (no `re` on the query path, issue 31): on every
+    string, it answers what the pattern (re.ASCII, fullmatch) plus the Hub's other checks answer."""
+    import re
+
+    def by_pattern(text):
+        return (bool(re.fullmatch(validate.REPO_ID, text, re.ASCII)) and "--" not in text and ".." not in text
+                and not text.endswith(".git"))
+
+    samples = _strings("ab9_-./é ", 20_000, 1) + _strings("a-._/", 5_000, 2, 6) + [
+        "a", "a/b", "/a", "a/", "a//b", "a/b/c", "-a", "a-", "_a_", "a" * 96, "a" * 97, "o/" + "b" * 96,
+        "o" * 97 + "/b", "a.git", "Qwen/Qwen2.5-7B-Instruct", "a..b", "a--b", "é/a", "a/é", "a b", "", "a\n"]
+    wrong = [s for s in samples if validate.is_repo_id(s) != by_pattern(s)]
+    assert not wrong, wrong[:10]
+    assert sum(map(by_pattern, samples)) > 1000  # the sample reaches both answers
+
+
+def test_hub_url_path_is_the_url_pattern_without_re():
+    """lookup.hub_url_path reads a Hub URL as lookup._URL (re.IGNORECASE) matches it, on every string."""
+    import re
+
+    from indexer.answer import lookup
+
+    def by_pattern(text):
+        m = re.match(lookup._URL, text, re.IGNORECASE)
+        return m.group("path") if m else None
+
+    pieces = ["https://", "http://", "HTTPS://", "www.", "WWW.", "huggingface.co", "HF.co", "hf.co", "/", "?", "#",
+              "a", "models", "x.co", "ſ", "\u212a", "http:/"]
+    import random
+
+    rng = random.Random(3)
+    samples = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 7))) for _ in range(20_000)]
+    samples += [rng.choice(["", "https://", "Http://", "ftp://"]) + rng.choice(["", "www.", "wWw."])
+                + rng.choice(["huggingface.co", "HuggingFace.CO", "hf.co", "hf.com", "Kf.co"])
+                + rng.choice(["/", "/", "", ":"]) + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+                for _ in range(10_000)]
+    wrong = [s for s in samples if lookup.hub_url_path(s) != by_pattern(s)]
+    assert not wrong, wrong[:10]
+    assert sum(by_pattern(s) is not None for s in samples) > 1000

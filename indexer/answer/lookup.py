@@ -10,13 +10,12 @@ equality over an index (``repos.repo_id``, and the expression indexes ``lower(re
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Callable
 from contextvars import ContextVar
 
 from ..errors import InputError, RepoNotFound
+from ..jsontext import loads
 from ..record import Record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
@@ -28,8 +27,10 @@ Rows = Callable[[str, dict], list[tuple]]
 # Web URLs of a model repo: https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...]. The hosts are
 # those the client treats as the Hub (huggingface_hub 2.4 constants.py:76-89 HF_URL_HOSTS: huggingface.co and its
 # hf.co short domain); files live under /{repo_id}/resolve/{revision}/ (constants.py:70), so a segment after the
-# name is a page of the repo, never part of its id.
-_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)", re.IGNORECASE)
+# name is a page of the repo, never part of its id. As a pattern (hub_url_path reads ASCII text without it:
+# `re` is not on the query path, issue 31):
+_URL = r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)"
+_SCHEMES, _HOSTS = ("https://", "http://"), ("huggingface.co/", "hf.co/")
 REPO_PAGES = {"tree", "blob", "resolve", "commit", "commits", "discussions", "settings", "edit", "raw"}
 NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizations"}
 PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
@@ -85,12 +86,31 @@ def local_gguf_arg(arg: str) -> Path | None:
     return local_gguf(p)
 
 
+def hub_url_path(text: str) -> str | None:
+    """The path of a Hub URL (what follows the host, up to ``?`` or ``#``), as ``_URL`` matches it; None if
+    ``text`` is not one."""
+    if not text.isascii():  # Unicode case folding: the pattern itself decides
+        import re
+
+        m = re.match(_URL, text, re.IGNORECASE)
+        return m.group("path") if m else None
+    low = text.lower()
+    at = next((len(s) for s in _SCHEMES if low.startswith(s)), 0)
+    at += 4 if low.startswith("www.", at) else 0
+    host = next((h for h in _HOSTS if low.startswith(h, at)), None)
+    if host is None:
+        return None
+    path = text[at + len(host):]
+    cut = min((i for i in (path.find("?"), path.find("#")) if i >= 0), default=len(path))
+    return path[:cut]
+
+
 def repo_ref(text: str) -> str:
     """``org/name`` (or a bare name) from what was typed: a repo id or a Hub URL of the repo or a page of it."""
     ref = text.strip()
-    m = _URL.match(ref)
-    if m:
-        parts = [p for p in m.group("path").split("/") if p]
+    path = hub_url_path(ref)
+    if path is not None:
+        parts = [p for p in path.split("/") if p]
         if parts and parts[0] == "models":
             parts = parts[1:]
         if not parts:
@@ -176,7 +196,7 @@ def gguf_base(tags) -> str | None:
     ``tags`` is the JSON column as a driver returns it: a list, or its text from stdlib sqlite3."""
     if isinstance(tags, str | bytes):
         try:
-            tags = json.loads(tags)
+            tags = loads(tags)
         except ValueError:
             return None
     if not isinstance(tags, list):

@@ -8,10 +8,10 @@ read read-only. Every failure to open is one :class:`~indexer.errors.CatalogErro
 
 from __future__ import annotations
 
-import json
 import os
 
 from ..errors import CatalogError
+from ..jsontext import loads
 
 # repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute's SQL and
 # the query's ranking both read these (here, so that a query does not load catalog.db and its migrations).
@@ -132,7 +132,7 @@ def json_value(value):
     """A JSON column: text from sqlite3 (None when it does not parse), an object from some drivers."""
     if isinstance(value, (str, bytes)):
         try:
-            return json.loads(value)
+            return loads(value)
         except ValueError:
             return None
     return value

@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..record import Factory, Record, replace
-from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import HeadRules
@@ -282,8 +281,10 @@ def size_differs(what: str, ts, ds) -> str:
 def target_counts(t: Side) -> dict[int, int] | None:
     """The target's id counts over the reference text: stored ones, else counted once in its directory."""
     if t.counts is None and t.source_dir is not None:
+        from ..vocab.agreement import count_text
+
         try:
-            t.counts = _agreement.count_text(t.source_dir)
+            t.counts = count_text(t.source_dir)
         except Exception:  # noqa: BLE001 - transformers cannot tokenize: the grade rests on ids, and says so
             t.source_dir = None
     return t.counts
@@ -294,6 +295,8 @@ def pair_agreement(t: Side, d: Side) -> dict | None:
     key = (d.name, (d.tok or {}).get("vocab_sha256"))
     if key in t.agreements:
         return t.agreements[key]
+    from ..vocab import agreement as _agreement  # here: a query's answer reads stored grades (issue 31)
+
     if t.vocab is not None and d.vocab is not None:
         a = _agreement.agreement(t.vocab, d.vocab, target_counts(t), _agreement.special_ids(t.tok))
     elif t.tok and d.tok and t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256"):
@@ -308,16 +311,16 @@ def pair_agreement(t: Side, d: Side) -> dict | None:
     return a
 
 
-GRADES = {_agreement.WORKS: WORKS, _agreement.DEGRADED: DEGRADED, _agreement.USELESS: USELESS}
-
-
 def mapping_differs(t: Side, d: Side, size: int | None, starts: str, notes: list[str] = ()) -> Verdict:
     """A started pair whose mappings differ, graded by how far they agree (works, degraded, useless)."""
     a = pair_agreement(t, d)
     if a is None:
         return Verdict(USELESS, [f"{starts}; the get_vocab() mappings differ and a vocabulary is missing from the "
                                  f"token store, so how far they agree is unknown: assume {SLOWER}", *notes])
-    outcome = GRADES[a["class"]] if not a["identical"] else WORKS
+    from ..vocab import agreement as _agreement
+
+    grades = {_agreement.WORKS: WORKS, _agreement.DEGRADED: DEGRADED, _agreement.USELESS: USELESS}
+    outcome = grades[a["class"]] if not a["identical"] else WORKS
     said = {WORKS: "drafting one of the differing tokens is rejected; every other drafted token is verified as "
                    "with an identical vocabulary",
             DEGRADED: "speculation pays less than with an identical vocabulary: the figure is the ceiling of "

@@ -3,8 +3,6 @@ predicted from what convert_hf_to_gguf.py would write, at the commit the GGUF la
 
 from __future__ import annotations
 
-import json
-
 # the llama.cpp version the GGUF layer transcribes (one place), and the error prefix of a converter path the
 # indexer does not reproduce
 from ..gguf import LLAMACPP_COMMIT, NOT_MODELLED
@@ -138,6 +136,7 @@ def gguf_signature(g, tokens_sha256: str) -> str:
     parts = [g.vocab_type, bool(g.add_bos), g.bos if g.add_bos else None, bool(g.add_eos),
              g.eos if g.add_eos else None, tokens_sha256]
     import hashlib  # here: the query path hashes nothing
+    import json
 
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 

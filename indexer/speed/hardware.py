@@ -8,8 +8,6 @@ and CPUs are measured alike); the model's calibrated efficiencies (``model.py``)
 
 from __future__ import annotations
 
-import re
-
 from ..errors import BadInput
 from ..record import Record, replace
 
@@ -112,8 +110,12 @@ DEVICES = (
 REFERENCE = ("H100 SXM", "RTX 4090", "M4 Max")
 
 
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
 def _key(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
+    """The name lowercased, each run of characters other than [a-z0-9] one space, stripped."""
+    return " ".join("".join(c if c in _KEY_CHARS else " " for c in name.lower()).split())
 
 
 _BY_NAME = {d.name: d for d in DEVICES}  # the exact names: a query's reference devices need nothing more
