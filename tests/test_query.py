@@ -116,6 +116,30 @@ def test_never_bigger_never_disabled_and_lineage_first(catalog):
     assert any("gated" in r for r in reasons["gate/gated-chat"])
 
 
+def test_a_request_reads_one_snapshot_of_the_catalog(catalog):
+    """open_reader's reader (a query's, a site page's) reads one state of the catalog: a write committed while it
+    answers is not half seen (Reader(snapshot=True), issue 31); a plain Reader sees it at its next statement."""
+    import sqlite3
+
+    from indexer.answer.query import open_reader
+    from indexer.catalog.reader import Reader
+
+    count = "SELECT COUNT(*) FROM repos"
+    with open_reader(catalog) as request, Reader(catalog) as plain:
+        before = request.one(count)[0]
+        assert plain.one(count)[0] == before
+        writer = sqlite3.connect(catalog)
+        writer.execute("UPDATE repos SET repo_id = repo_id || '-renamed' WHERE id = (SELECT MIN(id) FROM repos)")
+        writer.execute("DELETE FROM repo_classes WHERE repo_pk = (SELECT MAX(id) FROM repos)")
+        writer.execute("DELETE FROM repos WHERE id = (SELECT MAX(id) FROM repos)")
+        writer.commit()
+        writer.close()
+        assert request.one(count)[0] == before and not request.all("SELECT 1 FROM repos WHERE repo_id LIKE '%-renamed'")
+        assert plain.one(count)[0] == before - 1 and plain.all("SELECT 1 FROM repos WHERE repo_id LIKE '%-renamed'")
+    with open_reader(catalog) as later:  # the next request sees the write
+        assert later.one(count)[0] == before - 1
+
+
 def test_json_shape(catalog):
     res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--json", "--db", catalog, "--near-misses"])
     assert res.exit_code == 0, res.output

@@ -83,9 +83,17 @@ class ArchJudge:
         return next((a.words for a in self.target_rows if a.rule.outcome == REFUSED), None)
 
     def rows(self, r: dict) -> list[Applied]:
-        """Every row that matches the target and this draft (``r["arch"]``: its stored facts)."""
-        d = ArchFacts.from_dict(json_value(r.get("arch")))
-        return [*self.target_rows, *matching(self.draft_rules, self.t, d, ("draft", "pair"))]
+        """Every row that matches the target and this draft (``r["arch"]``: its stored facts). Worked out once per
+        ranked row (its ranking and its entry both ask), kept on the row with the judge that made it; the facts
+        stay parsed in ``r["arch"]`` for the speed-up (issue 31)."""
+        memo = r.get("_arch_rows")
+        if memo is not None and memo[0] is self:
+            return memo[1]
+        r["arch"] = json_value(r.get("arch"))
+        rows = [*self.target_rows, *matching(self.draft_rules, self.t, ArchFacts.from_dict(r["arch"]),
+                                             ("draft", "pair"))]
+        r["_arch_rows"] = (self, rows)
+        return rows
 
     def refused(self, r: dict) -> Applied | None:
         """The draft row that refuses this draft, if one does."""

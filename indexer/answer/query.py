@@ -14,7 +14,6 @@ from __future__ import annotations
 from .. import engines as registry
 from ..catalog.reader import Reader
 from ..errors import EXIT_NOT_FOUND, CatalogError, IndexerError, InputError, QueryError
-from ..files import DEFAULT_MAX_FILE_BYTES
 from .ranking import Query, launch
 from .render import fmt_params, fmt_ratio, fmt_size, render, render_check, render_explain
 from .summary import summarize
@@ -30,9 +29,10 @@ __all__ = ["DEFAULT_ENGINE", "ENGINES", "ENGINE_NAMES", "EXIT_NOT_FOUND", "METHO
 
 
 def open_reader(db: str | None = None) -> Reader:
-    """The request's reader of a computed catalog; a catalog that cannot answer is a QueryError (exit 2)."""
+    """The request's reader of a computed catalog, one snapshot of it (``Reader(snapshot=True)``); a catalog that
+    cannot answer is a QueryError (exit 2)."""
     try:
-        return Reader(db)
+        return Reader(db, snapshot=True)
     except CatalogError as e:
         raise QueryError(e.message) from None
 
@@ -113,7 +113,7 @@ def _drafts_per_engine(cat: Reader, speed=None, limit: int = 3):
     return drafts
 
 
-def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int | None = None,
           local_dirs: bool = True, releases: dict[str, str] | None = None) -> dict:
     """``indexer check TARGET DRAFT --json``: the one function the CLI and the site both call.
 
@@ -122,8 +122,13 @@ def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int
     ``local_dirs=False`` (the site) takes both as repo ids only (``validate.target``): a web visitor must
     never make the server read its own filesystem. Raises the library's :class:`~indexer.errors.IndexerError`
     (BadInput, InputError, RepoNotFound, ...) with the side that failed named in its message. ``releases``: engine
-    -> release to answer for (``--engine-version``; default: each engine's newest).
+    -> release to answer for (``--engine-version``; default: each engine's newest). ``max_file_bytes``: None is
+    files.DEFAULT_MAX_FILE_BYTES (read here: a query reads no files).
     """
+    if max_file_bytes is None:
+        from ..files import DEFAULT_MAX_FILE_BYTES
+
+        max_file_bytes = DEFAULT_MAX_FILE_BYTES
     if local_dirs:
         return _check(target, draft, db, max_file_bytes, releases)
     from .lookup import repo_ids_only

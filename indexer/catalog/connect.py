@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 from ..errors import CatalogError
-from .dberrors import as_catalog_error
 from .dburl import (
     busy_timeout,
     check_folder,
@@ -127,6 +126,8 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
             try:
                 engine.connect().close()
             except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
+                from .dberrors import as_catalog_error  # here: only a failure needs the driver's words
+
                 raise as_catalog_error(e, url) from None
             finally:
                 engine.dispose()
@@ -144,6 +145,8 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
                 conn.exec_driver_sql("ROLLBACK")
     except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
+        from .dberrors import as_catalog_error
+
         raise as_catalog_error(e, url) from None
     finally:
         engine.dispose()
