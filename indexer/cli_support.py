@@ -233,10 +233,10 @@ def verbose_option(f):
 
 
 def print_json(data) -> None:
-    """Every --json output: indented, UTF-8 as is, anything else by str() (fastcli.json_text, the one writer)."""
-    from .fastcli import json_text
+    """Every --json output (jsontext.answer_json, which the fast path prints too)."""
+    from .jsontext import answer_json
 
-    click.echo(json_text(data))
+    click.echo(answer_json(data))
 
 
 class IndexerGroup(click.Group):

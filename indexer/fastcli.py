@@ -142,13 +142,6 @@ def echo(text: str, err: bool = False) -> None:
     stream.flush()
 
 
-def json_text(data) -> str:
-    """Every --json output: indented, UTF-8 as is, anything else by str() (``cli_support.print_json``)."""
-    from .jsontext import dumps  # json's text without json, which imports re and enum (8 ms, issue 31)
-
-    return dumps(data, indent=2, ensure_ascii=False, default=str)
-
-
 def _checked(command: str, values: dict, order: list[str], meta: dict) -> None:
     """The callbacks of cli_support in click's order: valid_target, valid_limit, check_db."""
     for name in order:
@@ -173,21 +166,23 @@ def _run(command: str, values: dict) -> bool:
     catalog never looked for the target's drafts (answer/summary.py ``looked_for_drafts``)."""
     if command == "query":
         from .answer.query import render, run_query
+        from .jsontext import answer_json
 
         result = run_query(values["target"], engine=values["engine"], limit=values["limit"],
                            near_misses=values["near_misses"], all_members=values["all_"], db=values["db"],
                            method=values["method"])
         if (result.get("summary") or {}).get("catalog_looked") is False:
             return False
-        echo(json_text(result) if values["as_json"] else
+        echo(answer_json(result) if values["as_json"] else
              render(result, all_members=values["all_"], near_misses=values["near_misses"]))
         return True
     from .answer.query import check, render_check, works_on
     from .answer.speedup import Options, add_to_check
+    from .jsontext import answer_json
 
     result = check(values["target"], values["draft"], db=values["db"], max_file_bytes=values["max_file_bytes"])
     add_to_check(result, values["target"], values["draft"], values["db"], Options())
-    echo(json_text(result) if values["as_json"] else render_check(result, verbose=values["verbose"]))
+    echo(answer_json(result) if values["as_json"] else render_check(result, verbose=values["verbose"]))
     sys.exit(0 if works_on(result, values["engine"]) else 1)
 
 

@@ -54,6 +54,11 @@ def loads(text):
     return value
 
 
+def answer_json(data) -> str:
+    """Every --json output: indented, UTF-8 as is, anything else by str() (the CLI's and its fast path's)."""
+    return dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
 def dumps(value, *, indent: int | None = None, ensure_ascii: bool = True, default=None) -> str:
     """``json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, default=default)``: the same text."""
     if _quote is None:
