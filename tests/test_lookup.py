@@ -181,3 +181,37 @@ def test_check_prints_the_repos_as_found(tmp_path):
     assert "draft:  lumen-ai/Lumen-0.5B\n" in res.output
     res = CliRunner().invoke(cli, ["check", "--db", db, "lumen-ai/Lumen-7B-Instruct", "lumen-ai/lumen-0.5"])
     assert res.exit_code == 3 and res.output.count("\n") == 1 and "did you mean lumen-ai/Lumen-0.5B" in res.output
+
+
+def test_repo_ids_only_turns_the_disk_off_for_its_own_thread_alone(tmp_path):
+    """The site's requests run in threads: one inside repo_ids_only() never takes text for a directory, while
+    another outside it still does (the CLI); the block's variable is made once, whichever thread comes first."""
+    import threading
+
+    from indexer.answer import lookup
+
+    d = str(tmp_path)
+    assert lookup.looks_like_dir(d)
+    inside_entered, outside_done = threading.Event(), threading.Event()
+    seen = {}
+
+    def inside():
+        with lookup.repo_ids_only():
+            inside_entered.set()
+            outside_done.wait(10)
+            seen["inside"] = lookup.looks_like_dir(d)
+        seen["after"] = lookup.looks_like_dir(d)
+
+    def outside():
+        inside_entered.wait(10)
+        seen["outside"] = lookup.looks_like_dir(d)
+        outside_done.set()
+
+    threads = [threading.Thread(target=inside), threading.Thread(target=outside)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == {"inside": False, "outside": True, "after": True}
+    made = [lookup._local_dirs_var() for _ in range(3)]
+    assert made[0] is made[1] is made[2]

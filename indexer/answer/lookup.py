@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from contextvars import ContextVar
 
 from ..errors import InputError, RepoNotFound
 from ..jsontext import loads
@@ -47,8 +46,20 @@ class Match(Record, frozen=True):
     asked: str  # what the person typed, when it differs from repo_id (shown as "matched from")
 
 
-# Off while the site answers: a web visitor's text is a repo id, never a path on the server (validate.target).
-_LOCAL_DIRS = ContextVar("indexer_local_dirs", default=True)
+# Off while the site answers: a web visitor's text is a repo id, never a path on the server (validate.target). The
+# ContextVar ("indexer_local_dirs", default True) is made by the first repo_ids_only: a CLI process never enters one,
+# and contextvars costs a query 0.3-0.4 ms to import (issue 31). dict.setdefault stores one var whichever thread
+# comes first, so two requests never set different ones; before any exists, no block has turned the disk off.
+_VARS: dict = {}
+
+
+def _local_dirs_var():
+    var = _VARS.get("local_dirs")
+    if var is None:
+        from contextvars import ContextVar
+
+        var = _VARS.setdefault("local_dirs", ContextVar("indexer_local_dirs", default=True))
+    return var
 
 
 class repo_ids_only:  # noqa: N801 - used as ``with repo_ids_only():``, as a contextlib.contextmanager was
@@ -57,15 +68,17 @@ class repo_ids_only:  # noqa: N801 - used as ``with repo_ids_only():``, as a con
     A class, not ``contextlib.contextmanager``: contextlib costs a query about 1 ms to import (issue 31)."""
 
     def __enter__(self) -> None:
-        self._token = _LOCAL_DIRS.set(False)
+        self._var = _local_dirs_var()
+        self._token = self._var.set(False)
 
     def __exit__(self, *exc) -> None:
-        _LOCAL_DIRS.reset(self._token)
+        self._var.reset(self._token)
 
 
 def looks_like_dir(arg: str) -> bool:
     """A CLI argument names a local directory (else it is a catalog repo id); never inside repo_ids_only()."""
-    if not _LOCAL_DIRS.get():
+    var = _VARS.get("local_dirs")
+    if var is not None and not var.get():
         return False
     return arg.startswith((".", "/", "~")) or os.path.isdir(arg)
 

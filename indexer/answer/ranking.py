@@ -87,11 +87,11 @@ RANK_SELECT = (f"{RANK_COLS}, CASE WHEN {WINDOW} THEN 1 ELSE 0 END AS win, "
                "CASE WHEN rc.is_chat = :chat THEN 1 ELSE 0 END AS kind")
 RANK_KEYS = ("pk", "params", "downloads", "lineage_id", "author_id", "family_id", "is_chat", "is_gated",
              "class_id", "win", "lin", "kind")  # the last three: _ranked's computed sort columns
+FACTS_JOIN = ("LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+              "AND e.config_blob = COALESCE(r.config_blob, '')")  # a repo's stored facts (its arch, its GGUF)
 DETAIL_SQL = ("SELECT r.id, r.repo_id, r.author, r.family, r.gated, r.vocab_size, r.vocab_size_transformers, "
               "r.tokenizer_id, r.disabled, r.params, r.params_estimate_source, r.params_active_estimate, e.arch, "
-              "r.base_models, e.gguf "
-              "FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
-              "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id IN ")
+              f"r.base_models, e.gguf FROM repos r {FACTS_JOIN} WHERE r.id IN ")
 DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "vocab_size_transformers",
                "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch", "base_models",
                "gguf")
@@ -503,17 +503,20 @@ class Query:
         tp = self.t["params"]
         params = {"pk": self.target.exclude_pk, "tp": tp, "tp3": tp * 3 if tp is not None else None}
         size = "AND (rc.params * 4 < :tp3 OR rc.params IS NULL) " if tp is not None else ""
-        probe = (f"SELECT {RANK_COLS} FROM repo_classes rc WHERE rc.class_id IN {int_list(class_ids)} "
-                 f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled LIMIT ")
+        members = (f"FROM repo_classes rc WHERE rc.class_id IN {int_list(class_ids)} "
+                   f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled")
         if not self.arch.per_draft:
-            return bool(self.cat.all(probe + "1", params))
+            return bool(self.cat.all(f"SELECT rc.repo_pk {members} LIMIT 1", params))
         # A draft row may refuse members: a few in index order usually hold one it takes (no ranking sort), a
-        # few more if not; only when none does is the class ranked page by page as drafts() would.
+        # few more if not; only when none does is the class ranked page by page as drafts() would. The rows read
+        # their stored facts in the same statement (what the draft rows judge); which few come first does not
+        # change the answer, since the ranking decides when they are all refused.
+        probe = (f"SELECT e.arch FROM repos r {FACTS_JOIN} WHERE r.id IN (SELECT rc.repo_pk {members} LIMIT ")
         for n in PROBE_ROWS:
-            rows = [dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(probe + str(n), params)]
+            rows = [{"arch": row[0]} for row in self.cat.all(probe + f"{n})", params)]
             if not rows:
                 return False
-            if any(not self.arch.refused(r) for r in self._details(rows)):
+            if any(not self.arch.refused(r) for r in rows):
                 return True
             if len(rows) < n:
                 break
