@@ -66,8 +66,9 @@ _operator keyword reprlib types
 itertools zlib weakref _weakrefset threading fnmatch gc json re _sre enum copyreg
 """.split())
 # What `query` does not load either, unlike `check`: json with re and enum (8 ms; pip 25.2+'s console script imports
-# no re, so a query that loads neither saves it all; indexer/jsontext.py reads and writes its JSON).
-QUERY_FORBIDDEN = ("fnmatch", "threading", "zlib", "json", "re", "enum")
+# no re, so a query that loads neither saves it all; indexer/jsontext.py reads and writes its JSON); contextvars (the
+# site's ContextVar, made on its first repo_ids_only).
+QUERY_FORBIDDEN = ("fnmatch", "threading", "zlib", "json", "re", "enum", "contextvars")
 # Never on the query path: what issue 24 found there, and what a query must not need.
 FORBIDDEN = ("click", "httpx", "httpx2", "huggingface_hub", "sqlalchemy", "importlib.metadata", "importlib.resources",
              "tqdm", "transformers", "tokenizers", "alembic", "gguf", "numpy", "requests", "indexer.cli",
