@@ -36,7 +36,7 @@ def launch(engine: str, target: str, draft: str, draft_tokens: int | None = None
 
 
 # The suffixes quants and copies add to a name, as a pattern; _stem cuts them without `re` (not on the query path,
-# issue 31; tests/test_ranking_stem.py holds the two to each other on random names).
+# issue 31; tests/test_query_path.py holds the two to each other on random names).
 COPY_SUFFIXES = r"([-_.](gguf|awq|gptq|exl2|mlx|fp8|int4|int8|bnb|\d+bit|q\d\w*|f16|bf16))+$"
 _SUFFIX_WORDS = frozenset(("gguf", "awq", "gptq", "exl2", "mlx", "fp8", "int4", "int8", "bnb", "f16", "bf16"))
 
