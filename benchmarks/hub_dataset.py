@@ -32,9 +32,9 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 from scale import generate  # noqa: E402
 
 from indexer.catalog.compute import compute  # noqa: E402
-from indexer.hubpublish import build, publish_to_hub  # noqa: E402
 from indexer.hubsim import HubServer  # noqa: E402
-from indexer.pull import pull  # noqa: E402
+from indexer.jobs.hubpublish import build, publish_to_hub  # noqa: E402
+from indexer.jobs.pull import pull  # noqa: E402
 
 TOKEN = "bench-write-token"
 

@@ -1,6 +1,6 @@
 """Live answers benchmark (issue 22 part 3): requests and wall time of answers for repos the catalog lacks.
 
-On the Hub imitation serving the demo hub (indexer/demo.py: 15 repos, three families, GGUF-only and gated repos),
+On the Hub imitation serving the demo hub (indexer/jobs/demo.py: 15 repos, three families, GGUF-only and gated repos),
 each command a subprocess of the real CLI (process start included), requests read from the imitation's counters:
 
 1. ``indexer check T D`` of two unseen repos on no catalog at all: API calls against the target (<= 4) and
@@ -56,9 +56,9 @@ def run(cmd: list[str], env: dict, cwd: Path) -> tuple[float, subprocess.Complet
 
 
 def hub_part(work: Path) -> None:
-    from indexer.demo import build_demo_hub
     from indexer.files import WANTED_FILES
     from indexer.hubsim import HubServer
+    from indexer.jobs.demo import build_demo_hub
 
     hub_dir = work / "hub"
     build_demo_hub(hub_dir)

@@ -35,7 +35,7 @@ def main() -> int:
     args = ap.parse_args()
     db = args.db
     if db is None:
-        from indexer.demo import build_demo_catalog
+        from indexer.jobs.demo import build_demo_catalog
 
         db = str(Path(tempfile.mkdtemp()) / "demo.db")
         build_demo_catalog(db, log=lambda _m: None)

@@ -19,7 +19,7 @@ sides with run-dependent values masked (durations, timestamps, pids, the publish
 
 Blocks between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` are rendered from the code
 (``engines``: the rule table from ``indexer.engines.ENGINES``; ``arch``: every engine's architecture rows;
-``demo-urls``: the pages ``indexer demo`` prints once datasette answers, from ``indexer.demo.urls``; ``crontab``:
+``demo-urls``: the pages ``indexer demo`` prints once datasette answers, from ``indexer.jobs.demo.urls``; ``crontab``:
 the line of ``deploy/crontab``).
 """
 
@@ -187,8 +187,8 @@ def arch_table() -> str:
 
 
 def demo_urls() -> str:
-    """The pages ``indexer demo`` prints once datasette answers (``indexer.demo.urls``, the CLI's layout)."""
-    from indexer.demo import urls
+    """The pages ``indexer demo`` prints once datasette answers (``indexer.jobs.demo.urls``, the CLI's layout)."""
+    from indexer.jobs.demo import urls
 
     lines = [f"  {name:18} {link}" for name, link in urls("127.0.0.1", 8001, "demo").items()]
     return "```\n" + "\n".join(lines) + "\n```\n"

@@ -82,9 +82,9 @@ def catalog(tmp_path) -> str:
 
 @pytest.fixture(scope="session")
 def demo_catalog(tmp_path_factory) -> Path:
-    """The demo catalog (indexer.demo.build_demo_catalog, its hub in demo-hub/ beside it), built once per run: read
+    """The demo catalog (indexer.jobs.demo.build_demo_catalog, its hub in demo-hub/ beside it), built once per run: read
     it as it is; a test that writes copies it first (tests/hubkit.copy_catalog)."""
-    from indexer.demo import build_demo_catalog
+    from indexer.jobs.demo import build_demo_catalog
 
     db = tmp_path_factory.mktemp("demo") / "demo.db"
     build_demo_catalog(str(db), log=lambda _m: None)

@@ -192,7 +192,7 @@ def cli_json(*args) -> dict | None:
 
 def test_a_person_finds_a_draft_and_its_explanation(demo_site, browser, tmp_path):
     from indexer.answer.query import ENGINE_NAMES, ENGINES
-    from indexer.demo import DEMO_TARGET
+    from indexer.jobs.demo import DEMO_TARGET
 
     answers = {e: cli_json("query", "--db", demo_site.db, "--target", DEMO_TARGET, "--engine", e, "--json")
                for e in ENGINES}
@@ -264,7 +264,7 @@ def test_a_person_picks_their_hardware_and_task(demo_site, browser, tmp_path):
     """Issue 28: the drafts page's pickers ask what `indexer query --hardware --task` asks, and answer the same."""
     from urllib.parse import urlencode
 
-    from indexer.demo import DEMO_TARGET
+    from indexer.jobs.demo import DEMO_TARGET
 
     expected = cli_json("query", "--db", demo_site.db, "--target", DEMO_TARGET, "--engine", "llama.cpp",
                         "--hardware", "M4 Max", "--task", "code", "--json")
@@ -287,7 +287,7 @@ def test_a_person_picks_their_hardware_and_task(demo_site, browser, tmp_path):
 def test_a_pair_that_fails_is_explained(demo_site, browser, tmp_path):
     from urllib.parse import urlencode
 
-    from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
+    from indexer.jobs.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
 
     browser.goto(f"{demo_site.base}/explain?{urlencode({'target': DEMO_TARGET, 'draft': DEMO_DRAFT_MISMATCH})}")
     check = cli_json("check", "--db", demo_site.db, DEMO_TARGET, DEMO_DRAFT_MISMATCH, "--json")

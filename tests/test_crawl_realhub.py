@@ -66,7 +66,7 @@ def test_every_entry_point_disables_xet_before_huggingface_hub_is_imported(tmp_p
     env.pop("HF_HUB_DISABLE_XET", None)
     code = ("import {mod}; from huggingface_hub import constants; "
             "print(constants.HF_HUB_DISABLE_XET)")
-    for mod in ("indexer.crawl.loop", "indexer.cli", "indexer.nightly"):
+    for mod in ("indexer.crawl.loop", "indexer.cli", "indexer.jobs.nightly"):
         out = subprocess.run([sys.executable, "-c", code.format(mod=mod)], env=env, capture_output=True,
                              text=True, timeout=60)
         assert out.stdout.strip() == "True", (mod, out.stderr)

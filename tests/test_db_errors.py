@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from indexer.cli import cli
-from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
+from indexer.jobs.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
 
 # (command line before --db); every one takes --db.
 COMMANDS = {

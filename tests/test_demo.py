@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from indexer.answer.query import run_query
 from indexer.cli import cli
-from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_GATED_COPY, DEMO_TARGET, REPOS, build_demo_hub
+from indexer.jobs.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_GATED_COPY, DEMO_TARGET, REPOS, build_demo_hub
 
 
 def test_demo_hub_has_the_tricky_cases(tmp_path):
@@ -196,7 +196,7 @@ def test_the_demo_keeps_its_hub_dataset_beside_the_catalog_so_pull_can_be_repeat
     import subprocess
     import sys
 
-    from indexer.demo import DEMO_DATASET, demo_datasets_dir
+    from indexer.jobs.demo import DEMO_DATASET, demo_datasets_dir
 
     datasets = demo_datasets_dir(str(demo_catalog))
     assert datasets == demo_catalog.parent / "demo-datasets" and datasets.is_dir()

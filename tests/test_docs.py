@@ -31,7 +31,9 @@ def _examples():
 
 
 def _commands(group: click.Group, path=()):
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, (*path, name))
         else:

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
@@ -62,7 +63,7 @@ def reasons(result: dict, engine: str) -> str:
 
 
 def _choices(command: str) -> list[str]:
-    opt = next(p for p in cli.commands[command].params if p.name == "engine")
+    opt = next(p for p in cli.get_command(click.Context(cli), command).params if p.name == "engine")
     return list(opt.type.choices)
 
 

@@ -242,7 +242,7 @@ def test_the_lock_message_names_the_real_holder(tmp_path):
 
     db = tmp_path / "c.db"
     script = ("import os, sys, time\n"
-              "from indexer.nightly import exclusive_lock\n"
+              "from indexer.jobs.nightly import exclusive_lock\n"
               "with exclusive_lock(__import__('pathlib').Path(sys.argv[1])):\n"
               "    pid = os.fork()\n"
               "    if pid == 0:\n"

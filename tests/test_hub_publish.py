@@ -26,7 +26,7 @@ from hubkit import (
 )
 
 from indexer.catalog.snapshot import known_revisions
-from indexer.demo import build_demo_hub
+from indexer.jobs.demo import build_demo_hub
 
 
 @pytest.fixture
@@ -302,7 +302,7 @@ def test_xet_is_off_before_huggingface_hub_is_imported():
     import sys
 
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_XET"}
-    code = ("import indexer.hubpublish, indexer.pull\n"
+    code = ("import indexer.jobs.hubpublish, indexer.jobs.pull\n"
             "from huggingface_hub import constants\n"
             "from huggingface_hub.utils._runtime import is_xet_available\n"
             "print(constants.HF_HUB_DISABLE_XET, is_xet_available())")

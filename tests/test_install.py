@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import indexer
-from indexer import publish, resources
+from indexer import resources
 from indexer.crawl import families
+from indexer.jobs import publish
 
 if sys.version_info >= (3, 11):
     import tomllib

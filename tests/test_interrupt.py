@@ -14,8 +14,8 @@ import time
 import pytest
 from sample_catalog import CliProcess
 
-from indexer.demo import DEMO_TARGET, build_demo_hub
 from indexer.hubsim import HubServer
+from indexer.jobs.demo import DEMO_TARGET, build_demo_hub
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -171,7 +171,7 @@ def test_a_ctrl_c_swallowed_by_a_finalizer_is_not_lost(tmp_path):
     still ends 130, in one line, without the traceback."""
     code = """
 import os, signal
-from indexer.cli_support import long_run
+from indexer.commands.signals import long_run
 
 class Resource:
     def __del__(self):

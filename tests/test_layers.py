@@ -25,8 +25,8 @@ LAYERS = [
     ("crawl", ("indexer.crawl",)),
     ("answer", ("indexer.answer",)),
     ("site", ("indexer.site", "indexer.hubsim")),
-    ("commands", ("indexer.cli", "indexer.cli_support", "indexer.fastcli", "indexer.nightly", "indexer.demo",
-                  "indexer.publish", "indexer.hubpublish", "indexer.pull")),
+    ("jobs", ("indexer.jobs",)),
+    ("commands", ("indexer.cli", "indexer.commands")),
 ]
 
 # Function-level imports that close a circle inside one package (none crosses a layer). None is left: a new one

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from indexer.catalog.compute import compute
 from indexer.cli import cli
 from indexer.crawl.loop import Crawler, CrawlOptions
-from indexer.demo import DEMO_GATED, DEMO_GATED_COPY, DEMO_TARGET, build_demo_hub
 from indexer.engines import ENGINES
 from indexer.files import WANTED_FILES
 from indexer.hubsim import HubServer
 from indexer.hubsim.repos import HUB_META_FILE
+from indexer.jobs.demo import DEMO_GATED, DEMO_GATED_COPY, DEMO_TARGET, build_demo_hub
 
 DRAFT = "lumen-ai/Lumen-0.5B-Instruct"
 MISMATCH = "corvid-labs/Corvid-1B"
@@ -337,12 +337,11 @@ def test_a_transient_failure_is_not_the_answer_forever(hub, env):
 
 
 def test_the_console_script_hands_a_catalog_miss_to_the_live_path(hub, env):
-    """The fast console script (indexer.fastcli) answers from the catalog only; a repo the catalog lacks goes to
-    cli.py, which fetches it: the same answer as the click command, and the next ask costs no request."""
+    """The console script fetches a repo the catalog lacks, and the next ask costs no request."""
     import os
 
     db = str(env / "c.db")
-    cmd = [sys.executable, "-c", "from indexer.fastcli import main; main()", "check", DEMO_TARGET, DRAFT,
+    cmd = [sys.executable, "-c", "from indexer.cli import main; main()", "check", DEMO_TARGET, DRAFT,
            "--db", db, "--json"]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
     assert first.returncode == 0, first.stderr
@@ -388,14 +387,14 @@ def test_offline_a_catalog_that_never_looked_says_so_in_one_line(hub, env, monke
     assert "--live" in line and "indexer pull" in line
     out = json.loads(run("query", "--db", db, "--target", DEMO_TARGET, "--offline", "--json").output)
     assert out["summary"]["catalog_looked"] is False and requests(hub) == 0
-    # the console script's fast path hands such an answer to cli.py, which says the same
+    # the console script says the same
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     import os
 
-    cmd = [sys.executable, "-c", "from indexer.fastcli import main; main()", "query", "--target", DEMO_TARGET,
+    cmd = [sys.executable, "-c", "from indexer.cli import main; main()", "query", "--target", DEMO_TARGET,
            "--db", str(db)]
-    fast = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
-    assert fast.returncode == 0 and "too little" in fast.stdout and "no engine has drafts" not in fast.stdout
+    script = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert script.returncode == 0 and "too little" in script.stdout and "no engine has drafts" not in script.stdout
     assert requests(hub) == 0
 
 
@@ -431,7 +430,7 @@ def test_a_catalog_in_a_missing_folder_through_the_console_script(hub, env):
 
     missing = env / "nonexistent" / "x.db"
     for args in (["query", "--target", DEMO_TARGET], ["check", DEMO_TARGET, DRAFT]):
-        cmd = [sys.executable, "-c", "from indexer.fastcli import main; main()", *args, "--db", str(missing)]
+        cmd = [sys.executable, "-c", "from indexer.cli import main; main()", *args, "--db", str(missing)]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=os.environ.copy())
         assert res.returncode == 2 and res.stdout == "" and res.stderr.count("\n") == 1, res.stderr
     assert not missing.parent.exists() and requests(hub) == 0

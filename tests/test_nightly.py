@@ -13,8 +13,8 @@ import yaml
 from click.testing import CliRunner
 
 from indexer.cli import cli
-from indexer.demo import DEMO_TARGET, REPOS, build_demo_hub
-from indexer.nightly import EXIT_LOCKED, exclusive_lock, lock_path_for
+from indexer.jobs.demo import DEMO_TARGET, REPOS, build_demo_hub
+from indexer.jobs.nightly import EXIT_LOCKED, exclusive_lock, lock_path_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LUMEN_BASALT = sum(1 for r in REPOS if r[1] in ("Lumen", "Basalt"))  # the demo repos of the two families

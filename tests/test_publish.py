@@ -17,7 +17,7 @@ from sample_catalog import NOT_SGLANG, SGLANG_DRAFTS, TARGET, ServedCatalog, bui
 
 from indexer.answer.query import run_query
 from indexer.cli import cli
-from indexer.publish import METADATA_PATH, bundle_command, load_metadata
+from indexer.jobs.publish import METADATA_PATH, bundle_command, load_metadata
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from hubkit import ORG, WRITE, copy_catalog, dataset_hub, publish, remote_files,
 
 from indexer.catalog.snapshot import known_revisions
 from indexer.cli import cli
-from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_TARGET
 from indexer.engines import ENGINES, QUERY_METHODS
-from indexer.pull import DEFAULT_CATALOG_REPO
+from indexer.jobs.demo import DEMO_DRAFT_MISMATCH, DEMO_GATED, DEMO_TARGET
+from indexer.jobs.pull import DEFAULT_CATALOG_REPO
 
 REPO = f"{ORG}/catalog"
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import sqlalchemy as sa
@@ -359,48 +357,3 @@ def test_ranking_from_the_head_on_postgresql(pg_url):
     assert answered and declined
 
 
-def test_query_stays_light(catalog):
-    code = (
-        "import sys\n"
-        "from indexer.cli import cli\n"
-        "try:\n"
-        f"    cli(['query', '--target', {TARGET!r}, '--db', {catalog!r}])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "heavy = [m for m in ('transformers', 'tokenizers', 'huggingface_hub', 'sqlalchemy', 'torch') "
-        "if m in sys.modules]\n"
-        "print('HEAVY', heavy)\n"
-        "print('OURS', ' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'indexer')))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "HEAVY []" in out, out
-    ours = set(out.split("OURS ", 1)[1].split())
-    # No more of our modules than before the move into packages (15) plus five near-empty layer __init__s.
-    assert ours <= QUERY_PATH_MODULES, sorted(ours - QUERY_PATH_MODULES)
-    assert "indexer.answer.query" in ours
-
-
-QUERY_PATH_MODULES = {
-    "indexer", "indexer.cli", "indexer.cli_support", "indexer.errors", "indexer.files", "indexer.jsontext",
-    "indexer.answer", "indexer.answer.lookup", "indexer.answer.query", "indexer.answer.validate",
-    "indexer.answer.ranking", "indexer.answer.target", "indexer.answer.render",  # answer.query, split
-    "indexer.catalog", "indexer.catalog.db", "indexer.catalog.reader",  # the reader: was answer.query.Catalog
-    # ... and catalog.db split into its pieces:
-    "indexer.catalog.connect", "indexer.catalog.dberrors", "indexer.catalog.dburl", "indexer.catalog.migrate",
-    "indexer.engines", "indexer.engines.heads", "indexer.gguf",
-    # indexer.engines split into its registry and one module per engine (issue 15):
-    "indexer.engines.base", "indexer.engines.sglang", "indexer.engines.vllm", "indexer.engines.transformers",
-    "indexer.engines.llamacpp", "indexer.engines.mlx", "indexer.engines.lmstudio",
-    "indexer.engines.ollama",  # the engine issue 23 added
-    # ... and indexer.engines.heads into the head API, its facts and the rules the engines subclass:
-    "indexer.engines.headfacts", "indexer.engines.headrules",
-    # ... and the architecture rows beside the vocabulary, with the config facts they read (issue 23):
-    "indexer.engines.archrules", "indexer.vocab.archconfig", "indexer.answer.archrank",
-    "indexer.answer.summary",  # ranking's summary line, moved out to keep ranking.py short
-    "indexer.hub", "indexer.hub.guard", "indexer.hub.pacing",
-    "indexer.vocab", "indexer.vocab.agreement", "indexer.vocab.modelconfig", "indexer.vocab.textconfig",
-    "indexer.vocab.params", "indexer.record",  # value classes without dataclasses (issue 24)
-    # the expected speed-up (issue 28): plain data and arithmetic
-    "indexer.answer.speedup", "indexer.speed", "indexer.speed.facts", "indexer.speed.hardware",
-    "indexer.speed.model", "indexer.speed.quant",
-}

@@ -30,7 +30,7 @@ class Site:
     def __init__(self, db: str):
         from datasette.app import Datasette
 
-        from indexer.publish import load_metadata
+        from indexer.jobs.publish import load_metadata
         from indexer.site import PLUGINS_DIR
 
         self.db = db
@@ -120,7 +120,7 @@ def outcome(verdict: dict) -> str:
 
 def test_demo_printed_pair_is_what_check_says(demo_db):
     """The issue's first contradiction: the URL `indexer demo` prints must say what `indexer check` says."""
-    from indexer.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
+    from indexer.jobs.demo import DEMO_DRAFT_MISMATCH, DEMO_TARGET
 
     site = Site(demo_db)
     _, expected, _ = cli_json("check", "--db", demo_db, DEMO_TARGET, DEMO_DRAFT_MISMATCH, "--json")

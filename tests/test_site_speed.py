@@ -15,7 +15,7 @@ import pytest
 from markupsafe import escape
 from test_site import Site, cli_json
 
-from indexer.demo import DEMO_TARGET
+from indexer.jobs.demo import DEMO_TARGET
 from indexer.speed.hardware import DEVICES
 
 # URL parameters and the CLI options they stand for.
@@ -80,7 +80,7 @@ def test_the_site_ranks_by_the_speed_question(site):
 
 
 def test_explain_json_is_check_json_with_the_same_speed_options(site):
-    from indexer.demo import DEMO_DRAFT_MISMATCH
+    from indexer.jobs.demo import DEMO_DRAFT_MISMATCH
 
     for draft in ("lumen-ai/Lumen-0.5B-Instruct", DEMO_DRAFT_MISMATCH):
         for params in ({"hardware": "RTX 4090", "task": "code"}, {"hardware": "m1 max", "quant": "8bit"}, {}):

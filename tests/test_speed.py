@@ -437,7 +437,7 @@ QWEN = {
 def qwen_catalog(tmp_path_factory):
     """The three Qwen2.5 repos with their real config.json sizes and the Hub's parameter counts; their tokenizer is
     the demo's (one llama.cpp's converter knows), so every engine judges them."""
-    from indexer.demo import build_demo_hub
+    from indexer.jobs.demo import build_demo_hub
 
     demo = tmp_path_factory.mktemp("demo-hub")
     build_demo_hub(demo)

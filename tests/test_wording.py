@@ -5,7 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from indexer.cli import cli
-from indexer.demo import DEMO_TARGET, build_demo_hub
+from indexer.jobs.demo import DEMO_TARGET, build_demo_hub
 
 
 def test_fingerprint_prints_no_python_reprs_and_keeps_its_columns(tmp_path):

@@ -38,7 +38,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from .catalog.db import DEFAULT_DEMO_DB
+from ..catalog.db import DEFAULT_DEMO_DB
 
 DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
 DEMO_DRAFT = "lumen-ai/Lumen-0.5B-Instruct"  # the pair the demo suggests checking: it works on every draft engine
@@ -103,7 +103,7 @@ def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
     """tokenizer.json + tokenizer_config.json + special_tokens_map.json for a family (deterministic)."""
     from tokenizers import Tokenizer
 
-    from .hubsim.synthetic import build_bpe_tokenizer
+    from ..hubsim.synthetic import build_bpe_tokenizer
 
     _, _, _, seed, merges, (bos, eos, unk) = FAMILIES[family]
     specials = list(dict.fromkeys(t for t in (bos, eos, unk) if t))
@@ -135,7 +135,7 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    from .hubsim.synthetic import random_merges
+    from ..hubsim.synthetic import random_merges
 
     vocab = {t: i for i, t in enumerate(specials)}
     vocab.update({f"<0x{b:02X}>": len(vocab) + b for b in range(256)})
@@ -164,7 +164,7 @@ def _shape_for(params: int) -> dict:
 
 def build_demo_hub(out_dir) -> dict:
     """Write the demo hub (``owner/name/...`` + ``hub.json``) into ``out_dir``; returns its metadata."""
-    from .hubsim.repos import HUB_META_FILE, hub_date
+    from ..hubsim.repos import HUB_META_FILE, hub_date
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -225,8 +225,8 @@ def build_demo_hub(out_dir) -> dict:
 def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
     """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf.predict predicts it),
     written with the gguf package's GGUFWriter and padded like real multi-GB files (sparse)."""
-    from .gguf.predict import predict_gguf
-    from .hubsim.gguf_repos import write_vocab_gguf
+    from ..gguf.predict import predict_gguf
+    from ..hubsim.gguf_repos import write_vocab_gguf
 
     vocab = predict_gguf(out / base)
     rename = {vocab.tokens.index(old): new for old, new in extra.get("rename", {}).items()}
@@ -275,7 +275,7 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
     It stays after the demo so the README's examples (``fingerprint``, ``crawl --family Lumen`` with
     ``INDEXER_FAMILIES=data/demo-hub/families.toml``) have real directories and families to work on.
     """
-    from .catalog.db import resolve_url, sqlite_path
+    from ..catalog.db import resolve_url, sqlite_path
 
     db = db or DEFAULT_DEMO_DB
     if "://" not in db:
@@ -292,7 +292,7 @@ def demo_datasets_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
 
 def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
-    from .catalog.db import resolve_url, upgrade
+    from ..catalog.db import resolve_url, upgrade
 
     db = db or DEFAULT_DEMO_DB
     hub_dir = demo_hub_dir(db)
@@ -302,8 +302,8 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     log(f"demo hub: {len(meta)} repos in 3 families, tokenizers built with the `tokenizers` library, in {hub_dir}")
     with _env(INDEXER_FAMILIES=str(hub_dir / "families.toml"), HF_HUB_OFFLINE=None,
               HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1"):
-        from .crawl.loop import CrawlOptions, crawl
-        from .hubsim import HubServer
+        from ..crawl.loop import CrawlOptions, crawl
+        from ..hubsim import HubServer
 
         upgrade(db)
         with HubServer(str(hub_dir)) as hub, _online_for_local_hub():
@@ -316,7 +316,7 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     gated = _status_of(db, DEMO_GATED)
     if gated is not None:
         log(f"gated {DEMO_GATED}: {gated[0]} ({gated[1]})")
-    from .catalog.compute import compute
+    from ..catalog.compute import compute
 
     stats = compute(db)
     log(f"computed compatibility classes for {stats.get('repos')} repos")
@@ -333,8 +333,8 @@ def round_trip(db: str, *, log=print) -> dict:
 
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
+    from ..hubsim import HubServer
     from .hubpublish import publish_to_hub
-    from .hubsim import HubServer
     from .pull import pull
 
     token = "demo-write-token"  # the imitation's own; never written anywhere
@@ -365,8 +365,8 @@ def _empty(path: Path) -> Path:
 def _status_of(db, repo_id: str):
     from sqlalchemy import select
 
-    from .catalog.db import open_catalog, session_factory
-    from .catalog.models import Repo
+    from ..catalog.db import open_catalog, session_factory
+    from ..catalog.models import Repo
 
     with session_factory(open_catalog(db))() as session:
         return session.execute(select(Repo.status, Repo.reason).where(Repo.repo_id == repo_id)).first()

@@ -29,9 +29,9 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__
-from .errors import DatasetError
-from .files import sha256_file
+from .. import __version__
+from ..errors import DatasetError
+from ..files import sha256_file
 
 SNAPSHOT = "catalog.sqlite"
 TOKENS = "tokens.tar"
@@ -118,9 +118,9 @@ def export_drafts(db: str, dest: Path, targets: int = DRAFT_TARGETS) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .answer.query import open_reader, run_query
-    from .engines import ENGINES
-    from .errors import IndexerError
+    from ..answer.query import open_reader, run_query
+    from ..engines import ENGINES
+    from ..errors import IndexerError
 
     rows = []
     reader = open_reader(db)
@@ -198,9 +198,9 @@ def card(repo_id: str, manifest: dict) -> str:
 
 def build(db: str | None, out: Path) -> dict:
     """Write every file of the commit into ``out``; returns the manifest (also written as manifest.json)."""
-    from .catalog.db import resolve_url, sqlite_path
-    from .catalog.snapshot import freshness, schema_revision
-    from .catalog.tokenstore import default_root
+    from ..catalog.db import resolve_url, sqlite_path
+    from ..catalog.snapshot import freshness, schema_revision
+    from ..catalog.tokenstore import default_root
     from .publish import catalog_file, compact_into, export_sqlite
 
     if sqlite_path(resolve_url(db)) is None:
@@ -254,8 +254,8 @@ def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None,
 
     from huggingface_hub import get_token
 
-    from .catalog.snapshot import older_than
-    from .hub.dataset import DatasetRepo, StaleParent
+    from ..catalog.snapshot import older_than
+    from ..hub.dataset import DatasetRepo, StaleParent
 
     token = token or get_token()
     hub = DatasetRepo(repo_id, endpoint=endpoint, token=token)  # a mistyped id or offline: refused here

@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .catalog.db import resolve_url, sqlite_path
-from .errors import EXIT_FAILED, EXIT_LOCKED, LockBusy  # noqa: F401  (re-exported: the CLI imports them here)
-from .lockfile import lock_holder
+from ..catalog.db import resolve_url, sqlite_path
+from ..errors import EXIT_FAILED, EXIT_LOCKED, LockBusy  # noqa: F401  (re-exported: the CLI imports them here)
+from ..lockfile import lock_holder
 
 EXIT_OK = 0
 DEFAULT_PUBLISH_DIR = "data/publish"
@@ -69,7 +69,7 @@ def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, requ
 
     A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
     """
-    from .crawl.loop import CrawlOptions, crawl
+    from ..crawl.loop import CrawlOptions, crawl
 
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
     opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
@@ -88,8 +88,8 @@ def full_listing_due(db: str | None, days: float | None) -> bool:
 
     from sqlalchemy import select
 
-    from .catalog.db import open_catalog, session_factory
-    from .catalog.models import ScopeCursor
+    from ..catalog.db import open_catalog, session_factory
+    from ..catalog.models import ScopeCursor
 
     with session_factory(open_catalog(db))() as session:
         rows = session.scalars(select(ScopeCursor.full_at)).all()
@@ -125,11 +125,11 @@ def nightly(
 
 def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
          request_timeout=None, full_listing=False, full_listing_every=None, to_hub=None) -> dict:
-    from .catalog.db import upgrade
+    from ..catalog.db import upgrade
 
     started = time.perf_counter()
     if not families:
-        from .crawl.families import load_families
+        from ..crawl.families import load_families
 
         families = [f.name for f in load_families()]
     rep: dict = {
@@ -168,7 +168,7 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         crawl_status = _get(crawl_result, "status")
         if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")
-        from .catalog.compute import compute
+        from ..catalog.compute import compute
 
         step("compute", lambda: compute(db))
         from .publish import integrity_check
@@ -210,14 +210,14 @@ def _hub_summary(done: dict) -> dict:
 
 
 def _interrupted(e: BaseException) -> bool:
-    from .crawl.loop import CrawlInterrupted
+    from ..crawl.loop import CrawlInterrupted
 
     return isinstance(e, (KeyboardInterrupt, CrawlInterrupted))
 
 
 def _reason(e: BaseException) -> str:
     """The cause in words: the crawl's own one-line message, else the exception's."""
-    from .crawl.loop import CrawlFailed
+    from ..crawl.loop import CrawlFailed
 
     if isinstance(e, CrawlFailed):
         return f"crawl failed: {e}"

@@ -25,11 +25,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
-from .catalog.tokenstore import default_root
-from .errors import PortBusy, PublishError
-from .files import fsync_dir, sha256_file
-from .resources import METADATA_PATH, package_path
+from ..catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
+from ..catalog.tokenstore import default_root
+from ..errors import PortBusy, PublishError
+from ..files import fsync_dir, sha256_file
+from ..resources import METADATA_PATH, package_path
 
 METADATA_DB_KEY = "catalog"
 PUBLISHED_DB = "catalog.db"
@@ -47,7 +47,7 @@ def catalog_file(db: str | None) -> Path:
     if not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first"
                            + missing_hint(path))
-    from .answer.query import open_reader
+    from ..answer.query import open_reader
 
     open_reader(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
     return path
@@ -64,8 +64,8 @@ def export_sqlite(db: str, dest: Path) -> dict:
     """
     from sqlalchemy import create_engine, select
 
-    from .catalog.db import upgrade
-    from .catalog.models import Base
+    from ..catalog.db import upgrade
+    from ..catalog.models import Base
 
     url = resolve_url(db)
     try:
@@ -101,7 +101,7 @@ def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
     and the engine lists taken from the registry, so the home page names every engine."""
     import yaml
 
-    from .engines import ENGINES
+    from ..engines import ENGINES
 
     names = [e.display for e in ENGINES.values()]
     text = METADATA_PATH.read_text(encoding="utf-8")
@@ -125,7 +125,7 @@ def write_metadata(path: Path, db_name: str = METADATA_DB_KEY) -> Path:
 def datasette_args(db_file: str, metadata: str, host: str = DEFAULT_HOST, port=DEFAULT_PORT,
                    plugins_dir: str | None = None) -> list:
     """``datasette serve`` arguments: immutable catalog, our metadata and the site plugin (indexer/site)."""
-    from .site import PLUGINS_DIR
+    from ..site import PLUGINS_DIR
 
     args = ["serve", "-i", str(db_file), "--metadata", str(metadata), "--host", host, "--port", str(port),
             "--plugins-dir", str(plugins_dir or PLUGINS_DIR)]
@@ -401,8 +401,8 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     copies the token store too (``tokens/`` beside ``catalog.db``), so the site's explain view can
     run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
     """
-    from .answer.validate import output_dir
-    from .site import PLUGINS_DIR
+    from ..answer.validate import output_dir
+    from ..site import PLUGINS_DIR
 
     url = resolve_url(db)
     out = output_dir(outdir)  # a file in the way, no permission: one line, exit 2

@@ -32,8 +32,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import DatasetError
-from .files import fsync_dir, sha256_file
+from ..errors import DatasetError
+from ..files import fsync_dir, sha256_file
 from .hubpublish import MANIFEST, SNAPSHOT, TOKENS
 
 DEFAULT_CATALOG_REPO = "indexer-project/catalog"  # the published catalog; INDEXER_CATALOG_REPO overrides it
@@ -99,7 +99,7 @@ def _verify(file: Path, sha256: str, size: int, name: str) -> None:
 
 def check_staged(staged: Path) -> dict:
     """Integrity and schema revision of the staged snapshot; an older revision is migrated in place."""
-    from .catalog.snapshot import check_revision, integrity
+    from ..catalog.snapshot import check_revision, integrity
 
     ok = integrity(staged)
     if ok != "ok":
@@ -111,7 +111,7 @@ def check_staged(staged: Path) -> dict:
         raise DatasetError(str(e)) from None
     out = {"schema_revision": rev, "migrated_from": None}
     if older:
-        from .catalog.db import upgrade
+        from ..catalog.db import upgrade
 
         upgrade(str(staged))
         _journal_delete(staged)
@@ -156,7 +156,7 @@ def pull(db: str | None = None, *, repo: str | None = None, revision: str = "mai
     """Make the published catalog of ``repo`` at ``revision`` the catalog ``db``; returns what was done
     (``status`` ``unchanged`` or ``pulled``, the commit, sha256, bytes downloaded, migration, ``requests``: the
     HTTP requests it sent, redirects followed included)."""
-    from .hub.session import RequestCounter
+    from ..hub.session import RequestCounter
 
     with RequestCounter() as counter:
         done = _pull(db, repo=repo, revision=revision, endpoint=endpoint, token=token, progress=progress, log=log)
@@ -168,9 +168,9 @@ def _pull(db: str | None, *, repo: str | None, revision: str, endpoint: str | No
     from huggingface_hub import get_token
     from huggingface_hub.utils import disable_progress_bars
 
-    from .catalog.db import resolve_url, sqlite_path
-    from .catalog.tokenstore import default_root
-    from .hub.dataset import DatasetRepo
+    from ..catalog.db import resolve_url, sqlite_path
+    from ..catalog.tokenstore import default_root
+    from ..hub.dataset import DatasetRepo
 
     path = sqlite_path(resolve_url(db))
     if path is None:
