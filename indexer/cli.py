@@ -25,9 +25,11 @@ class IndexerGroup(click.Group):
     CatalogError (exit 2)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command, without importing any: ``--help`` lists them all."""
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command's module, imported now: a command loads only its own code."""
         if cmd_name not in COMMANDS:
             return None
         return getattr(importlib.import_module(f"{__package__}.commands.{cmd_name}"), cmd_name)
