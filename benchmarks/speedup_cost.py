@@ -59,7 +59,7 @@ def main() -> int:
     return 0
 
 
-ENTRY = ("import sys; from indexer.answer import ranking; {patch}from indexer.fastcli import main; "
+ENTRY = ("import sys; from indexer.answer import ranking; {patch}from indexer.cli import main; "
          "sys.argv = ['indexer', *sys.argv[1:]]; main()")
 
 

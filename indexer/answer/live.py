@@ -361,8 +361,9 @@ def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes
 
 def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes, releases=None) -> dict:
     """A check with a private side: that side read from its temporary directory, named by its repo id."""
+    from dataclasses import replace
+
     from ..engines.rules import check_pair
-    from ..record import replace
     from .query import _CheckCatalog
     from .sides import is_local, resolve_side
 

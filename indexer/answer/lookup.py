@@ -10,12 +10,13 @@ equality over an index (``repos.repo_id``, and the expression indexes ``lower(re
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import InputError, RepoNotFound
-from ..jsontext import loads
-from ..record import Record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
@@ -26,10 +27,8 @@ Rows = Callable[[str, dict], list[tuple]]
 # Web URLs of a model repo: https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...]. The hosts are
 # those the client treats as the Hub (huggingface_hub 2.4 constants.py:76-89 HF_URL_HOSTS: huggingface.co and its
 # hf.co short domain); files live under /{repo_id}/resolve/{revision}/ (constants.py:70), so a segment after the
-# name is a page of the repo, never part of its id. As a pattern (hub_url_path reads ASCII text without it:
-# `re` is not on the query path, issue 31):
-_URL = r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)"
-_SCHEMES, _HOSTS = ("https://", "http://"), ("huggingface.co/", "hf.co/")
+# name is a page of the repo, never part of its id.
+_URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)", re.IGNORECASE)
 REPO_PAGES = {"tree", "blob", "resolve", "commit", "commits", "discussions", "settings", "edit", "raw"}
 NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizations"}
 PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
@@ -39,7 +38,8 @@ SUGGESTIONS = 3
 GGUF_BASE_TAG = "base_model:quantized:"
 
 
-class Match(Record, frozen=True):
+@dataclass(frozen=True)
+class Match:
     """A catalog repo id found for what was typed, so the answer can say what it matched."""
 
     repo_id: str  # as stored in the catalog
@@ -100,22 +100,9 @@ def local_gguf_arg(arg: str) -> Path | None:
 
 
 def hub_url_path(text: str) -> str | None:
-    """The path of a Hub URL (what follows the host, up to ``?`` or ``#``), as ``_URL`` matches it; None if
-    ``text`` is not one."""
-    if not text.isascii():  # Unicode case folding: the pattern itself decides
-        import re
-
-        m = re.match(_URL, text, re.IGNORECASE)
-        return m.group("path") if m else None
-    low = text.lower()
-    at = next((len(s) for s in _SCHEMES if low.startswith(s)), 0)
-    at += 4 if low.startswith("www.", at) else 0
-    host = next((h for h in _HOSTS if low.startswith(h, at)), None)
-    if host is None:
-        return None
-    path = text[at + len(host):]
-    cut = min((i for i in (path.find("?"), path.find("#")) if i >= 0), default=len(path))
-    return path[:cut]
+    """The path of a Hub URL (what follows the host, up to ``?`` or ``#``); None if ``text`` is not one."""
+    m = _URL.match(text)
+    return m.group("path") if m else None
 
 
 def repo_ref(text: str) -> str:
@@ -209,7 +196,7 @@ def gguf_base(tags) -> str | None:
     ``tags`` is the JSON column as a driver returns it: a list, or its text from stdlib sqlite3."""
     if isinstance(tags, str | bytes):
         try:
-            tags = loads(tags)
+            tags = json.loads(tags)
         except ValueError:
             return None
     if not isinstance(tags, list):

@@ -13,12 +13,14 @@ family), same kind (chat or base), not gated, then downloads.
 
 from __future__ import annotations
 
+import json
+import re
+
 from .. import engines as registry
 from ..catalog.reader import NOT_GATED, Reader, int_list
 from ..engines.archrules import SEVERITY
 from ..errors import QueryError
 from ..gguf import NOT_MODELLED
-from ..jsontext import loads
 from .archrank import ArchJudge
 from .render import fmt_ratio, fmt_size
 from .target import Target, hub_gguf, resolve_target
@@ -35,31 +37,13 @@ def launch(engine: str, target: str, draft: str, draft_tokens: int | None = None
     return registry.ENGINES[engine].launch(target, draft)
 
 
-# The suffixes quants and copies add to a name, as a pattern; _stem cuts them without `re` (not on the query path,
-# issue 31; tests/test_query_path.py holds the two to each other on random names).
-COPY_SUFFIXES = r"([-_.](gguf|awq|gptq|exl2|mlx|fp8|int4|int8|bnb|\d+bit|q\d\w*|f16|bf16))+$"
-_SUFFIX_WORDS = frozenset(("gguf", "awq", "gptq", "exl2", "mlx", "fp8", "int4", "int8", "bnb", "f16", "bf16"))
-
-
-def _suffix_word(word: str) -> bool:
-    """Is ``word`` one of COPY_SUFFIXES's words (``\\d+bit`` and ``q\\d\\w*`` included, Unicode digits as ``\\d``)?"""
-    if word in _SUFFIX_WORDS or (word.endswith("bit") and word[:-3].isdecimal()):
-        return True
-    return (len(word) > 1 and word[0] == "q" and word[1].isdecimal()
-            and all(c.isalnum() or c == "_" for c in word[2:]))
+# The suffixes quants and copies add to a name (-GGUF, -AWQ, -4bit, -Q4_K_M, ...).
+COPY_SUFFIXES = re.compile(r"([-_.](gguf|awq|gptq|exl2|mlx|fp8|int4|int8|bnb|\d+bit|q\d\w*|f16|bf16))+$")
 
 
 def _stem(repo_id: str) -> str:
-    """A repo's name without its org and the suffixes quants and copies add (-GGUF, -AWQ, -4bit, ...):
-    ``re.sub(COPY_SUFFIXES, "", name)``, which cuts at the first place from which the rest is all such suffixes."""
-    name = repo_id.split("/")[-1].lower()
-    n = len(name)
-    seps = [i for i in range(n) if name[i] in "-_."]
-    ends = [*seps, n]  # a word ends where the next separator starts (it may hold "_" itself: q4_k_m) or at the end
-    tail = [False] * n + [True]  # tail[i]: name[i:] is empty or a run of separator + suffix word
-    for i in reversed(seps):
-        tail[i] = any(tail[j] and _suffix_word(name[i + 1:j]) for j in ends if j > i + 1)
-    return name[:next((i for i in seps if tail[i]), n)]
+    """A repo's name without its org and the suffixes quants and copies add (-GGUF, -AWQ, -4bit, ...)."""
+    return COPY_SUFFIXES.sub("", repo_id.split("/")[-1].lower())
 
 
 def _download_key(r: dict) -> tuple:
@@ -222,7 +206,7 @@ class Query:
                                "pad_token_id, text_tokens, added_text_counts FROM tokenizers WHERE id = :t", {"t": tid})
             row = list(row) if row else [None] * 8
             for k in (0, 7):
-                row[k] = loads(row[k]) if isinstance(row[k], (str, bytes)) else row[k]
+                row[k] = json.loads(row[k]) if isinstance(row[k], (str, bytes)) else row[k]
             self._added[tid] = (row[0] or [], *row[1:])
         return self._added[tid]
 

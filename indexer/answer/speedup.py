@@ -7,6 +7,8 @@ shape from config.json or the Hub's parameter count, its declared quantization, 
 
 from __future__ import annotations
 
+import re
+
 from ..engines import ENGINES
 from ..speed import hardware as hw
 from ..speed import model, quant
@@ -69,22 +71,7 @@ def catalog_facts(cat, repo_id: str) -> dict:
             "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
 
 
-_QUANT_KEY = '"quant": "'  # json.dumps's spelling of the key, as the crawl wrote it
-
-
-def _quant_value(text: str) -> str | None:
-    """The first non-empty string value after ``"quant": "`` (the pattern ``"quant": "([^"]+)"``), without `re`
-    (not on the query path, issue 31)."""
-    at = text.find(_QUANT_KEY)
-    while at >= 0:
-        start = at + len(_QUANT_KEY)
-        end = text.find('"', start)
-        if end < 0:
-            return None
-        if end > start:
-            return text[start:end]
-        at = text.find(_QUANT_KEY, at + 1)
-    return None
+_QUANT = re.compile(r'"quant": "([^"]+)"')  # json.dumps's spelling of the key, as the crawl wrote it
 
 
 def gguf_quant(gguf) -> str | None:
@@ -94,7 +81,8 @@ def gguf_quant(gguf) -> str | None:
         return gguf.get("quant") if gguf.get("source") == "read" else None
     if not gguf or '"source": "read"' not in gguf:
         return None
-    return _quant_value(gguf)
+    m = _QUANT.search(gguf)
+    return m.group(1) if m else None
 
 
 def arch_facts(result: dict, role: str, name: str) -> dict:

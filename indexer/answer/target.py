@@ -5,10 +5,11 @@ model directory by its catalog twin, or a local GGUF file by its llama.cpp class
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from .. import engines as registry
 from ..catalog.reader import Reader, json_value
 from ..errors import EXIT_NOT_FOUND, QueryError
-from ..record import Factory, Record
 
 TARGET_SQL = (
     "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
@@ -26,7 +27,8 @@ TOKENIZER_KEYS = ("tokenizer_id", "vocab_sha256", "base_vocab_sha256", "max_id",
                   "vocab_size", "vocab_size_transformers")
 
 
-class Target(Record):
+@dataclass
+class Target:
     """Whom the answer is for, and whose class memberships answer it (see indexer/answer/lookup.py)."""
 
     facts: dict  # TARGET_KEYS, with params / params_source / params_active the best known size
@@ -34,7 +36,8 @@ class Target(Record):
     exclude_pk: int  # never suggested as a draft of itself
     note: str | None = None  # how the target was found, when not by its exact id
     gguf_file: str | None = None  # a local GGUF file: only GGUF-loading engines answer, from its own facts
-    memo: dict = Factory(dict, compare=False)  # facts read once for every engine a query asks (archrank.arch_of)
+    # facts read once for every engine a query asks (archrank.arch_of)
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _with_size(t: dict, name: str) -> dict:

@@ -8,6 +8,7 @@ Messages show what was typed through :func:`shown`: control characters escaped, 
 from __future__ import annotations
 
 import os
+import re
 
 from ..errors import BadInput
 
@@ -17,11 +18,8 @@ if TYPE_CHECKING:
 
 # The Hub's repo id: huggingface_hub 2.4 utils/_validators.py:28 REPO_ID_REGEX and validate_repo_id (:97-152):
 # an optional namespace and a name of 1..96 ASCII letters, digits, "-", "_", "."; neither starting nor ending
-# with "-" or "."; no "--" or ".."; not ending in ".git". As a pattern (is_repo_id reads it without `re`, which is
-# not on the query path, issue 31; tests/test_validate.py holds the two to each other):
-REPO_ID = r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b"  # re.ASCII, fullmatch
-_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")  # \w under re.ASCII
-_ID_CHARS = _WORD | {"-", "."}
+# with "-" or "."; no "--" or ".."; not ending in ".git".
+REPO_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)
 MAX_URL_CHARS = 2048  # a Hub page URL (repo id plus /tree/<rev>/<path>) is far shorter
 # Linux limits (limits.h): a path is at most PATH_MAX bytes, each name in it at most NAME_MAX; longer ones
 # make every file system call fail with ENAMETOOLONG, so they are refused here, before any call.
@@ -44,14 +42,8 @@ def shown(value: str) -> str:
 
 def is_repo_id(text: str) -> bool:
     """Does ``text`` have the form of a Hub repo id (``name`` or ``owner/name``)? Purely syntactic."""
-    owner, slash, name = text.rpartition("/")
-    return (_id_part(name) and (not slash or _id_part(owner)) and "--" not in text and ".." not in text
+    return (bool(REPO_ID.fullmatch(text)) and "--" not in text and ".." not in text
             and not text.endswith(".git"))
-
-
-def _id_part(part: str) -> bool:
-    """One side of a repo id as REPO_ID matches it: 1..96 of [\\w.-], a word character at each end."""
-    return 0 < len(part) <= 96 and part[0] in _WORD and part[-1] in _WORD and _ID_CHARS.issuperset(part)
 
 
 def _is_hub_url(text: str) -> bool:

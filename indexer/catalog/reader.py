@@ -8,10 +8,11 @@ read read-only. Every failure to open is one :class:`~indexer.errors.CatalogErro
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 
 from ..errors import CatalogError
-from ..jsontext import loads
 
 # repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute's SQL and
 # the query's ranking both read these (here, so that a query does not load catalog.db and its migrations).
@@ -49,11 +50,6 @@ class Reader:
                 if path is not None and not os.path.exists(path):
                     raise CatalogError(f"catalog {path} does not exist; "
                                        + missing_fix.format(arg=path) + missing_hint(path))
-                try:  # the C module: sqlite3's package around it adds datetime adapters (2 ms to import; issue 31)
-                    import _sqlite3 as sqlite3  # that no read here binds or converts
-                except ImportError:  # pragma: no cover - an interpreter whose sqlite3 is built otherwise
-                    import sqlite3
-
                 ro_uri = read_only_uri(path) if path is not None else None
                 self.conn = sqlite3.connect(ro_uri, uri=True) if ro_uri else sqlite3.connect(path or ":memory:")
                 self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
@@ -141,7 +137,7 @@ def json_value(value):
     """A JSON column: text from sqlite3 (None when it does not parse), an object from some drivers."""
     if isinstance(value, (str, bytes)):
         try:
-            return loads(value)
+            return json.loads(value)
         except ValueError:
             return None
     return value

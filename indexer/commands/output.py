@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -16,7 +17,5 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 
 def print_json(data) -> None:
-    """Every --json output (jsontext.answer_json, which the fast path prints too)."""
-    from ..jsontext import answer_json
-
-    click.echo(answer_json(data))
+    """Every --json output: indented, UTF-8 as is, anything else by str()."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -17,6 +17,7 @@ import json
 import shutil
 import tempfile
 from contextlib import contextmanager
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +30,6 @@ from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
-from ..record import field_names
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .writefail import raise_if_write_failed
@@ -57,7 +57,7 @@ def file_set_key(files: dict[str, str]) -> str:
 def _config_fact_columns() -> list[str]:
     from ..vocab.modelconfig import ConfigFacts
 
-    return [name for name in field_names(ConfigFacts) if name in REPO_COLUMNS]
+    return [f.name for f in fields(ConfigFacts) if f.name in REPO_COLUMNS]
 
 
 class CatalogWriter:

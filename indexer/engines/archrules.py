@@ -10,7 +10,8 @@ others). The facts are :class:`indexer.vocab.archconfig.ArchFacts`.
 
 from __future__ import annotations
 
-from ..record import Record
+from dataclasses import dataclass
+
 from ..vocab.archconfig import ArchFacts
 
 WRONG_OUTPUT = "wrong_output"
@@ -29,7 +30,8 @@ def _named(f: ArchFacts) -> str:
     return "model_type " + " / ".join(sorted(f.types())) if f.types() else f"GGUF architecture {f.gguf_arch}"
 
 
-class TypeIn(Record, frozen=True):
+@dataclass(frozen=True)
+class TypeIn:
     """The side's model_type (top level or text sub-config), or its GGUF architecture, is one of ``types``."""
 
     side: str
@@ -44,7 +46,8 @@ class TypeIn(Record, frozen=True):
         return f"the {self.side}'s model_type is {hit[0]}" if hit else None
 
 
-class StateIn(Record, frozen=True):
+@dataclass(frozen=True)
+class StateIn:
     """Some layer of the side keeps a recurrent state of one of these families (``None``: any family)."""
 
     side: str
@@ -63,7 +66,8 @@ class StateIn(Record, frozen=True):
                 + (f" ({layers})" if layers else ""))
 
 
-class Sliding(Record, frozen=True):
+@dataclass(frozen=True)
+class Sliding:
     """The side has sliding-window layers (and, when ``types`` is given, the engine's model class for its
     model_type keeps them in a rotating cache)."""
 
@@ -83,7 +87,8 @@ class Sliding(Record, frozen=True):
                 f"{f.sliding_window} tokens")
 
 
-class ShorterContext(Record, frozen=True):
+@dataclass(frozen=True)
+class ShorterContext:
     """The draft's derived context length (``ArchFacts.<field>``) is shorter than the target's."""
 
     field: str
@@ -99,7 +104,8 @@ class ShorterContext(Record, frozen=True):
         return f"the draft's derived context length {dc} is shorter than the target's {tc} ({self.how})"
 
 
-class Vision(Record, frozen=True):
+@dataclass(frozen=True)
+class Vision:
     """The side's config.json has a vision_config (a multimodal model)."""
 
     side: str
@@ -110,7 +116,8 @@ class Vision(Record, frozen=True):
         return f"the {self.side}'s config.json has vision_config" if f is not None and f.vision else None
 
 
-class Head(Record, frozen=True):
+@dataclass(frozen=True)
+class Head:
     """The side's GGUF header declares a speculator head (EAGLE-3, DFlash, Gemma-4 assistant) or MTP layers."""
 
     side: str
@@ -128,7 +135,8 @@ class Head(Record, frozen=True):
                 + f": llama-server runs it with --spec-type {head['spec_type']}")
 
 
-class ArchRule(Record, frozen=True):
+@dataclass(frozen=True)
+class ArchRule:
     """One row of an engine's architecture table: the fact it reads, what the engine does, its source."""
 
     check: str  # a short name: the near miss's failed_check, the details' rule name
@@ -148,7 +156,8 @@ class ArchRule(Record, frozen=True):
         return getattr(self.when, "side", "pair")
 
 
-class Ranged(Record, frozen=True, kw_only=True):
+@dataclass(frozen=True, kw_only=True)
+class Ranged:
     """One of an engine's values (its vocabulary rule, fix, launch, sources, head rules) for a range of its
     releases: the engine module lists one row per range, :meth:`indexer.engines.base.Engine.at` picks the one that
     holds."""
@@ -163,7 +172,7 @@ class Ranged(Record, frozen=True, kw_only=True):
 def relined(row, release: str, source: str) -> tuple:
     """A row whose rule holds on at ``release`` but whose cited lines moved: the row until then, and the same row
     from then with the new source (the anchors stay)."""
-    from ..record import replace
+    from dataclasses import replace
 
     return replace(row, until=release), replace(row, since=release, source=source)
 

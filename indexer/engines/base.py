@@ -26,8 +26,8 @@ may make the verdict worse or add a note; ``Verdict.vocabulary`` keeps what the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
-from ..record import Factory, Record, replace
 from ..vocab.archconfig import ArchFacts
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import HeadRules
@@ -39,7 +39,8 @@ GGUF_CLASS_KEY = ("gguf_sig",)  # compute's class key for an engine that compare
 SLOWER = "nearly every drafted token is rejected, so speculation is slower than none"
 
 
-class Side(Record):
+@dataclass
+class Side:
     """One model as the rules see it: config facts, tokenizer facts, and what llama.cpp reads."""
 
     name: str
@@ -57,16 +58,17 @@ class Side(Record):
     arch: ArchFacts | None = None  # the architecture facts (indexer.vocab.archconfig), None when unknown
     counts: dict[int, int] | None = None  # id counts of this tokenizer over the reference text (agreement)
     source_dir: str | None = None  # a local directory to count in when ``counts`` is None
-    agreements: dict = Factory(dict, compare=False)  # draft name -> agreement (memo)
+    agreements: dict = field(default_factory=dict, compare=False, repr=False)  # draft name -> agreement (memo)
 
 
-class Verdict(Record):
+@dataclass
+class Verdict:
     """One engine's answer on a pair: the outcome and the facts behind it, in words."""
 
     outcome: str
     reasons: list[str]
     vocabulary: str | None = None  # the vocabulary rule's outcome before the architecture rows (None: the same)
-    architecture: list = Factory(list)  # archrules.Applied rows that matched
+    architecture: list = field(default_factory=list)  # archrules.Applied rows that matched
     fix: str | None = None  # an architecture row's fix, when a row decided the outcome
     version: str | None = None  # the engine release it answers for (Engine.release)
 
@@ -97,7 +99,8 @@ def no_fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -
     return None
 
 
-class SpeedProfile(Record, frozen=True):
+@dataclass(frozen=True)
+class SpeedProfile:
     """How an engine runs a pair, for the speed model (indexer/speed/model.py): its runtime, the kinds of device it
     runs on, its usual quantizations when a repo declares none, and the most draft tokens it is worth trying."""
 
@@ -111,7 +114,8 @@ class SpeedProfile(Record, frozen=True):
     gguf: SpeedProfile | None = None
 
 
-class Engine(Record, frozen=True, kw_only=True):
+@dataclass(frozen=True, kw_only=True)
+class Engine:
     """One serving engine, as its module under ``engines/`` describes it; the registry lists them."""
 
     name: str
@@ -129,7 +133,7 @@ class Engine(Record, frozen=True, kw_only=True):
     # The one way to change this engine's outcome: fix(outcome, shared=, sizes=, tli=, tli_blocked=) -> words or
     # None (``rules.fix_for`` computes the shared arguments; see it for their meaning).
     fix: Callable[..., str | None] = no_fix
-    words: dict[str, str] = Factory(dict)  # outcome -> how this engine says it
+    words: dict[str, str] = field(default_factory=dict)  # outcome -> how this engine says it
     # a Side fact that, true on the target, makes the engine refuse every draft (query reads it)
     refuses_target_with: str | None = None
     # why the engine runs no separate draft model at all (Ollama): query answers every target with it
@@ -148,7 +152,7 @@ class Engine(Record, frozen=True, kw_only=True):
     # --method -> (engine's name, source) of the speculator heads it runs from GGUF files (llama.cpp), with
     # gguf_head_fit(method, head facts, target ArchFacts) -> [(check, ok, detail, source)] and
     # gguf_head_launch(target, head or None, spec_type) -> the command
-    gguf_heads: dict = Factory(dict)
+    gguf_heads: dict = field(default_factory=dict)
     gguf_head_fit: Callable | None = None
     gguf_head_launch: Callable | None = None
     # The speed model's view of the engine (None: it runs no separate draft model)
@@ -158,7 +162,7 @@ class Engine(Record, frozen=True, kw_only=True):
     # since/until); :meth:`at` selects the rows of one release. Empty: one release, nothing ranged.
     release: str = ""
     releases: tuple = ()
-    ranged: dict = Factory(dict, compare=False)
+    ranged: dict = field(default_factory=dict, compare=False, repr=False)
 
     def at(self, release: str | None) -> Engine:
         """This engine as it was at ``release`` (None: the default, the newest): the ranged fields' rows that hold

@@ -11,8 +11,7 @@ is shape and lineage. :mod:`indexer.engines.headfacts` turns configs into :class
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from ..record import Factory, Record, asdict
+from dataclasses import asdict, dataclass, field
 
 METHODS = ("draft", "eagle", "eagle3", "dflash", "mtp", "ngram", "all")
 ALGORITHMS = ("eagle", "eagle3", "dflash", "dspark", "peagle", "mtp")
@@ -28,7 +27,8 @@ NGRAM_REASON = "n-gram (prompt lookup) drafting proposes tokens from the prompt 
 
 
 # ------------------------------------------------------------------------------------------------ facts
-class HeadFacts(Record):
+@dataclass
+class HeadFacts:
     """What a head repo's config.json declares (None: not stated)."""
 
     repo_id: str
@@ -60,7 +60,8 @@ class HeadFacts(Record):
         return out + [b for b in self.base_models if b.lower() not in {o.lower() for o in out}]
 
 
-class TargetShape(Record):
+@dataclass
+class TargetShape:
     """The target facts a head rule needs (the text sub-config of multimodal configs)."""
 
     repo_id: str
@@ -80,7 +81,8 @@ class TargetShape(Record):
         return asdict(self)
 
 
-class HeadVerdict(Record):
+@dataclass
+class HeadVerdict:
     """One engine's answer on a head (or built-in MTP) for a target, with every check and its source."""
 
     fits: bool
@@ -90,7 +92,7 @@ class HeadVerdict(Record):
     engine: str = ""
     method: str | None = None  # the engine's method/algorithm name for this head
     warning: str | None = None
-    checks: list[dict] = Factory(list)  # every check: {check, ok, detail, source}
+    checks: list[dict] = field(default_factory=list)  # every check: {check, ok, detail, source}
 
     def to_dict(self) -> dict:
         """The JSON shape ``check --json`` and the site print."""

@@ -4,9 +4,9 @@ repository root. LM Studio's mlx-engine pins its own mlx-lm: it keeps the d78bf5
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
-from ..record import replace
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, Sliding, StateIn, TypeIn, relined
 from .base import (
     REFUSED,

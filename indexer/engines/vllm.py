@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+import json
 from functools import partial
 
-from ..jsontext import dumps  # json.dumps's text: json itself imports re (issue 31)
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, ShorterContext, StateIn, TypeIn, Vision, relined
 from .base import (
     REFUSED,
@@ -128,7 +128,7 @@ def launch(target: str, draft: str, *, heterogeneous: bool = False, draft_tokens
     cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": draft_tokens or 5}
     if heterogeneous:
         cfg["use_heterogeneous_vocab"] = True
-    return f"vllm serve {target} --speculative-config '{dumps(cfg)}'"
+    return f"vllm serve {target} --speculative-config '{json.dumps(cfg)}'"
 
 
 # ---------------------------------------------------------------- speculator heads and built-in MTP
@@ -312,7 +312,7 @@ class VLLMHeads(HeadRules):
                      "num_speculative_tokens": head.speculative_tokens or DEFAULT_SPEC_TOKENS}
         if head.algorithm == "peagle":
             cfg["parallel_drafting"] = True  # transformers_utils/configs/speculators/base.py:133-134
-        return f"vllm serve {target_id} --speculative-config '{dumps(cfg)}'"
+        return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
 
     def launch_tokens(self, head: HeadFacts | None, target: TargetShape) -> int:
         """num_speculative_tokens of the launch command: the MTP layers, or the head's own count, or 3."""
@@ -324,12 +324,12 @@ class VLLMHeads(HeadRules):
         """Method mtp; num_speculative_tokens must be given for the draft to default to the target
         (config/speculative.py:1252-1263)."""
         cfg = {"method": "mtp", "num_speculative_tokens": target.mtp_layers or 1}
-        return f"vllm serve {target.repo_id} --speculative-config '{dumps(cfg)}'"
+        return f"vllm serve {target.repo_id} --speculative-config '{json.dumps(cfg)}'"
 
     def ngram_launch(self, target_id: str) -> str:
         """Method ngram with its default lookup window of 5 (config/speculative.py:1300-1305)."""
         cfg = {"method": "ngram", "num_speculative_tokens": DEFAULT_SPEC_TOKENS, "prompt_lookup_max": 5}
-        return f"vllm serve {target_id} --speculative-config '{dumps(cfg)}'"
+        return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
 
 
 class VLLMHeads034(VLLMHeads):

@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from ..errors import ConverterError, NotModelled
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
 from ..files import read_json as _read_json
-from ..record import Record
 from .tfconfig import CONFIG_MODEL_TYPES
 from .tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
 
@@ -94,7 +94,8 @@ SPM_BACKED = ("LlamaTokenizerFast", "CodeLlamaTokenizerFast", "GemmaTokenizerFas
 NAMED = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 
 
-class HFTokenizer(Record):
+@dataclass
+class HFTokenizer:
     """What the converter reads off the transformers tokenizer."""
 
     backend: object  # tokenizers.Tokenizer

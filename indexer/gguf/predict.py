@@ -11,9 +11,9 @@ The rule that compares two of them, ``common_speculative_are_compatible``, is th
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field, fields
 
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
-from ..record import Factory, Record, field_names
 from . import LLAMACPP_COMMIT, NOT_MODELLED  # the pin and the not-modelled prefix (indexer/gguf/__init__.py)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
@@ -45,7 +45,8 @@ PRE_ADD_BOS = frozenset({  # llama-vocab.cpp:2175-2185 (llama3 group), :2303-230
 PRE_NO_BOS = frozenset({"chatglm-bpe", "glm4", "glm5"})  # llama-vocab.cpp:2279-2289
 
 
-class GGUFVocab(Record, frozen=True):
+@dataclass(frozen=True)
+class GGUFVocab:
     """A GGUF vocabulary as libllama reports it (read from a file or predicted): what llama.cpp's rule compares."""
 
     converted: bool
@@ -60,7 +61,7 @@ class GGUFVocab(Record, frozen=True):
     tokens: tuple[str, ...] | None = None  # llama_vocab_get_text(i) for every id 0..n_vocab-1
     # The tokens' sha256 as the catalog stores it, when the tokens came from the token store by that name: an
     # answer shows it without hashing the list again (nor loading hashlib: issue 31). Not a fact: not compared.
-    stored_sha256: str | None = Factory(lambda: None, compare=False)
+    stored_sha256: str | None = field(default=None, compare=False, repr=False)
 
     def tokens_sha256(self) -> str | None:
         """The oracle's definition: sha256 of the concatenation of text_i.encode() + b"\\0"."""
@@ -78,14 +79,14 @@ class GGUFVocab(Record, frozen=True):
 
     def to_dict(self) -> dict:
         """The catalog's JSON: every fact but the token list, which is stored once by its sha256."""
-        d = {name: getattr(self, name) for name in field_names(self) if name not in ("tokens", "stored_sha256")}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("tokens", "stored_sha256")}
         d["tokens_sha256"] = self.tokens_sha256()
         return d
 
     @classmethod
     def from_dict(cls, d: dict, tokens=None) -> GGUFVocab:
         """The vocabulary back from the catalog's JSON (and its token list when the rule needs it)."""
-        names = set(field_names(cls)) - {"tokens", "stored_sha256"}
+        names = {f.name for f in fields(cls)} - {"tokens", "stored_sha256"}
         return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None,
                    stored_sha256=d.get("tokens_sha256") if tokens is not None else None)
 

@@ -7,9 +7,9 @@ Pinned: ggml-org/llama.cpp@0c1e57098 as vendored in the llama-cpp-python 0.3.36 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 
 from ..files import check_size
-from ..record import Factory, Record
 from .hf import ConverterError, read_json, read_optional_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
@@ -17,15 +17,16 @@ if TYPE_CHECKING:
     from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 
-class Written(Record):
+@dataclass
+class Written:
     """The tokenizer.ggml.* keys of the GGUF (None: the key is not written)."""
 
     model: str  # tokenizer.ggml.model
     pre: str | None
     tokens: list[str]
     has_merges: bool = False
-    special_ids: dict[str, int] = Factory(dict)  # tokenizer.ggml.<typ>_token_id
-    add_special: dict[str, bool] = Factory(dict)  # tokenizer.ggml.add_<typ>_token
+    special_ids: dict[str, int] = field(default_factory=dict)  # tokenizer.ggml.<typ>_token_id
+    add_special: dict[str, bool] = field(default_factory=dict)  # tokenizer.ggml.add_<typ>_token
 
 
 # ---------------------------------------------------------------- SpecialVocab (gguf-py/gguf/vocab.py:50-378)

@@ -8,13 +8,16 @@ and CPUs are measured alike); the model's calibrated efficiencies (``model.py``)
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, replace
+
 from ..errors import BadInput
-from ..record import Record, replace
 
 APPLE, NVIDIA, AMD, CPU = "apple", "nvidia", "amd", "cpu"
 
 
-class Hardware(Record, frozen=True):
+@dataclass(frozen=True)
+class Hardware:
     """One device: its name, kind (which engines run on it), bandwidth (GB/s), FP32 TFLOPS, memory and sources."""
 
     name: str
@@ -110,12 +113,9 @@ DEVICES = (
 REFERENCE = ("H100 SXM", "RTX 4090", "M4 Max")
 
 
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-
-
 def _key(name: str) -> str:
     """The name lowercased, each run of characters other than [a-z0-9] one space, stripped."""
-    return " ".join("".join(c if c in _KEY_CHARS else " " for c in name.lower()).split())
+    return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
 
 
 _BY_NAME = {d.name: d for d in DEVICES}  # the exact names: a query's reference devices need nothing more

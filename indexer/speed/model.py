@@ -28,8 +28,8 @@ to the target, the task class, the quantization of both, and the measured vocabu
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from ..record import Record
 from . import hardware as hw
 from .quant import AFFINE, FLOAT, FP8, INT4, IQUANT, KQUANT, LEGACY, Q8, Quant, block
 
@@ -125,7 +125,8 @@ CALIBRATION = {
 }
 
 
-class Shape(Record, frozen=True):
+@dataclass(frozen=True)
+class Shape:
     """What the cost of a forward pass depends on, read from config.json (or the Hub's parameter count)."""
 
     params: int  # total parameters
@@ -139,7 +140,8 @@ class Shape(Record, frozen=True):
     kv_per_token: int | None = None  # KV cache elements per token: 2 * layers * kv_heads * head_dim
 
 
-class Setup(Record, frozen=True):
+@dataclass(frozen=True)
+class Setup:
     """Where and how a pair runs: device, runtime, quantizations, task, context and the draft-token cap."""
 
     device: hw.Hardware
@@ -153,7 +155,8 @@ class Setup(Record, frozen=True):
     batch: int = 1  # sequences decoded together: each reads its own KV cache, all share one read of the weights
 
 
-class Estimate(Record, frozen=True):
+@dataclass(frozen=True)
+class Estimate:
     """The expected speed-up, its range over α's uncertainty, the chosen draft-token count and α."""
 
     estimate: float

@@ -8,14 +8,17 @@ weights feed matrix units directly, block-quantized ones are unpacked per use.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from ..errors import BadInput
-from ..record import Record
 
 FLOAT, Q8, KQUANT, LEGACY, IQUANT, AFFINE, FP8, INT4 = ("float", "q8", "kquant", "legacy", "iquant", "affine", "fp8",
                                                          "int4")
 
 
-class Quant(Record, frozen=True):
+@dataclass(frozen=True)
+class Quant:
     """A quantization: its canonical name, bits per weight read, and its kernel family."""
 
     name: str
@@ -77,26 +80,21 @@ def for_runtime(q: Quant, families: tuple) -> Quant | None:
     return next((o for o in _TABLE if o.name.upper() == q.name.upper() and o.family in families), None)
 
 
-_BLOCK = r"^(?:UD-)?(Q\d_K)(?:_[A-Z]+)?$"
+_BLOCK = re.compile(r"^(?:UD-)?(Q\d_K)(?:_[A-Z]+)?$")
 # Prefixes of gguf's GGMLQuantizationType / LlamaFileType names (and our "MOSTLY_"/"ALL_" spellings), cut once.
-_PREFIXES = ("MOSTLY_", "ALL_", "GGML_TYPE_", "LLAMA_FTYPE_MOSTLY_", "LLAMA_FTYPE_ALL_")
+_PREFIXES = re.compile(r"^(MOSTLY_|ALL_|GGML_TYPE_|LLAMA_FTYPE_MOSTLY_|LLAMA_FTYPE_ALL_)")
 
 
 def block(q: Quant) -> str:
     """The block type a quantization's decode kernel unpacks: a K-quant mix by its main type (Q4_K_M, Q4_K_S and
     UD-Q4_K_XL are Q4_K), any other by its name. Decode speeds are measured per block type (model "unpack")."""
-    name = q.name  # read as _BLOCK matches it, without `re` (not on the query path, issue 31)
-    rest = name.removeprefix("UD-")
-    tail = rest[4:]
-    if (rest[:1] == "Q" and rest[1:2].isdecimal() and rest[2:4] == "_K"
-            and (not tail or (tail[0] == "_" and len(tail) > 1 and all("A" <= c <= "Z" for c in tail[1:])))):
-        return rest[:4]
-    return name
+    m = _BLOCK.match(q.name)
+    return m.group(1) if m else q.name
 
 
 def _norm(name: str) -> str:
     s = name.strip().upper().replace("-", "_").replace(" ", "")
-    s = next((s[len(p):] for p in _PREFIXES if s.startswith(p)), s)
+    s = _PREFIXES.sub("", s)
     s = s.replace("UD_", "UD-")
     return s
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
 from ..errors import AmbiguousTextConfig
-from ..record import Factory, Record, asdict, field_names
 from .params import speed_facts
 
 # Model types whose layers keep a recurrent state (the model code of transformers 5.24.0, vLLM 0.33.0, mlx-lm
@@ -77,14 +77,15 @@ PER_LAYER_ROPE = frozenset({"gemma3", "gemma3_text", "gemma3n", "gemma3n_text", 
 ALIASES = {"max_position_embeddings": ("n_positions", "n_ctx")}
 
 
-class ArchFacts(Record):
+@dataclass
+class ArchFacts:
     """A model's architecture facts as the engines' non-vocabulary checks read them."""
 
     model_type: str | None = None
     text_model_type: str | None = None  # the text sub-config's model_type (Qwen3.5: qwen3_5_moe_text)
-    layers: dict[str, int] = Factory(dict)  # layer kind -> count (the text model's)
+    layers: dict[str, int] = field(default_factory=dict)  # layer kind -> count (the text model's)
     listed: bool = False  # the config names each layer's kind (layer_types and the like)
-    state: list[str] = Factory(list)  # recurrent-state families (mamba1, gated_deltanet, ...)
+    state: list[str] = field(default_factory=list)  # recurrent-state families (mamba1, gated_deltanet, ...)
     sliding_window: int | None = None  # the window of the sliding layers, when any slide
     context_sglang: int | None = None  # SGLang's derived context length
     context_vllm: int | None = None  # vLLM's derived max_model_len (with tokenizer_config's model_max_length)
@@ -105,7 +106,7 @@ class ArchFacts(Record):
         """The stored form back (unknown keys ignored, so older rows still read)."""
         if not isinstance(d, dict):
             return None
-        names = set(field_names(cls))
+        names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
     def types(self) -> set[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, field, fields
 
 from ..errors import NeedsReference
 from ..files import (
@@ -29,7 +30,6 @@ from ..files import (
     read_json,
     read_optional_json,
 )
-from ..record import Factory, Record, field_names
 from .canonical import canonical_bytes, dense_tokens, fingerprints, vocab_sha256
 from .tokenizer_files import (
     BYTE_LEVEL_CLASSES,
@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 TRANSFORMERS_LOCK = threading.RLock()
 
 
-class Fingerprint(Record):
+@dataclass
+class Fingerprint:
     """What the catalog keeps about a directory's ``get_vocab()``: its shas, sizes, special and added tokens."""
 
     vocab_sha256: str
@@ -79,11 +80,11 @@ class Fingerprint(Record):
     tokenizer_class: str | None = None
     method: str = "fast"
     fallback_reason: str | None = None
-    vocab: dict[str, int] = Factory(dict, repr=False)
+    vocab: dict[str, int] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         """The catalog facts (everything but the vocabulary itself)."""
-        return {name: getattr(self, name) for name in field_names(self) if name != "vocab"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "vocab"}
 
     def canonical_bytes(self) -> bytes:
         """The fingerprinted bytes of this vocabulary (their sha256 is ``vocab_sha256``)."""

@@ -8,9 +8,10 @@ The size estimate when the Hub has no count is ``params.estimate_from_config``.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 from ..errors import AmbiguousTextConfig
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
-from ..record import Record, asdict
 from .archconfig import ArchFacts, arch_facts
 from .params import estimate_from_config
 from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_text_config, vllm_text_config
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
 
-class ConfigFacts(Record):
+@dataclass
+class ConfigFacts:
     """The facts of one ``config.json`` the engines' rules read (the writer copies every field onto the repo)."""
 
     model_type: str | None

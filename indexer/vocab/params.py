@@ -15,12 +15,14 @@ defaults, ``modeling_<type>.py`` for which layers exist); the line of each defau
 
 from __future__ import annotations
 
-from ..record import Record
+import re
+from dataclasses import dataclass
 
 SOURCE_SAFETENSORS, SOURCE_CONFIG, SOURCE_NAME = "safetensors", "config", "name"
 
 
-class ParamEstimate(Record, frozen=True):
+@dataclass(frozen=True)
+class ParamEstimate:
     """A model's parameter count and where it came from, so an estimate is shown as one."""
 
     total: int
@@ -33,7 +35,8 @@ class ParamEstimate(Record, frozen=True):
         return self.source != SOURCE_SAFETENSORS
 
 
-class Traits(Record, frozen=True):
+@dataclass(frozen=True)
+class Traits:
     """What an architecture's modeling code builds beyond the config numbers."""
 
     tie: bool  # class default of tie_word_embeddings
@@ -200,62 +203,10 @@ def estimate_from_config(config: dict) -> ParamEstimate | None:
 
 
 # A size in a repo name: "7B", "1.5b", "350M", "8x7B", "30B-A3B". K is left out on purpose: "4k"/"128k" in a
-# name is a context length far more often than a parameter count. The patterns, as _size_in and _active_in read them
-# without `re` (not on the query path, issue 31; tests/test_params.py holds them to each other on random names):
-_SIZE = r"(?<![A-Za-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)([BbMmTt])(?![A-Za-z0-9])"
-_ACTIVE = r"(?<![A-Za-z0-9.])[Aa](\d+(?:\.\d+)?)([BbMm])(?![A-Za-z0-9])"
+# name is a context length far more often than a parameter count.
+_SIZE = re.compile(r"(?<![A-Za-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)([BbMmTt])(?![A-Za-z0-9])")
+_ACTIVE = re.compile(r"(?<![A-Za-z0-9.])[Aa](\d+(?:\.\d+)?)([BbMm])(?![A-Za-z0-9])")
 _UNIT = {"m": 1e6, "b": 1e9, "t": 1e12}
-_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")  # [A-Za-z0-9]
-
-
-def _digits_end(s: str, i: int) -> int:
-    """The end of the run of decimal digits (``\\d``: Unicode's) that starts at ``i``."""
-    while i < len(s) and s[i].isdecimal():
-        i += 1
-    return i
-
-
-def _number_unit(s: str, i: int, units: str) -> tuple[str, str, int] | None:
-    """``(\\d+(?:\\.\\d+)?)([units])(?![A-Za-z0-9])`` at ``i``: (number, unit, end), or None."""
-    j = _digits_end(s, i)
-    if j == i:
-        return None
-    if s[j:j + 1] == "." and s[j + 1:j + 2].isdecimal():
-        j = _digits_end(s, j + 1)
-    if s[j:j + 1] and s[j] in units and s[j + 1:j + 2] not in _ALNUM:
-        return s[i:j], s[j], j + 1
-    return None
-
-
-def _starts_word(s: str, i: int) -> bool:
-    """``(?<![A-Za-z0-9.])`` at ``i``."""
-    return i == 0 or (s[i - 1] not in _ALNUM and s[i - 1] != ".")
-
-
-def _size_in(name: str) -> tuple[str | None, str, str, int] | None:
-    """The first _SIZE in ``name``: (count, size, unit, end), or None."""
-    for i in range(len(name)):
-        if not _starts_word(name, i):
-            continue
-        j = _digits_end(name, i)
-        if i < j < len(name) and name[j] == "x":
-            found = _number_unit(name, j + 1, "BbMmTt")
-            if found:
-                return name[i:j], *found
-        found = _number_unit(name, i, "BbMmTt")
-        if found:
-            return None, *found
-    return None
-
-
-def _active_in(name: str, start: int) -> tuple[str, str, int] | None:
-    """The first _ACTIVE in ``name`` from ``start``: (size, unit, end), or None."""
-    for i in range(start, len(name)):
-        if name[i] in "Aa" and _starts_word(name, i):
-            found = _number_unit(name, i + 1, "BbMm")
-            if found:
-                return found
-    return None
 
 
 def estimate_from_name(repo_id: str) -> ParamEstimate | None:
@@ -265,15 +216,15 @@ def estimate_from_name(repo_id: str) -> ParamEstimate | None:
     ``30B-A3B`` gives 3B active.
     """
     name = repo_id.rsplit("/", 1)[-1]
-    match = _size_in(name)
+    match = _SIZE.search(name)
     if match is None:
         return None
-    count, size, unit, end = match
+    count, size, unit = match.groups()
     total = int(float(size) * _UNIT[unit.lower()] * (int(count) if count else 1))
     active = None
-    found = _active_in(name, end)
+    found = _ACTIVE.search(name, match.end())
     if found is not None:
-        active = int(float(found[0]) * _UNIT[found[1].lower()])
+        active = int(float(found.group(1)) * _UNIT[found.group(2).lower()])
     if total <= 0:
         return None
     return ParamEstimate(total=total, active=active, source=SOURCE_NAME)

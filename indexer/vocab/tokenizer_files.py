@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from dataclasses import dataclass
 
 from ..errors import NeedsReference
 from ..files import InputError
-from ..record import Record
 from .hf_tables import (
     MODEL_IDS_TO_TOKENIZERS_BACKEND,
     MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS,
@@ -62,7 +62,8 @@ def _token_content(value) -> str | None:
     raise InputError("malformed", f"special token {value!r} is neither a string nor an AddedToken object")
 
 
-class Specials(Record):
+@dataclass
+class Specials:
     """Special tokens as transformers 5 resolves them, plus every token it might append."""
 
     named: dict[str, str | None]  # bos/eos/unk/pad/... after precedence
