@@ -14,8 +14,8 @@ from .commands.signals import LONG_COMMANDS
 from .errors import IndexerError
 
 # Every command: the module of indexer.commands that defines it, under the same name.
-COMMANDS = ("check", "compute", "crawl", "db", "demo", "fingerprint", "hardware", "nightly", "publish", "pull",
-            "query", "serve")
+COMMANDS = ("check", "compute", "crawl", "db", "demo", "fingerprint", "hardware", "measure", "nightly", "publish",
+            "pull", "query", "serve")
 
 
 class IndexerGroup(click.Group):

@@ -202,3 +202,11 @@ class ConverterError(IndexerError):
 
 class NotModelled(ConverterError):
     """A converter path indexer.gguf.hf does not reproduce; the prediction says so instead of guessing."""
+
+
+class MeasureFailed(IndexerError):
+    """``indexer measure`` could not measure: the server refused, did not answer, or answered what its engine
+    does not (one line: the URL and what came back)."""
+
+    exit_code = EXIT_FAILED
+    http_status = 502

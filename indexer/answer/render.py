@@ -336,6 +336,12 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
             lines.append(f"  {'':14} {'':20} by version: {verdict['versions']}")
         if verdict.get("speedups"):
             lines.append(speed_line(verdict["speedups"]))
+        if verdict.get("measured"):
+            from ..measure.store import words as measured_words
+
+            estimate = next((s.get("estimate") for s in verdict.get("speedups") or []
+                             if s.get("hardware") == verdict["measured"]["hardware"]), None)
+            lines.append(f"  {'':14} {'':20} {measured_words(verdict['measured'], estimate)}")
     det = result["details"]
     if det["added_only_in_target"]:
         lines.append(f"  added tokens only in target: {_short(det['added_only_in_target'])}")

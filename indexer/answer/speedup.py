@@ -267,14 +267,20 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         reader = Reader(db, needs="repos")
     except CatalogError:
         reader = None
+    measured: list[dict] = []
     try:
         t = side_facts(target, result["target"], reader, result, "target")
         d = side_facts(draft, result["draft"], reader, result, "draft")
+        if reader is not None:
+            from ..measure.store import rows
+
+            measured = rows(reader, result["target"].split(" (")[0], result["draft"].split(" (")[0])
     finally:
         if reader is not None:
             reader.close()
     share = agreement_share(result)
     for name, verdict in result["verdicts"].items():
+        verdict["measured"] = _measured(measured, name, opts)
         if verdict["outcome"] not in RUNS or ENGINES[name].speed is None:
             verdict["speedup"], verdict["speedups"] = None, []
             continue
@@ -282,6 +288,18 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         verdict["speedups"] = figures
         verdict["speedup"] = figures[0] if figures else None
     return result
+
+
+def _measured(found: list[dict], engine: str, opts: Options) -> dict | None:
+    """The pair's measurements on ``engine`` (``indexer measure``), on the device asked for (else the one measured
+    most) and the task asked for, when there are any."""
+    from ..measure.store import summary
+
+    mine = [r for r in found if r["engine"] == engine]
+    if not mine:
+        return None
+    device = opts.device.name if opts.device is not None else None
+    return summary(mine, device, opts.task) or (summary(mine, device) if device else summary(mine))
 
 
 def _add_to_head_check(result: dict, db: str | None, opts: Options) -> dict:

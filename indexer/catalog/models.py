@@ -409,6 +409,45 @@ class ScopeCursor(Base):
     updated_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
+class Measurement(Base):
+    """What ``indexer measure`` read from a running engine for one pair (migration 0011): the engine's release as
+    its server reported it, the device, quantizations, task and draft length, the acceptance and the decode speeds
+    with and without the draft, and the estimate at the time. ``calibration`` false: the device or the release was
+    not identified, so the row is kept and shown but never used to calibrate."""
+
+    __tablename__ = "measurements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    target: Mapped[str] = mapped_column(String(200))
+    draft: Mapped[str] = mapped_column(String(200))
+    engine: Mapped[str] = mapped_column(String(20))
+    engine_version: Mapped[str | None] = mapped_column(String(120))
+    hardware: Mapped[str | None] = mapped_column(String(60))
+    target_quant: Mapped[str | None] = mapped_column(String(30))
+    draft_quant: Mapped[str | None] = mapped_column(String(30))
+    task: Mapped[str] = mapped_column(String(20))
+    draft_tokens: Mapped[int | None] = mapped_column(Integer)
+    acceptance: Mapped[float | None] = mapped_column(Float)  # accepted / drafted, as the engine counts them
+    drafted: Mapped[int | None] = mapped_column(BigInteger)
+    accepted: Mapped[int | None] = mapped_column(BigInteger)
+    rounds: Mapped[int | None] = mapped_column(BigInteger)
+    tokens: Mapped[int | None] = mapped_column(BigInteger)
+    tok_s: Mapped[float | None] = mapped_column(Float)
+    tok_s_baseline: Mapped[float | None] = mapped_column(Float)
+    speedup: Mapped[float | None] = mapped_column(Float)
+    estimate: Mapped[float | None] = mapped_column(Float)
+    runs: Mapped[int] = mapped_column(Integer)
+    prompts: Mapped[int | None] = mapped_column(Integer)
+    max_tokens: Mapped[int | None] = mapped_column(Integer)
+    same_text: Mapped[bool | None] = mapped_column(Boolean)
+    calibration: Mapped[bool] = mapped_column(Boolean)
+    measured_at: Mapped[datetime] = mapped_column(DateTime)
+    tool_version: Mapped[str] = mapped_column(String(30))
+
+
+Index("ix_measurements_pair", Measurement.target, Measurement.draft, Measurement.engine)
+
+
 # Case-insensitive repo id lookup and "did you mean" (indexer/answer/lookup.py) read these two expression indexes.
 Index("ix_repos_repo_id_lower", func.lower(Repo.repo_id))
 Index("ix_repos_name_lower", func.lower(repo_name_part(Repo.repo_id)))

@@ -41,6 +41,9 @@ from .vllm import tli_constraints  # noqa: F401
 ENGINES: dict[str, Engine] = {m.ENGINE.name: m.ENGINE
                               for m in (sglang, vllm, transformers, llamacpp, mlx, lmstudio, ollama)}
 
+# engine -> its server's wire format (engines/server.py), for `indexer measure`: the engines that serve over HTTP
+SERVERS = {m.ENGINE.name: m.SERVER for m in (sglang, vllm, llamacpp, mlx, lmstudio)}
+
 ENGINE_NAMES: dict[str, str] = {name: e.display for name, e in ENGINES.items()}
 DEFAULT_ENGINE = "sglang"
 

@@ -289,3 +289,56 @@ ENGINE = released(
     words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
            REFUSED: "has no GGUF to load (the converter refuses the repo)",
            UNKNOWN: "unknown: the indexer does not model the converter's path for this repo"})
+
+
+# ---------------------------------------------------------------- what llama-server reports (indexer measure)
+# Paths are relative to llama.cpp @LLAMACPP_COMMIT (the copy vendored in llama-cpp-python 0.3.36's sdist).
+def _server_release(get_json) -> str | None:
+    """``GET /props``' ``build_info``, "b<build number>-<commit>" (tools/server/server-context.cpp:4614,
+    common/build-info.cpp.in:28)."""
+    props = get_json("/props")
+    info = props.get("build_info") if isinstance(props, dict) else None
+    return str(info) if info else None
+
+
+def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
+    """A greedy chat completion of exactly ``max_tokens`` tokens: ``max_tokens`` is an alias of ``n_predict``
+    (tools/server/server-schema.cpp:44-48), ``ignore_eos`` keeps it going (server-schema.cpp:475)."""
+    from .server import Exchange, chat_body
+
+    return Exchange("/v1/chat/completions", chat_body(prompt, max_tokens, ignore_eos=True))
+
+
+def _server_reading(answer, timing):
+    """The final response's ``timings`` (server-task.cpp:414-459 puts them on a chat completion):
+    ``predicted_n`` tokens over ``predicted_ms`` (decode after the first token: server-common.h:418-449),
+    ``draft_n`` / ``draft_n_accepted`` when the slot drafted (server-common.cpp:84-103)."""
+    from .server import Reading
+
+    t = answer.get("timings") or {}
+    text = ((answer.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+    n = int(t.get("predicted_n") or (answer.get("usage") or {}).get("completion_tokens") or 0)
+    per_second = t.get("predicted_per_second")
+    seconds = (n - 1) / per_second if per_second and n > 1 else None  # n_gen_tps counts n_gen - 1 steps
+    return Reading(tokens=n, seconds=seconds, text=text, drafted=t.get("draft_n", 0 if t else None),
+                   accepted=t.get("draft_n_accepted", 0 if t else None))
+
+
+def _server():
+    from .server import Server
+
+    return Server(
+        release=_server_release, request=_server_request, reading=_server_reading,
+        sources={
+            "release": "tools/server/server-context.cpp:4614 (/props build_info), common/build-info.cpp.in:28",
+            "timings.draft_n, timings.draft_n_accepted": "tools/server/server-common.cpp:99-102 (set only when the "
+                                                         "slot drafted)",
+            "timings.predicted_n, timings.predicted_per_second": "tools/server/server-common.cpp:92-96, "
+                                                                 "server-common.h:418-449 (n_gen - 1 steps)",
+            "timings on a chat completion": "tools/server/server-task.cpp:455-457",
+            "no per-request speculation switch": "tools/server/server-schema.cpp:196-227 (the speculative.* "
+                                                 "request fields are compiled out: #if 0)",
+        })
+
+
+SERVER = _server()

@@ -96,3 +96,70 @@ ENGINE = released(
     gguf_arch_rules=LLAMACPP_ARCH_RULES,
     gguf_target_refusal="LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
                         "--engine llama.cpp")
+
+
+# ---------------------------------------------------------------- what LM Studio's server reports (indexer measure)
+# LM Studio is closed source: its REST API v0 is documented (lmstudio-ai/docs 1_developer/2_rest/endpoints.mdx, and
+# the 0.3.10 entry of 1_developer/api-changelog.md:146-165 for the speculative stats), and lmstudio-python 1.5.0's
+# LlmPredictionStats (src/lmstudio/_sdk_models/__init__.py:6694-6718) names the same counts.
+_DRAFT_COUNTS = ("total_draft_tokens_count", "accepted_draft_tokens_count")
+
+
+def _server_release(get_json) -> str | None:
+    """LM Studio's server reports no version of its own; the loaded engine's runtime name and version come with
+    each v0 response (``runtime``), read in :func:`_server_reading`."""
+    return None
+
+
+def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
+    """A greedy chat completion on the v0 REST API (``/api/v0/chat/completions``), whose response has ``stats``:
+    ``model`` and ``draft_model`` are LM Studio's model keys; without ``draft_model`` the request runs without
+    speculation (api-changelog.md:146-152)."""
+    from .server import Exchange, chat_body
+
+    extra = {"model": target} if target else {}
+    if draft:
+        extra["draft_model"] = draft
+    return Exchange("/api/v0/chat/completions", chat_body(prompt, max_tokens, **extra))
+
+
+def _server_reading(answer, timing):
+    """``stats.tokens_per_second`` and ``generation_time`` (seconds), and the draft counts in ``stats`` (the
+    0.3.10 changelog) or, in later builds, in ``usage``; the quantization from ``model_info.quant``."""
+    from .server import Reading
+
+    stats, usage = answer.get("stats") or {}, answer.get("usage") or {}
+    counts = stats if any(k in stats for k in _DRAFT_COUNTS) else usage
+    text = ((answer.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+    n = int(usage.get("completion_tokens") or 0)
+    rate = stats.get("tokens_per_second")
+    return Reading(tokens=n, seconds=(n - 1) / rate if rate and n > 1 else None, text=text,
+                   drafted=counts.get("total_draft_tokens_count"), accepted=counts.get("accepted_draft_tokens_count"),
+                   quant=(answer.get("model_info") or {}).get("quant"))
+
+
+def runtime_release(answer) -> str | None:
+    """The v0 response's ``runtime`` ("name version"), the engine build that ran it."""
+    rt = answer.get("runtime") if isinstance(answer, dict) else None
+    if isinstance(rt, dict) and rt.get("version"):
+        return f"{rt.get('name') or 'runtime'} {rt['version']}"
+    return None
+
+
+def _server():
+    from .server import Server
+
+    return Server(
+        release=_server_release, request=_server_request, reading=_server_reading, answer_release=runtime_release,
+        per_request_off=True,
+        sources={
+            "stats.total_draft_tokens_count, accepted_draft_tokens_count": "lmstudio-ai/docs 1_developer/"
+                                                                          "api-changelog.md:146-165 (0.3.10)",
+            "the same counts in the SDK": "lmstudio-python 1.5.0 src/lmstudio/_sdk_models/__init__.py:6694-6718",
+            "stats.tokens_per_second, model_info, runtime": "lmstudio-ai/docs 1_developer/2_rest/endpoints.mdx "
+                                                            "(POST /api/v0/chat/completions)",
+        },
+        not_reported="a server version (the response's runtime names the engine build)")
+
+
+SERVER = _server()

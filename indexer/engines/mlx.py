@@ -169,3 +169,55 @@ ENGINE = released(
     sources=SOURCES, facts=("tok.hf_vocab_size", "tok.vocab_sha256"),
     rule=RULES, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes,
     words=dict(SIZE_WORDS), arch_rules=ARCH_RULES)
+
+
+# ---------------------------------------------------------------- what mlx_lm.server reports (indexer measure)
+# Paths are relative to the mlx-lm 0.32.2 wheel.
+def _server_release(get_json) -> str | None:
+    """mlx_lm.server answers only /v1/models and /health to a GET (mlx_lm/server.py:1787-1798); its release is in
+    each response's ``system_fingerprint`` ("<mlx-lm>-<mlx>-<platform>-<gpu>", server.py:59-61), read from the
+    answer instead."""
+    return None
+
+
+def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
+    """A greedy streamed chat completion with the usage at its end (``stream_options.include_usage``,
+    mlx_lm/server.py:1682-1692): the client times the tokens."""
+    from .server import Exchange, chat_body
+
+    body = chat_body(prompt, max_tokens, stream_options={"include_usage": True})
+    return Exchange("/v1/chat/completions", {**body, "stream": True}, stream=True)
+
+
+def _server_reading(events, timing):
+    """Text and ``usage.completion_tokens``; no draft counts: stream_generate's ``from_draft`` (mlx_lm/generate.py:
+    283-296) is not passed on to the response (server.py:1121-1131 keeps text, token, logprobs, finish reason)."""
+    from .server import Reading, decode_seconds, stream_text, stream_usage
+
+    return Reading(tokens=int(stream_usage(events).get("completion_tokens") or 0), seconds=decode_seconds(timing),
+                   text=stream_text(events))
+
+
+def fingerprint_release(answer) -> str | None:
+    """The mlx-lm version at the head of a response's ``system_fingerprint``."""
+    events = answer if isinstance(answer, list) else [answer]
+    for e in events:
+        fp = e.get("system_fingerprint") if isinstance(e, dict) else None
+        if isinstance(fp, str) and fp:
+            return fp.split("-", 1)[0]
+    return None
+
+
+def _server():
+    from .server import Server
+
+    return Server(
+        release=_server_release, request=_server_request, reading=_server_reading, answer_release=fingerprint_release,
+        sources={"release": "mlx_lm/server.py:59-61 (system_fingerprint)",
+                 "usage at the end of a stream": "mlx_lm/server.py:1682-1692",
+                 "no acceptance": "mlx_lm/server.py:1121-1131 (Response has no from_draft)"},
+        # num_draft_tokens 0 still runs the draft path, and draft_model null reloads the target: a second server
+        not_reported="acceptance (mlx_lm.server does not report which tokens came from the draft)")
+
+
+SERVER = _server()

@@ -287,3 +287,60 @@ ENGINE = released(
     facts=("vocab_size", "tok.vocab_sha256", "vocab"),
     rule=rule, class_key=("vs", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
     heads=SGLangHeads(), arch_rules=ARCH_RULES)
+
+
+# ---------------------------------------------------------------- what SGLang's server reports (indexer measure)
+# Paths are relative to the sglang 0.5.23 wheel's python/sglang/srt/.
+def _server_release(get_json) -> str | None:
+    """``GET /server_info``' ``version`` (entrypoints/http_server.py:863-890)."""
+    answer = get_json("/server_info")
+    version = answer.get("version") if isinstance(answer, dict) else None
+    return str(version) if version else None
+
+
+def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
+    """A greedy streamed chat completion of exactly ``max_tokens`` tokens, asking for the speculative details
+    (``return_spec_tokens_details``, ``ignore_eos``: entrypoints/openai/protocol.py:961, 1012) and the usage."""
+    from .server import Exchange, chat_body
+
+    body = chat_body(prompt, max_tokens, ignore_eos=True, return_spec_tokens_details=True,
+                     stream_options={"include_usage": True})
+    return Exchange("/v1/chat/completions", {**body, "stream": True}, stream=True)
+
+
+def _server_reading(events, timing):
+    """The last event's ``sglext.spec_tokens_details`` (entrypoints/openai/serving_chat.py:2703-2729):
+    ``spec_num_proposed_drafts`` = verify passes x (draft tokens - 1), ``spec_num_correct_drafts`` kept,
+    ``spec_verify_ct`` passes (managers/tokenizer_manager.py:3148-3172)."""
+    from .server import Reading, decode_seconds, stream_text, stream_usage
+
+    details = {}
+    for e in events:
+        ext = e.get("sglext") if isinstance(e, dict) else None
+        got = (ext or {}).get("spec_tokens_details")
+        if isinstance(got, list):
+            got = got[0] if got else None
+        if isinstance(got, dict):
+            details = got
+    usage = stream_usage(events)
+    return Reading(tokens=int(usage.get("completion_tokens") or 0), seconds=decode_seconds(timing),
+                   text=stream_text(events), drafted=details.get("spec_num_proposed_drafts"),
+                   accepted=details.get("spec_num_correct_drafts"), rounds=details.get("spec_verify_ct"))
+
+
+def _server():
+    from .server import Server
+
+    return Server(
+        release=_server_release, request=_server_request, reading=_server_reading,
+        sources={
+            "release": "entrypoints/http_server.py:863-890 (/server_info version)",
+            "sglext.spec_tokens_details": "entrypoints/openai/protocol.py:455-468, serving_chat.py:2703-2729",
+            "spec_num_proposed_drafts, spec_num_correct_drafts, spec_verify_ct": "managers/tokenizer_manager.py:"
+                                                                               "3148-3172",
+            "decode time": "not in the response (meta_info e2e_latency includes the prefill): timed by the client "
+                           "from the first streamed token to the last",
+        })
+
+
+SERVER = _server()

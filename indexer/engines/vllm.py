@@ -396,3 +396,55 @@ ENGINE = released(
     facts=("vllm_vocab_size", "text_config_error", "tok.vocab_sha256", "tok.unk_token_id", "tok.eos_token_id"),
     rule=RULES, class_key=("vllm_vs", "tok"), launch=launch, sizes=sizes, fix=FIXES, words=dict(SIZE_WORDS),
     heads=HEADS, arch_rules=ARCH_RULES)
+
+
+# ---------------------------------------------------------------- what vLLM's server reports (indexer measure)
+# Paths are relative to the vllm 0.34.0 wheel (the release VERSION names).
+def _server_release(get_json) -> str | None:
+    """``GET /version``: ``{"version": VLLM_VERSION}`` (vllm/entrypoints/serve/instrumentator/basic.py:53-56)."""
+    answer = get_json("/version")
+    version = answer.get("version") if isinstance(answer, dict) else None
+    return str(version) if version else None
+
+
+def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
+    """A greedy chat completion of exactly ``max_tokens`` tokens (``ignore_eos``: vllm/entrypoints/openai/
+    chat_completion/protocol.py:296)."""
+    from .server import Exchange, chat_body
+
+    return Exchange("/v1/chat/completions", chat_body(prompt, max_tokens, ignore_eos=True))
+
+
+def _server_reading(answer, timing):
+    """vLLM's response carries no draft counts: they are the ``/metrics`` counters (``SERVER.counters``); the
+    response gives the text and ``usage.completion_tokens``."""
+    from .server import Reading, decode_seconds
+
+    text = ((answer.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+    return Reading(tokens=int((answer.get("usage") or {}).get("completion_tokens") or 0),
+                   seconds=decode_seconds(timing), text=text)
+
+
+def _server():
+    from .server import Server
+
+    return Server(
+        release=_server_release, request=_server_request, reading=_server_reading, metrics="/metrics",
+        # prometheus_client exposes a Counter's samples with the suffix _total, a Histogram's as _sum and _count
+        counters={"rounds": "vllm:spec_decode_num_drafts_total",
+                  "drafted": "vllm:spec_decode_num_draft_tokens_total",
+                  "accepted": "vllm:spec_decode_num_accepted_tokens_total",
+                  "tokens": "vllm:generation_tokens_total",
+                  "decode_seconds": "vllm:request_decode_time_seconds_sum",
+                  "requests": "vllm:request_decode_time_seconds_count"},
+        sources={
+            "release": "vllm/entrypoints/serve/instrumentator/basic.py:53-56 (/version)",
+            "vllm:spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens": "vllm/v1/spec_decode/"
+                                                                                   "metrics.py:228-232",
+            "vllm:generation_tokens": "vllm/v1/metrics/loggers.py:798-802",
+            "vllm:request_decode_time_seconds (first token to last, per request)": "vllm/v1/metrics/loggers.py:"
+                                                                                   "1000-1008, 1305-1306",
+        })
+
+
+SERVER = _server()

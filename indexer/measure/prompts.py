@@ -1,0 +1,18 @@
+"""The fixed prompts ``indexer measure`` sends per task (``data/prompts.toml``, shipped with the package)."""
+
+from __future__ import annotations
+
+from ..resources import package_path
+
+TASKS = ("code", "chat", "prose", "reasoning")
+
+
+def prompts(task: str) -> list[str]:
+    """The prompts of ``task``, in their fixed order."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    data = tomllib.loads(package_path("data", "prompts.toml").read_text("utf-8"))
+    return list(data[task])

@@ -1,0 +1,135 @@
+"""`indexer measure`: acceptance and speed read from a running engine's own counters, kept in the catalog.
+
+Each engine's server is its recorded wire format (tests/data/engine_wire/, from the engine's source at the release
+the project mirrors) served on 127.0.0.1 by tests/enginesim.py; the measurement goes through the CLI into a copy of
+the demo catalog, and `check` shows it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from enginesim import EngineSim
+from hubkit import copy_catalog
+
+from indexer.cli import cli
+from indexer.engines import SERVERS
+from indexer.engines.server import prometheus
+
+TARGET, DRAFT = "lumen-ai/Lumen-7B-Instruct", "lumen-ai/Lumen-0.5B-Instruct"
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, list(args))
+    return res.exit_code, res.output
+
+
+@pytest.fixture
+def db(demo_catalog, tmp_path) -> str:
+    return str(copy_catalog(demo_catalog, tmp_path / "cat"))
+
+
+def measure(db: str, engine: str, *extra: str, baseline: bool = True, hardware: str = "M4 Max") -> dict:
+    with EngineSim(engine) as spec, EngineSim(engine, speculative=False) as base:
+        args = ["measure", TARGET, DRAFT, "--engine", engine, "--url", spec.url, "--task", "code",
+                "--max-tokens", "64", "--db", db, "--json", *extra]
+        if baseline:
+            args += ["--baseline-url", base.url]
+        if hardware:
+            args += ["--hardware", hardware]
+        code, out = run(*args)
+        assert code == 0, out
+        got = json.loads(out)
+        got["_sent"] = spec.requests
+        return got
+
+
+def test_llama_server_timings_give_acceptance_and_speed(db):
+    got = measure(db, "llama.cpp")
+    m = got["measured"]
+    # 4 code prompts, each: draft_n 60, draft_n_accepted 42; predicted_per_second 50 against 30 without the draft
+    assert (m["drafted"], m["accepted"], m["acceptance"]) == (240, 168, 0.7)
+    assert (m["tok_s"], m["tok_s_baseline"], m["speedup"]) == (50.0, 30.0, pytest.approx(1.667, abs=1e-3))
+    assert m["engine_version"] == "b7123-0c1e57098" and m["runs"] == 1 and m["calibration"] is True
+    assert all(b["temperature"] == 0 and b["max_tokens"] == 64 and b["ignore_eos"] for b in got["_sent"])
+    assert len(got["_sent"]) == 4
+    # the estimate is check's speedup object for the same device and task
+    e = got["estimate"]
+    assert e["hardware"] == "M4 Max" and e["task"] == "code" and e["estimate"] > 0
+    assert "timings.draft_n, timings.draft_n_accepted" in got["sources"]
+
+
+def test_vllm_counters_are_read_before_and_after(db):
+    m = measure(db, "vllm")["measured"]
+    # per request: 20 drafts of 3 tokens, 39 accepted; 64 tokens decoded in 0.42 s (0.7 s without the draft)
+    assert (m["rounds"], m["drafted"], m["accepted"], m["draft_tokens"]) == (80, 240, 156, 3)
+    assert m["acceptance"] == 0.65 and m["engine_version"] == "0.34.0"
+    assert m["tok_s"] == pytest.approx(63 / 0.42, rel=1e-3) and m["tok_s_baseline"] == pytest.approx(90.0)
+
+
+def test_sglang_spec_details_and_client_timing(db):
+    m = measure(db, "sglang")["measured"]
+    assert (m["drafted"], m["accepted"], m["rounds"], m["draft_tokens"]) == (252, 168, 84, 3)
+    assert m["engine_version"] == "0.5.23" and m["tokens"] == 256
+    assert m["tok_s"] > 0 and m["tok_s_baseline"] > 0 and m["speedup"] > 0  # timed here: no figure asserted
+
+
+def test_lmstudio_turns_the_draft_off_per_request(db):
+    got = measure(db, "lmstudio", baseline=False)
+    m = got["measured"]
+    assert (m["drafted"], m["accepted"], m["acceptance"]) == (280, 160, 0.5714)
+    assert (m["tok_s"], m["tok_s_baseline"], m["speedup"]) == (48.0, 32.0, 1.5)
+    assert m["target_quant"] == "4bit" and m["engine_version"].endswith("0.25.1")
+    drafts = [b.get("draft_model") for b in got["_sent"]]
+    assert drafts == [DRAFT] * 4 + [None] * 4  # the baseline is the same server without draft_model
+
+
+def test_mlx_reports_no_acceptance_and_says_so(db):
+    m = measure(db, "mlx")["measured"]
+    assert m["acceptance"] is None and "not report" in m["not_reported"]
+    assert m["engine_version"] == "0.32.2" and m["speedup"] > 0
+
+
+def test_no_baseline_where_the_engine_cannot_switch_off_and_no_device(db):
+    m = measure(db, "llama.cpp", baseline=False, hardware="")["measured"]
+    assert m["speedup"] is None and "--baseline-url" in m["note"] and m["acceptance"] == 0.7
+    assert m["calibration"] is False and "no --hardware" in m["why_not_calibration"]
+
+
+def test_check_shows_the_measurement_beside_the_estimate(db):
+    measure(db, "llama.cpp")
+    measure(db, "llama.cpp", "--runs", "2")
+    code, out = run("check", TARGET, DRAFT, "--db", db, "--json", "--hardware", "M4 Max", "--task", "code")
+    got = json.loads(out)["verdicts"]["llama.cpp"]["measured"]
+    assert got["runs"] == 3 and got["measurements"] == 2 and got["hardware"] == "M4 Max"
+    assert got["speedup"] == pytest.approx(1.667, abs=1e-3) and got["acceptance"] == 0.7
+    assert json.loads(out)["verdicts"]["vllm"]["measured"] is None
+    code, text = run("check", TARGET, DRAFT, "--db", db, "--hardware", "M4 Max", "--task", "code")
+    assert "measured 1.67× on M4 Max (3 runs, code); estimated" in text
+
+
+def test_text_output_and_errors(db):
+    with EngineSim("llama.cpp") as spec:
+        code, out = run("measure", TARGET, DRAFT, "--engine", "llama.cpp", "--url", spec.url, "--max-tokens", "64",
+                        "--db", db, "--hardware", "M4 Max", "--no-save")
+    assert code == 0 and "acceptance: 0.70 (168/240" in out and "estimated: ≈" in out
+    code, out = run("measure", TARGET, DRAFT, "--engine", "vllm", "--url", "http://127.0.0.1:9", "--db", db)
+    assert code == 1 and out.count("\n") == 1 and out.startswith("error: cannot reach http://127.0.0.1:9")
+    code, out = run("measure", TARGET, DRAFT, "--engine", "vllm", "--db", db)
+    assert code == 2 and "--url is needed" in out
+    with EngineSim("mlx") as spec:  # a path the engine does not serve is its 404, in one line
+        code, out = run("measure", TARGET, DRAFT, "--engine", "lmstudio", "--url", spec.url, "--db", db)
+    assert code == 1 and "HTTP 404" in out and out.count("\n") == 1
+
+
+def test_every_server_cites_its_sources():
+    for engine, server in SERVERS.items():
+        assert server.sources and all(isinstance(v, str) and v for v in server.sources.values()), engine
+
+
+def test_prometheus_sums_label_sets_and_ignores_longer_names():
+    text = ('# TYPE a_total counter\na_total{engine="0"} 3\na_total{engine="1"} 4.5\na_total_other 100\n'
+            'b_sum 2\n')
+    assert prometheus(text, "a_total") == 7.5 and prometheus(text, "b_sum") == 2 and prometheus(text, "c") is None
