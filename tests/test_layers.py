@@ -24,6 +24,7 @@ LAYERS = [
     ("catalog", ("indexer.catalog",)),
     ("crawl", ("indexer.crawl",)),
     ("answer", ("indexer.answer",)),
+    ("measure", ("indexer.measure",)),
     ("site", ("indexer.site", "indexer.hubsim")),
     ("jobs", ("indexer.jobs",)),
     ("commands", ("indexer.cli", "indexer.commands")),

@@ -317,6 +317,17 @@ def engine_line(name: str, verdict: dict, *, verbose: bool = False) -> str:
     return f"  {verdict['outcome'].upper():14} {label:20} {words}"
 
 
+def measured_words(m: dict, estimate: float | None = None) -> str:
+    """measured 1.62× on M4 Max (3 runs); estimated 1.5×"""
+    where = f" on {m['hardware']}" if m.get("hardware") else " on an unnamed device"
+    runs = f"{m['runs']} run{'' if m['runs'] == 1 else 's'}"
+    head = (f"measured {m['speedup']:.2f}×" if m.get("speedup") is not None else
+            f"measured acceptance {m['acceptance']:.2f} (no baseline, so no speed-up)" if m.get("acceptance")
+            is not None else "measured, without a speed-up or an acceptance")
+    est = f"; estimated {estimate:.1f}×" if estimate is not None else ""
+    return f"{head}{where} ({runs}, {m['task']}){est}"
+
+
 def speed_line(speedups: list[dict]) -> str:
     """The expected speed-up under an engine's line: one fragment per device (answer/speedup.py words)."""
     from .speedup import words
@@ -337,8 +348,6 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
         if verdict.get("speedups"):
             lines.append(speed_line(verdict["speedups"]))
         if verdict.get("measured"):
-            from ..measure.store import words as measured_words
-
             estimate = next((s.get("estimate") for s in verdict.get("speedups") or []
                              if s.get("hardware") == verdict["measured"]["hardware"]), None)
             lines.append(f"  {'':14} {'':20} {measured_words(verdict['measured'], estimate)}")

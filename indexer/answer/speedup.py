@@ -272,7 +272,7 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         t = side_facts(target, result["target"], reader, result, "target")
         d = side_facts(draft, result["draft"], reader, result, "draft")
         if reader is not None:
-            from ..measure.store import rows
+            from ..catalog.measurements import rows
 
             measured = rows(reader, result["target"].split(" (")[0], result["draft"].split(" (")[0])
     finally:
@@ -293,7 +293,7 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
 def _measured(found: list[dict], engine: str, opts: Options) -> dict | None:
     """The pair's measurements on ``engine`` (``indexer measure``), on the device asked for (else the one measured
     most) and the task asked for, when there are any."""
-    from ..measure.store import summary
+    from ..catalog.measurements import summary
 
     mine = [r for r in found if r["engine"] == engine]
     if not mine:

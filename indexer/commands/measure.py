@@ -68,7 +68,7 @@ def measure(target, draft, engine, url, baseline_url, hardware, task, max_tokens
                               max_tokens=max_tokens, runs=runs, draft_tokens=draft_tokens,
                               target_quant=target_quant, draft_quant=draft_quant, db=db, timeout=timeout)
     if not no_save:
-        from ..measure.store import save
+        from ..catalog.measurements import save
 
         result["id"] = save(result, db)
     if as_json:

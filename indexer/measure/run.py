@@ -32,6 +32,7 @@ class Totals:
     quant: str | None = None
 
     def add(self, r: Reading) -> None:
+        """Count one request's reading in."""
         self.tokens += r.tokens
         if r.seconds and r.tokens > 1:
             self.seconds += r.seconds
@@ -45,6 +46,7 @@ class Totals:
 
     @property
     def tok_s(self) -> float | None:
+        """Decode tokens per second over the timed readings (None: no reading had a decode time)."""
         return self.timed_tokens / self.seconds if self.seconds > 0 else None
 
 

@@ -1,8 +1,7 @@
 """The catalog's ``measurements`` table (migration 0011): written by ``indexer measure``, read by ``check``.
 
 A pair's measurements on one engine are summed per device and task, each weighing as many runs as it made:
-``summary`` is what ``check --json`` shows under ``verdicts.<engine>.measured`` and its text words as "measured
-1.62× on M4 Max (3 runs); estimated 1.5×".
+``summary`` is what ``check --json`` shows under ``verdicts.<engine>.measured`` (its words: answer/render.py).
 """
 
 from __future__ import annotations
@@ -37,8 +36,8 @@ def save(result: dict, db: str | None) -> int:
     """Write the measurement into the catalog (made or migrated to head first); returns its row id."""
     from sqlalchemy import insert
 
-    from ..catalog.db import open_catalog
-    from ..catalog.models import Measurement
+    from .db import open_catalog
+    from .models import Measurement
 
     engine = open_catalog(db, create=True)
     try:
@@ -86,14 +85,3 @@ def summary(found: list[dict], hardware: str | None = None, task: str | None = N
             "runs": sum(r["runs"] for r in group), "measurements": len(group),
             "engine_version": group[-1]["engine_version"], "draft_tokens": group[-1]["draft_tokens"],
             "calibration": all(r["calibration"] for r in group)}
-
-
-def words(m: dict, estimate: float | None = None) -> str:
-    """measured 1.62× on M4 Max (3 runs); estimated 1.5×"""
-    where = f" on {m['hardware']}" if m.get("hardware") else " on an unnamed device"
-    runs = f"{m['runs']} run{'' if m['runs'] == 1 else 's'}"
-    head = (f"measured {m['speedup']:.2f}×" if m.get("speedup") is not None else
-            f"measured acceptance {m['acceptance']:.2f} (no baseline, so no speed-up)" if m.get("acceptance")
-            is not None else "measured, without a speed-up or an acceptance")
-    est = f"; estimated {estimate:.1f}×" if estimate is not None else ""
-    return f"{head}{where} ({runs}, {m['task']}){est}"
