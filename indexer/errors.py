@@ -180,6 +180,11 @@ class TransientError(IndexerError):
     http_status = 503
 
 
+class AnswerRefused(TransientError):
+    """A Hub API answer not read: past its size cap once decoded (a gzip bomb, an endless body), or in a
+    content encoding that was not asked for."""
+
+
 class UnsafeName(IndexerError, ValueError):
     """A Hub-provided name that must never become a local path."""
 

@@ -112,7 +112,7 @@ def test_verbose_shows_the_client_retries(tmp_path):
     proc = run(["crawl", "--all", "--endpoint", f"http://127.0.0.1:{closed_port()}", "--db", str(tmp_path / "c.db"),
                 "--quiet", "--no-compute", "--verbose"], tmp_path, timeout=60)
     assert proc.returncode == 1
-    assert "Retrying in" in proc.stderr  # huggingface_hub's own retry notes, on request
+    assert "listing page: ConnectError; retry 1 of 5" in proc.stderr  # the crawl's own retry notes, on request
 
 
 def _fsize(limit: int):

@@ -198,8 +198,9 @@ class Crawler(RunRecord):
                     yield item, False
                     if o.limit and n >= o.limit:
                         return
-            except BudgetExhausted:
-                self.stopped = self.stopped or "budget spent while listing"
+            except BudgetExhausted as e:  # the page's URL is kept (listing.save): the next run reads on from it
+                self.stopped = self.stopped or f"budget spent while listing: {e}"
+                self._record_error(None, f"listing {scope.label} stopped: {e}")
                 return
             except HubUnreachable:
                 raise

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..errors import TransientError
-from .guard import CallTimedOut, Cancelled, HubUnreachable
+from .guard import Cancelled, HubUnreachable
 from .listed import LIST_EXPAND, Listed, git_blob_sha1, safe_blob_id, safe_name
 from .pacing import BudgetExhausted, FixedWindow, least_seconds
 from .session import LIBRARY_NAME, HubSession
@@ -31,6 +31,8 @@ __all__ = ["BudgetExhausted", "Cancelled", "FixedWindow", "HubClient", "HubUnrea
 # A stable order for listings read over hours: the client maps "created_at" to sort=createdAt
 # (hf_api.py:2468-2477); new repos do not shift the pages still to be read.
 LIST_SORT = "created_at"
+# The client's sort names (hf_api.py:2468-2477); others are sent as they are.
+SORT_NAMES = {"last_modified": "lastModified", "trending_score": "trendingScore", "created_at": "createdAt"}
 MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024  # files.DEFAULT_MAX_FILE_BYTES; callers pass their own cap
 
 
@@ -48,52 +50,61 @@ class HubClient(HubSession):
 
     def list_models(self, *, author=None, search=None, pipeline_tag=None, limit=None, filter=None,
                     sort: str = LIST_SORT) -> Iterator[Listed]:
-        """Listed items in a stable order (``LIST_SORT``, or ``sort``); the client pages and retries 429/5xx itself.
+        """Listed items in a stable order (``LIST_SORT``, or ``sort``), page by page through ``list_page``.
 
         ``filter``: tags every item carries, e.g. ``base_model:ORG/NAME`` (the Hub tags derived repos so,
         HUB-API §0.1.2; the client sends each as a ``filter`` parameter, hf_api.py ``list_models``)."""
-        items = iter(self.api.list_models(author=author, search=search, pipeline_tag=pipeline_tag, limit=limit,
-                                          filter=filter, sort=sort, expand=list(LIST_EXPAND)))
-        while True:
-            with self.guard.call("listing page"):  # each page, with the client's retries, has one deadline
-                try:
-                    info = next(items)
-                except CallTimedOut as e:
-                    raise TransientError(str(e)) from e
-                except StopIteration:
+        url: str | None = self.listing_url(author=author, search=search, pipeline_tag=pipeline_tag, sort=sort,
+                                           filter=filter, limit=limit)
+        n = 0
+        while url:
+            items, url = self.list_page(url)
+            for item in items:
+                if limit is not None and n >= limit:
                     return
-            yield Listed.from_info(info)
+                n += 1
+                yield item
 
-    def listing_url(self, *, author=None, search=None, pipeline_tag=None, sort: str = "lastModified") -> str:
-        """The first page of a listing, built as ``HfApi.list_models`` builds it (hf_api.py:2440-2490): the
-        Hub sorts descending (``direction`` is gone, HUB-API §0.1.13) and pages by keyset on (key, _id)."""
+    def listing_url(self, *, author=None, search=None, pipeline_tag=None, sort: str = "lastModified",
+                    filter=None, limit=None) -> str:
+        """The first page of a listing, built as ``HfApi.list_models`` builds it (hf_api.py:2435-2490, sort names
+        mapped as it maps them): the Hub sorts descending (``direction`` is gone, HUB-API §0.1.13) and pages by
+        keyset on (key, _id)."""
         from urllib.parse import urlencode
 
-        params = [(k, v) for k, v in (("author", author), ("search", search), ("pipeline_tag", pipeline_tag),
-                                      ("sort", sort)) if v]
+        sort = SORT_NAMES.get(sort, sort)
+        filters = [filter] if isinstance(filter, str) else list(filter or ())
+        params = [("filter", f) for f in filters]
+        params += [(k, v) for k, v in (("author", author), ("search", search), ("pipeline_tag", pipeline_tag),
+                                       ("sort", sort), ("limit", limit)) if v]
         params += [("expand", e) for e in LIST_EXPAND]
         return f"{self.endpoint}/api/models?{urlencode(params)}"
 
     def list_page(self, url: str) -> tuple[list[Listed], str | None]:
         """One listing page and the next page's URL (``Link: rel="next"``, followed verbatim as the client's
-        ``_paginate_pages`` does, utils/_pagination.py:40-53), through the client's session and its
-        ``http_backoff`` (408, 429, 5xx and timeouts retried 5 times, 1-8 s apart, utils/_http.py:572-650)."""
+        ``_paginate_pages`` does, utils/_pagination.py:40-53).
+
+        Sent through the client's session but retried here, not by its ``http_backoff``: that sleeps a 429's
+        whole ``Retry-After`` (utils/_http.py:534-561) whatever the run's deadline, while ``_with_retries`` holds
+        the api bucket until the reset and refuses to wait past ``--max-minutes`` (``BudgetExhausted``: the
+        caller keeps this page's URL and the next run reads on from it)."""
         from huggingface_hub.hf_api import ModelInfo
-        from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
         headers = build_hf_headers(token=self._token, library_name=LIBRARY_NAME, library_version=__version__)
 
-        with self.guard.call("listing page"):  # the page, with the client's retries, has one deadline
-            try:
-                r = http_backoff("GET", url, headers=headers)
-            except CallTimedOut as e:
-                raise TransientError(str(e)) from e
-        hf_raise_for_status(r)
-        page, next_url = r.json(), r.links.get("next", {}).get("url")
+        def get():
+            r = get_session().get(url, headers=headers)  # read whole, at most guard.MAX_ANSWER_BYTES decoded
+            hf_raise_for_status(r)
+            return r.json(), r.links.get("next", {}).get("url")
+
+        page, next_url = self._with_retries("listing page", get)
         if not isinstance(page, list):
             raise TransientError(f"listing page is not a list: {str(page)[:100]}")
         items = []
         for item in page:
+            if not isinstance(item, dict):
+                raise TransientError(f"listing page holds {type(item).__name__}, not a repo: {str(item)[:100]}")
             item.setdefault("siblings", None)  # as list_models does (hf_api.py:2496-2497)
             items.append(Listed.from_info(ModelInfo(**item)))
         return items, next_url

@@ -16,6 +16,12 @@ sends inside it, retries included, passes ``GuardedTransport``, which
   was interrupted (``Cancelled``), or the Hub has refused connections for a while (``HubUnreachable``:
   the run ends at once with one line).
 
+Every Hub API answer (a path under ``/api/``: listings, model info, paths-info, trees, dataset info) is also
+cut at ``MAX_ANSWER_BYTES`` *decoded* (``AnswerRefused``): the client reads these answers whole
+(``response.json()``), so a 1 MB gzip bomb would otherwise inflate to a GiB in memory, and an endless body
+would buffer bandwidth x timeout. They are asked for in gzip or deflate only, and counted as they inflate.
+File bodies have their own caps (``client.download``, ``client.read_range``).
+
 None of these subclass httpx2's exceptions, so the client does not retry them
 (``_DEFAULT_RETRY_ON_EXCEPTIONS``, ``utils/_http.py:461-465``). Time spent waiting for our own rate-limit
 pacing, or for a 429's announced reset, is not the call's fault and does not count against it.
@@ -26,14 +32,18 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 
 import httpx2
 
-from ..errors import CallTimedOut, Cancelled, HubUnreachable
+from ..errors import AnswerRefused, CallTimedOut, Cancelled, HubUnreachable
 from .pacing import BudgetExhausted
 
 DEFAULT_CALL_SECONDS = 120.0
+# One API answer, decoded. A listing page of 1,000 items with every field the crawl expands is a few MB.
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+ANSWER_ENCODINGS = "gzip, deflate"  # what an API request accepts: the encodings counted below
 # Connection failures (refused, unresolvable, connect timeout) with no success in between for this long
 # mean the Hub cannot be reached: the run stops instead of retrying every repo.
 UNREACHABLE_AFTER_SECONDS = 2.0
@@ -146,15 +156,70 @@ def sleep_within_call(seconds: float) -> None:
         time.sleep(seconds)
 
 
-class _DeadlineStream(httpx2.SyncByteStream):
-    """A response body that stops when the call's time is spent, however slowly it trickles."""
+class _Inflated:
+    """Counts the decoded size of a body as it arrives, in bounded pieces, without keeping it: the client decodes
+    the same bytes again (httpx2 ``_decoders.py``, 1 MiB at a time), so nothing it buffers is past the cap."""
 
-    def __init__(self, inner, call: _Call):
-        self.inner, self.call = inner, call
+    def __init__(self, encoding: str, cap: int, what: str):
+        self.cap, self.what, self.size = cap, what, 0
+        self.encoding, self.first = encoding, True
+        if encoding in ("", "identity"):
+            self.inflate = None
+        elif encoding == "gzip":
+            self.inflate = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        elif encoding == "deflate":
+            self.inflate = zlib.decompressobj()  # zlib-wrapped; a raw stream is tried on the first chunk
+        else:
+            raise AnswerRefused(f"{what}: the answer is in content encoding {encoding!r}, not one asked for "
+                                 f"({ANSWER_ENCODINGS}); not read")
+
+    def add(self, chunk: bytes) -> None:
+        """Count one raw chunk's decoded size; raises AnswerRefused past the cap."""
+        if self.inflate is None:
+            self._count(len(chunk))
+            return
+        try:
+            self._inflate(chunk)
+        except zlib.error:
+            if self.encoding == "deflate" and self.first:  # a raw deflate stream, as httpx2's decoder falls back
+                self.inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+                self.first = False
+                return self.add(chunk)
+            self.inflate = None  # not decodable: the client's decoder says so; count what arrives
+        self.first = False
+
+    def _inflate(self, data: bytes) -> None:
+        while data:
+            out = self.inflate.decompress(data, 1 << 20)
+            self._count(len(out))
+            data = self.inflate.unconsumed_tail
+            if not out:
+                break
+
+    def _count(self, n: int) -> None:
+        self.size += n
+        if self.size > self.cap:
+            raise AnswerRefused(f"{self.what}: the answer is over the {self.cap}-byte cap (decoded); not read")
+
+
+def _answer_cap(request) -> int | None:
+    """The decoded size an answer to ``request`` may have: ``MAX_ANSWER_BYTES`` for a Hub API call."""
+    return MAX_ANSWER_BYTES if request.url.path.startswith("/api/") else None
+
+
+class _GuardedStream(httpx2.SyncByteStream):
+    """A response body that stops when the call's time is spent, however slowly it trickles, and (an API answer)
+    when it would inflate past its cap."""
+
+    def __init__(self, inner, call: _Call | None, inflated: _Inflated | None):
+        self.inner, self.call, self.inflated = inner, call, inflated
 
     def __iter__(self):
         for chunk in self.inner:
-            self.call.seconds_left()
+            if self.call is not None:
+                self.call.seconds_left()
+            if self.inflated is not None:
+                self.inflated.add(chunk)
             yield chunk
 
     def close(self) -> None:
@@ -174,19 +239,33 @@ class GuardedTransport(httpx2.BaseTransport):
     def handle_request(self, request):
         """Send with timeouts clamped to the call's time left (httpx2 2.16 ``_transports/base.py:23``)."""
         call = _CALL.get()
+        cap = _answer_cap(request)
+        if cap is not None:
+            request.headers["Accept-Encoding"] = ANSWER_ENCODINGS
         if call is None:
-            return self.inner.handle_request(request)
-        left = call.seconds_left()
-        timeout = dict(request.extensions.get("timeout") or {})
-        request.extensions["timeout"] = {k: min(timeout.get(k) or left, left)
-                                         for k in ("connect", "read", "write", "pool")}
-        try:
             response = self.inner.handle_request(request)
-        except (httpx2.ConnectError, httpx2.ConnectTimeout) as e:
-            call.guard.connect_failed(e)
-            raise
-        call.guard.connected()
-        response.stream = _DeadlineStream(response.stream, call)
+        else:
+            left = call.seconds_left()
+            timeout = dict(request.extensions.get("timeout") or {})
+            request.extensions["timeout"] = {k: min(timeout.get(k) or left, left)
+                                             for k in ("connect", "read", "write", "pool")}
+            try:
+                response = self.inner.handle_request(request)
+            except (httpx2.ConnectError, httpx2.ConnectTimeout) as e:
+                call.guard.connect_failed(e)
+                raise
+            call.guard.connected()
+        inflated = None
+        if cap is not None:
+            what = call.what if call is not None else f"{request.method} {request.url.path}"
+            encoding = response.headers.get("Content-Encoding", "").strip().lower()
+            try:
+                inflated = _Inflated(encoding, cap, what)
+            except AnswerRefused:
+                response.close()
+                raise
+        if call is not None or inflated is not None:
+            response.stream = _GuardedStream(response.stream, call, inflated)
         return response
 
 

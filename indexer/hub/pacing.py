@@ -65,6 +65,9 @@ class FixedWindow:
                 else:
                     wait = self.held_until - now
                 if self.deadline is not None and now + wait > self.deadline:
+                    if now < self.held_until:
+                        raise BudgetExhausted(f"the Hub asked to wait {math.ceil(wait)} s (429 on the {self.name} "
+                                              "bucket), past the run's deadline")
                     raise BudgetExhausted(f"{self.name} quota spent and the run's time is up")
                 self.cond.wait(min(wait, 1.0))
                 self.waited += time.monotonic() - now

@@ -211,16 +211,19 @@ class HubServer(ApiEndpoints, FileServing, ModelJson, DatasetEndpoints):
         kind: str = "status",
         delay: float | None = 1.0,
         query_regex: str | None = None,
+        size: int = 1 << 30,
     ) -> Fault:
         """Queue a fault for requests whose method and path (and query, if given) match; first match wins.
 
         ``stall``: the request is accepted and read, then the connection stays open and nothing is sent for
         ``delay`` seconds, or never (``delay=None``) until the server stops.
+        ``gzip_bomb``: a 200 JSON answer in gzip that inflates to ``size`` bytes. ``endless``: a 200 whose body
+        never ends. Both are what a hostile or broken server can send to a client that reads answers whole.
         """
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
         fault = Fault(method.upper(), path_regex, kind, status, dict(headers or {}), times, delay,
-                      query_regex=query_regex)
+                      query_regex=query_regex, size=size)
         with self._lock:
             self.faults.append(fault)
         return fault

@@ -7,6 +7,7 @@ convention, file bodies streamed (a range if asked), and resets, truncations and
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import socket
@@ -14,6 +15,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,7 +23,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .repos import FileEntry
 
-FAULT_KINDS = ("status", "reset", "truncate", "slow", "stall", "malformed_json", "corrupt")
+FAULT_KINDS = ("status", "reset", "truncate", "slow", "stall", "malformed_json", "corrupt", "gzip_bomb", "endless")
+ENDLESS_CHUNK = b" " * (1 << 16)
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Fault:
     delay: float | None = 1.0  # for kind="slow" / "stall"; a stall with None never answers (until stop)
     hits: int = 0
     query_regex: str | None = None  # also match the raw query string (e.g. one listing's author)
+    size: int = 1 << 30  # for kind="gzip_bomb": the answer's size once inflated
 
     def matches(self, method: str, raw_path: str, raw_query: str = "") -> bool:
         """Whether this fault hits the request (paths and queries are matched raw and unquoted)."""
@@ -72,6 +76,21 @@ def json_response(obj, status: int = 200, headers: dict | None = None) -> Respon
     """A JSON answer, as every API endpoint and error gives."""
     body = json.dumps(obj).encode()
     return Response(status, {"Content-Type": "application/json", **(headers or {})}, body)
+
+
+@functools.lru_cache(maxsize=4)
+def gzip_bomb(size: int) -> bytes:
+    """A gzip stream of ``[``, spaces and ``]``, ``size`` bytes inflated: about a thousandth of that sent."""
+    z = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    out = [z.compress(b"[")]
+    block = b" " * (1 << 20)
+    left = max(0, size - 2)
+    while left:
+        out.append(z.compress(block[:min(left, len(block))]))
+        left -= min(left, len(block))
+    out.append(z.compress(b"]"))
+    out.append(z.flush())
+    return b"".join(out)
 
 
 def token_of(headers) -> str | None:
@@ -193,6 +212,9 @@ class Handler(BaseHTTPRequestHandler):
             if fault and fault.kind == "malformed_json" and raw_path.startswith("/api/"):
                 resp.body, resp.file = b'{"oops": this is not json', None
                 resp.headers["Content-Type"] = "application/json"
+            if fault and fault.kind == "gzip_bomb":  # valid JSON ("[" spaces "]") that inflates to ``size`` bytes
+                resp = Response(200, {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+                                gzip_bomb(fault.size))
         if verdict is not None:  # on every answer; an injected fault's own headers win
             for k, v in verdict.headers().items():
                 resp.headers.setdefault(k, v)
@@ -207,6 +229,9 @@ class Handler(BaseHTTPRequestHandler):
         return json_response({"error": e.message}, status=e.status, headers=headers)
 
     def _send(self, method: str, resp: Response, fault_kind: str | None) -> None:
+        if fault_kind == "endless":
+            self._send_endless(resp)
+            return
         if resp.file is not None:
             start, end = resp.file_range or (0, resp.file.size - 1)
             length = max(0, end - start + 1)
@@ -228,6 +253,20 @@ class Handler(BaseHTTPRequestHandler):
             self.server.hub._count("bytes_sent", sent)
         if fault_kind in ("reset", "truncate"):
             self._abort(rst=fault_kind == "reset")
+
+    def _send_endless(self, resp: Response) -> None:
+        """A 200 whose body never ends (no length, spaces until the client hangs up or the server stops)."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            self.wfile.write(b"[")
+            while not self.server.hub._stopping.is_set():
+                self.wfile.write(ENDLESS_CHUNK)
+        except OSError:
+            pass  # the client stopped reading
 
     def _write_body(self, resp: Response, limit: int, corrupt: bool = False) -> int:
         if resp.file is None:
