@@ -16,7 +16,7 @@ from indexer.catalog.tokenstore import TokenStore, tokens_sha256
 from indexer.engines.llamacpp import speculative_compatible
 from indexer.files import InputError
 from indexer.gguf.file import choose_file, facts_from_header, local_gguf, read_gguf, split_info
-from indexer.gguf.header import TAIL, parse_header, read_kv_section
+from indexer.gguf.header import TAIL, HeaderParser, parse_header, read_kv_section
 
 
 def header_of(path: Path):
@@ -97,6 +97,43 @@ def test_read_kv_section_follows_need_and_never_reads_tensor_data(tmp_path):
     # one first range larger than the section: one request, capped at the file's size
     r1 = read_kv_section(read, len(data))
     assert r1.requests == 1 and r1.header.ok
+
+
+def test_a_growing_prefix_is_parsed_once_and_gives_the_same_header(tmp_path):
+    """Fed a prefix that grows a few bytes at a time (a cut inside every kind of value and inside the token
+    list), one parser goes on from the last whole pair or element and ends with the header a single parse gives."""
+    p = write_gguf(tmp_path / "m.gguf", extra=ALL_TYPES, tokens=bpe_tokens(3000), chat_template="t" * 300,
+                   merges=[f"tok{i} x" for i in range(500)])
+    data = p.read_bytes()
+    whole = parse_header(data, len(data))
+    parser = HeaderParser(len(data))
+    buf = bytearray()
+    kept = 0
+    for k in range(0, whole.kv_end + 1, 7):
+        buf += data[len(buf):k]
+        h = parser.parse(buf)
+        assert h.status == "need_more" and h.need > len(buf), k
+        assert kept <= parser.pos <= len(buf)  # what is parsed stays parsed
+        kept = parser.pos
+    assert len(buf) - parser.pos < 400  # at most the pair (or array element) the prefix ends in is left
+    buf += data[len(buf):]
+    h = parser.parse(buf)
+    assert h.ok and h.kv_end == whole.kv_end
+    assert (h.types, h.values, h.arrays, h.tokens) == (whole.types, whole.values, whole.arrays, whole.tokens)
+    assert parser.parse(buf) is h  # done: a longer prefix changes nothing
+
+
+def test_many_small_keys_take_a_few_reads(tmp_path):
+    """A section of 50,000 tiny keys read from a 4 KiB first range: each further read asks for at least a quarter
+    more, so the section takes a logarithmic number of reads, each parsed once."""
+    import numpy as np
+
+    p = write_gguf(tmp_path / "m.gguf", extra=[(f"k{i}", np.uint8(1), GGUFValueType.UINT8) for i in range(50_000)])
+    data = p.read_bytes()
+    end = parse_header(data, len(data)).kv_end
+    r = read_kv_section(lambda a, b: data[a:b], len(data), first=4096)
+    assert r.header.ok and r.header.kv_end == end and len(r.header.values) > 50_000
+    assert r.requests <= 30 and r.bytes_read <= 1.25 * end + TAIL
 
 
 def test_gguf_v2_reads_like_v3(tmp_path):

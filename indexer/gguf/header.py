@@ -8,12 +8,14 @@ arrays, :604-611). Keys are non-empty and unique (:571-579). Lengths are checked
 (``GGUF_MAX_STRING_LENGTH`` / ``GGUF_MAX_ARRAY_ELEMENTS`` = 2^30, :20-21; a string or array longer than the rest
 of the file fails, :280-299, :348-355).
 
-:func:`parse_header` works on any prefix. When the prefix ends inside the section it answers ``need_more`` with
-``need``, the prefix length to read next (exact when a length field says so, else projected from the array being
-read), so a caller extends its HTTP range instead of guessing. Memory stays bounded by the bytes actually held:
-nothing is allocated from a length field before the bytes are there, and a length beyond the file (or the cap)
-is ``malformed`` at once. :func:`read_kv_section` drives any ``read(start, end)`` callable (a local file, an HTTP
-Range request) with as few reads as the section needs.
+:class:`HeaderParser` works on any prefix, and on a longer one goes on from where it stopped: time is linear in
+the section however many extensions it takes (:func:`parse_header` parses one prefix). When the prefix ends
+inside the section it answers ``need_more`` with ``need``, the prefix length to read next (exact when a length
+field says so, else projected from the array being read), so a caller extends its HTTP range instead of
+guessing. Memory stays bounded by the bytes actually held: nothing is allocated from a length field before the
+bytes are there, and a length beyond the file (or the cap) is ``malformed`` at once. :func:`read_kv_section`
+drives any ``read(start, end)`` callable (a local file, an HTTP Range request) with as few reads as the section
+needs.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ _SCALAR = {  # value type -> struct format (ggml/src/gguf.cpp:586-600; BOOL is a
     GGUFValueType.UINT64: "<Q", GGUFValueType.INT64: "<q", GGUFValueType.FLOAT64: "<d",
 }
 _SIZE = {t: struct.calcsize(f) for t, f in _SCALAR.items()}
+# plain ints for the per-pair comparisons (an enum member's attribute lookup costs more than the comparison)
+_ARRAY, _STRING, _BOOL = int(GGUFValueType.ARRAY), int(GGUFValueType.STRING), int(GGUFValueType.BOOL)
+_U32 = struct.Struct("<I").unpack_from
 TYPE_NAMES = {int(t): t.name.lower() for t in GGUFValueType}
 
 
@@ -115,13 +120,19 @@ class _Cursor:
         self._room(size, what)
         (v,) = struct.unpack_from(_SCALAR[typ], self.buf, self.pos)
         self.pos += size
-        return v != 0 if typ == GGUFValueType.BOOL else v
+        return v != 0 if typ == _BOOL else v
 
     def u32(self, what: str) -> int:
-        return self.scalar(GGUFValueType.UINT32, what)
+        self._room(4, what)
+        (v,) = _U32(self.buf, self.pos)
+        self.pos += 4
+        return v
 
     def u64(self, what: str) -> int:
-        return self.scalar(GGUFValueType.UINT64, what)
+        self._room(8, what)
+        (v,) = _U64(self.buf, self.pos)
+        self.pos += 8
+        return v
 
     def string(self, what: str, keep: bool = True, project: int | None = None):
         self._room(8, f"{what} length", project)
@@ -137,67 +148,187 @@ class _Cursor:
 _U64 = struct.Struct("<Q").unpack_from
 
 
-def _array(cur: _Cursor, key: str, keep_all: bool) -> Array:
-    typ = cur.u32(f"array type of {key!r}")
-    count = cur.u64(f"array length of {key!r}")
-    cur.count = count
-    if typ == GGUFValueType.ARRAY or (typ not in _SIZE and typ != GGUFValueType.STRING):
-        raise _Bad(f"key {key!r} has invalid GGUF array element type {typ}")
-    if count > MAX_ARRAY_ELEMENTS:
-        raise _Bad(f"key {key!r}: array length {count} exceeds GGUF's maximum {MAX_ARRAY_ELEMENTS}")
-    out = Array(typ, count)
-    if typ != GGUFValueType.STRING:
-        size = _SIZE[typ] * count
-        cur._room(size, f"array {key!r} ({count} x {TYPE_NAMES[typ]})")
-        if keep_all or count <= KEEP_ARRAY:
-            fmt = "<" + _SCALAR[typ][1] * count
-            values = list(struct.unpack_from(fmt, cur.buf, cur.pos))
-            out.values = [v != 0 for v in values] if typ == GGUFValueType.BOOL else values
-        cur.pos += size
-        return out
-    if cur.pos + 8 * count > cur.limit:  # each string has at least its length field
-        cur._room(8 * count, f"array {key!r} ({count} strings)")
-    keep = keep_all or count <= KEEP_ARRAY
-    values: list[str] | None = [] if keep else None
-    start, buf, end = cur.pos, cur.buf, cur.end
-    pos, i = cur.pos, 0
-    while i < count:
-        # fast path: the whole element is in the buffer and its length is sane
-        if pos + 8 <= end:
-            n = _U64(buf, pos)[0]
-            stop = pos + 8 + n
-            if n <= MAX_STRING_LENGTH and stop <= end and stop <= cur.limit:
+@dataclass
+class _Partial:
+    """An array whose elements are still arriving: what is parsed of it so far."""
+
+    key: str
+    out: Array
+    keep: bool
+    start: int  # offset of its first element
+    i: int = 0  # elements parsed
+
+
+class HeaderParser:
+    """The key/value section of one file, parsed as its prefix grows: each :meth:`parse` goes on from the last
+    whole pair (or array element) the previous call reached, so reading a section in N extensions costs one pass
+    over it, not N."""
+
+    def __init__(self, file_size: int | None = None, *, max_bytes: int = DEFAULT_MAX_KV_BYTES):
+        self.file_size, self.max_bytes = file_size, max_bytes
+        self.h = Header("need_more")
+        self.pos = 0  # bytes before this are parsed into ``h``
+        self.started = False  # the fixed head (magic, version, counts) is parsed
+        self.i = 0  # the next key/value pair
+        self.array: _Partial | None = None
+        self.key, self.count = None, 0  # the key being read and its array length (projections)
+        self.done: Header | None = None  # ok or malformed: the answer for any longer prefix too
+
+    def parse(self, data) -> Header:
+        """The section in ``data`` (a prefix of the file, the same bytes as before and possibly more)."""
+        if self.done is not None:
+            return self.done
+        cur = _Cursor(data, self.file_size, self.max_bytes)
+        cur.pos, cur.key, cur.count = self.pos, self.key, self.count
+        try:
+            self._run(cur)
+            self.done = self.h
+        except _Short as e:
+            need = e.need + _rest_of_vocabulary(cur, self.h)
+            return Header("need_more", f"the key/value section goes on past byte {cur.end}: read at least {e.need} "
+                          "bytes", need, self.h.version, self.h.n_tensors, self.h.n_kv)
+        except _Bad as e:
+            self.h.status, self.h.reason, self.h.tokens = "malformed", f"not a valid GGUF file: {e}", None
+            self.done = self.h
+        finally:
+            self.key, self.count = cur.key, cur.count
+            cur.buf.release()  # the caller may grow its bytearray now
+        return self.done
+
+    def _run(self, cur: _Cursor) -> None:
+        h = self.h
+        if not self.started:
+            _parse_head(cur, h)
+            self.started, self.pos = True, cur.pos
+        while self.i < h.n_kv:
+            if self.array is None:
+                self._pair(cur)
+            if self.array is not None:
+                self._elements(cur)
+            self.i, self.pos = self.i + 1, cur.pos
+        align_key = Keys.General.ALIGNMENT  # ggml/src/gguf.cpp:622-636: a uint32 power of two, else the file fails
+        if align_key in h.types:
+            align = h.values.get(align_key)
+            if h.types[align_key] != GGUFValueType.UINT32:
+                raise _Bad(f"key '{align_key}' must be of type u32 but is {TYPE_NAMES.get(h.types[align_key])}")
+            if not align or align & (align - 1):
+                raise _Bad(f"alignment {align} is not a power of 2")
+        h.kv_end = cur.pos
+        h.status = "ok"
+
+    def _pair(self, cur: _Cursor) -> None:
+        """One key, its type and its value (an array: its head, then ``_elements``); nothing of it is kept in
+        ``h`` until it is whole, so a short prefix leaves it to be read again next time."""
+        h, i = self.h, self.i
+        key_raw = cur.string(f"key {i}")
+        if not key_raw:
+            raise _Bad(f"key {i} is empty")
+        key = token_text(key_raw)
+        if key in h.types:
+            raise _Bad(f"duplicate key {key!r}")
+        typ = cur.u32(f"type of {key!r}")
+        cur.key, cur.count = key, 0
+        if typ == _ARRAY:
+            etyp = cur.u32(f"array type of {key!r}")
+            count = cur.u64(f"array length of {key!r}")
+            cur.count = count
+            if etyp == _ARRAY or (etyp not in _SIZE and etyp != _STRING):
+                raise _Bad(f"key {key!r} has invalid GGUF array element type {etyp}")
+            if count > MAX_ARRAY_ELEMENTS:
+                raise _Bad(f"key {key!r}: array length {count} exceeds GGUF's maximum {MAX_ARRAY_ELEMENTS}")
+            if etyp == _STRING and cur.pos + 8 * count > cur.limit:  # each has its length field
+                cur._room(8 * count, f"array {key!r} ({count} strings)")
+            # the token types too: a BYTE-typed token can make libllama refuse the file (indexer/gguf/file.py)
+            keep = key in (Keys.Tokenizer.LIST, Keys.Tokenizer.TOKEN_TYPE) or count <= KEEP_ARRAY
+            self.array = _Partial(key, Array(etyp, count, [] if keep and etyp == _STRING else None),
+                                  keep, cur.pos)
+            h.types[key] = typ
+            self.pos = cur.pos
+        elif typ == _STRING:
+            raw = cur.string(f"value of {key!r}", keep=True)
+            h.types[key] = typ
+            h.values[key] = token_text(raw) if len(raw) <= KEEP_STRING else len(raw)
+        elif typ in _SIZE:
+            value = cur.scalar(typ, f"value of {key!r}")
+            h.types[key] = typ
+            h.values[key] = value
+        else:
+            raise _Bad(f"key {key!r} has invalid GGUF type {typ}")
+
+    def _elements(self, cur: _Cursor) -> None:
+        """The array's elements from where the last call stopped; whole elements are kept across calls."""
+        a, h = self.array, self.h
+        out, key = a.out, a.key
+        cur.key, cur.count = key, out.count
+        if out.type != _STRING:
+            size = _SIZE[out.type] * out.count
+            cur._room(size, f"array {key!r} ({out.count} x {TYPE_NAMES[out.type]})")
+            if a.keep:
+                fmt = "<" + _SCALAR[out.type][1] * out.count
+                values = list(struct.unpack_from(fmt, cur.buf, cur.pos))
+                out.values = [v != 0 for v in values] if out.type == _BOOL else values
+            cur.pos += size
+        else:
+            self._strings(cur, a)
+        h.arrays[key] = out
+        if key == Keys.Tokenizer.LIST and out.type == _STRING:
+            h.tokens = out.values
+        self.array = None
+
+    def _strings(self, cur: _Cursor, a: _Partial) -> None:
+        out, key, keep = a.out, a.key, a.keep
+        values, count, start = out.values, out.count, a.start
+        buf, end = cur.buf, cur.end
+        pos, i = cur.pos, a.i
+        try:
+            while i < count:
+                # fast path: the whole element is in the buffer and its length is sane
+                if pos + 8 <= end:
+                    n = _U64(buf, pos)[0]
+                    stop = pos + 8 + n
+                    if n <= MAX_STRING_LENGTH and stop <= end and stop <= cur.limit:
+                        if keep:
+                            values.append(token_text(bytes(buf[pos + 8:stop])))
+                        pos, i = stop, i + 1
+                        continue
+                # slow path (short, hostile or at the end of the data): the cursor's checks give the reason
+                cur.pos = pos
+                # where the array probably ends, from the mean element size so far: the next read asks for all
+                project = pos + (count - i) * ((pos - start) // i if i else 16) + (count - i) // 16 if i else None
+                raw = cur.string(f"element {i} of {key!r}", keep, project)
                 if keep:
-                    values.append(token_text(bytes(buf[pos + 8:stop])))
-                pos, i = stop, i + 1
-                continue
-        # slow path (short, hostile or at the end of the data): the cursor's checks give the reason
+                    values.append(token_text(raw))
+                pos, i = cur.pos, i + 1
+        except _Short:
+            a.i, self.pos = i, pos  # the whole elements so far stay parsed
+            raise
         cur.pos = pos
-        # where the array probably ends, from the mean element size so far: the next read asks for all of it
-        project = pos + (count - i) * ((pos - start) // i if i else 16) + (count - i) // 16 if i else None
-        raw = cur.string(f"element {i} of {key!r}", keep, project)
-        if keep:
-            values.append(token_text(raw))
-        pos, i = cur.pos, i + 1
-    cur.pos = pos
-    out.values = values
-    return out
+
+
+def _parse_head(cur: _Cursor, h: Header) -> None:
+    """Magic, version and the two counts (ggml/src/gguf.cpp:495-540)."""
+    magic = cur.u32("magic")
+    if magic != GGUF_MAGIC:
+        raw = bytes(cur.buf[:4])
+        raise _Bad(f"bad magic {raw!r} (expected b'GGUF')")
+    version = cur.u32("version")
+    if version & 0x0000FFFF == 0 and version:  # ggml/src/gguf.cpp:504-508: byte-swapped, a big-endian file
+        raise _Bad(f"version {version} is byte-swapped: a big-endian GGUF, which llama.cpp on a little-endian "
+                   "host cannot load")
+    if version == 1:
+        raise _Bad("GGUFv1 is no longer supported (ggml/src/gguf.cpp:511)")
+    if version not in (2, 3):
+        raise _Bad(f"unsupported GGUF version {version} (2 and 3 are read)")
+    h.version = version
+    h.n_tensors = cur.u64("tensor count")
+    h.n_kv = n_kv = cur.u64("key/value count")
+    if n_kv > MAX_ARRAY_ELEMENTS:
+        raise _Bad(f"key/value count {n_kv} is not plausible")
 
 
 def parse_header(data, file_size: int | None = None, *, max_bytes: int = DEFAULT_MAX_KV_BYTES) -> Header:
     """The key/value section in ``data``, a prefix of a GGUF file of ``file_size`` bytes (when known)."""
-    cur = _Cursor(data, file_size, max_bytes)
-    h = Header("ok")
-    try:
-        _parse(cur, h)
-    except _Short as e:
-        h.status, h.need = "need_more", e.need + _rest_of_vocabulary(cur, h)
-        h.reason = f"the key/value section goes on past byte {cur.end}: read at least {e.need} bytes"
-        h.tokens = None
-    except _Bad as e:
-        h.status, h.reason = "malformed", f"not a valid GGUF file: {e}"
-        h.tokens = None
-    return h
+    return HeaderParser(file_size, max_bytes=max_bytes).parse(data)
 
 
 MERGE_BYTES = 20  # a BPE merge string with its length field, a little above real averages (~17)
@@ -225,57 +356,6 @@ def _rest_of_vocabulary(cur: _Cursor, h: Header) -> int:
     return rest
 
 
-def _parse(cur: _Cursor, h: Header) -> None:
-    magic = cur.u32("magic")
-    if magic != GGUF_MAGIC:
-        raw = bytes(cur.buf[:4])
-        raise _Bad(f"bad magic {raw!r} (expected b'GGUF')")
-    version = cur.u32("version")
-    if version & 0x0000FFFF == 0 and version:  # ggml/src/gguf.cpp:504-508: byte-swapped, a big-endian file
-        raise _Bad(f"version {version} is byte-swapped: a big-endian GGUF, which llama.cpp on a little-endian "
-                   "host cannot load")
-    if version == 1:
-        raise _Bad("GGUFv1 is no longer supported (ggml/src/gguf.cpp:511)")
-    if version not in (2, 3):
-        raise _Bad(f"unsupported GGUF version {version} (2 and 3 are read)")
-    h.version = version
-    h.n_tensors = cur.u64("tensor count")
-    h.n_kv = n_kv = cur.u64("key/value count")
-    if n_kv > MAX_ARRAY_ELEMENTS:
-        raise _Bad(f"key/value count {n_kv} is not plausible")
-    tokens_key = Keys.Tokenizer.LIST
-    for i in range(n_kv):
-        key_raw = cur.string(f"key {i}")
-        if not key_raw:
-            raise _Bad(f"key {i} is empty")
-        key = token_text(key_raw)
-        if key in h.types:
-            raise _Bad(f"duplicate key {key!r}")
-        typ = cur.u32(f"type of {key!r}")
-        h.types[key] = typ
-        cur.key, cur.count = key, 0
-        if typ == GGUFValueType.ARRAY:
-            # the token types too: a BYTE-typed token can make libllama refuse the file (indexer/gguf/file.py)
-            h.arrays[key] = arr = _array(cur, key, keep_all=key in (tokens_key, Keys.Tokenizer.TOKEN_TYPE))
-            if key == tokens_key and arr.type == GGUFValueType.STRING:
-                h.tokens = arr.values
-        elif typ == GGUFValueType.STRING:
-            n_or_raw = cur.string(f"value of {key!r}", keep=True)
-            h.values[key] = token_text(n_or_raw) if len(n_or_raw) <= KEEP_STRING else len(n_or_raw)
-        elif typ in _SIZE:
-            h.values[key] = cur.scalar(typ, f"value of {key!r}")
-        else:
-            raise _Bad(f"key {key!r} has invalid GGUF type {typ}")
-    align_key = Keys.General.ALIGNMENT  # ggml/src/gguf.cpp:622-636: a uint32 power of two, else the file fails
-    if align_key in h.types:
-        align = h.values.get(align_key)
-        if h.types[align_key] != GGUFValueType.UINT32:
-            raise _Bad(f"key '{align_key}' must be of type u32 but is {TYPE_NAMES.get(h.types[align_key])}")
-        if not align or align & (align - 1):
-            raise _Bad(f"alignment {align} is not a power of 2")
-    h.kv_end = cur.pos
-
-
 @dataclass
 class Read:
     """What :func:`read_kv_section` did: the header, bytes read and read calls made."""
@@ -293,6 +373,7 @@ def read_kv_section(read: Callable[[int, int], bytes], file_size: int | None, *,
     the parser projects the section to end (plus a little), never beyond the file or ``max_bytes``.
     """
     limit = min(file_size, max_bytes) if file_size is not None else max_bytes
+    parser = HeaderParser(file_size, max_bytes=max_bytes)
     buf = bytearray()
     requests = 0
     want = min(first, limit)
@@ -304,14 +385,15 @@ def read_kv_section(read: Callable[[int, int], bytes], file_size: int | None, *,
                 return Read(Header("malformed", reason=f"not a valid GGUF file: the file ends at byte {len(buf)}, "
                                    "inside the key/value section"), len(buf), requests)
             buf += chunk
-        h = parse_header(buf, file_size, max_bytes=max_bytes)
+        h = parser.parse(buf)  # goes on from where the last prefix ended
         if h.status != "need_more":
             return Read(h, len(buf), requests)
         if len(buf) < want:  # the source gave fewer bytes than asked: the file ended
             return Read(Header("malformed", reason=f"not a valid GGUF file: the file ends at byte {len(buf)}, "
                                "inside the key/value section"), len(buf), requests)
-        # the projection plus 1/32 and a tail for the keys after the vocabulary (special ids, chat template)
-        want = min(limit, h.need + h.need // 32 + TAIL)
+        # the projection plus 1/32 and a tail for the keys after the vocabulary (special ids, chat template);
+        # at least a quarter more than held, so a section of many small keys takes a few reads, not thousands
+        want = min(limit, max(h.need + h.need // 32 + TAIL, len(buf) + len(buf) // 4))
         if want <= len(buf):
             return Read(Header("malformed", reason=f"the key/value section is longer than the {max_bytes}-byte "
                                "cap"), len(buf), requests)
@@ -330,5 +412,5 @@ def read_local(path, *, max_bytes: int = DEFAULT_MAX_KV_BYTES) -> Read:
         return read_kv_section(read, size, max_bytes=max_bytes)
 
 
-__all__ = ["Array", "DEFAULT_MAX_KV_BYTES", "FIRST_READ", "Header", "Read", "parse_header", "read_kv_section",
-           "read_local", "token_text"]
+__all__ = ["Array", "DEFAULT_MAX_KV_BYTES", "FIRST_READ", "Header", "HeaderParser", "Read", "parse_header",
+           "read_kv_section", "read_local", "token_text"]
