@@ -308,3 +308,106 @@ def test_the_site_of_a_pulled_catalog_answers_as_the_crawlers(demo_catalog, hub,
             return out
 
     assert answers(src) == answers(dest)
+
+
+def _upload(hub, tmp_path, files: dict[str, Path]) -> None:
+    """Commit ``files`` (path in repo -> local file) over the head of the published catalog, with a manifest that
+    names the snapshot committed (as a hostile or broken publisher could)."""
+    import hashlib
+
+    from indexer.hub.dataset import DatasetRepo
+
+    repo = DatasetRepo(REPO, endpoint=hub.endpoint, token=WRITE)
+    manifest = json.loads(Path(remote_files(hub)["manifest.json"].abs_path).read_text())
+    if "catalog.sqlite" in files:
+        data = files["catalog.sqlite"].read_bytes()
+        manifest["snapshot"].update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    repo.commit({**files, "manifest.json": tmp_path / "manifest.json"}, repo.info().sha, "hostile")
+
+
+def _hostile(db: Path, tmp_path: Path, sql: str) -> Path:
+    out = tmp_path / "hostile.sqlite"
+    out.unlink(missing_ok=True)
+    con = sqlite3.connect(db)
+    con.execute("VACUUM INTO ?", (str(out),))
+    con.close()
+    con = sqlite3.connect(out)
+    con.executescript(sql)
+    con.close()
+    return out
+
+
+HOSTILE = {
+    "missing columns": ("CREATE TABLE r2 AS SELECT id, repo_id, sha, status FROM repos; DROP TABLE repos; "
+                        "ALTER TABLE r2 RENAME TO repos;", "no column"),
+    "a view with an endless recursive CTE": (
+        "DROP TABLE tokenizers; CREATE VIEW tokenizers AS WITH RECURSIVE r(id) AS (SELECT 1 UNION ALL "
+        "SELECT id + 1 FROM r) SELECT id, 'x' AS vocab_sha256 FROM r;", "an extra view 'tokenizers'"),
+    "triggers on repos": ("CREATE TRIGGER no_crawl BEFORE INSERT ON repos BEGIN SELECT RAISE(ABORT, 'no'); END; "
+                          "CREATE TRIGGER no_update BEFORE UPDATE ON repos BEGIN SELECT RAISE(ABORT, 'no'); END;",
+                          "an extra trigger 'no_crawl'"),
+    "an extra table": ("CREATE TABLE extra (x);", "an extra table 'extra'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_snapshot_whose_schema_is_not_the_migrations_is_refused(db, hub, monkeypatch, tmp_path, case):
+    """Each passes the sha256 and integrity checks; the schema check refuses it, in one line, and the old catalog
+    still answers query (the same answer) with no staging left."""
+    dest, before = _two_versions(db, hub, monkeypatch, tmp_path)
+    answer = CliRunner().invoke(cli, ["query", "--db", str(dest), "--target", DEMO_TARGET, "--json"]).stdout
+    sql, words = HOSTILE[case]
+    _upload(hub, tmp_path, {"catalog.sqlite": _hostile(db, tmp_path, sql)})
+    code, out, err = pull(dest, hub, monkeypatch)
+    assert code == 1 and err.count("\n") == 1 and "schema is not the one revision" in err, err
+    assert words in err and "the old catalog is kept" in err, err
+    assert sha256(dest) == before and not list(dest.parent.glob(".pull-*"))
+    again = CliRunner().invoke(cli, ["query", "--db", str(dest), "--target", DEMO_TARGET, "--json"])
+    assert again.exit_code == 0 and again.stdout == answer
+
+
+def test_a_token_store_file_whose_content_is_not_its_name_is_refused(db, hub, monkeypatch, tmp_path):
+    """tokens.tar members are content-addressed: one with a valid name and another file's content is refused
+    before anything is merged, and the old catalog and token store are kept."""
+    import io
+    import tarfile
+
+    dest, before = _two_versions(db, hub, monkeypatch, tmp_path)
+    store = dest.parent / "tokens"
+    kept = {p: p.read_bytes() for p in store.rglob("*.z")}
+    touch_catalog(db, minutes_later=2)
+    assert publish(db, hub, monkeypatch)[0] == 0
+    good = Path(remote_files(hub)["tokens.tar"].abs_path)
+    bad = tmp_path / "tokens.tar"
+    with tarfile.open(good) as src, tarfile.open(bad, "w") as out:
+        members = [(m, src.extractfile(m).read()) for m in src.getmembers()]
+        vocabs = [i for i, (m, _) in enumerate(members) if m.name.endswith(".json.z")]
+        assert len(vocabs) >= 2
+        a, b = vocabs[0], vocabs[1]
+        members[a] = (members[a][0], members[b][1])  # a's name, b's content
+        for m, data in members:
+            m.size = len(data)
+            out.addfile(m, io.BytesIO(data))
+        wrong = members[a][0].name
+    for p in store.rglob(f"*{Path(wrong).name}"):  # a pull only checks what it would write
+        p.unlink()
+        kept.pop(p)
+    _upload(hub, tmp_path, {"tokens.tar": bad})
+    code, out, err = pull(dest, hub, monkeypatch)
+    assert code == 1 and err.count("\n") == 1 and f"{wrong} whose content does not match its name" in err, err
+    assert sha256(dest) == before and _answers(dest)
+    assert {p: p.read_bytes() for p in store.rglob("*.z")} == kept  # nothing merged
+    assert not list(dest.parent.glob(".pull-*"))
+
+
+def test_staging_left_by_a_killed_pull_goes_even_when_nothing_is_downloaded(db, hub, monkeypatch, tmp_path):
+    assert publish(db, hub, monkeypatch)[0] == 0
+    dest = tmp_path / "local" / "catalog.db"
+    assert pull(dest, hub, monkeypatch)[0] == 0
+    left = dest.parent / ".pull-catalog.db-0123abcd"
+    (left / "meta").mkdir(parents=True)
+    (left / "catalog.sqlite").write_bytes(b"x" * 1000)
+    code, out, err = pull(dest, hub, monkeypatch)
+    assert code == 0 and json.loads(out)["status"] == "unchanged", err
+    assert not left.exists()

@@ -8,7 +8,9 @@ it through the catalog machinery that would create or migrate it.
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from ..errors import CatalogError
@@ -32,6 +34,9 @@ def schema_revision(path: Path) -> str | None:
     """The Alembic revision recorded in a SQLite catalog file (None: never migrated)."""
     con = _connect(path)
     try:
+        kind = con.execute("SELECT type FROM sqlite_master WHERE name = 'alembic_version'").fetchone()
+        if kind != ("table",):  # a view would run whatever query it holds
+            return None
         rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
     except sqlite3.OperationalError:
         return None
@@ -94,3 +99,72 @@ def check_revision(path: Path) -> tuple[str, bool]:
         raise CatalogError(f"the published catalog has schema revision {rev}, newer than this indexer knows "
                            f"({known[-1]}); upgrade indexer (pip install -U indexer)")
     return rev, rev != known[-1]
+
+
+def schema_of(path: Path) -> dict:
+    """Everything of a SQLite file's schema a reader depends on: each table's columns (``table_xinfo``), foreign
+    keys and indexes (``index_list``, ``index_xinfo``), every object of ``sqlite_master`` with its SQL (whitespace
+    collapsed), SQLite's own ``sqlite_*`` tables (statistics, sequences) left out."""
+    con = _connect(path)
+    try:
+        objects = sorted(con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                                     "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").fetchall())
+        tables = {}
+        for kind, name, _tbl, _sql in objects:
+            if kind != "table":
+                continue
+            q = name.replace('"', '""')
+            indexes = []
+            for row in con.execute(f'PRAGMA index_list("{q}")').fetchall():
+                iq = row[1].replace('"', '""')
+                indexes.append((tuple(row[1:]), con.execute(f'PRAGMA index_xinfo("{iq}")').fetchall()))
+            tables[name] = {"columns": con.execute(f'PRAGMA table_xinfo("{q}")').fetchall(),
+                            "foreign_keys": con.execute(f'PRAGMA foreign_key_list("{q}")').fetchall(),
+                            "indexes": sorted(indexes)}
+    finally:
+        con.close()
+    return {"objects": [(k, n, t, _squash(sql)) for k, n, t, sql in objects], "tables": tables}
+
+
+def _squash(sql: str | None) -> str | None:
+    return None if sql is None else re.sub(r"\s+", " ", sql).strip()
+
+
+def reference_schema(revision: str) -> dict:
+    """The schema the project's own migrations make at ``revision``, built in a temporary file."""
+    from .migrate import upgrade
+
+    with tempfile.TemporaryDirectory(prefix="indexer-schema-") as tmp:
+        ref = Path(tmp) / "reference.db"
+        upgrade(str(ref), revision)
+        return schema_of(ref)
+
+
+def schema_differences(path: Path, revision: str) -> list[str]:
+    """How the schema of ``path`` differs from the one the migrations make at ``revision`` (empty: none). A
+    snapshot may hold no table, column, index, view or trigger the migrations do not make, and lack none."""
+    have, want = schema_of(path), reference_schema(revision)
+    out = []
+    mine = {(k, n): sql for k, n, _t, sql in have["objects"]}
+    theirs = {(k, n): sql for k, n, _t, sql in want["objects"]}
+    for kind, name in sorted(mine.keys() - theirs.keys()):
+        out.append(f"an extra {kind} {name!r}")
+    for key in sorted(mine.keys() & theirs.keys()):
+        kind, name = key
+        if kind == "table" and have["tables"][name] != want["tables"][name]:
+            got, exp = have["tables"][name], want["tables"][name]
+            what = [part for part in ("columns", "foreign_keys", "indexes") if got[part] != exp[part]]
+            if "columns" in what:
+                gc, ec = {c[1] for c in got["columns"]}, {c[1] for c in exp["columns"]}
+                parts = [f"no column {c!r}" for c in sorted(ec - gc)]
+                parts += [f"an extra column {c!r}" for c in sorted(gc - ec)]
+                detail = ", ".join(parts[:5]) + (f" and {len(parts) - 5} more" if len(parts) > 5 else "")
+                detail = detail or "other column types"
+                out.append(f"table {name!r}: {detail}")
+            else:
+                out.append(f"table {name!r}: other {' and '.join(w.replace('_', ' ') for w in what)}")
+        elif mine[key] != theirs[key]:
+            out.append(f"{kind} {name!r} is defined otherwise")
+    for kind, name in sorted(theirs.keys() - mine.keys()):
+        out.append(f"no {kind} {name!r}")
+    return out

@@ -147,6 +147,45 @@ class TokenStore:
         return dict(json.loads(raw))
 
 
+MAX_ITEM_BYTES = 512 << 20  # one stored item, decompressed (the largest vocabularies are a few tens of MB)
+
+
+def check_item(name: str, compressed: bytes) -> None:
+    """Check a store file from elsewhere (a pulled ``tokens.tar``) against its name ``<sha[:2]>/<sha>.<kind>.z``:
+    a vocabulary must hash to ``sha``, a token list's ``tokens_sha256`` must be ``sha``, id counts must be counts.
+    Raises ValueError saying what is wrong; decompression stops at :data:`MAX_ITEM_BYTES`."""
+    import hashlib
+
+    folder, _, file = name.partition("/")
+    sha, _, kind = file.partition(".")
+    if len(sha) != 64 or folder != sha[:2] or kind not in ("json.z", "tokens.z", "counts.z"):
+        raise ValueError("not a token store name")
+    z = zlib.decompressobj()
+    try:
+        raw = z.decompress(compressed, MAX_ITEM_BYTES + 1)
+    except zlib.error as e:
+        raise ValueError(f"not zlib data ({e})") from None
+    if len(raw) > MAX_ITEM_BYTES or z.unconsumed_tail or not z.eof:
+        raise ValueError(f"over {MAX_ITEM_BYTES} bytes decompressed, or cut short")
+    if kind == "json.z":
+        if hashlib.sha256(raw).hexdigest() != sha:
+            raise ValueError("the vocabulary does not hash to its name")
+        return
+    try:
+        data = json.loads(raw.decode("utf-8", "surrogatepass"))
+    except ValueError as e:
+        raise ValueError(f"not JSON ({str(e)[:80]})") from None
+    if kind == "tokens.z":
+        if not (isinstance(data, list) and all(isinstance(t, str) for t in data)) or tokens_sha256(data) != sha:
+            raise ValueError("the token list does not hash to its name")
+        return
+    counts = data.get("counts") if isinstance(data, dict) else None
+    text = data.get("text_sha256") if isinstance(data, dict) else None
+    if not (isinstance(text, str) and isinstance(counts, list) and all(
+            isinstance(c, list) and len(c) == 2 and all(type(x) is int and x >= 0 for x in c) for c in counts)):
+        raise ValueError("not id counts ({\"text_sha256\": ..., \"counts\": [[id, n], ...]})")
+
+
 def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()

@@ -5,17 +5,21 @@
    size and mtime, else hashed) and the token store is the published one, nothing is downloaded.
 2. Otherwise the snapshot is downloaded into a staging directory beside the catalog (same filesystem, so the
    rename is atomic), with the client's progress bar. The client checks only the size (§3): the sha256 is
-   checked here, then ``PRAGMA integrity_check`` and the schema revision (older: the staged copy is migrated
-   with the project's migrations; newer than this version knows: "upgrade indexer").
-3. The token store (``tokens.tar``) is checked the same way and merged into the store beside the catalog
-   (content-addressed files, each renamed into place), before the catalog is swapped, so the new catalog never
+   checked here, then ``PRAGMA integrity_check``, the schema revision (newer than this version knows: "upgrade
+   indexer") and the schema itself: every table, column, index, view and trigger must be what the project's
+   migrations make at that revision (``catalog.snapshot.schema_differences``), so a snapshot cannot hand a reader
+   a missing column, a view that never ends or a trigger. An older revision is then migrated in place.
+3. The token store (``tokens.tar``) is checked the same way, then each new file against its name (the store is
+   content-addressed: ``tokenstore.check_item``), and merged into the store beside the catalog (each file
+   renamed into place), before the catalog is swapped, so the new catalog never
    lacks a token list it names.
 4. The old catalog's journal or WAL is settled (a stale ``-wal`` beside a new file would be replayed into it),
    the staged file fsynced and ``os.replace``d over the catalog, the directory fsynced.
 
 A kill -9, a full disk, a corrupt or truncated download at any step leaves the old catalog as it was: nothing
-touches it before step 4, and the rename is one atomic step. Staging left by a killed pull is removed by the
-next one (under ``<catalog>.pull.lock``).
+touches it before step 4, and the rename is one atomic step. A pull removes its staging folder on every way out
+(an error, Ctrl-C, SIGTERM); one left by a kill -9 is removed at the start of the next pull, whether or not that
+one downloads (under ``<catalog>.pull.lock``).
 """
 
 from __future__ import annotations
@@ -98,8 +102,9 @@ def _verify(file: Path, sha256: str, size: int, name: str) -> None:
 
 
 def check_staged(staged: Path) -> dict:
-    """Integrity and schema revision of the staged snapshot; an older revision is migrated in place."""
-    from ..catalog.snapshot import check_revision, integrity
+    """Integrity, schema revision and schema of the staged snapshot (every table, column, index, view and trigger
+    as the migrations make them at its revision); an older revision is migrated in place."""
+    from ..catalog.snapshot import check_revision, integrity, schema_differences
 
     ok = integrity(staged)
     if ok != "ok":
@@ -109,6 +114,11 @@ def check_staged(staged: Path) -> dict:
         rev, older = check_revision(staged)
     except Exception as e:  # CatalogError: newer than this version, or not a catalog
         raise DatasetError(str(e)) from None
+    wrong = schema_differences(staged, rev)
+    if wrong:  # a reader would fail on it (a missing column), hang (a view over an endless CTE), or a crawl would
+        raise DatasetError(f"the downloaded catalog's schema is not the one revision {rev} makes "  # (triggers)
+                           f"({'; '.join(wrong[:4])}{'; ...' if len(wrong) > 4 else ''}); the old catalog is kept",
+                           exit_code=1)
     out = {"schema_revision": rev, "migrated_from": None}
     if older:
         from ..catalog.db import upgrade
@@ -131,24 +141,36 @@ def _journal_delete(path: Path) -> None:
 
 
 def merge_tokens(archive: Path, root: Path) -> int:
-    """Merge the published token store into ``root``: each file checked by name, written beside its place and
-    renamed into it; returns how many files were new or changed."""
-    n = 0
+    """Merge the published token store into ``root``: every new or changed file checked against its name (the
+    store is content-addressed: ``tokenstore.check_item``) before any is written, then each written beside its
+    place and renamed into it; returns how many files were new or changed."""
+    from ..catalog.tokenstore import check_item
+
     with tarfile.open(archive, "r:") as tar:
         for member in tar:
             if not (member.isfile() and TOKEN_NAME.fullmatch(member.name)):
-                raise DatasetError(f"{TOKENS} holds {member.name!r}, not a token store file; nothing merged")
+                raise DatasetError(f"{TOKENS} holds {member.name!r}, not a token store file; nothing merged; the "
+                                   "old catalog is kept", exit_code=1)
+        changed = []
         for member in tar.getmembers():
             data = tar.extractfile(member).read()
             dest = root / member.name
             if dest.is_file() and dest.read_bytes() == data:
                 continue
+            try:
+                check_item(member.name, data)
+            except ValueError as e:
+                raise DatasetError(f"{TOKENS} holds {member.name} whose content does not match its name ({e}); "
+                                   "nothing merged; the old catalog is kept", exit_code=1) from None
+            changed.append(member)
+        for member in changed:
+            data = tar.extractfile(member).read()
+            dest = root / member.name
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, dest)
-            n += 1
-    return n
+    return len(changed)
 
 
 def pull(db: str | None = None, *, repo: str | None = None, revision: str = "main", endpoint: str | None = None,
@@ -175,6 +197,7 @@ def _pull(db: str | None, *, repo: str | None, revision: str, endpoint: str | No
     path = sqlite_path(resolve_url(db))
     if path is None:
         raise DatasetError("pull writes a SQLite catalog: give --db a file path")
+    _remove_stale_staging(path)  # left by a killed pull (kill -9): gone whatever this pull does
     repo_id = source_repo(repo)
     hub = DatasetRepo(repo_id, endpoint=endpoint, token=token or get_token())
     if not progress:
@@ -194,8 +217,6 @@ def _pull(db: str | None, *, repo: str | None, revision: str, endpoint: str | No
         return {**result, "status": "unchanged"}
     path.parent.mkdir(parents=True, exist_ok=True)
     with _pull_lock(path):
-        for old in path.parent.glob(f"{STAGING_PREFIX}{path.name}-*"):  # left by a killed pull
-            shutil.rmtree(old, ignore_errors=True)
         staging = path.parent / f"{STAGING_PREFIX}{path.name}-{uuid.uuid4().hex[:8]}"
         try:
             staging.mkdir()
@@ -205,6 +226,20 @@ def _pull(db: str | None, *, repo: str | None, revision: str, endpoint: str | No
                                exit_code=1) from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _remove_stale_staging(path: Path) -> None:
+    """Remove the staging folders a killed pull left beside ``path``; none while another pull runs (they are
+    its own)."""
+    stale = list(path.parent.glob(f"{STAGING_PREFIX}{path.name}-*")) if path.parent.is_dir() else []
+    if not stale:
+        return
+    try:
+        with _pull_lock(path):
+            for old in path.parent.glob(f"{STAGING_PREFIX}{path.name}-*"):
+                shutil.rmtree(old, ignore_errors=True)
+    except DatasetError:  # another pull holds the lock
+        pass
 
 
 def _swap_in(hub, info, path: Path, staging: Path, snap, toks, token_root: Path, tokens_current: bool,
