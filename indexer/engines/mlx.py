@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from . import tables
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, Sliding, StateIn, TypeIn, relined
 from .base import (
     REFUSED,
@@ -27,54 +28,31 @@ from .base import (
 RELEASES = ("d78bf58e", "0.32.2")
 VERSION = RELEASES[-1]
 
-# mlx-lm @VERSION: get_model_classes imports mlx_lm.models.<MODEL_REMAPPING.get(t, t)> and raises
-# "Model type X not supported." otherwise (mlx_lm/utils.py:46-57, 187-193); the modules of mlx_lm/models/.
-MLX_LM_MODEL_REMAPPING = {"mistral": "llama", "llava": "mistral3", "phi-msft": "phixtral", "falcon_mamba": "mamba",
-                          "joyai_llm_flash": "deepseek_v3", "kimi_k2": "deepseek_v3", "qwen2_5_vl": "qwen2_vl",
-                          "minimax_m2": "minimax", "iquestcoder": "llama", "gemma4_unified": "gemma4"}
-MLX_LM_MODEL_MODULES = frozenset("""
-Klear activations afm7 afmoe apertus baichuan_m1 bailing_moe bailing_moe_linear base bitlinear_layers bitnet
-cache cohere cohere2 dbrx deepseek deepseek_v2 deepseek_v3 deepseek_v32 dots1 ernie4_5 ernie4_5_moe exaone
-exaone4 exaone_moe falcon_h1 gated_delta gemma gemma2 gemma3 gemma3_text gemma3n gemma4 gemma4_text glm glm4
-glm4_moe glm4_moe_lite glm_moe_dsa gpt2 gpt_bigcode gpt_neox gpt_oss granite granitemoe granitemoehybrid
-helium hunyuan hunyuan_v1_dense internlm2 internlm3 iquestloopcoder jamba kimi_k25 kimi_linear kimi_vl laguna
-lfm2 lfm2-vl lfm2_moe lille-130m llama llama4 llama4_text longcat_flash longcat_flash_ngram mamba mamba2
-mellum mimo mimo_v2_flash minicpm minicpm3 minimax ministral3 mistral3 mixtral mla nanochat nemotron nemotron-nas
-nemotron_h olmo olmo2 olmo3 olmoe openelm phi phi3 phi3small phimoe phixtral pipeline pixtral plamo plamo2
-qwen qwen2 qwen2_moe qwen2_vl qwen3 qwen3_5 qwen3_5_moe qwen3_moe qwen3_next qwen3_vl qwen3_vl_moe
-recurrent_gemma rope_utils rwkv7 seed_oss smollm3 solar_open ssm stablelm starcoder2 step3p5 switch_layers
-telechat3 youtu_llm
-""".split())
+# Extracted per release (scripts/extract_tables.py): get_model_classes imports
+# mlx_lm.models.<MODEL_REMAPPING.get(t, t)> and raises "Model type X not supported." otherwise (mlx_lm/utils.py:46-57,
+# 187-193 at d78bf58e); the modules of mlx_lm/models/; the model types whose make_cache keeps an ArraysCache (a
+# recurrent or convolution state: ArraysCache has no is_trimmable override, models/cache.py:594, 146-147) or a
+# RotatingKVCache(max_size=sliding_window) for its sliding layers (trimmable only while offset < max_size,
+# models/cache.py:542-543), with the model file each ends in.
+# The model files that build a RotatingKVCache only for the layers layer_types lists as sliding (models/llama.py:
+# 157-170, 266-270; ministral3.py:162-173, 325-329): a model type ending in one slides only where layer_types says.
+LISTED_MODULES = frozenset({"llama", "ministral3"})
 
 
-# The model files under mlx_lm/models/ whose make_cache keeps an ArraysCache (a recurrent or convolution state:
-# ArraysCache has no is_trimmable override, models/cache.py:594, 146-147), with the model types that load them.
-MLX_ARRAYS_CACHE = frozenset("""
-baichuan_m1 bailing_moe_linear falcon_h1 falcon_mamba granitemoehybrid jamba kimi_linear lfm2 lfm2_moe lfm2-vl
-longcat_flash_ngram mamba mamba2 nemotron_h plamo2 qwen3_5 qwen3_5_moe qwen3_next recurrent_gemma rwkv7
-""".split())
-# ... whose sliding layers keep a RotatingKVCache(max_size=sliding_window) (trimmable only while offset < max_size,
-# models/cache.py:542-543): always for these model types,
-MLX_ROTATING = frozenset("""
-afmoe cohere2 exaone4 exaone_moe gemma3 gemma3_text gemma3n gemma4 gemma4_text gemma4_unified gpt_oss iquestloopcoder
-laguna mellum mimo_v2_flash olmo3 step3p5
-""".split())
-# ... and for these only where layer_types lists sliding_attention layers (models/llama.py:157-170, 266-270;
-# ministral3.py:162-173, 325-329; mistral and iquestcoder load llama, mistral3 ministral3).
-MLX_ROTATING_LISTED = frozenset({"llama", "mistral", "iquestcoder", "ministral3", "mistral3"})
+def _mlx(release: str) -> tuple:
+    """(modules, remapping, arrays-cache types, always-rotating types, rotating-where-listed types) at a release."""
+    v = partial(tables.values, "mlx", release)
+    arrays = frozenset(v("arrays_cache"))
+    rotating = v("rotating_cache")
+    return (frozenset(v("model_modules")), v("model_remapping"), arrays,
+            frozenset(t for t, m in rotating.items() if m not in LISTED_MODULES) - arrays,
+            frozenset(t for t, m in rotating.items() if m in LISTED_MODULES))
 
-# mlx-lm 0.32.2 (the PyPI sdist): model modules, remappings (utils.py:48-61), and the model files whose make_cache
-# adds an ArraysCache (bailing_hybrid.py:731, bailing_moe_v3.py:487, gear.py:495, kimi_k3.py:893,
-# olmo_hybrid.py:403 are new) or a RotatingKVCache for sliding layers (gear.py:493, muse_glimmer.py:278,
-# muse_spark.py:1076, plamo3.py:293, spark2_5.py:327 are new).
-MLX_LM_MODEL_REMAPPING_0322 = {**MLX_LM_MODEL_REMAPPING, "xverse": "llama", "deepseek_v41_text": "deepseek_v41"}
-MLX_LM_MODEL_MODULES_0322 = MLX_LM_MODEL_MODULES | frozenset("""
-bailing_hybrid bailing_moe_v3 deepseek_v41 gear gptj kimi_k3 minimax_m3_vl mistral4 muse_glimmer muse_spark
-nanbeige olmo_hybrid plamo3 prism_hadamard_qwen35 spark2_5 talkie
-""".split())
-MLX_ARRAYS_CACHE_0322 = MLX_ARRAYS_CACHE | frozenset({"bailing_hybrid", "bailing_moe_v3", "gear", "kimi_k3",
-                                                       "olmo_hybrid"})
-MLX_ROTATING_0322 = MLX_ROTATING | frozenset({"gear", "muse_glimmer", "muse_spark", "plamo3", "spark2_5"})
+
+(MLX_LM_MODEL_MODULES, MLX_LM_MODEL_REMAPPING, MLX_ARRAYS_CACHE, MLX_ROTATING,
+ MLX_ROTATING_LISTED) = _mlx("d78bf58e")
+(MLX_LM_MODEL_MODULES_0322, MLX_LM_MODEL_REMAPPING_0322, MLX_ARRAYS_CACHE_0322, MLX_ROTATING_0322,
+ MLX_ROTATING_LISTED_0322) = _mlx("0.32.2")
 
 _TARGET_CACHE = ArchRule(
     "non-trimmable target cache", TypeIn("target", MLX_ARRAYS_CACHE), REFUSED,
@@ -100,7 +78,7 @@ ARCH_RULES = (
             source="mlx_lm/generate.py:542-546, mlx_lm/models/cache.py:164-165, 596",
             anchors=("Speculative decoding requires a trimmable prompt cache", "return False", "class ArraysCache")),
     replace(_SLIDING, until="0.32.2"),
-    replace(_SLIDING, since="0.32.2", when=Sliding("target", MLX_ROTATING_0322, MLX_ROTATING_LISTED),
+    replace(_SLIDING, since="0.32.2", when=Sliding("target", MLX_ROTATING_0322, MLX_ROTATING_LISTED_0322),
             source="mlx_lm/models/cache.py:115-119, 544-545; mlx_lm/generate.py:598-599",
             anchors=("return all(c.is_trimmable() for c in cache)", "return self.offset < self.max_size",
                      "trim_prompt_cache(model_cache")),

@@ -3,6 +3,7 @@ heads and built-in MTP (:mod:`indexer.engines.heads`). Sources are SGLang's, at 
 
 from __future__ import annotations
 
+from . import tables
 from .archrules import ArchRule, ShorterContext, StateIn, TypeIn
 from .base import (
     REFUSED,
@@ -95,19 +96,20 @@ def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
 
 
 # ---------------------------------------------------------------- speculator heads and built-in MTP
-# SGLang picks the model class from architectures[0] (its model registry of each file's EntryClass);
-# these are the head classes it ships, with the algorithm each serves.
-SGLANG_HEAD_ARCHS = {
-    "LlamaForCausalLMEagle": "eagle",  # models/llama_eagle.py:153
-    "Qwen2ForCausalLMEagle": "eagle",  # models/qwen2_eagle.py:151
-    "MistralForCausalLMEagle": "eagle",  # models/mistral_eagle.py:210
-    "LlamaForCausalLMEagle3": "eagle3",  # models/llama_eagle3.py:387
-    "Eagle3DeepseekV2ForCausalLM": "eagle3",  # models/kimi_k25_eagle3.py:523
-    "DFlashDraftModel": "dflash",  # models/dflash.py:1317-1324
-    "DFlash2DraftModel": "dflash",  # models/dflash.py:1317-1324
-    "Qwen3DSparkModel": "dspark",  # models/dspark.py:995
-    "DSparkDraftModel": "dspark",  # models/dspark.py:995
-}
+# SGLang picks the model class from architectures[0]: its registry keys every model file's EntryClass by class name
+# (models/registry.py:134-148). The head classes it ships (EAGLE, EAGLE-3, DFlash, DSpark), with the algorithm each
+# serves and the file:line that lists it, extracted from the release's models/*.py (scripts/extract_tables.py).
+SGLANG_SPECULATORS = tables.values(NAME, VERSION, "speculative_models")
+SGLANG_HEAD_ARCHS = tables.heads(NAME, VERSION)
+SRT = "python/sglang/srt/"
+
+
+def _entry_line(arch: str) -> str:
+    """Where the head class is listed (EntryClass), relative to python/sglang/srt/."""
+    e = SGLANG_SPECULATORS[arch]
+    return f"{e['file'].removeprefix(SRT)}:{e['line']}"
+
+
 # EAGLE-3 needs the target to capture auxiliary hidden states.
 # SGLang: the target class must implement set_eagle3_layers_to_capture
 # (model_executor/model_runner_components/attention_backend_setup.py:55-61); the model files that do.
@@ -191,7 +193,7 @@ class SGLangHeads(HeadRules):
                     "and none is one of its head classes (e.g. LlamaForCausalLMEagle, LlamaForCausalLMEagle3)",
                     "models/registry.py:93-112, models/llama_eagle.py:153, models/llama_eagle3.py:387", None)
         algo = SGLANG_HEAD_ARCHS[arch]
-        return (True, f"{arch} is SGLang's {algo.upper()} head class", "models/registry.py:93-112 (EntryClass)",
+        return (True, f"{arch} is SGLang's {algo.upper()} head class", f"{_entry_line(arch)} (EntryClass)",
                 algo.upper())
 
     def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from . import tables
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, StateIn, TypeIn
 from .base import (
     REFUSED,
@@ -26,20 +27,28 @@ from .base import (
 RELEASES = ("5.24.0", "5.25.0")  # the releases whose source we read, oldest first
 VERSION = RELEASES[-1]
 
-# The model types whose PreTrainedModel sets ``_is_stateful = True`` (grep src/transformers/models at VERSION, e.g.
-# models/qwen3_5/modeling_qwen3_5.py:924, qwen3_5_moe/modeling_qwen3_5_moe.py:1029, qwen3_next/...:953,
-# granitemoehybrid/...:1028, falcon_h1/...:996, jamba/...:812, mamba/...:540, mamba2/...:660, rwkv/...:366); the
-# text model types share their model files.
-STATEFUL = frozenset("""
-bailing_hybrid bamba deepseek_v4 falcon_h1 falcon_mamba glm5_next granitemoehybrid jamba kimi_linear lara_mini mamba
-mamba2 minicpm_ocr minicpmv4_6 minicpmv4_7 nemotron3_5_transcribe nemotron_h nemotron_h_omni olmo_hybrid qwen3_5
-qwen3_5_text qwen3_5_moe qwen3_5_moe_text qwen3_next qwen4_exp recurrent_gemma rwkv xlstm zamba zamba2 zaya
-""".split())
+# The model types whose PreTrainedModel sets ``_is_stateful = True`` at 5.24.0 (extracted: models/*/modeling_*.py, e.g.
+# models/qwen3_5/modeling_qwen3_5.py:924, with the model types whose config class the model's folder defines);
+# 5.25.0 removed the attribute, and these are the "former stateful types" there.
+STATEFUL = frozenset(tables.values("transformers", "5.24.0", "stateful"))
+
+
+def _no_cache(release: str) -> frozenset:
+    """The causal-LM model types ``_supports_default_dynamic_cache`` excludes by class name (extracted: "reformer",
+    "minimax", "xlnet", "rwkv", "xlstm", exempting "minimaxm2"/"minimaxm3"): generate() prepares no Cache for them,
+    so assisted decoding raises RuntimeError "Assisted decoding requires a cache"."""
+    return frozenset(tables.values("transformers", release, "no_default_cache"))
+
+
+def _no_cache_source(release: str) -> str:
+    t = tables.tables("transformers", release)["no_default_cache"]
+    return f"{t['source']}, {t['raise'].rpartition('/')[2].replace('utils.py:', '')}"
+
 
 # 5.25.0 removed ``_is_stateful``: linear-attention layers record each token's recurrent state and crop rolls it
 # back (cache_utils.py:1082, 1162-1207; turned on for the target at generation/utils.py:4002, for the assistant at
 # 2338-2340). These types hold no such history, or no Cache at all:
-NO_CACHE = frozenset({"rwkv", "xlstm"})  # excluded from DynamicCache (generation/utils.py:2222-2229)
+NO_CACHE = _no_cache("5.25.0")
 UNCROPPABLE = frozenset({"deepseek_v4"})  # DeepseekV4HCACache.is_croppable = False (modeling_deepseek_v4.py:178)
 MAMBA1 = frozenset({"mamba", "falcon_mamba", "jamba"})  # the chunked scan "does not take the past state"
 ONE_STATE = frozenset({"zamba", "zaya"})  # update_recurrent_state with the final state only: one history entry
@@ -48,6 +57,11 @@ MODULE_STATE = frozenset({"recurrent_gemma"})  # the recurrent state lives on th
 # (tests/engine_harness.py; docs/engines.md "seen running"): a difference in float64 is no rounding.
 SEEN_DIFFERING = frozenset({"qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "mamba2", "olmo_hybrid"})
 ROLLED_BACK = STATEFUL - NO_CACHE - UNCROPPABLE - MAMBA1 - ONE_STATE - MODULE_STATE - SEEN_DIFFERING
+
+NO_CACHE_SAYS = ("_supports_default_dynamic_cache excludes its model class by name, so generate() prepares no Cache, "
+                 "and assisted decoding raises RuntimeError \"Assisted decoding requires a cache\"")
+NO_CACHE_ANCHORS = ("or all(unsupported_name not in name for unsupported_name in unsupported_model_names)",
+                    'raise RuntimeError("Assisted decoding requires a cache")')
 
 ARCH_RULES = (
     ArchRule("stateful target", TypeIn("target", STATEFUL), REFUSED,
@@ -60,11 +74,12 @@ ARCH_RULES = (
              "target verifies every token",
              "src/transformers/generation/candidate_generator.py:292-302", until="5.25.0",
              anchors=("def _update_past_and_masks(",)),
-    ArchRule("stateless target cache", TypeIn("target", NO_CACHE), REFUSED,
-             "transformers keeps no Cache for this model, and assisted decoding raises RuntimeError \"Assisted "
-             "decoding requires a cache\" (seen running on a tiny model)",
-             "src/transformers/generation/utils.py:2222-2229, 4002", since="5.25.0",
-             anchors=('"rwkv",', "cache.activate_past_recording(recurrent_states_to_keep=")),
+    # 5.24.0 checks _is_stateful first (validation, before the assisted loop), so there the stateful types never
+    # reach the cache check
+    ArchRule("stateless target cache", TypeIn("target", _no_cache("5.24.0") - STATEFUL), REFUSED, NO_CACHE_SAYS,
+             _no_cache_source("5.24.0"), until="5.25.0", anchors=NO_CACHE_ANCHORS),
+    ArchRule("stateless target cache", TypeIn("target", NO_CACHE), REFUSED, NO_CACHE_SAYS,
+             _no_cache_source("5.25.0"), since="5.25.0", anchors=NO_CACHE_ANCHORS),
     ArchRule("uncroppable target cache", TypeIn("target", UNCROPPABLE), REFUSED,
              "its compressed-attention cache layer is not croppable, and after the prefill generate() raises "
              "ValueError \"Assisted decoding requires a cache that can be cropped\"",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from functools import partial
 
+from . import tables
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, ShorterContext, StateIn, TypeIn, Vision, relined
 from .base import (
     REFUSED,
@@ -132,23 +133,20 @@ def launch(target: str, draft: str, *, heterogeneous: bool = False, draft_tokens
 
 
 # ---------------------------------------------------------------- speculator heads and built-in MTP
-# vLLM's speculative-decoding registry (model_executor/models/registry.py:655-744), head entries.
-VLLM_HEAD_REGISTRY = {
-    "EagleLlamaForCausalLM": "eagle",  # registry.py:661
-    "EagleMistralForCausalLM": "eagle",  # registry.py:707
-    "EagleMiniCPMForCausalLM": "eagle",  # registry.py:663
-    "EagleLlama4ForCausalLM": "eagle",  # registry.py:662
-    "Eagle3LlamaForCausalLM": "eagle3",  # registry.py:700
-    "LlamaForCausalLMEagle3": "eagle3",  # registry.py:702 (SGLang's name -> Eagle3LlamaForCausalLM)
-    "Eagle3Qwen3ForCausalLM": "eagle3",  # registry.py:705
-    "Eagle3DeepseekV2ForCausalLM": "eagle3",  # registry.py:712
-    "Eagle3DeepseekV3ForCausalLM": "eagle3",  # registry.py:713
-    "PeagleLlamaForCausalLM": "eagle3",  # registry.py:699
-    "PeagleQwen3ForCausalLM": "eagle3",  # registry.py:706
-    "DFlashDraftModel": "dflash",  # registry.py:664
-    "DFlash2DraftModel": "dflash",  # registry.py:666
-    "Qwen3DSparkModel": "dspark",  # registry.py:681
-}
+# vLLM's speculative-decoding registry (model_executor/models/registry.py, _SPECULATIVE_DECODING_MODELS), extracted
+# per release (scripts/extract_tables.py): every class with its kind; the heads (EAGLE, EAGLE-3, DFlash, DSpark) are
+# what EAGLEConfig's renamed architecture must be.
+
+
+def _registry(release: str) -> dict:
+    return tables.values(NAME, release, "speculative_models")
+
+
+def _registry_span(release: str) -> str:
+    return tables.source(NAME, release, "speculative_models").removeprefix("vllm/")
+
+
+VLLM_HEAD_REGISTRY = tables.heads(NAME, "0.33.0")
 # vLLM's speculators-format loader: speculators_model_type -> allowed transformer_layer_config.model_type
 # (None: not restricted). transformers_utils/configs/speculators/algos.py:15-209.
 VLLM_SPECULATORS_TYPES = {
@@ -207,8 +205,9 @@ class VLLMHeads(HeadRules):
     """vLLM's head rules (paths relative to vllm/ at :data:`VERSION`)."""
 
     engine = NAME
+    release = "0.33.0"
     head_classes = VLLM_HEAD_REGISTRY
-    registry_source = "model_executor/models/registry.py:655-744"
+    registry_source = _registry_span("0.33.0")
     speculators_types = VLLM_SPECULATORS_TYPES
     refused_speculators: dict = {}  # speculators_model_type -> (why, source): the loader raises
     eagle3_source = "v1/worker/gpu_model_runner.py:5173-5177"
@@ -258,7 +257,8 @@ class VLLMHeads(HeadRules):
             return (False, f"vLLM's EAGLE config renames {_first(head)} to {renamed[0] if renamed else '?'} for "
                     f"method {method}, which its registry does not hold",
                     f"transformers_utils/configs/eagle.py:46-76, {self.registry_source}", None)
-        return True, f"{_first(head)} loads as vLLM's {hit}", self.registry_source, method
+        line = _registry(self.release)[hit]["line"]
+        return True, f"{_first(head)} loads as vLLM's {hit}", f"model_executor/models/registry.py:{line}", method
 
     def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
         """EAGLE-3 and DFlash targets must implement SupportsEagle3; DSpark runs in its own model runner, not
@@ -339,11 +339,9 @@ class VLLMHeads034(VLLMHeads):
     here always pass the head's own method. The EAGLE config's renaming is unchanged (transformers_utils/configs/
     eagle.py:40-80 is the same text); the model files' lines (hidden sizes, embeddings) are cited at 0.33.0."""
 
-    head_classes = {**{k: v for k, v in VLLM_HEAD_REGISTRY.items() if not k.startswith("Peagle")},
-                    "DFlash2RicursiveDraftModel": "dflash",  # registry.py:690
-                    "DSparkMiniMaxDraftModel": "dspark",  # registry.py:707
-                    "MistralLarge4DSparkModel": "dspark"}  # registry.py:726
-    registry_source = "model_executor/models/registry.py:677-780"
+    release = "0.34.0"
+    head_classes = tables.heads(NAME, "0.34.0")
+    registry_source = _registry_span("0.34.0")
     speculators_types = {k: v for k, v in VLLM_SPECULATORS_TYPES.items() if k != "peagle"}
     refused_speculators = {"peagle": ("vLLM's speculators loader raises \"P-EAGLE (parallel drafting EAGLE-3) is not "
                                       "supported.\"", "transformers_utils/configs/speculators/algos.py:53-55")}

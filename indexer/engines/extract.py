@@ -1,0 +1,323 @@
+"""Read the tables an engine keeps in its own source (registries, model-type lists, class-name exclusions) out of a
+release's unpacked source tree, with ``ast``, into the versioned data the engine modules read
+(``indexer/engines/data/<engine>/<release>.json``, :mod:`indexer.engines.tables`).
+
+``scripts/extract_tables.py ENGINE RELEASE SOURCE_DIR`` runs it; a new release's update is "run the extractor, review
+the diff". Nothing here imports an engine or runs its code: every value is read from the syntax tree, with the file
+and line it was read at. The trees are laid out as the engine modules cite them:
+
+* vLLM: the wheel or sdist unpacked (``vllm/...``);
+* SGLang: the wheel unpacked under ``python/`` (``python/sglang/srt/...``, the repository's layout);
+* transformers: the sdist unpacked (``src/transformers/...``);
+* mlx-lm: the wheel, sdist or checkout (``mlx_lm/...``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+# Speculator kinds, from a class name (then its module's name): the head algorithms the engines load, built-in MTP,
+# and "other" (a registry entry that is neither, e.g. vLLM's ExtractHiddenStatesModel).
+HEAD_KINDS = ("eagle", "eagle3", "dflash", "dspark")
+_KIND_WORDS = (("eagle3", "eagle3"), ("peagle", "eagle3"), ("eagle", "eagle"), ("dflash", "dflash"),
+               ("dspark", "dspark"), ("mtp", "mtp"), ("nextn", "mtp"))
+
+
+def kind(name: str, module: str = "") -> str:
+    """The speculator kind of a registered class: by its name, else by its module's name, else ``other``."""
+    for text in (name.lower(), module.lower()):
+        for word, k in _KIND_WORDS:
+            if word in text:
+                return k
+    return "other"
+
+
+class SourceError(Exception):
+    """The tree lacks what the extractor reads (a file, an assignment): the release changed its shape."""
+
+
+def _parse(root: Path, rel: str) -> ast.Module:
+    path = root / rel
+    if not path.is_file():
+        raise SourceError(f"{rel}: no such file under {root}")
+    return ast.parse(path.read_text(encoding="utf-8", errors="replace"), filename=rel)
+
+
+def _assigned(tree: ast.Module, name: str, rel: str) -> ast.AST:
+    """The node assigned to module-level ``name`` (``X = ...`` or ``X: T = ...``)."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
+            return node
+    raise SourceError(f"{rel}: no module-level assignment to {name}")
+
+
+def _span(rel: str, node: ast.AST) -> str:
+    return f"{rel}:{node.lineno}-{node.end_lineno}" if node.end_lineno != node.lineno else f"{rel}:{node.lineno}"
+
+
+def _dict_entries(node: ast.AST, rel: str) -> list[tuple[str, ast.AST]]:
+    """The (key, value node) pairs of a dict literal, ``**other`` entries left out."""
+    value = node.value
+    if not isinstance(value, ast.Dict):
+        raise SourceError(f"{rel}:{node.lineno}: not a dict literal")
+    return [(k.value, v) for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant)]
+
+
+def _strings(node: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _literal_args(tree: ast.Module, name: str, rel: str, seen: tuple = ()) -> list[str]:
+    """The strings of ``name = Literal[...]``, following the Literal names it unions (``A | B``, ``Literal[A, B]``)."""
+    node = _assigned(tree, name, rel).value
+    out: list[str] = []
+
+    def walk(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.append(n.value)
+        elif isinstance(n, ast.Name) and n.id not in seen and n.id != "Literal":
+            out.extend(_literal_args(tree, n.id, rel, seen + (name,)))
+        elif isinstance(n, ast.Subscript):
+            walk(n.slice)
+        elif isinstance(n, (ast.Tuple, ast.List)):
+            for e in n.elts:
+                walk(e)
+        elif isinstance(n, ast.BinOp):
+            walk(n.left)
+            walk(n.right)
+
+    walk(node)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------ vLLM
+VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
+VLLM_SPECULATIVE = "vllm/config/speculative.py"
+
+
+def vllm(root: Path) -> dict:
+    """vLLM's model registry: every speculator class with its kind, the models it dropped (and the release they
+    were last supported at), the natively registered architectures and the Transformers-backend ones; the
+    ``SpeculativeMethod`` and MTP model-type literals."""
+    tree = _parse(root, VLLM_REGISTRY)
+    tables: dict = {}
+    node = _assigned(tree, "_SPECULATIVE_DECODING_MODELS", VLLM_REGISTRY)
+    classes = {}
+    for key, value in zip(node.value.keys, node.value.values):
+        if isinstance(key, ast.Constant):
+            module, cls = (_strings(value) + ["", ""])[:2]
+            classes[key.value] = {"module": module, "class": cls, "kind": kind(key.value, module), "line": key.lineno}
+    tables["speculative_models"] = {"source": _span(VLLM_REGISTRY, node), "values": classes}
+    native = {}
+    for name in ("_TEXT_GENERATION_MODELS", "_MULTIMODAL_MODELS"):
+        try:
+            n = _assigned(tree, name, VLLM_REGISTRY)
+        except SourceError:
+            continue
+        native[name] = {"source": _span(VLLM_REGISTRY, n),
+                        "values": sorted(k for k, _ in _dict_entries(n, VLLM_REGISTRY))}
+    tables["native_models"] = native
+    for name, key in (("_PREVIOUSLY_SUPPORTED_MODELS", "previously_supported"),
+                      ("_TRANSFORMERS_SUPPORTED_MODELS", "transformers_backend_models")):
+        try:
+            n = _assigned(tree, name, VLLM_REGISTRY)
+        except SourceError:
+            tables[key] = {"source": None, "values": {}}
+            continue
+        entries = _dict_entries(n, VLLM_REGISTRY)
+        tables[key] = {"source": _span(VLLM_REGISTRY, n),
+                       "values": {k: (v.value if isinstance(v, ast.Constant) else _strings(v)[-1]) for k, v in entries}}
+    spec = _parse(root, VLLM_SPECULATIVE)
+    for name, key in (("SpeculativeMethod", "speculative_methods"), ("MTPModelTypes", "mtp_model_types")):
+        tables[key] = {"source": _span(VLLM_SPECULATIVE, _assigned(spec, name, VLLM_SPECULATIVE)),
+                       "values": _literal_args(spec, name, VLLM_SPECULATIVE)}
+    return tables
+
+
+# ---------------------------------------------------------------------------------------------------------- SGLang
+SGLANG_MODELS = "python/sglang/srt/models"
+SGLANG_SPEC_INFO = "python/sglang/srt/speculative/spec_info.py"
+
+
+def sglang(root: Path) -> dict:
+    """SGLang's speculator classes: every class a model file lists in ``EntryClass`` (the registry keys it by class
+    name, models/registry.py) whose name or file says EAGLE, EAGLE-3, DFlash, DSpark or MTP; and the
+    ``SpeculativeAlgorithm`` members."""
+    folder = root / SGLANG_MODELS
+    if not folder.is_dir():
+        raise SourceError(f"{SGLANG_MODELS}: no such folder under {root}")
+    classes = {}
+    for path in sorted(folder.glob("*.py")):
+        rel = f"{SGLANG_MODELS}/{path.name}"
+        tree = _parse(root, rel)
+        try:
+            node = _assigned(tree, "EntryClass", rel)
+        except SourceError:
+            continue
+        names = [n for n in ast.walk(node.value) if isinstance(n, ast.Name)]
+        for n in names:
+            k = kind(n.id, path.stem)
+            if k != "other":
+                classes[n.id] = {"file": rel, "line": n.lineno, "kind": k}
+    tables = {"speculative_models": {"source": f"{SGLANG_MODELS}/*.py (EntryClass)", "values": classes}}
+    spec = _parse(root, SGLANG_SPEC_INFO)
+    for node in spec.body:
+        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeAlgorithm":
+            members = [t.id for n in node.body if isinstance(n, ast.Assign)
+                       for t in n.targets if isinstance(t, ast.Name)]
+            tables["speculative_algorithms"] = {"source": _span(SGLANG_SPEC_INFO, node), "values": members}
+    return tables
+
+
+# ---------------------------------------------------------------------------------------------------- transformers
+TF = "src/transformers"
+TF_GENERATION = f"{TF}/generation/utils.py"
+TF_AUTO_MODELING = f"{TF}/models/auto/modeling_auto.py"
+TF_AUTO_CONFIG = f"{TF}/models/auto/configuration_auto.py"
+TF_AUTO_MAPPINGS = f"{TF}/models/auto/auto_mappings.py"
+
+
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _mapping_pairs(tree: ast.Module, name: str, rel: str) -> dict[str, str]:
+    """An auto mapping ``NAME = OrderedDict([("model_type", "ClassName"), ...])`` as a dict."""
+    node = _assigned(tree, name, rel)
+    out = {}
+    for t in ast.walk(node.value):  # (type, class) tuples; a {type: class} dict literal too
+        if isinstance(t, ast.Dict):
+            out.update({k.value: v.value for k, v in zip(t.keys, t.values)
+                        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)})
+        if isinstance(t, ast.Tuple) and len(t.elts) == 2 and all(isinstance(e, ast.Constant) for e in t.elts):
+            out[t.elts[0].value] = t.elts[1].value
+    return out
+
+
+def _raise_line(tree: ast.Module, message: str) -> int | None:
+    """The line of the ``raise`` whose message starts with ``message``."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Raise) and n.exc is not None:
+            if any(s.startswith(message) for s in _strings(n.exc)):
+                return n.lineno
+    return None
+
+
+def transformers(root: Path) -> dict:
+    """``_supports_default_dynamic_cache``'s class-name exclusions and exemptions, and the causal-LM model types they
+    exclude (so assisted decoding raises "Assisted decoding requires a cache"); the model types whose model class
+    sets ``_is_stateful = True``."""
+    tree = _parse(root, TF_GENERATION)
+    fn = _function(tree, "_supports_default_dynamic_cache")
+    if fn is None:
+        raise SourceError(f"{TF_GENERATION}: no _supports_default_dynamic_cache")
+    excluded = next((_strings(n.value) for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == "unsupported_model_names" for t in n.targets)), [])
+    exempt = [n.left.value for n in ast.walk(fn) if isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant)
+              and isinstance(n.ops[0], ast.In)]
+    causal = _mapping_pairs(_parse(root, TF_AUTO_MODELING), "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", TF_AUTO_MODELING)
+    def supported(cls: str) -> bool:  # the function's own expression, on the class name
+        name = cls.lower()
+        return any(e in name for e in exempt) or all(x not in name for x in excluded)
+    no_cache = {t: c for t, c in sorted(causal.items()) if not supported(c)}
+    raise_line = _raise_line(tree, "Assisted decoding requires a cache")
+    tables = {"no_default_cache": {"source": _span(TF_GENERATION, fn), "excluded_names": excluded,
+                                   "exempt_names": exempt, "values": no_cache,
+                                   "raise": f"{TF_GENERATION}:{raise_line}" if raise_line else None}}
+    tables["stateful"] = {"source": f"{TF}/models/*/modeling_*.py (_is_stateful = True)",
+                          "values": _stateful_types(root)}
+    return tables
+
+
+# A vision or audio tower's config beside a stateful language model: its model type is never a config.json's or a
+# text config's, and its tower keeps no recurrent state.
+SUB_CONFIG = re.compile(r"(Vision|Audio|WordTimestamp)\w*Config$")
+
+
+def _stateful_types(root: Path) -> dict[str, str]:
+    """model_type -> file:line, for the model folders whose modeling file sets ``_is_stateful = True``: the model
+    types whose config class that folder's configuration file defines (configuration_auto.CONFIG_MAPPING_NAMES)."""
+    configs: dict[str, str] = {}
+    for rel in (TF_AUTO_MAPPINGS, TF_AUTO_CONFIG):  # auto_mappings.py holds the table where it exists
+        if (root / rel).is_file():
+            try:
+                configs.update(_mapping_pairs(_parse(root, rel), "CONFIG_MAPPING_NAMES", rel))
+            except SourceError:
+                continue
+    out = {}
+    for path in sorted((root / TF / "models").glob("*/modeling_*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        m = re.search(r"^\s*_is_stateful = True", text, re.M)
+        if not m:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        folder = path.parent
+        defined = set()
+        for cfg in folder.glob("configuration_*.py"):
+            defined |= set(re.findall(r"^class (\w+)[(:]", cfg.read_text(encoding="utf-8", errors="replace"), re.M))
+        rel = path.relative_to(root).as_posix()
+        for model_type, cls in configs.items():
+            if cls in defined and not SUB_CONFIG.search(cls):
+                out[model_type] = f"{rel}:{line}"
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------------------------------------------------- mlx-lm
+MLX_UTILS = "mlx_lm/utils.py"
+MLX_MODELS = "mlx_lm/models"
+_NOT_MODELS = {"__init__", "base", "cache"}
+
+
+def _closure(direct: set[str], imports: dict[str, set[str]], builds: set[str], remapping: dict[str, str]
+             ) -> dict[str, str]:
+    """model_type -> the model file of ``direct`` it ends in: those files, the files that import one of them and
+    build no cache of their own, and the MODEL_REMAPPING names of any of these."""
+    found = {m: m for m in direct}
+    changed = True
+    while changed:
+        changed = False
+        for module in sorted(imports):
+            used = sorted(imports[module] & found.keys())
+            if module not in found and module not in builds and used:
+                found[module] = found[used[0]]
+                changed = True
+    found.update({k: found[v] for k, v in remapping.items() if v in found})
+    return dict(sorted(found.items()))
+
+
+def mlx(root: Path) -> dict:
+    """mlx-lm's model modules and MODEL_REMAPPING (what ``load`` finds for a model_type), and the model types whose
+    ``make_cache`` keeps an ``ArraysCache`` (not trimmable) or a ``RotatingKVCache`` (trimmable only inside its
+    window)."""
+    node = _assigned(_parse(root, MLX_UTILS), "MODEL_REMAPPING", MLX_UTILS)
+    remapping = {k: v.value for k, v in _dict_entries(node, MLX_UTILS)}
+    folder = root / MLX_MODELS
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    texts = {p.stem: p.read_text(encoding="utf-8", errors="replace") for p in folder.glob("*.py")
+             if p.stem not in _NOT_MODELS}
+    imports = {m: set(re.findall(r"^from \.(\w+) import", t, re.M)) | set(re.findall(r"^from \. import (\w+)", t, re.M))
+               for m, t in texts.items()}
+    builds = {m for m, t in texts.items() if re.search(r"\b\w*Cache\(", t)}
+    tables = {"model_modules": {"source": f"{MLX_MODELS}/*.py", "values": modules},
+              "model_remapping": {"source": _span(MLX_UTILS, node), "values": remapping}}
+    for key, cls in (("arrays_cache", "ArraysCache"), ("rotating_cache", "RotatingKVCache")):
+        direct = {m for m, t in texts.items() if f"{cls}(" in t}
+        tables[key] = {"source": f"{MLX_MODELS}/*.py ({cls}( in make_cache)",
+                       "values": _closure(direct, imports, builds, remapping)}
+    return tables
+
+
+EXTRACTORS: dict[str, Callable[[Path], dict]] = {"vllm": vllm, "sglang": sglang, "transformers": transformers,
+                                                 "mlx": mlx}
+
+
+def extract(engine: str, root: Path, release: str, read_from: str = "") -> dict:
+    """The data file's content for ``engine`` at ``release`` read from the tree ``root``."""
+    if engine not in EXTRACTORS:
+        raise SourceError(f"no extractor for {engine!r}; known: {', '.join(EXTRACTORS)}")
+    return {"engine": engine, "release": release, "read_from": read_from, "tables": EXTRACTORS[engine](root)}

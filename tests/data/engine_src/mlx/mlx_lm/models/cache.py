@@ -1,0 +1,10 @@
+class ArraysCache:
+    pass
+
+
+class RotatingKVCache:
+    pass
+
+
+class KVCache:
+    pass

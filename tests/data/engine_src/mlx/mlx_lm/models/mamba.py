@@ -1,0 +1,6 @@
+from .cache import ArraysCache
+
+
+class Model:
+    def make_cache(self):
+        return [ArraysCache(size=2)]

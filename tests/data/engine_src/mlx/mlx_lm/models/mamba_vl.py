@@ -1,0 +1,5 @@
+from .mamba import Model as MambaModel
+
+
+class Model(MambaModel):
+    pass

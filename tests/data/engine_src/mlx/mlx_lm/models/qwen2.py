@@ -1,0 +1,6 @@
+from .cache import KVCache
+
+
+class Model:
+    def make_cache(self):
+        return [KVCache()]

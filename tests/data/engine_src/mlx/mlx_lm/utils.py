@@ -1,0 +1,4 @@
+MODEL_REMAPPING = {
+    "mistral": "llama",
+    "falcon_mamba": "mamba",
+}

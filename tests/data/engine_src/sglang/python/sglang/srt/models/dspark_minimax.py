@@ -1,0 +1,5 @@
+class DSparkMiniMaxDraftModel:
+    pass
+
+
+EntryClass = DSparkMiniMaxDraftModel

@@ -1,0 +1,5 @@
+class LlamaForCausalLMEagle3:
+    pass
+
+
+EntryClass = [LlamaForCausalLMEagle3]

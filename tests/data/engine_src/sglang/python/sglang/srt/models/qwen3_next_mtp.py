@@ -1,0 +1,5 @@
+class Qwen3NextForCausalLMMTP:
+    pass
+
+
+EntryClass = [Qwen3NextForCausalLMMTP]

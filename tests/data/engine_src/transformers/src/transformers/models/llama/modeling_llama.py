@@ -1,0 +1,2 @@
+class LlamaPreTrainedModel:
+    _is_stateful = False

@@ -1,0 +1,6 @@
+class MambaConfig:
+    pass
+
+
+class MambaVisionConfig:
+    pass

@@ -1,0 +1,2 @@
+class MambaPreTrainedModel:
+    _is_stateful = True
