@@ -43,7 +43,8 @@ def test_sglang_entry_classes_of_speculators_only():
     t = extract.sglang(TREES / "sglang")
     got = {k: (v["kind"], v["file"].rsplit("/", 1)[1], v["line"]) for k, v in t["speculative_models"]["values"].items()}
     assert got == {"LlamaForCausalLMEagle3": ("eagle3", "llama_eagle3.py", 5),
-                   "DFlashDraftModel": ("dflash", "dflash.py", 14), "DFlashLagunaForCausalLM": ("dflash", "dflash.py", 15),
+                   "DFlashDraftModel": ("dflash", "dflash.py", 14),
+                   "DFlashLagunaForCausalLM": ("dflash", "dflash.py", 15),
                    "MuseGlimmerAssistantModel": ("dflash", "dflash.py", 16),
                    "DSparkMiniMaxDraftModel": ("dspark", "dspark_minimax.py", 5),  # EntryClass = one class, no list
                    "Qwen3NextForCausalLMMTP": ("mtp", "qwen3_next_mtp.py", 5)}  # LlamaForCausalLM: not a speculator

@@ -1,15 +1,12 @@
 """The tables each engine keeps in its own source, per release, as ``scripts/extract_tables.py`` extracted them
 (:mod:`indexer.engines.extract`) into ``indexer/engines/data/<engine>/<release>.json``. The engine modules read
 their registries, model-type lists and class-name exclusions here instead of copying them.
-
-On the query path: no pathlib, no json (``indexer.jsontext`` reads the files).
 """
 
 from __future__ import annotations
 
+import json
 import os
-
-from ..jsontext import loads
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 _CACHE: dict = {}
@@ -20,7 +17,7 @@ def tables(engine: str, release: str) -> dict:
     key = (engine, release)
     if key not in _CACHE:
         with open(os.path.join(DATA, engine, f"{release}.json"), encoding="utf-8") as f:
-            _CACHE[key] = loads(f.read())["tables"]
+            _CACHE[key] = json.load(f)["tables"]
     return _CACHE[key]
 
 
