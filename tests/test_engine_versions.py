@@ -3,9 +3,6 @@ source trees the test writes (nothing is downloaded)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from click.testing import CliRunner
 from tokfactory import make_model
@@ -13,7 +10,7 @@ from tokfactory import make_model
 from indexer.cli import cli
 from indexer.engines import ENGINES, at, parse_versions, versions_line
 from indexer.engines.archrules import ArchRule, Ranged, TypeIn, at_release, holds, relined
-from indexer.engines.audit import audit, citations, main, pieces
+from indexer.engines.audit import pieces
 from indexer.engines.base import released
 from indexer.errors import BadInput
 
@@ -137,64 +134,6 @@ def test_pieces_of_a_source_string():
     assert pieces("a/b.py:10-12, 40; c/d.py:7 (words, 9)") == [("a/b.py", 10, 12), ("a/b.py", 40, 40),
                                                               ("c/d.py", 7, 7)]
     assert pieces("vllm/x.py (no line)") == []
-
-
-def write(root, rel: str, lines: dict[int, str]):
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = max(lines)
-    path.write_text("\n".join(lines.get(i, f"# line {i}") for i in range(1, n + 1)) + "\n")
-
-
-def test_the_audit_says_what_holds_moved_changed_and_vanished(tmp_path):
-    rows = (
-        ArchRule("holds", TypeIn("target", frozenset()), None, "", "src/a.py:10-12", anchors=("def keep(",)),
-        ArchRule("moved", TypeIn("target", frozenset()), None, "", "src/a.py:20", anchors=("def moved(",)),
-        ArchRule("elsewhere", TypeIn("target", frozenset()), None, "", "src/a.py:30", anchors=("def away(",)),
-        ArchRule("changed", TypeIn("target", frozenset()), None, "", "src/a.py:40", anchors=("def old_words(",)),
-        ArchRule("vanished", TypeIn("target", frozenset()), None, "", "src/gone.py:5", anchors=("def lost(",)),
-        ArchRule("unanchored", TypeIn("target", frozenset()), None, "", "src/a.py:1"),
-    )
-    e = toy(arch_rules=rows)
-    write(tmp_path, "src/a.py", {11: "def keep():", 55: "def moved():", 40: "def new_words():"})
-    write(tmp_path, "src/b.py", {3: "def away():"})
-    got = {r["where"]: (r["status"], r["now"]) for r in audit(e, tmp_path)}
-    assert got == {"holds": ("holds", None), "moved": ("moved", "src/a.py:55"), "elsewhere": ("moved", "src/b.py:3"),
-                   "changed": ("changed", None), "vanished": ("vanished", None), "unanchored": ("no anchor", None)}
-
-
-def tree_for(e, root, shift: int = 0):
-    """A source tree where every anchored citation of ``e`` holds (``shift``: every anchor that many lines
-    lower)."""
-    files: dict[str, dict[int, str]] = {}
-    for c in citations(e):
-        if c["anchor"] is not None:
-            files.setdefault(c["file"], {})[c["lines"][0] + shift] = c["anchor"]
-    for rel, lines in files.items():
-        write(root, rel, lines)
-
-
-def test_the_audit_command_on_vllm_s_own_citations(tmp_path, capsys):
-    tree_for(ENGINES["vllm"], tmp_path / "same")
-    assert main([str(tmp_path / "same"), "--engine", "vllm==0.35.0"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("vllm: the rows of 0.34.0 against the source of 0.35.0") and " 0 moved" in out
-    tree_for(ENGINES["vllm"], tmp_path / "shifted", shift=100)
-    assert main([str(tmp_path / "shifted"), "--engine", "vllm==0.35.0"]) == 1
-    out = capsys.readouterr().out
-    assert "moved     vllm/config/vllm.py:3102-3121 -> vllm/config/vllm.py:3202" in out
-    # the old release's rows, against the same tree: their own lines
-    assert main([str(tmp_path / "same"), "--engine", "vllm==0.33.0"]) == 1
-    assert "the rows of 0.33.0" in capsys.readouterr().out
-
-
-def test_the_audit_command_s_bad_input(tmp_path):
-    run = [sys.executable, "-m", "indexer.engines.audit"]
-    bad = subprocess.run([*run, str(tmp_path), "--engine", "tgi==1"], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and len(bad.stderr.splitlines()) == 1
-    missing = subprocess.run([*run, str(tmp_path / "nope"), "--engine", "vllm==0.35.0"], capture_output=True,
-                             text=True)
-    assert missing.returncode == 2 and "not a directory" in missing.stderr
 
 
 def test_vllm_0_34_refuses_p_eagle_heads_and_0_33_loads_them():

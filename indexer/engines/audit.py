@@ -1,34 +1,57 @@
-"""Audit an engine's citations against a release's source tree (issue 29 part 6): does every cited file:line
-still hold the text the rule depends on?
+"""Audit an engine's citations against a release's source tree: does every cited file:line still hold what the rule
+depends on?
 
-    python -m indexer.engines.audit SOURCE_DIR --engine vllm==0.35.0
+    python -m indexer.engines.audit SOURCE_DIR [SOURCE_DIR ...] --engine vllm==0.35.0 [--pin]
 
-Each rule row (``archrules.ArchRule``, ``archrules.Ranged``) names its source as ``file:line`` pieces and keeps one
-short anchor per piece, a text found at that line in the release it was read from. For the rows of the newest
-release we have read (or of VERSION, when it is one we know), the audit looks for each anchor in SOURCE_DIR (the
-unpacked sdist or checkout) and says, per citation:
+Every ``file:line`` the engine module states (its rows, sources, fixes, head rules, launch commands, comments) is a
+citation. Each is read at one release (the ``since`` of the row it is in, the ``release`` of the head-rules class it
+is in, else the engine's oldest release) and holds until the row's ``until`` (or the release its row was re-lined
+at). What a citation depends on is pinned two ways:
 
-* ``holds``: the anchor is within the cited lines;
-* ``moved``: it is in the same file at other lines, or in another file (the new place is printed);
-* ``changed``: the file is there but the anchor is in no file of the tree;
-* ``vanished``: the file is gone and the anchor is nowhere;
-* ``no anchor``: the row keeps no anchor for it (not checked).
+* a **pin**: the text of the cited lines at the release it was read at (``--pin`` records it from that release's
+  tree into ``indexer/engines/data/<engine>/pins.json``, with its first and last line): the condition, the
+  ``raise`` and its message, the ``return`` or the value, whatever the range holds;
+* an **anchor** a row keeps (``ArchRule.anchors``): a short text found in the cited lines, matched as whole words.
 
-Exit 0 when everything holds, 1 when something moved, changed or vanished, 2 on bad input. Nothing is downloaded:
-docs/engines.md says how to bring a release in with it.
+Per citation the audit says:
+
+* ``holds``: the pinned lines are the cited lines (and the anchor is among them);
+* ``moved``: the pinned lines are in the same file at other lines (the new place is printed), or, with the file
+  gone, in another file;
+* ``changed``: the file is there but the pinned lines are not (a raise became a warning, a class was renamed);
+* ``vanished``: the file is gone and the lines are nowhere;
+* ``unchecked``: neither a pin nor an anchor, or the file is not in the trees given.
+
+Exit 0 only when every citation holds and at least one was checked; 1 otherwise; 2 on bad input. Nothing is
+downloaded: docs/engines.md says how to bring a release in with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
+import importlib
+import json
+import os
 import re
 import sys
 from pathlib import Path
 
 from .archrules import ArchRule
+from .archrules import holds as row_holds
 
 PIECE = re.compile(r"^(?:(?P<file>[\w./-]+\.\w+):)?(?P<a>\d+)(?:-(?P<b>\d+))?$")
 SUFFIXES = (".py", ".cpp", ".h", ".c", ".go", ".txt")
+# A citation in a module's text: a path with one of SUFFIXES, a colon, a line or range, and more ranges after
+# commas ("cache_utils.py:1082, 1162-1207").
+CITED = re.compile(r"(?P<file>[A-Za-z_][\w./-]*\.(?:py|cpp|h|c|go|txt)):(?P<ranges>\d+(?:-\d+)?(?:, \d+(?:-\d+)?)*)"
+                   r"(?![\w.-])")
+DATA = Path(__file__).resolve().parent / "data"
+# Where the engines' packages sit in their trees: a path cited relative to one (vLLM's and SGLang's head rules) is
+# looked for there first.
+PACKAGE_ROOTS = ("python/sglang/srt/", "vllm/", "src/transformers/", "mlx_lm/", "mlx_engine/")
+STATUSES = ("holds", "moved", "changed", "vanished", "unchecked")
 
 
 def pieces(source: str) -> list[tuple[str, int, int]]:
@@ -48,112 +71,322 @@ def pieces(source: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def citations(engine) -> list[dict]:
-    """Every anchored citation of the engine entry's rows at its release: where (the row), file, lines, anchor."""
+def _ranges(text: str) -> list[tuple[int, int]]:
+    out = []
+    for r in text.split(", "):
+        a, _, b = r.partition("-")
+        out.append((int(a), int(b or a)))
+    return out
+
+
+# ------------------------------------------------------------------------------------ which citations, at which release
+def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, str | None, str | None]]:
+    """(first line, last line, read at, until) of the module's release scopes: a call with ``since=``/``until=``
+    (ArchRule, Ranged, replace), ``relined(row, R, source)`` (the source from R, the row until R), a class with a
+    ``release = "R"`` attribute."""
+    until_of: dict[str, str] = {}  # a row's variable -> the release it was re-lined or replaced at
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
+            func = getattr(n.func, "id", getattr(n.func, "attr", ""))
+            if func == "relined" and len(n.args) > 1 and isinstance(n.args[1], ast.Constant):
+                until_of[n.args[0].id] = n.args[1].value
+            kw = {k.arg: k.value.value for k in n.keywords if isinstance(k.value, ast.Constant)}
+            if func == "replace" and "until" in kw and "source" not in kw:
+                until_of[n.args[0].id] = kw["until"]
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign):
+            for target in n.targets:  # X = row, or X, Y = (row, row)
+                pairs = ([(target, n.value)] if isinstance(target, ast.Name) else
+                         list(zip(target.elts, n.value.elts)) if isinstance(target, ast.Tuple)
+                         and isinstance(n.value, ast.Tuple) else [])
+                for name, value in pairs:
+                    if isinstance(name, ast.Name) and name.id in until_of:
+                        out.append((value.lineno, value.end_lineno, None, until_of[name.id]))
+        if isinstance(n, ast.Call):
+            kw = {k.arg: k.value.value for k in n.keywords if isinstance(k.value, ast.Constant)}
+            func = getattr(n.func, "id", getattr(n.func, "attr", ""))
+            if func == "relined" and len(n.args) > 2:
+                out.append((n.args[2].lineno, n.args[2].end_lineno, n.args[1].value, None))
+            elif "since" in kw or "until" in kw:
+                out.append((n.lineno, n.end_lineno, kw.get("since"), kw.get("until")))
+        elif isinstance(n, ast.ClassDef):
+            for s in n.body:
+                if (isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "release" for t in s.targets)
+                        and isinstance(s.value, ast.Constant) and s.value.value in releases):
+                    out.append((n.lineno, n.end_lineno, s.value.value, None))
+    return out
+
+
+def module_citations(path: Path, releases: tuple, root_hint: str = "") -> list[dict]:
+    """Every citation in an engine module's text: where (module line), file, lines, read_at, until."""
+    text = path.read_text(encoding="utf-8")
+    scopes = _scopes(ast.parse(text), releases)
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines, 1):
+        for m in CITED.finditer(line):
+            inner = [s for s in scopes if s[0] <= i <= s[1]]
+            inner.sort(key=lambda s: s[1] - s[0])  # the innermost first
+            read_at = (_named_release(lines, i, m.start(), releases)
+                       or next((s[2] for s in inner if s[2]), None) or releases[0])
+            until = next((s[3] for s in inner if s[3]), None)
+            for a, b in _ranges(m["ranges"]):
+                out.append({"where": f"{path.name}:{i}", "file": m["file"], "lines": (a, b), "anchor": None,
+                            "read_at": read_at, "until": until})
+    return out
+
+
+def _named_release(lines: list[str], i: int, col: int, releases: tuple) -> str | None:
+    """The release a comment names for its citations: on the citation's line, else the nearest line above in the
+    same comment block (``# ... at 5.25.0: ... utils.py:4002``)."""
+    def named(text: str) -> str | None:
+        hits = [r for r in releases if re.search(rf"(?<![\w.]){re.escape(r)}(?![\w])", text)]
+        return hits[-1] if len(hits) == 1 else None
+
+    line = lines[i - 1]
+    if "#" not in line[:col]:
+        return None
+    if (r := named(line)) is not None:
+        return r
+    j = i - 1
+    while j >= 1 and lines[j - 1].lstrip().startswith("#"):
+        if (r := named(lines[j - 1])) is not None:
+            return r
+        j -= 1
+    return None
+
+
+def _row_citations(engine) -> list[dict]:
+    """The anchored citations of the engine's rows (architecture rows, Ranged values), each at its own release."""
     out, seen = [], []
     for field, rows in engine.ranged.items():
         for row in rows:
-            if row not in _held(engine, rows) or row in seen:  # a table listed twice (llama.cpp's GGUF rows)
+            if row in seen:  # a table listed twice (llama.cpp's GGUF rows)
                 continue
             seen.append(row)
             where = row.check if isinstance(row, ArchRule) else field
             source = row.source
             if not source and isinstance(getattr(row, "value", None), dict):  # Engine.sources: check -> file:line
                 source = "; ".join(v for v in row.value.values() if isinstance(v, str))
-            cited = pieces(source)
-            for i, (file, a, b) in enumerate(cited):
+            for i, (file, a, b) in enumerate(pieces(source)):
                 anchor = row.anchors[i] if i < len(row.anchors) else None
-                out.append({"where": where, "file": file, "lines": (a, b), "anchor": anchor})
+                out.append({"where": where, "file": file, "lines": (a, b), "anchor": anchor,
+                            "read_at": row.since or engine.releases[0], "until": row.until})
     return out
 
 
-def _held(engine, rows) -> tuple:
-    from .archrules import at_release
-
-    return at_release(rows, engine.release, engine.releases)
-
-
-def _resolve(root: Path, file: str) -> Path | None:
-    """The cited file under the tree: as written, or under one of the tree's top-level folders (a path relative
-    to the package, such as vLLM's head rules)."""
-    direct = root / file
-    if direct.is_file():
-        return direct
-    for sub in sorted(p for p in root.iterdir() if p.is_dir()):
-        if (sub / file).is_file():
-            return sub / file
-    return None
+def engine_module(engine) -> Path | None:
+    """The file of the engine's module (where its launch function is defined), None for an engine made elsewhere."""
+    module = getattr(engine.launch, "__module__", None)
+    if not module or not module.startswith("indexer.engines."):
+        return None
+    return Path(importlib.import_module(module).__file__)
 
 
-def _lines_with(text: str, anchor: str) -> list[int]:
-    return [i for i, line in enumerate(text.splitlines(), 1) if anchor in line]
-
-
-class Tree:
-    """The source tree, its files read once."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self._all: list[Path] | None = None
-
-    def elsewhere(self, anchor: str, skip: Path | None) -> list[str]:
-        """file:line of the anchor in other files of the tree."""
-        if self._all is None:
-            self._all = [p for p in self.root.rglob("*") if p.suffix in SUFFIXES and p.is_file()]
-        hits = []
-        for p in self._all:
-            if p == skip:
-                continue
-            try:
-                text = p.read_text(errors="replace")
-            except OSError:
-                continue
-            if anchor in text:
-                hits += [f"{p.relative_to(self.root)}:{n}" for n in _lines_with(text, anchor)]
-        return hits
-
-
-def audit(engine, root: Path) -> list[dict]:
-    """Each citation with its ``status`` and, when it moved, ``now`` (file:line)."""
-    tree = Tree(root)
-    out = []
-    for c in citations(engine):
-        path = _resolve(root, c["file"])
-        a, b = c["lines"]
-        if c["anchor"] is None:
-            out.append({**c, "status": "no anchor", "now": None})
+def citations(engine, *, release: str | None = None) -> list[dict]:
+    """Every citation of the engine that holds at ``release`` (default: its newest), with the anchor its row keeps:
+    the module's text when the engine is one of ours, else its rows."""
+    releases = engine.releases or (engine.release,)
+    release = release or releases[-1]
+    rows = _row_citations(engine)
+    path = engine_module(engine)
+    found = module_citations(path, releases) if path else rows
+    anchors = {(c["file"], c["lines"], c["read_at"]): c["anchor"] for c in rows if c["anchor"]}
+    out, seen = [], set()
+    for c in found:
+        if not _holds(c, release, releases):
             continue
-        if path is not None:
-            found = _lines_with(path.read_text(errors="replace"), c["anchor"])
-            if any(a <= n <= b for n in found):
-                out.append({**c, "status": "holds", "now": None})
-                continue
-            if found:
-                near = min(found, key=lambda n: abs(n - a))
-                out.append({**c, "status": "moved", "now": f"{c['file']}:{near}"})
-                continue
-        other = tree.elsewhere(c["anchor"], path)
-        if other:
-            out.append({**c, "status": "moved", "now": ", ".join(other[:3])})
-        else:
-            out.append({**c, "status": "changed" if path is not None else "vanished", "now": None})
+        key = (c["file"], c["lines"], c["read_at"])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({**c, "anchor": anchors.get(key, c["anchor"])})
     return out
+
+
+def _holds(c: dict, release: str, releases: tuple) -> bool:
+    if release not in releases:  # a release we have not read: what holds at the newest
+        release = releases[-1]
+    return row_holds(_Span(c["read_at"], c["until"]), release, releases)
+
+
+class _Span:
+    def __init__(self, since, until):
+        self.since, self.until = since, until
+
+
+# ------------------------------------------------------------------------------------------------ the source trees
+class Trees:
+    """The source trees given (a release's unpacked sources), their files found once."""
+
+    def __init__(self, roots: list[Path]):
+        self.roots = roots
+        self._files: list[tuple[Path, str]] | None = None
+        self._text: dict[Path, list[str]] = {}
+
+    def files(self) -> list[tuple[Path, str]]:
+        if self._files is None:
+            self._files = []
+            for root in self.roots:
+                for dirpath, _, names in os.walk(root):
+                    for n in names:
+                        if n.endswith(SUFFIXES):
+                            p = Path(dirpath, n)
+                            self._files.append((p, p.relative_to(root).as_posix()))
+        return self._files
+
+    def resolve(self, file: str) -> list[Path]:
+        """The cited file: as written under a root, else the files whose path ends with it (a path relative to a
+        package, such as vLLM's head rules), shortest first."""
+        for root in self.roots:
+            if (root / file).is_file():
+                return [root / file]
+        ends = [(p, rel) for p, rel in self.files() if rel.endswith("/" + file)]
+        under = [p for p, rel in ends if any(rel == r + file for r in PACKAGE_ROOTS)]
+        return under[:1] if len(under) == 1 else sorted((p for p, _ in ends), key=lambda p: len(p.parts))
+
+    def lines(self, path: Path) -> list[str]:
+        if path not in self._text:
+            self._text[path] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return self._text[path]
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(s.strip() for s in lines).encode()).hexdigest()[:16]
+
+
+def pin_of(lines: list[str], a: int, b: int) -> dict | None:
+    """The pin of lines a..b of a file (None: the file is shorter)."""
+    if a < 1 or b > len(lines) or b < a:
+        return None
+    cut = lines[a - 1:b]
+    texts = [s.strip() for s in cut if s.strip()]
+    lead = next((i for i, s in enumerate(cut) if s.strip()), 0)
+    return {"sha": _digest(cut), "first": texts[0] if texts else "", "last": texts[-1] if texts else "",
+            **({"lead": lead} if lead else {})}
+
+
+def _find(lines: list[str], pin: dict, n: int) -> list[int]:
+    """First lines of the n-line windows of ``lines`` whose text is the pin's (a window starts ``lead`` blank lines
+    before a line equal to the pin's first)."""
+    lead = pin.get("lead", 0)
+    starts = [j - lead for j, line in enumerate(lines) if line.strip() == pin["first"]] if pin["first"] else \
+        range(len(lines))
+    return [i + 1 for i in starts if 0 <= i <= len(lines) - n and _digest(lines[i:i + n]) == pin["sha"]]
+
+
+def _word_hits(lines: list[str], anchor: str) -> list[int]:
+    """Lines holding the anchor as whole words (a renamed ``class ArraysCacheV2`` is not ``class ArraysCache``)."""
+    pattern = re.compile((r"(?<![\w])" if anchor[:1].isalnum() or anchor[:1] == "_" else "") + re.escape(anchor)
+                         + (r"(?![\w])" if anchor[-1:].isalnum() or anchor[-1:] == "_" else ""))
+    return [i for i, line in enumerate(lines, 1) if pattern.search(line)]
+
+
+def key_of(c: dict) -> str:
+    a, b = c["lines"]
+    return f"{c['file']}:{a}" + (f"-{b}" if b != a else "")
+
+
+def load_pins(engine_name: str) -> dict:
+    """release -> citation -> pin, as ``--pin`` recorded them."""
+    path = DATA / _folder(engine_name) / "pins.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _folder(engine_name: str) -> str:
+    return engine_name.replace(".", "")
+
+
+def check(c: dict, trees: Trees, pins: dict) -> dict:
+    """One citation's status against the trees, with ``now`` (file:line) when it moved."""
+    a, b = c["lines"]
+    pin = pins.get(c["read_at"], {}).get(key_of(c))
+    paths = trees.resolve(c["file"])
+    if pin is None and c["anchor"] is None:
+        return {**c, "status": "unchecked", "now": None, "why": "no pin and no anchor"}
+    if len(paths) > 1:
+        return {**c, "status": "unchecked", "now": None, "why": f"{len(paths)} files end with {c['file']}"}
+    path = paths[0] if paths else None
+    lines = trees.lines(path) if path else []
+
+    def at(lines: list[str]) -> list[int]:
+        """Where the pinned lines (else the anchor, as whole words) are in a file."""
+        return _find(lines, pin, b - a + 1) if pin is not None else _word_hits(lines, c["anchor"])
+
+    here = path is not None
+    if here and pin is not None:
+        got = pin_of(lines, a, b)
+        here = got is not None and got["sha"] == pin["sha"]
+    if here and c["anchor"] is not None:
+        here = any(a <= n <= b for n in _word_hits(lines, c["anchor"]))
+    if here:
+        return {**c, "status": "holds", "now": None}
+    found = at(lines) if path is not None else []
+    if found:
+        return {**c, "status": "moved", "now": f"{c['file']}:{min(found, key=lambda n: abs(n - a))}"}
+    # elsewhere: the pinned lines in another file of the same kind are a move; a deleted file whose anchor alone
+    # turns up elsewhere is not (mlx_lm/server.py's condition is also generate.py's)
+    if pin is not None or path is not None:
+        for p, rel in trees.files():
+            if p != path and p.suffix == Path(c["file"]).suffix:
+                hit = at(trees.lines(p))
+                if hit:
+                    return {**c, "status": "moved", "now": f"{rel}:{hit[0]}"}
+    return {**c, "status": "changed" if path is not None else "vanished", "now": None}
+
+
+def audit(engine, roots, *, release: str | None = None, pins: dict | None = None) -> list[dict]:
+    """Each citation of ``engine`` that holds at ``release`` with its ``status`` against the trees ``roots``."""
+    roots = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
+    trees = Trees(roots)
+    pins = load_pins(engine.name) if pins is None else pins
+    return [check(c, trees, pins) for c in citations(engine, release=release)]
+
+
+def pin(engine, roots, release: str) -> tuple[dict, list[dict]]:
+    """Pins of the engine's citations read at ``release``, from its trees; and the citations that cannot be pinned
+    (file missing or ambiguous, lines past its end)."""
+    roots = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
+    trees = Trees(roots)
+    made, failed = {}, []
+    for c in citations(engine, release=release):
+        if c["read_at"] != release:
+            continue
+        paths = trees.resolve(c["file"])
+        p = pin_of(trees.lines(paths[0]), *c["lines"]) if len(paths) == 1 else None
+        if p is None:
+            failed.append({**c, "why": f"{len(paths)} files end with {c['file']}" if len(paths) != 1
+                           else "the file is shorter"})
+        else:
+            made[key_of(c)] = p
+    return made, failed
+
+
+def coverage(results: list[dict]) -> tuple[int, int]:
+    """(checked, all): the citations that could be checked (holds, moved, changed, vanished) and every one."""
+    return sum(1 for r in results if r["status"] != "unchecked"), len(results)
+
+
+def exit_status(results: list[dict]) -> int:
+    """0 when every citation holds and one at least was checked, else 1."""
+    checked, _ = coverage(results)
+    return 0 if checked and all(r["status"] == "holds" for r in results) else 1
 
 
 def render(engine, results: list[dict], release: str) -> str:
-    """One line per citation that needs a look, then the counts."""
-    lines = [f"{engine.name}: the rows of {engine.release} against the source of {release}"]
+    """One line per citation that needs a look, then the counts and the coverage."""
+    lines = [f"{engine.name}: the citations of {engine.release} against the source of {release}"]
     for r in results:
         if r["status"] == "holds":
             continue
-        a, b = r["lines"]
-        cited = f"{r['file']}:{a}" + (f"-{b}" if b != a else "")
         now = f" -> {r['now']}" if r["now"] else ""
         anchor = f" {r['anchor']!r}" if r["anchor"] else ""
-        lines.append(f"  {r['status']:9} {cited}{now}{anchor} ({r['where']})")
-    counts = {s: sum(1 for r in results if r["status"] == s)
-              for s in ("holds", "moved", "changed", "vanished", "no anchor")}
-    lines.append("  " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+        why = f" [{r['why']}]" if r.get("why") else ""
+        lines.append(f"  {r['status']:9} {key_of(r)}{now}{anchor} ({r['where']}, read at {r['read_at']}){why}")
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in STATUSES}
+    checked, total = coverage(results)
+    lines.append("  " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f"; checked {checked} / {total}")
     return "\n".join(lines)
 
 
@@ -162,25 +395,43 @@ def main(argv: list[str] | None = None) -> int:
     from . import ENGINES
 
     p = argparse.ArgumentParser(prog="python -m indexer.engines.audit",
-                                description="Check every cited file:line of an engine's rules in a release's source "
-                                            "tree.")
-    p.add_argument("source_dir", help="the release's unpacked source (sdist or checkout)")
+                                description="Check every cited file:line of an engine's module in a release's source "
+                                            "trees.")
+    p.add_argument("source_dirs", nargs="+", help="the release's unpacked sources (sdist, wheel or checkout)")
     p.add_argument("--engine", required=True, help="ENGINE==VERSION, e.g. vllm==0.35.0")
+    p.add_argument("--pin", action="store_true", help="record the pins of the citations read at VERSION (one of the "
+                                                      "engine's releases) from these trees")
     args = p.parse_args(argv)
     name, _, release = args.engine.partition("==")
-    root = Path(args.source_dir)
     if name not in ENGINES or not release:
         print(f"error: --engine {args.engine!r}: give ENGINE==VERSION with ENGINE one of {', '.join(ENGINES)}",
               file=sys.stderr)
         return 2
-    if not root.is_dir():
-        print(f"error: {root}: not a directory", file=sys.stderr)
+    roots = [Path(d) for d in args.source_dirs]
+    bad = next((r for r in roots if not r.is_dir()), None)
+    if bad is not None:
+        print(f"error: {bad}: not a directory", file=sys.stderr)
         return 2
     e = ENGINES[name]
-    e = e.at(release) if release in e.releases else e
-    results = audit(e, root)
-    print(render(e, results, release))
-    return 0 if all(r["status"] in ("holds", "no anchor") for r in results) else 1
+    if args.pin:
+        if release not in e.releases:
+            print(f"error: --pin needs one of {name}'s releases ({', '.join(e.releases)}), not {release!r}",
+                  file=sys.stderr)
+            return 2
+        made, failed = pin(e, roots, release)
+        path = DATA / _folder(name) / "pins.json"
+        pins = load_pins(name)
+        pins[release] = dict(sorted(made.items()))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(dict(sorted(pins.items())), indent=1) + "\n")
+        for c in failed:
+            print(f"  cannot pin {key_of(c)} ({c['where']}): {c['why']}")
+        print(f"{path}: {len(made)} pins at {release}, {len(failed)} cannot be pinned")
+        return 1 if failed else 0
+    e_at = e.at(release) if release in e.releases else e
+    results = audit(e_at, roots, release=release)
+    print(render(e_at, results, release))
+    return exit_status(results)
 
 
 if __name__ == "__main__":

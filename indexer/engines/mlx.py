@@ -28,14 +28,15 @@ from .base import (
 RELEASES = ("d78bf58e", "0.32.2")
 VERSION = RELEASES[-1]
 
-# Extracted per release (scripts/extract_tables.py): get_model_classes imports
-# mlx_lm.models.<MODEL_REMAPPING.get(t, t)> and raises "Model type X not supported." otherwise (mlx_lm/utils.py:46-57,
-# 187-193 at d78bf58e); the modules of mlx_lm/models/; the model types whose make_cache keeps an ArraysCache (a
-# recurrent or convolution state: ArraysCache has no is_trimmable override, models/cache.py:594, 146-147) or a
+# Extracted per release (scripts/extract_tables.py); the lines here are at 0.32.2. get_model_classes imports
+# mlx_lm.models.<MODEL_REMAPPING.get(t, t)> and raises "Model type X not supported." otherwise (mlx_lm/utils.py:48-61,
+# 220-225); the modules of mlx_lm/models/; the model types whose make_cache keeps an ArraysCache (a recurrent or
+# convolution state: ArraysCache has no is_trimmable override, models/cache.py:596, 164-165) or a
 # RotatingKVCache(max_size=sliding_window) for its sliding layers (trimmable only while offset < max_size,
-# models/cache.py:542-543), with the model file each ends in.
+# models/cache.py:544-545), with the model file each ends in.
 # The model files that build a RotatingKVCache only for the layers layer_types lists as sliding (models/llama.py:
-# 157-170, 266-270; ministral3.py:162-173, 325-329): a model type ending in one slides only where layer_types says.
+# 157-170, 266-270; models/ministral3.py:173-184, 336-340 at 0.32.2): a model type ending in one slides only where
+# layer_types says.
 LISTED_MODULES = frozenset({"llama", "ministral3"})
 
 
@@ -129,16 +130,18 @@ RULES = (Ranged(value=partial(rule, modules=MLX_LM_MODEL_MODULES, remapping=MLX_
                 until="0.32.2"),
          Ranged(value=rule, since="0.32.2", source="mlx_lm/utils.py:48-61, 220-225",
                 anchors=("MODEL_REMAPPING = {", 'msg = f"Model type {model_type} not supported."')))
+# What each source pins: the consequence (the raise, the warning), not only the condition before it.
+RAISES = 'raise ValueError("Draft model tokenizer does not match model tokenizer.")'
+WARNS = "logging.warning("
 SOURCES = (
-    Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2156",
-                  "server only warns": "mlx_lm/server.py:346",
-                  "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193"}, until="0.32.2"),
-    Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2144",
-                  "server only warns": "mlx_lm/server.py:453",
+    Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2156-2157",
+                  "server only warns": "mlx_lm/server.py:346-347",
+                  "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193"}, until="0.32.2",
+           anchors=(RAISES, WARNS, "MODEL_REMAPPING = {", None)),
+    Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2144-2145",
+                  "server only warns": "mlx_lm/server.py:453-454",
                   "model type supported (load)": "mlx_lm/utils.py:48-61, 220-225"}, since="0.32.2",
-           anchors=("if draft_tokenizer.vocab_size != tokenizer.vocab_size:",
-                    "if draft_tokenizer.vocab_size != tokenizer.vocab_size:", "MODEL_REMAPPING = {",
-                    'msg = f"Model type {model_type} not supported."')),
+           anchors=(RAISES, WARNS, "MODEL_REMAPPING = {", 'msg = f"Model type {model_type} not supported."')),
 )
 
 ENGINE = released(

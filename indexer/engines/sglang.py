@@ -122,7 +122,7 @@ SGLANG_EAGLE3_TARGET_TYPES = (
 )
 # DFlash/DSpark need the target to capture the chosen layers too. SGLang: set_dflash_layers_to_capture or
 # set_dspark_layers_to_capture (model_executor/model_runner_components/attention_backend_setup.py:62-72); the model
-# files that implement one (models/llama.py:943, qwen3.py:793, ...). Qwen2 does not.
+# files that implement one (models/llama.py:943, models/qwen3.py:793, ...). Qwen2 does not.
 SGLANG_DFLASH_TARGET_TYPES = (
     "llama", "mistral", "phi3", "internlm3", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5",
     "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4",

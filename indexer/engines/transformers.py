@@ -27,8 +27,8 @@ from .base import (
 RELEASES = ("5.24.0", "5.25.0")  # the releases whose source we read, oldest first
 VERSION = RELEASES[-1]
 
-# The model types whose PreTrainedModel sets ``_is_stateful = True`` at 5.24.0 (extracted: models/*/modeling_*.py, e.g.
-# models/qwen3_5/modeling_qwen3_5.py:924, with the model types whose config class the model's folder defines);
+# The model types whose PreTrainedModel sets ``_is_stateful = True`` at 5.24.0 (extracted from models/*/modeling_*.py,
+# each with its file:line, and the model types whose config class the model's folder defines);
 # 5.25.0 removed the attribute, and these are the "former stateful types" there.
 STATEFUL = frozenset(tables.values("transformers", "5.24.0", "stateful"))
 
@@ -49,7 +49,8 @@ def _no_cache_source(release: str) -> str:
 # back (cache_utils.py:1082, 1162-1207; turned on for the target at generation/utils.py:4002, for the assistant at
 # 2338-2340). These types hold no such history, or no Cache at all:
 NO_CACHE = _no_cache("5.25.0")
-UNCROPPABLE = frozenset({"deepseek_v4"})  # DeepseekV4HCACache.is_croppable = False (modeling_deepseek_v4.py:178)
+# DeepseekV4HCACache.is_croppable = False (modeling_deepseek_v4.py:178 at 5.25.0)
+UNCROPPABLE = frozenset({"deepseek_v4"})
 MAMBA1 = frozenset({"mamba", "falcon_mamba", "jamba"})  # the chunked scan "does not take the past state"
 ONE_STATE = frozenset({"zamba", "zaya"})  # update_recurrent_state with the final state only: one history entry
 MODULE_STATE = frozenset({"recurrent_gemma"})  # the recurrent state lives on the module, outside the cache
@@ -158,7 +159,8 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked, uag_
     """UAG for a refused pair of unequal sizes (or resize the draft when only its rows differ)."""
     t_size, d_size = sizes
     if outcome != REFUSED or t_size is None or d_size is None or t_size == d_size:
-        return None  # equal vocab_size: transformers refuses assistant_tokenizer (generation/utils.py:1907-1917)
+        # equal vocab_size: transformers refuses assistant_tokenizer (generation/utils.py:1907-1917 at 5.25.0)
+        return None
     return uag(uag_lines) + tli + (f", or {resize_words(t_size)}" if shared else "")
 
 

@@ -114,7 +114,7 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked, has_
 
 # 0.34.0 deleted the V1 model runner and its proposers: use_heterogeneous_vocab is no field of SpeculativeConfig
 # (no line of vllm/ names it), and the equal-size check runs for every draft with its own vocabulary
-# (config/speculative.py:1725-1740; draft_model: v1/worker/gpu/spec_decode/standalone_ar/config.py:15).
+# (verify_equal_vocab_size_if_draft_model; draft_model: standalone_ar/config.py; SOURCES cites both at 0.34.0).
 RULES = (Ranged(value=partial(rule, tli=True), until="0.34.0", source="vllm/config/speculative.py:2036-2037",
                 anchors=("if not self.use_heterogeneous_vocab:",)),
          Ranged(value=rule, since="0.34.0", source="vllm/config/speculative.py:1725-1740",
@@ -156,9 +156,11 @@ VLLM_SPECULATORS_TYPES = {
     "dflash2": None,  # algos.py:129-149
     "dspark": None,  # algos.py:152-209
 }
-# vLLM: the target class must implement SupportsEagle3 (v1/worker/gpu_model_runner.py:5173-5177).
+# vLLM: the target class must implement SupportsEagle3 (v1/worker/gpu_model_runner.py:5173-5177). Llama's does
+# (model_executor/models/llama.py:464), and Mistral's and Phi-3's subclass it (model_executor/models/mistral.py:236,
+# model_executor/models/phi3.py:10).
 VLLM_EAGLE3_TARGET_TYPES = (
-    "llama", "mistral", "phi3",  # model_executor/models/llama.py:464 (mistral.py:236, phi3.py:10 subclass it)
+    "llama", "mistral", "phi3",
     "qwen2", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5", "deepseek_v2",
     "deepseek_v3", "gemma4", "gpt_oss", "granite", "granitemoe", "minicpm", "minimax_m2", "llama4",
     "kimi_k25", "apertus", "nemotron_h", "mistral3", "llava", "pixtral", "qwen3_5_moe", "qwen3_5_text",
