@@ -32,10 +32,12 @@ import argparse
 import ast
 import hashlib
 import importlib
+import io
 import json
 import os
 import re
 import sys
+import tokenize
 from pathlib import Path
 
 from .archrules import ArchRule
@@ -118,19 +120,24 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, str | Non
     return out
 
 
-def module_citations(path: Path, releases: tuple, root_hint: str = "") -> list[dict]:
-    """Every citation in an engine module's text: where (module line), file, lines, read_at, until."""
+def module_citations(path: Path, releases: tuple) -> list[dict]:
+    """Every citation in an engine module's strings (implicitly joined ones whole) and comments: where (module
+    line), file, lines, read_at, until."""
     text = path.read_text(encoding="utf-8")
-    scopes = _scopes(ast.parse(text), releases)
+    tree = ast.parse(text)
+    scopes = _scopes(tree, releases)
     lines = text.splitlines()
+    found = [(n.lineno, n.value, None) for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    found += [(t.start[0], t.string, t.start[1]) for t in tokenize.generate_tokens(io.StringIO(text).readline)
+              if t.type == tokenize.COMMENT]
     out = []
-    for i, line in enumerate(lines, 1):
-        for m in CITED.finditer(line):
-            inner = [s for s in scopes if s[0] <= i <= s[1]]
-            inner.sort(key=lambda s: s[1] - s[0])  # the innermost first
-            read_at = (_named_release(lines, i, m.start(), releases)
-                       or next((s[2] for s in inner if s[2]), None) or releases[0])
-            until = next((s[3] for s in inner if s[3]), None)
+    for i, words, comment_col in sorted(found, key=lambda f: f[0]):
+        inner = sorted((s for s in scopes if s[0] <= i <= s[1]), key=lambda s: s[1] - s[0])  # innermost first
+        read_at = ((_named_release(lines, i, comment_col, releases) if comment_col is not None else None)
+                   or next((s[2] for s in inner if s[2]), None) or releases[0])
+        until = next((s[3] for s in inner if s[3]), None)
+        for m in CITED.finditer(words):
             for a, b in _ranges(m["ranges"]):
                 out.append({"where": f"{path.name}:{i}", "file": m["file"], "lines": (a, b), "anchor": None,
                             "read_at": read_at, "until": until})
@@ -145,9 +152,7 @@ def _named_release(lines: list[str], i: int, col: int, releases: tuple) -> str |
         return hits[-1] if len(hits) == 1 else None
 
     line = lines[i - 1]
-    if "#" not in line[:col]:
-        return None
-    if (r := named(line)) is not None:
+    if (r := named(line[col:])) is not None:
         return r
     j = i - 1
     while j >= 1 and lines[j - 1].lstrip().startswith("#"):
