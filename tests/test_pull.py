@@ -411,3 +411,15 @@ def test_staging_left_by_a_killed_pull_goes_even_when_nothing_is_downloaded(db, 
     code, out, err = pull(dest, hub, monkeypatch)
     assert code == 0 and json.loads(out)["status"] == "unchanged", err
     assert not left.exists()
+
+
+@pytest.mark.parametrize("kind", ["gzip_bomb", "endless"])
+def test_a_dataset_info_answer_past_its_cap_is_one_line_and_the_old_catalog_kept(db, hub, monkeypatch, tmp_path,
+                                                                                 kind):
+    from indexer.hub.guard import MAX_ANSWER_BYTES
+
+    dest, before = _two_versions(db, hub, monkeypatch, tmp_path)
+    hub.add_fault("GET", rf"^/api/datasets/{REPO}", kind=kind, size=2 * MAX_ANSWER_BYTES, times=None)
+    code, out, err = pull(dest, hub, monkeypatch)
+    assert code == 1 and err.count("\n") == 1 and f"{MAX_ANSWER_BYTES}-byte cap" in err, err
+    assert sha256(dest) == before and _answers(dest)
