@@ -67,7 +67,8 @@ def import_graph() -> dict[str, set[tuple[str, bool]]]:
             else:
                 continue
             for name in names:
-                if name in mods and name != mod:
+                # A module's own packages are imported before it (``from . import x`` names one): no edge.
+                if name in mods and name != mod and not mod.startswith(name + "."):
                     graph[mod].add((name, id(node) in top))
     return graph
 
