@@ -64,11 +64,14 @@ def import_graph() -> dict[str, set[tuple[str, bool]]]:
                 else:
                     base = node.module or ""
                 names = [base] + [f"{base}.{a.name}" for a in node.names]
+                if names[1:] and all(n in mods for n in names[1:]) and mod.startswith(base + "."):
+                    # ``from . import submodule`` of the module's own package, imported before it: no edge to
+                    # the package (a name defined in the package's __init__ still is one)
+                    names = names[1:]
             else:
                 continue
             for name in names:
-                # A module's own packages are imported before it (``from . import x`` names one): no edge.
-                if name in mods and name != mod and not mod.startswith(name + "."):
+                if name in mods and name != mod:
                     graph[mod].add((name, id(node) in top))
     return graph
 
