@@ -75,6 +75,18 @@ def _build(name: str, setup) -> Path:
     return final / "bin" / "python"
 
 
+def torch_site() -> Path:
+    """The site-packages of the torch venv (built once; skips the test when no torch file is on this machine), to
+    add to another interpreter's path (``site.addsitedir``)."""
+    python = ROOT / f"torch-{TORCH}" / "bin" / "python"
+    if not (python.parent.parent / BUILT).is_file():
+        if not torch_file_available():
+            pytest.skip(f"no torch {TORCH} file on this machine (pip install torch==2.13.0 would download a CUDA "
+                        "build)")
+        python = _build(f"torch-{TORCH}", lambda v: _pip(v / "bin" / "python", f"torch=={TORCH}"))
+    return _site_packages(python.parent.parent)
+
+
 def engine_venv(engine: str, version: str) -> Path:
     """The python of a venv with torch and ``engine==version`` (transformers only, for now)."""
     if engine != "transformers":

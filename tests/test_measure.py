@@ -133,3 +133,59 @@ def test_prometheus_sums_label_sets_and_ignores_longer_names():
     text = ('# TYPE a_total counter\na_total{engine="0"} 3\na_total{engine="1"} 4.5\na_total_other 100\n'
             'b_sum 2\n')
     assert prometheus(text, "a_total") == 7.5 and prometheus(text, "b_sum") == 2 and prometheus(text, "c") is None
+
+
+# ---- transformers, run for real on CPU ---------------------------------------------------------------------------
+
+TINY = """
+import site, sys
+site.addsitedir(sys.argv[1])
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+for path, seed in zip(sys.argv[2::2], sys.argv[3::2]):
+    config = AutoConfig.from_pretrained(path)
+    config.update(dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=False))
+    torch.manual_seed(int(seed))
+    AutoModelForCausalLM.from_config(config).save_pretrained(path)
+"""
+
+
+def _indexer_with_torch(site: str, *args: str):
+    import subprocess
+    import sys
+
+    code = (f"import site, sys; site.addsitedir({site!r}); sys.argv = ['indexer', *{list(args)!r}]; "
+            "from indexer.cli import main; main()")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+
+
+def test_transformers_runs_the_pair_here_and_an_identical_draft_accepts_everything(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from enginevenv import torch_site
+    from tokfactory import make_text_model
+
+    site = str(torch_site())
+    target, other = make_text_model(tmp_path / "target"), make_text_model(tmp_path / "other")
+    built = subprocess.run([sys.executable, "-c", TINY, site, str(target), "1", str(other), "2"],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-2000:]
+    same = tmp_path / "same"
+    shutil.copytree(target, same)  # the very weights of the target
+    db = str(tmp_path / "cat.db")
+    runs = {}
+    for name, draft in (("same", same), ("other", other)):
+        r = _indexer_with_torch(site, "measure", str(target), str(draft), "--engine", "transformers", "--task",
+                                "code", "--max-tokens", "12", "--draft-tokens", "3", "--hardware", "cpu",
+                                "--db", db, "--json")
+        assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
+        runs[name] = json.loads(r.stdout)["measured"]
+    m = runs["same"]
+    assert m["acceptance"] == 1.0 and m["drafted"] == m["accepted"] > 0 and m["same_text"] is True
+    assert m["draft_tokens"] == 3 and m["tok_s"] > 0 and m["tok_s_baseline"] > 0 and m["engine_version"]
+    o = runs["other"]
+    assert o["same_text"] is True  # greedy verification: the target's own text, whatever the draft proposes
+    assert o["acceptance"] < 1.0
