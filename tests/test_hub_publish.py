@@ -64,7 +64,8 @@ def test_one_commit_holds_snapshot_tokens_manifest_parquet_and_card(db, hub, mon
     assert done["status"] == "published" and hub.counts["commits"] == 1
     files = remote_files(hub)
     assert {"catalog.sqlite", "tokens.tar", "manifest.json", "README.md", "data/repos.parquet",
-            "data/tokenizers.parquet", "data/classes.parquet", "data/drafts.parquet", ".gitattributes"} == set(files)
+            "data/tokenizers.parquet", "data/classes.parquet", "data/drafts.parquet", "data/measurements.parquet",
+            ".gitattributes"} == set(files)
     # the server chose LFS for the binary files, regular for the text ones, and tracked the new LFS path
     assert files["catalog.sqlite"].lfs and files["tokens.tar"].lfs and files["data/repos.parquet"].lfs
     assert not files["manifest.json"].lfs and not files["README.md"].lfs
@@ -111,7 +112,8 @@ def test_one_commit_holds_snapshot_tokens_manifest_parquet_and_card(db, hub, mon
     meta = yaml.safe_load(card.split("---\n")[1])
     assert meta["license"] and "speculative-decoding" in meta["tags"]
     assert {c["data_files"] for c in meta["configs"]} == {"data/repos.parquet", "data/tokenizers.parquet",
-                                                          "data/drafts.parquet", "data/classes.parquet"}
+                                                          "data/drafts.parquet", "data/classes.parquet",
+                                                          "data/measurements.parquet"}
     assert all(c["data_files"] in files for c in meta["configs"])
     # the token is never written: not in any published file, nor in the catalog
     for fe in files.values():

@@ -29,7 +29,8 @@ class Options:
     """The user's speed question: devices, task, quantization overrides and a fixed draft-token count."""
 
     def __init__(self, hardware: str | None = None, bandwidth: float | None = None, task: str = model.DEFAULT_TASK,
-                 target_quant: str | None = None, draft_quant: str | None = None, draft_tokens: int | None = None):
+                 target_quant: str | None = None, draft_quant: str | None = None, draft_tokens: int | None = None,
+                 measured: bool = True):
         device = hw.lookup(hardware) if hardware else None
         if bandwidth is not None:
             device = hw.custom(bandwidth, device)
@@ -42,6 +43,7 @@ class Options:
         self.target_quant = quant.lookup(target_quant) if target_quant else None
         self.draft_quant = quant.lookup(draft_quant) if draft_quant else None
         self.draft_tokens = draft_tokens
+        self.measured = measured  # the pair's measurements (indexer measure) take the acceptance prior's place
 
     def devices_for(self, engine: str) -> list[hw.Hardware]:
         """The device asked for, else the reference devices this engine runs on."""
@@ -138,12 +140,12 @@ def _quant_for(declared: quant.Quant | None, override: quant.Quant | None, defau
 
 
 def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.0, *,
-             first_only: bool = False) -> list[dict]:
+             first_only: bool = False, measured: tuple[float, float] | None = None) -> list[dict]:
     """One estimate per device for a pair that runs on ``engine`` (its ``speedup`` JSON objects); ``first_only``:
-    the first device's (a query ranks on it)."""
+    the first device's (a query ranks on it); ``measured``: the pair's measured (α, runs) on the task."""
 
     def one(setup: model.Setup, ts: model.Shape, ds: model.Shape) -> model.Estimate:
-        return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement)
+        return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement, measured=measured)
 
     return _per_device(engine, t, d, opts, one, first_only)
 
@@ -284,10 +286,19 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         if verdict["outcome"] not in RUNS or ENGINES[name].speed is None:
             verdict["speedup"], verdict["speedups"] = None, []
             continue
-        figures = estimate(name, t, d, opts, share)
+        figures = estimate(name, t, d, opts, share, measured=measured_alpha(measured, opts) if opts.measured else None)
         verdict["speedups"] = figures
         verdict["speedup"] = figures[0] if figures else None
     return result
+
+
+def measured_alpha(found: list[dict], opts: Options) -> tuple[float, float] | None:
+    """The pair's measured acceptance on the task asked for, over every engine's calibration-grade measurements,
+    each weighing its runs: (α, runs), or None. Acceptance belongs to the pair and the text, not to the device."""
+    rows = [(r["acceptance"], r["runs"]) for r in found
+            if r["task"] == opts.task and r["acceptance"] is not None and r["calibration"]]
+    runs = sum(n for _, n in rows)
+    return (sum(a * n for a, n in rows) / runs, runs) if runs else None
 
 
 def _measured(found: list[dict], engine: str, opts: Options) -> dict | None:

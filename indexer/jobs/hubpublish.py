@@ -9,7 +9,7 @@ The commit holds, under fixed names (docs/hub-upload.md §2.6: a dated name woul
   the same;
 * ``manifest.json``: indexer version, schema revision, ``created_at``, table counts, each file's sha256 and size,
   ``data_as_of`` and the per-scope high-water marks (``catalog/snapshot.py``);
-* ``data/{drafts,repos,tokenizers,classes}.parquet`` for the dataset viewer (``drafts``: the ranked drafts
+* ``data/{drafts,repos,tokenizers,classes,measurements}.parquet`` for the dataset viewer (``drafts``: the ranked drafts
   ``indexer query`` gives the most downloaded targets on each engine), and ``README.md``, the dataset card.
 
 Failures: nothing changed (the snapshot and token store hash as published): no commit. The remote moved (412):
@@ -65,6 +65,18 @@ PARQUET = {
                 " FROM repo_classes rc JOIN repos r ON r.id = rc.repo_pk ORDER BY rc.engine, rc.class_id, r.repo_id",
                 [("engine", "string"), ("class_id", "int64"), ("repo_id", "string"), ("params", "int64"),
                  ("downloads", "int64"), ("is_chat", "bool"), ("gated", "bool")]),
+    "measurements": ("data/measurements.parquet",
+                     "SELECT target, draft, engine, engine_version, hardware, target_quant, draft_quant, task,"
+                     " draft_tokens, acceptance, drafted, accepted, rounds, tokens, tok_s, tok_s_baseline, speedup,"
+                     " estimate, runs, calibration, measured_at, tool_version FROM measurements"
+                     " ORDER BY measured_at, id",
+                     [("target", "string"), ("draft", "string"), ("engine", "string"), ("engine_version", "string"),
+                      ("hardware", "string"), ("target_quant", "string"), ("draft_quant", "string"),
+                      ("task", "string"), ("draft_tokens", "int64"), ("acceptance", "float64"),
+                      ("drafted", "int64"), ("accepted", "int64"), ("rounds", "int64"), ("tokens", "int64"),
+                      ("tok_s", "float64"), ("tok_s_baseline", "float64"), ("speedup", "float64"),
+                      ("estimate", "float64"), ("runs", "int64"), ("calibration", "bool"),
+                      ("measured_at", "string"), ("tool_version", "string")]),
 }
 # ``drafts``: what ``indexer query --target T --engine E`` answers, for the most downloaded targets (one answer API:
 # no second copy of the ranking in SQL).
@@ -86,12 +98,17 @@ def export_parquet(snapshot: Path, out_dir: Path, answers_db: str | None = None)
     rows_out = {}
     con = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
     try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         for name, (rel, sql, cols) in PARQUET.items():
-            schema = pa.schema([(c, {"string": pa.string, "int64": pa.int64, "bool": pa.bool_}[t]()) for c, t in cols])
+            schema = _schema(cols)
             dest = out_dir / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             n = 0
             with pq.ParquetWriter(dest, schema) as writer:
+                if name not in tables and name == "measurements":  # a catalog from before migration 0011
+                    writer.write_table(schema.empty_table())
+                    rows_out[name] = 0
+                    continue
                 cur = con.execute(sql)
                 while batch := cur.fetchmany(BATCH):
                     columns = list(zip(*batch, strict=True))
@@ -193,7 +210,10 @@ def card(repo_id: str, manifest: dict) -> str:
             "`indexer query --target ORG/MODEL`. `catalog.sqlite` is the SQLite catalog (sha256 in "
             "`manifest.json`), `tokens.tar` the token store `check` reads, `data/*.parquet` the tables shown "
             "above: `drafts` is what `indexer query` answers for the most downloaded targets on each engine, "
-            "`classes` each engine's compatibility classes (a target's drafts share its class).\n")
+            "`classes` each engine's compatibility classes (a target's drafts share its class), `measurements` what "
+            "`indexer measure` read from running engines: acceptance and decode speed with and without the draft, "
+            "per pair, engine release, device and task, beside the estimate at the time (rows with `calibration` "
+            "false name no device or release and are never used to calibrate).\n")
 
 
 def build(db: str | None, out: Path) -> dict:

@@ -129,6 +129,36 @@ def check_staged(staged: Path) -> dict:
     return out
 
 
+def keep_measurements(old: Path, staged: Path) -> int:
+    """Copy into the staged snapshot the local catalog's measurements (``indexer measure``) it lacks: a pull brings
+    the published ones and never loses those made here. A row is the same when its pair, engine, device, task and
+    time are. Returns how many were kept."""
+    from ..catalog.measurements import COLUMNS
+
+    if not old.exists():
+        return 0
+    con = sqlite3.connect(staged.resolve().as_uri(), uri=True)
+    try:
+        con.execute("ATTACH DATABASE ? AS old", (old.resolve().as_uri() + "?mode=ro",))
+        have = {r[0] for r in con.execute("SELECT name FROM old.sqlite_master WHERE type = 'table'")}
+        mine = {r[0] for r in con.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+        if "measurements" not in have or "measurements" not in mine:
+            return 0
+        cols = ", ".join(COLUMNS)
+        missing = ("FROM old.measurements o WHERE NOT EXISTS (SELECT 1 FROM main.measurements m WHERE m.target = "
+                   "o.target AND m.draft = o.draft AND m.engine = o.engine AND m.task = o.task AND m.measured_at = "
+                   "o.measured_at AND COALESCE(m.hardware, '') = COALESCE(o.hardware, ''))")
+        if not con.execute(f"SELECT COUNT(*) {missing}").fetchone()[0]:
+            return 0  # the staged file stays byte for byte the published one
+        n = con.execute(f"INSERT INTO main.measurements ({cols}) SELECT {cols} {missing} ORDER BY o.id").rowcount
+        con.commit()
+        return n
+    except sqlite3.DatabaseError:
+        return 0  # an old file that is no catalog: nothing to keep
+    finally:
+        con.close()
+
+
 def _journal_delete(path: Path) -> None:
     """Settle a SQLite file into one self-contained file: a hot journal rolled back, a WAL checkpointed and
     removed (``journal_mode=DELETE``). A stale ``-wal`` or ``-journal`` left beside a replaced file would be
@@ -268,6 +298,7 @@ def _swap_in(hub, info, path: Path, staging: Path, snap, toks, token_root: Path,
         result["downloaded_bytes"] += toks.lfs.size
         result["token_files"] = merge_tokens(tar, token_root)
     if staged is not None:
+        result["kept_measurements"] = keep_measurements(path, staged)
         if path.exists():
             try:
                 _journal_delete(path)

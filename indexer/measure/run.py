@@ -162,7 +162,8 @@ def estimate(target: str, draft: str, engine: str, *, hardware: str | None, task
             return None  # a quantization the server names that we do not know: the engine's default then
 
     try:
-        opts = Options(hardware, None, task, known(target_quant), known(draft_quant), draft_tokens)
+        # the estimate as it was before any measurement: the comparison is of the model, not of the data fed back
+        opts = Options(hardware, None, task, known(target_quant), known(draft_quant), draft_tokens, measured=False)
         checked = check_pair(target, draft, db=db)
         add_to_check(checked, target, draft, db, opts)
     except IndexerError as e:

@@ -286,12 +286,27 @@ def acceptance(draft_params: int, relation: str, task: str, target_quant: Quant,
     return tuple(_sigmoid(v) * agreement for v in (x, x - spread, x + spread))
 
 
+def with_measured(alphas: tuple[float, float, float], measured: float, runs: float,
+                  cal: dict = CALIBRATION) -> tuple[float, float, float]:
+    """The prior (α, low, high) and a measured α of the pair (``indexer measure``) over ``runs`` runs, weighed in
+    logits as one run against ``runs``: a few runs move it, many replace it; the range narrows as 1/√(1 + runs)."""
+    n = max(float(runs), 0.0)
+    x = (_logit(alphas[0]) + n * _logit(measured)) / (1 + n)
+    spread = cal["accept"]["spread"] / math.sqrt(1 + n)
+    return _sigmoid(x), _sigmoid(x - spread), _sigmoid(x + spread)
+
+
 def estimate(target: Shape, draft: Shape, setup: Setup, *, relation: str, agreement: float = 1.0,
-             cal: dict = CALIBRATION) -> Estimate:
-    """The expected speed-up of ``draft`` for ``target`` on ``setup`` with its range and reasons."""
+             cal: dict = CALIBRATION, measured: tuple[float, float] | None = None) -> Estimate:
+    """The expected speed-up of ``draft`` for ``target`` on ``setup`` with its range and reasons; ``measured``:
+    the pair's measured (α, runs) on this task, which takes the prior's place as runs add up."""
     alphas = acceptance(draft.params, relation, setup.task, setup.target_quant, setup.draft_quant, agreement, cal)
+    kind = f"{relation} draft"
+    if measured is not None:
+        alphas = with_measured(alphas, *measured, cal)
+        kind += f", measured {measured[0]:.2f} over {measured[1]:g} run{'' if measured[1] == 1 else 's'}"
     passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
-    return _estimate(alphas, passes, setup, cal, f"{relation} draft")
+    return _estimate(alphas, passes, setup, cal, kind)
 
 
 def _estimate(alphas: tuple[float, float, float], passes: tuple, setup: Setup, cal: dict, kind: str) -> Estimate:
