@@ -11,7 +11,7 @@ DraftFinder and Leviathan are computed on the same rows in the same run (they ne
 model's estimated acceptance, so the comparison is of the cost model). Prints the figures and PASS/FAIL against the
 targets of issue 28. ``--fit`` prints a calibration on every row (the values of model.CALIBRATION).
 
-    python benchmarks/speedup.py [--fit] [--iterations N]
+    python benchmarks/speedup.py [--fit [--write]] [--iterations N] [--catalog DB]
 """
 
 from __future__ import annotations
@@ -92,11 +92,20 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="with --fit: write it into indexer/speed/model.py")
     ap.add_argument("--iterations", type=int, default=800)
     ap.add_argument("--measurements", type=Path, default=MEASUREMENTS)
+    ap.add_argument("--catalog", metavar="DB",
+                    help="also the catalog's measurements (indexer measure) that name a device and a release: they "
+                         "refine the factors of the devices and runtimes they ran on (one source, 'indexer measure')")
     args = ap.parse_args()
     if not args.measurements.exists():
         print(f"error: {args.measurements} is absent (the shared measurements sit beside the checkout)")
         return 2
     cases = cal.load_cases(args.measurements, SHAPES, relation_of)
+    if args.catalog:
+        from indexer.measure.calibration import cases as measured_cases
+
+        added = measured_cases(args.catalog)
+        print(f"{len(added)} measurements from {args.catalog}")
+        cases += added
     if args.fit:
         fitted = cal.calibrate(cases, model.PRIORS, args.iterations)
         pprint.pprint(fitted, width=118, sort_dicts=False)

@@ -253,3 +253,21 @@ def test_published_measurements_are_pulled_back_unchanged_and_local_ones_kept(db
         assert json.loads(out)["kept_measurements"] == 1
         got = _measurements(dest)
         assert got[:3] == _measurements(db) and got[3] == local and len(got) == 4
+
+
+def test_measurements_that_name_device_and_release_refine_that_devices_factors(db):
+    from indexer.measure.calibration import cases
+    from indexer.speed import calibrate, model
+    from indexer.speed.hardware import APPLE, NVIDIA
+
+    measure(db, "llama.cpp")  # M4 Max, release reported, a baseline: calibration grade
+    measure(db, "vllm", hardware="")  # no device: kept, never used to calibrate
+    measure(db, "llama.cpp", baseline=False)  # no speed-up to fit
+    found = cases(db)
+    assert len(found) == 1
+    c = found[0]
+    assert (c.hardware, c.setup.runtime, c.speedup, c.alpha) == ("M4 Max", model.GGML, 1.667, 0.7)
+    fitted = calibrate.calibrate(found, model.PRIORS, 200)
+    key = (model.GGML, APPLE)
+    assert (fitted["tau"][key], fitted["overhead"][key]) != (model.PRIORS["tau"][key], model.PRIORS["overhead"][key])
+    assert fitted["tau"][(model.SERVING, NVIDIA)] == model.PRIORS["tau"][(model.SERVING, NVIDIA)]
