@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -16,6 +17,7 @@ from indexer import engines as registry
 from indexer.answer.sides import side_from_dir
 from indexer.cli import cli
 from indexer.engines.rules import check_pair
+from indexer.engines.setup import HF, MLX, Source, plain, text
 from indexer.resources import METADATA_PATH
 
 LAYERS = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
@@ -97,7 +99,7 @@ def test_each_entry_is_complete():
         assert e.sources and all(re.search(r"\.(py|cpp|go)(:\d+)?", ref) for ref in e.sources.values()), name
         assert e.words[registry.WORKS] and e.words.get(registry.REFUSED), name
         assert registry.USELESS in e.words or registry.NO_SPECULATION in e.words, name
-        cmd = e.launch("org/Target-7B", "org/Draft-0.5B")
+        cmd = text(e.launch(plain(name, e.release, "org/Target-7B", "org/Draft-0.5B")))
         assert "Target-7B" in cmd and "Draft-0.5B" in cmd, name
         assert e.class_key in (("gguf_sig",), ()) or e.class_key[1] == "tok", name
         assert bool(e.class_key) != bool(e.refuses_drafts), name  # no classes exactly when no draft model runs
@@ -303,26 +305,35 @@ def test_gguf_buckets_meet_for_every_passing_size_difference():
 # ---------------------------------------------------------------- launch commands and the CLI
 
 
+def _launch(engine: str, t: str, d: str, **setup) -> str:
+    e = registry.ENGINES[engine]
+    return text(e.launch(replace(plain(engine, e.release, t, d), **setup)))
+
+
 def test_launch_commands_use_current_syntax():
-    e = registry.ENGINES
-    llama = e["llama.cpp"].launch("org/T", "org/D")
-    assert llama.endswith("llama-server -m T.gguf -md D.gguf --spec-type draft-simple") and "#" not in llama
-    # A GGUF repo has no HF weights to convert: it is served from the Hub; the Copy button copies one command.
-    gguf = e["llama.cpp"].launch("acme/Big-7B-GGUF", "org/D")
-    assert gguf == ("python convert_hf_to_gguf.py D --outfile D.gguf && "
-                    "llama-server -hf acme/Big-7B-GGUF -md D.gguf --spec-type draft-simple")
-    both = e["llama.cpp"].launch("acme/T-GGUF", "acme/D-gguf")
-    assert both == "llama-server -hf acme/T-GGUF -hfd acme/D-gguf --spec-type draft-simple"
-    assert "-m org/T" not in llama and "-md org/D" not in llama
-    assert "--speculative-algorithm STANDALONE --speculative-draft-model-path org/D" in e["sglang"].launch("org/T",
-                                                                                                         "org/D")
-    vllm = e["vllm"].launch("org/T", "org/D")
+    # An HF side is downloaded, converted and quantized to the quantization it runs at, each step runnable.
+    llama = _launch("llama.cpp", "org/T", "org/D", target=Source("org/T", HF, "Q4_K_M"),
+                    draft=Source("org/D", HF, "Q8_0"), draft_tokens=3)
+    assert llama == ("hf download org/T --local-dir T && python convert_hf_to_gguf.py T --outfile T-F16.gguf "
+                     "--outtype f16 && llama-quantize T-F16.gguf T-Q4_K_M.gguf Q4_K_M && hf download org/D "
+                     "--local-dir D && python convert_hf_to_gguf.py D --outfile D-Q8_0.gguf --outtype q8_0 && "
+                     "llama-server -m T-Q4_K_M.gguf -md D-Q8_0.gguf --spec-type draft-simple --spec-draft-n-max 3")
+    # A GGUF repo has no HF weights to convert: it is served from the Hub by its tag.
+    both = _launch("llama.cpp", "acme/T-GGUF:Q4_K_M", "acme/D-gguf:Q8_0")
+    assert both == "llama-server -hf acme/T-GGUF:Q4_K_M -hfd acme/D-gguf:Q8_0 --spec-type draft-simple"
+    assert "--draft-max" not in llama  # removed at 0c1e57098 (common/arg.cpp:4386-4391)
+    assert "--speculative-algorithm STANDALONE --speculative-draft-model-path org/D" in _launch("sglang", "org/T",
+                                                                                              "org/D")
+    vllm = _launch("vllm", "org/T", "org/D")
     cfg = json.loads(vllm.split("--speculative-config ", 1)[1].strip("'"))
     assert vllm.startswith("vllm serve org/T") and cfg["method"] == "draft_model" and cfg["model"] == "org/D"
-    assert "--draft-model org/D" in e["mlx"].launch("org/T", "org/D")
-    assert "lms.llm('org/T')" in e["lmstudio"].launch("org/T", "org/D")
-    assert "config={'draftModel': 'org/D'}" in e["lmstudio"].launch("org/T", "org/D")
-    assert "assistant_model=assistant" in e["transformers"].launch("org/T", "org/D")
+    assert "--draft-model org/D" in _launch("mlx", "org/T", "org/D")
+    mlx = _launch("mlx", "org/T", "org/D", target=Source("org/T", HF, "4bit"), draft=Source("org/D", MLX, "4bit"))
+    assert mlx.startswith("mlx_lm.convert --hf-path org/T -q --q-bits 4 --mlx-path T-4bit && ")
+    assert "--model T-4bit --draft-model org/D" in mlx
+    assert "lms.llm('org/T')" in _launch("lmstudio", "org/T", "org/D")
+    assert "config={'draftModel': 'org/D'}" in _launch("lmstudio", "org/T", "org/D")
+    assert "assistant_model=assistant" in _launch("transformers", "org/T", "org/D")
 
 
 def test_check_json_and_engine_exit_status(tmp_path):

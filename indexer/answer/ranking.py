@@ -31,10 +31,12 @@ RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
 
 
 def launch(engine: str, target: str, draft: str, draft_tokens: int | None = None) -> str:
-    """The engine's launch command, from the registry (with the speed model's draft length, when it has one)."""
-    if draft_tokens and registry.ENGINES[engine].speed is not None:
-        return registry.ENGINES[engine].launch(target, draft, draft_tokens=draft_tokens)
-    return registry.ENGINES[engine].launch(target, draft)
+    """The engine's launch command for two sides known by name (as stored; ``draft_tokens``: per round), as one
+    shell line. An answer's commands come from its setups (answer/setup.py), estimated and printed alike."""
+    from ..engines.setup import plain, text
+
+    entry = registry.ENGINES[engine]
+    return text(entry.launch(plain(engine, entry.release, target, draft, draft_tokens)))
 
 
 # The suffixes quants and copies add to a name (-GGUF, -AWQ, -4bit, -Q4_K_M, ...).
@@ -410,9 +412,7 @@ class Query:
         entries = [self._entry(r) for r in rows]
         for e, r in zip(entries, rows):
             e["speedup"] = self._speedup(r, e)
-            if (e["speedup"] or {}).get("draft_tokens"):
-                e["launch"] = launch(self.engine, self.target.gguf_file or self.t["repo_id"], self._launch_name(r),
-                                     e["speedup"]["draft_tokens"])
+            self._launch(e, r)
         order = {id(e): i for i, e in enumerate(entries)}
 
         def key(e):
@@ -437,18 +437,46 @@ class Query:
         return None
 
     def _speed_facts(self) -> dict:
+        """The target's speed facts, with where it can come from: a local GGUF file or directory as it is, a
+        catalog repo or one of its copies (answer/setup.py) where the engine would load a copy or convert."""
         if self._target_speed is None:
             from .speedup import catalog_facts
 
-            facts = catalog_facts(self.cat, self.t["repo_id"]) if self.t.get("pk", -1) != -1 else {}
+            if self.target.gguf_file:
+                from ..gguf.file import read_gguf
+                from .speedup import gguf_facts
+
+                try:
+                    file_type = read_gguf(self.target.gguf_file).file_type
+                except Exception:  # noqa: BLE001 - resolve_target read it already; unreadable now: no type
+                    file_type = None
+                facts = gguf_facts(self.target.gguf_file, file_type)
+                self._target_speed = {**facts, "family": self.t.get("family"), "author": self.t.get("author")}
+                return self._target_speed
+            local = self.t.get("pk", -1) == -1
+            facts = catalog_facts(self.cat, self.t["repo_id"]) if not local else {}
             if not facts.get("shape") and self.t["params"]:
                 from ..speed.model import Shape
 
                 facts = {"shape": Shape(params=int(self.t["params"]), active=self.t.get("params_active")),
-                         "quant": None, "bases": []}
+                         "quant": facts.get("quant"), "bases": [], "kind": facts.get("kind"), "tag": facts.get("tag")}
             facts.update({"family": self.t.get("family"), "author": self.t.get("author"), "repo_id": self.t["repo_id"]})
+            if local:
+                facts["kind"] = "dir"
+            elif self._wants_copies():
+                from .setup import copies
+
+                facts["copies"] = copies(self.cat, self.t["pk"], self.t["repo_id"], self.engine)
             self._target_speed = facts
         return self._target_speed
+
+    def _wants_copies(self) -> bool:
+        """Whether a copy of the target could change the setup: the engine loads GGUF or MLX files, or a
+        quantization was asked."""
+        profile = self.entry.speed
+        opts = self.speed
+        return profile is not None and (profile.runtime in ("ggml", "mlx") or profile.gguf is not None or (
+            opts is not None and opts.target_quant is not None))
 
     def _speedup(self, r: dict, e: dict) -> dict | None:
         """The draft's expected speed-up on the first device asked (or the engine's reference device)."""
@@ -461,13 +489,17 @@ class Query:
         opts = self.speed or Options()
         bases = json_value(r.get("base_models")) or []
         speed = (json_value(r.get("arch")) or {}).get("speed")
+        tag = gguf_quant(r.get("gguf"))
         draft = {"shape": shape_from_facts(speed, r.get("params"), r.get("params_active"), r["repo_id"]),
-                 "quant": quant_from_facts(speed, gguf_quant(r.get("gguf"))), "family": r.get("family"),
+                 "quant": quant_from_facts(speed, tag), "kind": "gguf" if tag is not None else "hf", "tag": tag,
+                 "family": r.get("family"),
                  "author": r.get("author"),
                  "bases": bases, "repo_id": r["repo_id"]}
         if self.lineage_id is not None and r.get("lineage_id") == self.lineage_id:
             draft["bases"] = [*bases, self.t["repo_id"]]  # a shared lineage root: siblings
-        figures = estimate(self.engine, self._speed_facts(), draft, opts, agreement_share(e), first_only=True)
+        r["_draft_facts"] = draft
+        figures = estimate(self.engine, self._speed_facts(), draft, opts, agreement_share(e), first_only=True,
+                           release=self.entry.release)
         return figures[0] if figures else None
 
     def has_candidates(self) -> bool:
@@ -516,6 +548,7 @@ class Query:
         out = [self._entry(r, ranked=False) for r in rows]
         for e, r in zip(out, rows):  # marked: never a ranked suggestion, listed here as every repo that works
             e["speedup"] = self._speedup(r, e)
+            self._launch(e, r)
             e["not_a_draft"] = self._copy_of_target(r)
             if e["not_a_draft"]:
                 e["reasons"].insert(1, f"not a draft: {e['not_a_draft']}")
@@ -688,7 +721,8 @@ class Query:
             "ratio": self._ratio(r["params"]),
             "downloads": r["downloads"],
             "reasons": self._reasons(r, ranked),
-            "launch": launch(self.engine, self.target.gguf_file or self.t["repo_id"], self._launch_name(r)),
+            "launch": None,  # the setup's (_launch)
+            "_name": self._launch_name(r),
         }, r)
 
     def _launch_name(self, r: dict) -> str:
@@ -697,8 +731,28 @@ class Query:
             return hub_gguf(self.cat, r["pk"], r["repo_id"]) or r["repo_id"]
         return r["repo_id"]
 
+    def _launch(self, e: dict, r: dict) -> None:
+        """The entry's ``setup`` and ``launch``: the estimated setup's (speedup.py), moved out of its ``speedup``;
+        where the device asked runs no such engine, the setup on the engine's own devices; an engine without a
+        speed model launches the pair by name."""
+        s = e.get("speedup") or {}
+        if "launch" in s:
+            e["setup"], e["launch"] = s.pop("setup"), s.pop("launch")
+        elif self.entry.speed is not None and "_draft_facts" in r:
+            from .setup import choose
+            from .speedup import with_launch
+
+            chosen = choose(self.engine, self.entry.release, self.entry.speed, None, self._speed_facts(),
+                            r["_draft_facts"], self.speed)
+            e.update(with_launch(chosen))
+        else:
+            e["setup"] = None
+            e["launch"] = launch(self.engine, self.target.gguf_file or self.t["repo_id"], e["_name"])
+        e.pop("_name", None)
+
     def _miss(self, r: dict, outcome: str, check: str, reason: str, fix: str | None) -> dict:
         e = self._entry(r)
+        e.pop("_name")
         e.pop("launch")
         e.pop("demoted")
         e["reasons"] = e["reasons"][1:]

@@ -146,9 +146,9 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
         if not all_members and speed.get("slower"):
             lines.append(f"no draft is expected to pay on {speed['hardware']}: every estimate is below 1.0×, so "
                          "serving without speculation is faster (or try another --hardware, --quant, --task); "
-                         f"the likeliest draft would launch as:\n  {drafts[0]['launch']}")
+                         f"the likeliest draft would launch as:\n  {launch_lines(drafts[0])}")
         elif not all_members:
-            lines.append(f"launch with the best draft:\n  {drafts[0]['launch']}")
+            lines.append(f"launch with the best draft:\n  {launch_lines(drafts[0])}")
     if result["near_misses"]:
         lines.append("near misses (one check fails):")
         for m in result["near_misses"]:
@@ -326,6 +326,12 @@ def measured_words(m: dict, estimate: float | None = None) -> str:
             is not None else "measured, without a speed-up or an acceptance")
     est = f"; estimated {estimate:.1f}×" if estimate is not None else ""
     return f"{head}{where} ({runs}, {m['task']}){est}"
+
+
+def launch_lines(entry: dict) -> str:
+    """An entry's launch command, its steps one per line (a download, a conversion, then the engine)."""
+    steps = (entry.get("setup") or {}).get("steps")
+    return "\n  ".join(steps) if steps else entry["launch"]
 
 
 def speed_line(speedups: list[dict]) -> str:

@@ -7,20 +7,15 @@ shape from config.json or the Hub's parameter count, its declared quantization, 
 
 from __future__ import annotations
 
-import re
+from dataclasses import replace
 
 from ..engines import ENGINES
+from ..engines.setup import DIR, FILE, GGUF, HF, text
 from ..speed import hardware as hw
 from ..speed import model, quant
 from ..speed.facts import quant_from_facts, shape_from_facts
+from .setup import RUNTIME_FAMILIES, choose, gguf_quant
 
-# Which kernel families each runtime loads, to tell whether a repo's own quantization applies on an engine.
-RUNTIME_FAMILIES = {
-    model.GGML: quant.GGUF_FAMILIES,
-    model.MLX: (quant.FLOAT, quant.AFFINE),
-    model.SERVING: (quant.FLOAT, quant.FP8, quant.INT4),
-    model.EAGER: (quant.FLOAT, quant.FP8, quant.INT4),
-}
 DEFAULT_HARDWARE = {  # the reference device an engine's drafts are ranked on when no --hardware is given
     model.SERVING: "H100 SXM", model.EAGER: "RTX 4090", model.GGML: "RTX 4090", model.MLX: "M4 Max"}
 
@@ -68,23 +63,10 @@ def catalog_facts(cat, repo_id: str) -> dict:
         return {}
     params, estimate, active, family, author, bases, rid, arch, gguf = row
     speed = (json_value(arch) or {}).get("speed") if arch else None
-    return {"shape": shape_from_facts(speed, params or estimate, active, rid), "gguf": gguf_quant(gguf) is not None,
-            "quant": quant_from_facts(speed, gguf_quant(gguf)),
+    tag = gguf_quant(gguf)
+    return {"shape": shape_from_facts(speed, params or estimate, active, rid), "gguf": tag is not None,
+            "quant": quant_from_facts(speed, tag), "kind": GGUF if tag is not None else HF, "tag": tag,
             "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
-
-
-_QUANT = re.compile(r'"quant": "([^"]+)"')  # json.dumps's spelling of the key, as the crawl wrote it
-
-
-def gguf_quant(gguf) -> str | None:
-    """The file type of the GGUF file a GGUF repo's header was read from (what llama-server -hf REPO:QUANT runs).
-    Stored as JSON text (SQLite): read by a pattern, not parsed (the facts hold a whole token summary)."""
-    if isinstance(gguf, dict):
-        return gguf.get("quant") if gguf.get("source") == "read" else None
-    if not gguf or '"source": "read"' not in gguf:
-        return None
-    m = _QUANT.search(gguf)
-    return m.group(1) if m else None
 
 
 def arch_facts(result: dict, role: str, name: str) -> dict:
@@ -92,7 +74,7 @@ def arch_facts(result: dict, role: str, name: str) -> dict:
     arch = (result.get("details") or {}).get("architecture", {}).get(role) or {}
     speed = arch.get("speed")
     return {"shape": shape_from_facts(speed, None, None, name), "quant": quant_from_facts(speed), "family": None,
-            "author": None, "bases": [], "repo_id": name}
+            "author": None, "bases": [], "repo_id": name, "kind": DIR}
 
 
 def gguf_facts(path: str, file_type: str | None) -> dict:
@@ -111,7 +93,8 @@ def gguf_facts(path: str, file_type: str | None) -> dict:
         shape = model.Shape(params=int(named.total), active=named.active)
     else:
         shape = model.Shape(params=int(size * 8 / q.bpw)) if q and size > 1e7 else None
-    return {"shape": shape, "quant": q, "family": None, "author": None, "bases": [], "repo_id": path, "gguf": True}
+    return {"shape": shape, "quant": q, "family": None, "author": None, "bases": [], "repo_id": path, "gguf": True,
+            "kind": FILE}
 
 
 def relation(t: dict, d: dict) -> str:
@@ -140,14 +123,16 @@ def _quant_for(declared: quant.Quant | None, override: quant.Quant | None, defau
 
 
 def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.0, *,
-             first_only: bool = False, measured: tuple[float, float] | None = None) -> list[dict]:
-    """One estimate per device for a pair that runs on ``engine`` (its ``speedup`` JSON objects); ``first_only``:
-    the first device's (a query ranks on it); ``measured``: the pair's measured (α, runs) on the task."""
+             first_only: bool = False, measured: tuple[float, float] | None = None,
+             release: str | None = None) -> list[dict]:
+    """One estimate per device for a pair that runs on ``engine`` at ``release`` (its ``speedup`` JSON objects,
+    each with the ``setup`` it estimates and its ``launch``); ``first_only``: the first device's (a query ranks on
+    it); ``measured``: the pair's measured (α, runs) on the task."""
 
     def one(setup: model.Setup, ts: model.Shape, ds: model.Shape) -> model.Estimate:
         return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement, measured=measured)
 
-    return _per_device(engine, t, d, opts, one, first_only)
+    return _per_device(engine, t, d, opts, one, first_only, release=release)
 
 
 def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) -> list[dict]:
@@ -173,7 +158,7 @@ def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) 
 
 
 def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: bool, side: str = "draft",
-                draft_tokens: int | None = None, separate: bool = True) -> list[dict]:
+                draft_tokens: int | None = None, separate: bool = True, release: str | None = None) -> list[dict]:
     """``separate``: the drafting side is weights of its own beside the target's (a draft model, a head's file),
     not layers inside the target (MTP). Whether the pair's weights fit one device is said, not used: a weight
     count above the device's memory cannot run there as modelled (the KV cache and the runtime need more still),
@@ -193,12 +178,22 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
             out.append({"hardware": device.name, "estimate": None,
                         "why": f"{ENGINES[engine].display} does not run on {device.kind} devices"})
             continue
+        runs_as = None
+        if side == "draft":  # the setup the command runs: its quantizations are the estimate's
+            runs_as = choose(engine, release, profile, device, t, d, opts, draft_tokens)
         if ts is None or ds is None:
             which = "target" if ts is None else side
             out.append({"hardware": device.name, "estimate": None, "why": f"speed-up unknown: no size for the {which}"})
+            if runs_as is not None:
+                out[-1].update(with_launch(runs_as))
             continue
-        tq = _quant_for(t.get("quant"), opts.target_quant, profile.target_quant, profile.runtime)
-        dq = _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime)
+        if runs_as is not None:
+            families = RUNTIME_FAMILIES[profile.runtime]
+            tq, dq = (quant.for_runtime(quant.lookup(s.quant), families) or quant.lookup(s.quant)
+                      for s in (runs_as.target, runs_as.draft))
+        else:
+            tq = _quant_for(t.get("quant"), opts.target_quant, profile.target_quant, profile.runtime)
+            dq = _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime)
         setup = model.Setup(device, profile.runtime, tq, dq, task=opts.task,
                             max_draft_tokens=profile.max_draft_tokens, draft_tokens=draft_tokens or opts.draft_tokens)
         e = one(setup, ts, ds)
@@ -211,7 +206,16 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
                     "acceptance": e.acceptance, "hardware": device.name, "target_quant": tq.name,
                     "draft_quant": dq.name, "task": opts.task, "slower": e.estimate < 1.0,
                     "target_tok_s": e.target_tok_s, "weights_gb": round(weights, 1), "fits": fits, "why": why})
+        if runs_as is not None:
+            out[-1].update(with_launch(replace(runs_as, draft_tokens=e.draft_tokens)))
     return out
+
+
+def with_launch(setup) -> dict:
+    """A figure's ``setup`` (with its ``steps``) and ``launch`` (the steps as one shell line), from the engine's
+    module: the command runs what was estimated."""
+    steps = ENGINES[setup.engine].launch(setup)
+    return {"setup": {**setup.to_dict(), "steps": steps}, "launch": text(steps)}
 
 
 def words(s: dict) -> str:

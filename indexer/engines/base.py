@@ -127,7 +127,7 @@ class Engine:
     # compute's class key: columns of compute's per-repo table; same key => the pair works (empty: no classes, the
     # engine runs no draft model)
     class_key: tuple[str, ...]
-    launch: Callable[[str, str], str]
+    launch: Callable  # launch(setup.Setup) -> the steps that run it, in order (the last starts the engine)
     # The vocabulary sizes this engine compares, (target, draft): the numbers its fix words use.
     sizes: Callable[[Side, Side], tuple[int | None, int | None]]
     # The one way to change this engine's outcome: fix(outcome, shared=, sizes=, tli=, tli_blocked=) -> words or

@@ -8,6 +8,8 @@ from __future__ import annotations
 from ..gguf import LLAMACPP_COMMIT, NOT_MODELLED
 from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, UNKNOWN, WORKS, Side, SpeedProfile, Verdict, released
+from .flags import convert_outtypes, quantize_types
+from .setup import FILE, GGUF, HF, Setup, Source
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
@@ -162,39 +164,59 @@ def _stem(repo: str) -> str:
     return repo.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _is_gguf_path(name: str) -> bool:
-    return name.lower().endswith(".gguf")
+def _gguf_side(src: Source, release: str, steps: list[str], taken: set[str]) -> tuple[str, str]:
+    """How llama-server takes one side: (``file``, path) or (``hub``, ``REPO:TAG``). A GGUF repo loads by its tag
+    (-hf / -hfd, common/arg.cpp:3059, 3974); an HF repo or directory is made into a GGUF file first, each step
+    runnable: ``hf download`` (huggingface_hub's CLI), ``convert_hf_to_gguf.py`` straight to the quantization when
+    its --outtype has it, else to F16 and then ``llama-quantize`` to the type (tools/quantize/quantize.cpp)."""
+    if src.kind == FILE:
+        return "file", src.repo
+    if src.kind == GGUF:
+        return "hub", f"{src.repo}:{src.tag}" if src.tag else src.repo
+    stem = _stem(src.repo)
+    while stem in taken:  # a target and a draft of one name: two folders
+        stem += "-draft"
+    taken.add(stem)
+    folder = src.repo
+    if src.kind == HF:
+        steps.append(f"hf download {src.repo} --local-dir {stem}")
+        folder = stem
+    quant = src.quant or "F16"
+    if quant.lower() in convert_outtypes(release):
+        out = f"{stem}-{quant}.gguf"
+        steps.append(f"python convert_hf_to_gguf.py {folder} --outfile {out} --outtype {quant.lower()}")
+        return "file", out
+    f16 = f"{stem}-F16.gguf"
+    out = f"{stem}-{quant}.gguf"
+    steps.append(f"python convert_hf_to_gguf.py {folder} --outfile {f16} --outtype f16")
+    steps.append(f"llama-quantize {f16} {out} {quant}")
+    return "file", out
 
 
-def _is_gguf_repo(name: str) -> bool:
-    """``owner/name:QUANT`` (the quant llama-server's -hf picks, common/arg.cpp:3060-3064), or a repo named
-    ``…-GGUF`` by the Hub's convention: GGUF files, no HF weights to convert."""
-    repo = name.split(":", 1)[0]
-    if name.startswith(("/", ".")) or "/" not in repo:
-        return False
-    return ":" in name or "gguf" in repo.lower()
+def makeable(quant: str, release: str = LLAMACPP_COMMIT) -> bool:
+    """Whether the chain can make a GGUF at ``quant``: a type of convert_hf_to_gguf.py's --outtype or of
+    llama-quantize (read from the release's source: engines/data/flags)."""
+    return (quant.lower() in convert_outtypes(release)
+            or quant.upper() in {t.upper() for t in quantize_types(release)})
 
 
-def launch(target: str, draft: str, spec_type: str = "draft-simple", draft_tokens: int | None = None) -> str:
-    """One runnable llama-server command: -m / -md for GGUF files, -hf / -hfd for GGUF repos (common/arg.cpp:3035,
-    3060, 3975, 4241), always with --spec-type (common/arg.cpp:4249, common/speculative.cpp:33-45): draft-simple for
-    a draft model, the head's own type for a GGUF head; HF sides are converted first (convert_hf_to_gguf.py DIR
-    --outfile). ``draft_tokens``: the speed model's draft length, as --draft-max (common/arg.cpp "--draft-max"), with
-    an HF draft converted at Q8_0 (convert_hf_to_gguf.py --outtype q8_0), the draft precision the estimate assumes:
-    an F16 draft costs twice the bytes a step."""
-    steps, args = [], []
-    for flag_file, flag_hub, name in (("-m", "-hf", target), ("-md", "-hfd", draft)):
-        if _is_gguf_path(name):
-            args.append(f"{flag_file} {name}")
-        elif _is_gguf_repo(name):
-            args.append(f"{flag_hub} {name}")
-        else:
-            stem = _stem(name)
-            outtype = " --outtype q8_0" if draft_tokens and name == draft else ""
-            steps.append(f"python convert_hf_to_gguf.py {stem} --outfile {stem}.gguf{outtype}")
-            args.append(f"{flag_file} {stem}.gguf")
-    flags = f" --draft-max {draft_tokens}" if draft_tokens else ""
-    return " && ".join([*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}{flags}"])
+def launch(setup: Setup) -> list[str]:
+    """The steps that run ``setup`` on llama-server: the conversion chain of each HF side (:func:`_gguf_side`), then
+    -m / -md for files, -hf / -hfd for GGUF repos (common/arg.cpp:3034, 3059, 3974, 4240), always with --spec-type
+    (common/arg.cpp:4248, common/speculative.cpp:33-45): draft-simple for a draft model, the head's own type for a
+    GGUF head (``setup.method``, a --spec-type name). The draft tokens per round are --spec-draft-n-max
+    (common/arg.cpp:4139-4148; --draft-max is removed at this commit, arg.cpp:4386-4391)."""
+    steps: list[str] = []
+    taken: set[str] = set()
+    args = []
+    for src, flag_file, flag_hub in ((setup.target, "-m", "-hf"), (setup.draft, "-md", "-hfd")):
+        if src is None:
+            continue
+        how, name = _gguf_side(src, setup.release or LLAMACPP_COMMIT, steps, taken)
+        args.append(f"{flag_file if how == 'file' else flag_hub} {name}")
+    spec_type = setup.method if setup.method.startswith("draft-") else "draft-simple"
+    flags = f" --spec-draft-n-max {setup.draft_tokens}" if setup.draft_tokens else ""
+    return [*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}{flags}"]
 
 
 # ---------------------------------------------------------------- GGUF speculator heads and embedded MTP
@@ -263,7 +285,7 @@ def head_launch(target: str, head: str | None, spec_type: str) -> str:
     """llama-server with the head (-hfd for a Hub repo, -md for a file; none for the target's own MTP layers),
     always with its --spec-type: a -md alone infers no type for EAGLE-3 (common/speculative.cpp:2270-2305)."""
     def flag(name: str, file_flag: str, hub_flag: str) -> str:
-        return f"{file_flag} {name}" if _is_gguf_path(name) else f"{hub_flag} {name}"
+        return f"{file_flag} {name}" if name.lower().endswith(".gguf") else f"{hub_flag} {name}"
 
     parts = [flag(target, "-m", "-hf")] + ([flag(head, "-md", "-hfd")] if head else [])
     return f"llama-server {' '.join(parts)} --spec-type {spec_type}"

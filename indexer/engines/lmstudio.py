@@ -21,6 +21,7 @@ from .base import (
 from .llamacpp import ARCH_RULES as LLAMACPP_ARCH_RULES
 from .llamacpp import rule as llamacpp_rule
 from .mlx import MLX_ARRAYS_CACHE, MLX_ROTATING, MLX_ROTATING_LISTED
+from .setup import Setup
 
 VERSION = "08f0c075"  # mlx-engine
 MLX_LM = "2c008fd0"  # the mlx-lm mlx-engine pins (requirements.txt:29); its checks are mlx-lm d78bf58e's
@@ -70,13 +71,17 @@ def gguf_rule(t: Side, d: Side) -> Verdict:
     return Verdict(v.outcome, ["LM Studio's GGUF engine is llama.cpp", *v.reasons])
 
 
-def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
-    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding);
-    ``draft_tokens``: the prediction config's speculativeDecodingNumDraftTokensExact (lmstudio-python
-    src/lmstudio/_kv_config.py _PREDICTION_CONFIG_KEYS), else LM Studio picks its own."""
-    exact = f", 'speculativeDecodingNumDraftTokensExact': {draft_tokens}" if draft_tokens else ""
-    return (f"python -c \"import lmstudio as lms; print(lms.llm('{target}').respond('...', "
-            f"config={{'draftModel': '{draft}'{exact}}}))\"")
+SDK = "1.5.0"  # lmstudio-python, whose prediction-config keys the command uses (engines/data/flags/lmstudio-1.5.0)
+
+
+def launch(setup: Setup) -> list[str]:
+    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding): the model
+    keys are the sources' repos (a GGUF repo on LM Studio's llama.cpp engine, an MLX one on a Mac); ``draftModel``
+    and ``speculativeDecodingNumDraftTokensExact`` are prediction-config keys of lmstudio/_kv_config.py
+    (SUPPORTED_SERVER_KEYS "llm.prediction"), else LM Studio picks its own count."""
+    exact = (f", 'speculativeDecodingNumDraftTokensExact': {setup.draft_tokens}" if setup.draft_tokens else "")
+    return [f"python -c \"import lmstudio as lms; print(lms.llm('{setup.target.repo}').respond('...', "
+            f"config={{'draftModel': '{setup.draft.repo}'{exact}}}))\""]
 
 
 # No fix: mlx-engine has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary.

@@ -24,6 +24,7 @@ from .base import (
     tokenizer_missing,
     tokenizer_sizes,
 )
+from .setup import DIR, MLX, Setup, Source, is_float
 
 RELEASES = ("d78bf58e", "0.32.2")
 VERSION = RELEASES[-1]
@@ -119,10 +120,31 @@ def rule(t: Side, d: Side, modules=MLX_LM_MODEL_MODULES_0322, remapping=MLX_LM_M
     return Verdict(WORKS, [f"tokenizer.vocab_size {ts} on both and the same mapping", *notes])
 
 
-def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
-    """The mlx_lm.generate command with a draft model (``draft_tokens``: --num-draft-tokens, mlx_lm/generate.py)."""
-    return (f"mlx_lm.generate --model {target} --draft-model {draft} --num-draft-tokens {draft_tokens or 3} "
-            '--prompt "..."')
+def mlx_source(src: Source, steps: list[str], taken: set[str]) -> str:
+    """The path mlx_lm loads one side from: an MLX conversion, a float checkpoint or a local directory as it is;
+    else an ``mlx_lm.convert --hf-path REPO -q --q-bits N --mlx-path DIR`` step first (mlx_lm/convert.py
+    configure_parser; group size 64, the affine default the speed model counts), or ``--q-mode mxfp4``."""
+    if src.kind in (MLX, DIR) or is_float(src.quant) or src.quant == src.stored:
+        return src.repo
+    name = src.repo.rstrip("/").rsplit("/", 1)[-1]
+    path = f"{name}-{src.quant}"
+    while path in taken:
+        path += "-draft"
+    taken.add(path)
+    how = "--q-mode mxfp4" if src.quant == "mxfp4" else f"--q-bits {src.quant.removesuffix('bit')}"
+    steps.append(f"mlx_lm.convert --hf-path {src.repo} -q {how} --mlx-path {path}")
+    return path
+
+
+def launch(setup: Setup) -> list[str]:
+    """The mlx_lm.generate command with a draft model (--draft-model, --num-draft-tokens: mlx_lm/generate.py
+    setup_arg_parser; 3 when no count is given, its default), after the conversions it needs."""
+    steps: list[str] = []
+    taken: set[str] = set()
+    target = mlx_source(setup.target, steps, taken)
+    draft = mlx_source(setup.draft, steps, taken)
+    return [*steps, f"mlx_lm.generate --model {target} --draft-model {draft} --num-draft-tokens "
+                    f'{setup.draft_tokens or 3} --prompt "..."']
 
 
 # No fix: MLX has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary (no resize helps).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .base import NO_SPECULATION, REFUSED, WORKS, Side, Verdict, released
 from .llamacpp import head_fit as llamacpp_head_fit
+from .setup import Setup
 
 NAME = "ollama"
 VERSION = "fb307609"  # github:ollama/ollama HEAD, 2026-08-21
@@ -79,9 +80,12 @@ def head_launch(target: str, head: str | None, spec_type: str) -> str:
     return " && ".join(steps) + f"  # llama-server --spec-type {spec_type}"
 
 
-def launch(target: str, draft: str) -> str:
+def launch(setup: Setup) -> list[str]:
     """The Modelfile that would pair them (its DRAFT runs as draft-mtp: see rule)."""
-    return head_launch(target, draft, "draft-mtp")
+    draft = setup.draft
+    name = f"{draft.repo}:{draft.tag}" if draft is not None and draft.tag else (draft.repo if draft else None)
+    target = f"{setup.target.repo}:{setup.target.tag}" if setup.target.tag else setup.target.repo
+    return [head_launch(target, name, "draft-mtp")]
 
 
 def head_fit(method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:

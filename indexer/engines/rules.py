@@ -23,6 +23,7 @@ from . import (
 from .llamacpp import rule as llamacpp  # noqa: F401  (the rules by their names here: tests call them)
 from .lmstudio import rule as lmstudio  # noqa: F401
 from .mlx import rule as mlx  # noqa: F401
+from .setup import plain, text
 from .sglang import rule as sglang  # noqa: F401
 from .transformers import rule as transformers_assisted  # noqa: F401
 from .vllm import rule as vllm  # noqa: F401
@@ -239,7 +240,8 @@ def check_pair(t: Side, d: Side, releases: dict[str, str] | None = None) -> dict
     }
     if t.gguf_file or d.gguf_file:  # a GGUF file runs on llama.cpp: how to launch the pair
         head = (d.arch.head if d.arch is not None else None) or {}
-        spec = {"spec_type": head["spec_type"]} if head.get("spec_type") and not head.get("embedded") else {}
-        out["launch"] = {GGUF_ENGINE: ENGINES[GGUF_ENGINE].launch(t.gguf_file or t.name, d.gguf_file or d.name,
-                                                                  **spec)}
+        spec = head["spec_type"] if head.get("spec_type") and not head.get("embedded") else "draft_model"
+        engine = ENGINES[GGUF_ENGINE]
+        setup = plain(GGUF_ENGINE, engine.release, t.gguf_file or t.name, d.gguf_file or d.name, method=spec)
+        out["launch"] = {GGUF_ENGINE: text(engine.launch(setup))}
     return out

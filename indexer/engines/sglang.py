@@ -21,6 +21,7 @@ from .base import (
     tokenizer_missing,
 )
 from .headrules import HeadFacts, HeadRules, TargetShape, check
+from .setup import Setup, requantized
 
 NAME = "sglang"  # the registry key: --engine sglang
 # The PyPI wheel (no sdist of 0.5.23 is published); head-rule paths are relative to python/sglang/srt/.
@@ -85,14 +86,20 @@ def _chain_flags(steps: int) -> str:
     return f"--speculative-num-steps {steps} --speculative-eagle-topk 1 --speculative-num-draft-tokens {steps + 1}"
 
 
-def launch(target: str, draft: str, draft_tokens: int | None = None) -> str:
-    """The STANDALONE serve command (a draft model, not a head). ``draft_tokens``: a chain of that many drafted
-    tokens (--speculative-num-steps N, --speculative-eagle-topk 1, --speculative-num-draft-tokens N+1: a chain
-    verifies its N tokens and the bonus one, python/sglang/srt/server_args.py)."""
-    tree = ("--speculative-num-steps 4 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7" if not draft_tokens
-            else _chain_flags(draft_tokens))
-    return (f"python -m sglang.launch_server --model-path {target} --speculative-algorithm STANDALONE "
-            f"--speculative-draft-model-path {draft} {tree}")
+def launch(setup: Setup) -> list[str]:
+    """The STANDALONE serve command (a draft model, not a head). Draft tokens: a chain of that many drafted tokens
+    (--speculative-num-steps N, --speculative-eagle-topk 1, --speculative-num-draft-tokens N+1: a chain verifies
+    its N tokens and the bonus one, arg_groups/fields/spec.py); without a count SGLang's own tree of 4 steps, top-k
+    2 and 7 tokens. A side that runs at FP8 from a float checkpoint gets --quantization fp8 (target) or
+    --speculative-draft-model-quantization fp8 (draft; arg_groups/fields/model.py, spec.py)."""
+    n = setup.draft_tokens
+    tree = ("--speculative-num-steps 4 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7" if not n
+            else _chain_flags(n))
+    quant = "".join(f" {flag} {q}" for flag, src in (("--quantization", setup.target),
+                                                     ("--speculative-draft-model-quantization", setup.draft))
+                    if (q := requantized(src)))
+    return [f"python -m sglang.launch_server --model-path {setup.target.repo} --speculative-algorithm STANDALONE "
+            f"--speculative-draft-model-path {setup.draft.repo} {tree}{quant}"]
 
 
 # ---------------------------------------------------------------- speculator heads and built-in MTP

@@ -23,6 +23,7 @@ from .base import (
     size_differs,
     tokenizer_missing,
 )
+from .setup import Setup
 
 RELEASES = ("5.24.0", "5.25.0")  # the releases whose source we read, oldest first
 VERSION = RELEASES[-1]
@@ -168,17 +169,27 @@ FIXES = tuple(Ranged(value=partial(fix, uag_lines=r.value), since=r.since, until
                      anchors=r.anchors) for r in UAG_LINES)
 
 
-def launch(target: str, draft: str, *, universal: bool = False, draft_tokens: int | None = None) -> str:
-    """The assisted-generation call (UAG on request). ``draft_tokens``: a constant draft length
-    (GenerationConfig num_assistant_tokens and num_assistant_tokens_schedule="constant",
-    src/transformers/generation/configuration_utils.py; generate() takes generation-config fields as keywords)."""
-    call = "model.generate(**inputs, assistant_model=assistant"
+def launch(setup: Setup, *, universal: bool = False) -> list[str]:
+    """A complete script, as one ``python -c`` line: the tokenizer, both models in their own dtype on the best
+    device (device_map="auto"), the prompt's inputs, generate(assistant_model=...) and the decoded text. UAG on
+    request (tokenizer= and assistant_tokenizer=). Draft tokens: a constant draft length (GenerationConfig
+    num_assistant_tokens and num_assistant_tokens_schedule="constant", src/transformers/generation/
+    configuration_utils.py; generate() takes generation-config fields as keywords)."""
+    t, d = setup.target.repo, setup.draft.repo
+    load = "dtype='auto', device_map='auto'"
+    lines = ["from transformers import AutoModelForCausalLM, AutoTokenizer",
+             f"tokenizer = AutoTokenizer.from_pretrained('{t}')",
+             f"model = AutoModelForCausalLM.from_pretrained('{t}', {load})",
+             f"assistant = AutoModelForCausalLM.from_pretrained('{d}', {load})"]
+    call = "model.generate(**inputs, assistant_model=assistant, max_new_tokens=64"
     if universal:
+        lines.append(f"assistant_tokenizer = AutoTokenizer.from_pretrained('{d}')")
         call += ", tokenizer=tokenizer, assistant_tokenizer=assistant_tokenizer"
-    if draft_tokens:
-        call += f', num_assistant_tokens={draft_tokens}, num_assistant_tokens_schedule="constant"'
-    return (f'model = AutoModelForCausalLM.from_pretrained("{target}"); '
-            f'assistant = AutoModelForCausalLM.from_pretrained("{draft}"); {call})')
+    if setup.draft_tokens:
+        call += f", num_assistant_tokens={setup.draft_tokens}, num_assistant_tokens_schedule='constant'"
+    lines += ["inputs = tokenizer('Hello', return_tensors='pt').to(model.device)", f"out = {call})",
+              "print(tokenizer.decode(out[0], skip_special_tokens=True))"]
+    return [f'python -c "{"; ".join(lines)}"']
 
 
 SOURCES = (

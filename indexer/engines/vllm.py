@@ -24,6 +24,7 @@ from .base import (
     tokenizer_missing,
 )
 from .headrules import HeadFacts, HeadRules, TargetShape
+from .setup import Setup, requantized
 from .transformers import VERSION as TRANSFORMERS_VERSION  # vLLM reads configs through transformers
 
 NAME = "vllm"  # the registry key: --engine vllm
@@ -124,12 +125,17 @@ FIXES = (Ranged(value=partial(fix, has_tli=True), until="0.34.0", source="vllm/v
          Ranged(value=fix, since="0.34.0"))
 
 
-def launch(target: str, draft: str, *, heterogeneous: bool = False, draft_tokens: int | None = None) -> str:
-    """The draft_model serve command (TLI on request)."""
-    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": draft_tokens or 5}
+def launch(setup: Setup, *, heterogeneous: bool = False) -> list[str]:
+    """The draft_model serve command: --speculative-config's method, model and num_speculative_tokens (5 when no
+    count is given), TLI on request (0.33.0); a side that runs at FP8 from a float checkpoint gets --quantization
+    fp8 (target) or the config's quantization (draft): both are keys of SpeculativeConfig / EngineArgs."""
+    cfg: dict = {"method": "draft_model", "model": setup.draft.repo, "num_speculative_tokens": setup.draft_tokens or 5}
+    if requantized(setup.draft):
+        cfg["quantization"] = requantized(setup.draft)
     if heterogeneous:
         cfg["use_heterogeneous_vocab"] = True
-    return f"vllm serve {target} --speculative-config '{json.dumps(cfg)}'"
+    quant = f" --quantization {requantized(setup.target)}" if requantized(setup.target) else ""
+    return [f"vllm serve {setup.target.repo}{quant} --speculative-config '{json.dumps(cfg)}'"]
 
 
 # ---------------------------------------------------------------- speculator heads and built-in MTP

@@ -1,0 +1,146 @@
+"""Stage 3 of an answer, its first half: the setup a pair runs as on an engine and device (engines/setup.py).
+
+Each side's source and quantization are chosen here, once: the speed model estimates that setup
+(:mod:`indexer.answer.speedup`) and the engine's module prints its launch command from it, so the two cannot
+disagree. By the engine's runtime:
+
+* GGUF (llama.cpp, LM Studio off a Mac): a GGUF repo or file runs as it is (``-hf REPO:TAG``, ``-m FILE``); an HF
+  repo runs from a GGUF copy the catalog holds at the wanted quantization, else through the conversion chain to it
+  (download, ``convert_hf_to_gguf.py``, ``llama-quantize``), which only makes the types llama.cpp's source lists;
+* MLX: an MLX conversion (the repo itself, or a copy at the wanted bits), a float checkpoint as it is, else an
+  ``mlx_lm.convert -q`` step;
+* serving (vLLM, SGLang) and eager (transformers): the checkpoint as stored (a quantized one runs quantized), a
+  copy at the wanted quantization, or FP8 quantized at load (serving engines only); anything else is not offered
+  and the side runs as stored.
+
+The wanted quantization is the user's ``--quant`` / ``--draft-quant``, else what the repo stores, else the engine's
+usual one (``SpeedProfile``). Copies are the repos of the side's class and lineage on that engine whose base
+models name it (``copies``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..engines import ENGINES
+from ..engines.setup import DIR, FILE, GGUF, HF, MLX, Setup, Source
+from ..speed import model, quant
+
+# Which kernel families each runtime loads, to tell whether a repo's own quantization applies on an engine.
+RUNTIME_FAMILIES = {
+    model.GGML: quant.GGUF_FAMILIES,
+    model.MLX: (quant.FLOAT, quant.AFFINE),
+    model.SERVING: (quant.FLOAT, quant.FP8, quant.INT4),
+    model.EAGER: (quant.FLOAT, quant.FP8, quant.INT4),
+}
+_QUANT = re.compile(r'"quant": "([^"]+)"')  # json.dumps's spelling of the key, as the crawl wrote it
+
+
+def gguf_quant(gguf) -> str | None:
+    """The file type of the GGUF file a GGUF repo's header was read from (what llama-server -hf REPO:QUANT runs).
+    Stored as JSON text (SQLite): read by a pattern, not parsed (the facts hold a whole token summary)."""
+    if isinstance(gguf, dict):
+        return gguf.get("quant") if gguf.get("source") == "read" else None
+    if not gguf or '"source": "read"' not in gguf:
+        return None
+    m = _QUANT.search(gguf)
+    return m.group(1) if m else None
+
+
+RUNTIME_KIND = {model.GGML: GGUF, model.MLX: MLX}  # the copy kind each runtime loads without converting
+
+
+def runs(runtime: str, q: quant.Quant, release: str) -> bool:
+    """Whether the runtime can run an HF checkpoint at ``q`` by the steps or flags the commands give."""
+    if runtime == model.GGML:
+        from ..engines.llamacpp import makeable
+
+        return q.family in quant.GGUF_FAMILIES and makeable(q.name, release)
+    if runtime == model.MLX:
+        return q.family in (quant.FLOAT, quant.AFFINE)
+    if runtime == model.SERVING:
+        return q.family == quant.FLOAT or q.name == "fp8"
+    return q.family == quant.FLOAT
+
+
+def side_source(facts: dict, runtime: str, override: quant.Quant | None, default: str, release: str) -> Source:
+    """Where one side comes from on this runtime, and the quantization it runs at (module docstring)."""
+    repo = facts.get("repo_id") or "?"
+    kind = facts.get("kind") or HF
+    declared: quant.Quant | None = facts.get("quant")
+    stored = declared.name if declared is not None else None
+    families = _families(runtime)
+    wanted = (quant.for_runtime(override, families) or override) if override is not None else None
+    if kind == FILE:  # a local GGUF file runs as it is
+        return Source(repo, FILE, stored or default, stored=stored)
+    if kind == GGUF:  # a GGUF repo: the file of the tag asked, else the one whose header was read
+        tag = wanted.name if wanted is not None else facts.get("tag")
+        return Source(repo, GGUF, tag or stored or default, tag=tag, stored=stored)
+    loads_as_stored = declared is not None and runtime != model.GGML and quant.for_runtime(declared, families)
+    if loads_as_stored and (wanted is None or wanted.name == declared.name):
+        # a quantized checkpoint the runtime loads as it is: an MLX conversion, an FP8 or AWQ checkpoint
+        return Source(repo, MLX if declared.family == quant.AFFINE and kind == HF else kind, declared.name,
+                      stored=stored)
+    want = wanted or quant.lookup(default)
+    copies = facts.get("copies") or []
+    copy_kind = RUNTIME_KIND.get(runtime, HF)
+    for c in copies:  # a copy at the wanted quantization
+        if c["kind"] == copy_kind and c["quant"] is not None and c["quant"].name.upper() == want.name.upper():
+            return Source(c["repo_id"], copy_kind, want.name, tag=c.get("tag"), stored=c["quant"].name)
+    if wanted is None and copy_kind != HF:
+        for c in copies:  # no quantization asked: a copy the engine loads as it is, at its own
+            if c["kind"] == copy_kind and c["quant"] is not None and c["quant"].family in families:
+                return Source(c["repo_id"], copy_kind, c["quant"].name, tag=c.get("tag"), stored=c["quant"].name)
+    if loads_as_stored:  # asked for another quantization than the checkpoint's, and no copy has it
+        return Source(repo, kind, declared.name, stored=stored)
+    if kind == DIR or runs(runtime, want, release):
+        return Source(repo, kind, want.name, stored=stored)
+    return Source(repo, kind, default, stored=stored)  # asked for what these steps cannot make: the usual one
+
+
+def _families(runtime: str) -> tuple:
+    return RUNTIME_FAMILIES[runtime]
+
+
+def choose(engine: str, release: str | None, profile, device, t: dict, d: dict, opts,
+           draft_tokens: int | None = None) -> Setup:
+    """The setup of a draft-model pair on ``engine`` at ``release`` on ``device`` (a ``speed.hardware.Hardware``, or
+    None), with ``profile`` the engine's ``SpeedProfile`` there; ``t``/``d`` the sides' speed facts (speedup.py)."""
+    release = release or ENGINES[engine].release
+    target = side_source(t, profile.runtime, opts.target_quant if opts else None, profile.target_quant, release)
+    draft = side_source(d, profile.runtime, opts.draft_quant if opts else None, profile.draft_quant, release)
+    return Setup(engine, release, target, draft, draft_tokens or (opts.draft_tokens if opts else None),
+                 hardware=device.name if device is not None else None)
+
+
+def copies(cat, pk: int | None, repo_id: str, engine: str) -> list[dict]:
+    """The catalog's copies of a repo an engine can load in its place: members of the repo's class and lineage on
+    ``engine`` whose base models name it, with what each is (GGUF repo and tag, MLX conversion, quantized HF
+    checkpoint), most downloaded first. One query through the class index."""
+    if pk is None or pk < 0:
+        return []
+    from ..catalog.reader import json_value
+    from ..speed.facts import quant_from_facts
+
+    rows = cat.all(
+        "SELECT r.repo_id, r.base_models, e.gguf, e.arch FROM repo_classes rc0 JOIN repo_classes rc "
+        "ON rc.class_id = rc0.class_id AND rc.lineage_id = rc0.lineage_id AND rc.repo_pk <> rc0.repo_pk "
+        "JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+        "AND e.config_blob = COALESCE(r.config_blob, '') WHERE rc0.engine = :e AND rc0.repo_pk = :pk "
+        "AND NOT rc.disabled AND NOT rc.gated ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 50",
+        {"e": engine, "pk": pk})
+    out = []
+    for rid, bases, gguf, arch in rows:
+        if repo_id not in (json_value(bases) or []):
+            continue
+        tag = gguf_quant(gguf)
+        speed = (json_value(arch) or {}).get("speed") if arch else None
+        q = quant_from_facts(speed, tag)
+        if tag is not None:
+            kind = GGUF
+        elif q is not None and q.family == quant.AFFINE:
+            kind = MLX
+        else:
+            kind = HF
+        out.append({"repo_id": rid, "kind": kind, "quant": q, "tag": tag})
+    return out

@@ -1,0 +1,284 @@
+"""Check a printed launch command against the flag table of the engine release it names
+(indexer/engines/data/flags, read from the engines' source by indexer.engines.extract_flags), and against the setup
+whose speed-up was printed beside it: every flag known and not removed, every choice one the source lists, and the
+values the setup's (sources, quantizations, draft tokens).
+
+``check(setup, steps)`` -> (errors of the flags, differences from the setup); both empty: valid and running the
+estimated setup.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+
+from indexer.engines import flags
+from indexer.engines.setup import DIR, FILE, GGUF, HF, MLX, from_dict, is_float, requantized
+
+# The argv prefix of each program, and the table that parses it: (engine, program) or, for huggingface_hub's CLI,
+# None (checked by its own click command below).
+PROGRAMS = (
+    (("llama-server",), ("llama.cpp", "llama-server")),
+    (("python", "convert_hf_to_gguf.py"), ("llama.cpp", "convert_hf_to_gguf.py")),
+    (("llama-quantize",), ("llama.cpp", "llama-quantize")),
+    (("python", "-m", "sglang.launch_server"), ("sglang", "sglang.launch_server")),
+    (("vllm", "serve"), ("vllm", "vllm serve")),
+    (("mlx_lm.generate",), ("mlx", "mlx_lm.generate")),
+    (("mlx_lm.server",), ("mlx", "mlx_lm.server")),
+    (("mlx_lm.convert",), ("mlx", "mlx_lm.convert")),
+    (("hf", "download"), None),
+)
+LLAMACPP_RELEASE = "0c1e57098"  # the convert and quantize steps are llama.cpp's, whatever engine runs the file
+
+
+def hf_download_options() -> set[str]:
+    """huggingface_hub's ``hf download`` options, from its installed CLI (a click command, loaded lazily)."""
+    import click
+    from huggingface_hub.cli.hf import app
+
+    cmd = app.get_command(click.Context(app), "download")
+    cmd = cmd.materialize() if hasattr(cmd, "materialize") else cmd
+    return {opt for p in cmd.params for opt in (*p.opts, *p.secondary_opts)}
+
+
+_HF_OPTIONS: set[str] | None = None
+
+
+def words_of(step: str) -> list[str]:
+    return shlex.split(step)
+
+
+def program_of(argv: list[str], engine: str, release: str) -> tuple[tuple | None, list[str], dict | None]:
+    """(the program's key, its arguments, its table) for one step."""
+    for prefix, key in PROGRAMS:
+        if tuple(argv[:len(prefix)]) == prefix:
+            if key is None:
+                return prefix, argv[len(prefix):], None
+            eng, prog = key
+            rel = release if eng == engine else (LLAMACPP_RELEASE if eng == "llama.cpp" else None)
+            return prefix, argv[len(prefix):], flags.program(eng, rel, prog)
+    return None, argv, None
+
+
+def check_hf(args: list[str]) -> list[str]:
+    global _HF_OPTIONS
+    if _HF_OPTIONS is None:
+        _HF_OPTIONS = hf_download_options()
+    if not _HF_OPTIONS:
+        return []
+    return [f"hf download: unknown option {a}" for a in args if a.startswith("-") and a not in _HF_OPTIONS]
+
+
+def check(setup_d: dict, steps: list[str]) -> tuple[list[str], list[str]]:
+    """(flag errors, differences from the setup) of the steps printed for ``setup_d`` (a ``setup`` JSON object)."""
+    setup = from_dict(setup_d)
+    errs: list[str] = []
+    parsed: list[tuple[tuple, list[str], object]] = []
+    for step in steps:
+        argv = words_of(step)
+        key, args, table = program_of(argv, setup.engine, setup.release)
+        if key is None:
+            if setup.engine in ("transformers", "lmstudio") and argv[:2] == ["python", "-c"]:
+                parsed.append((("python", "-c"), argv[2:], None))
+                continue
+            errs.append(f"unknown program: {step[:60]}")
+            continue
+        if key == ("hf", "download"):
+            errs += check_hf(args)
+            parsed.append((key, args, None))
+            continue
+        if table is None:
+            errs.append(f"no flag table for {' '.join(key)} at {setup.engine} {setup.release}")
+            continue
+        p = flags.parse(table, args)
+        errs += [f"{' '.join(key)}: {e}" for e in p.errors]
+        parsed.append((key, args, p))
+    diffs = SETUP_CHECKS[setup.engine](setup, parsed) if not errs else []
+    return errs, diffs
+
+
+# ---------------------------------------------------------------------------------------------- per engine
+
+def _made(parsed, src, out_flag_value: str) -> list[str]:
+    """The conversion chain that makes ``out_flag_value`` from an HF side at its quantization."""
+    diffs = []
+    convert = [p for k, a, p in parsed if k == ("python", "convert_hf_to_gguf.py")
+               and p.value("--outfile") in (out_flag_value, out_flag_value.replace(f"-{src.quant}", "-F16"))]
+    quantize = [p for k, a, p in parsed if k == ("llama-quantize",) and p.positionals[1:2] == [out_flag_value]]
+    if quantize:
+        if quantize[0].positionals[2].upper() != src.quant.upper():
+            diffs.append(f"quantized to {quantize[0].positionals[2]}, estimated at {src.quant}")
+    elif convert:
+        if (convert[0].value("--outtype") or "").upper() != src.quant.upper():
+            diffs.append(f"converted to {convert[0].value('--outtype')}, estimated at {src.quant}")
+    else:
+        diffs.append(f"nothing makes {out_flag_value}")
+    if not convert:
+        diffs.append(f"no convert step for {src.repo}")
+    elif src.kind == HF:
+        folder = convert[0].positionals[0] if convert[0].positionals else None
+        dl = [a for k, a, _ in parsed if k == ("hf", "download") and a and a[0] == src.repo]
+        if not dl or folder not in dl[0]:
+            diffs.append(f"{src.repo} is converted from {folder}, which no step downloads")
+    return diffs
+
+
+def _llama_side(parsed, server, src, file_flags, hub_flags) -> list[str]:
+    file_v, hub_v = server.value(*file_flags), server.value(*hub_flags)
+    if src.kind == GGUF:
+        want = f"{src.repo}:{src.tag}" if src.tag else src.repo
+        ok = hub_v == want and (src.tag or "").upper() == (src.quant or "").upper()
+        return [] if ok else [f"{hub_flags[0]} {hub_v} for {want} at {src.quant}"]
+    if src.kind == FILE:
+        return [] if file_v == src.repo else [f"{file_flags[0]} {file_v} for {src.repo}"]
+    if file_v is None:
+        return [f"no {file_flags[0]} for {src.repo}"]
+    return _made(parsed, src, file_v)
+
+
+def llamacpp_checks(setup, parsed) -> list[str]:
+    server = next((p for k, a, p in parsed if k == ("llama-server",)), None)
+    if server is None:
+        return ["no llama-server step"]
+    diffs = _llama_side(parsed, server, setup.target, ("-m", "--model"), ("-hf", "-hfr", "--hf-repo"))
+    if setup.draft is not None:
+        diffs += _llama_side(parsed, server, setup.draft, ("-md", "--model-draft"),
+                             ("-hfd", "-hfrd", "--hf-repo-draft"))
+    n = server.value("--spec-draft-n-max")
+    if str(setup.draft_tokens or "") != (n or ""):
+        diffs.append(f"--spec-draft-n-max {n}, estimated at {setup.draft_tokens}")
+    return diffs
+
+
+def _mlx_side(parsed, path: str, src) -> list[str]:
+    if src.kind in (MLX, DIR) or is_float(src.quant) or src.quant == src.stored:
+        return [] if path == src.repo else [f"{path} for {src.repo}"]
+    conv = [p for k, a, p in parsed if k == ("mlx_lm.convert",) and p.value("--mlx-path") == path]
+    if not conv:
+        return [f"nothing makes {path}"]
+    c = conv[0]
+    bits = c.value("--q-bits")
+    made = "mxfp4" if c.value("--q-mode") == "mxfp4" else f"{bits}bit"
+    diffs = [] if "-q" in c.options or "--quantize" in c.options else ["convert without -q"]
+    if c.value("--hf-path", "--model") != src.repo:
+        diffs.append(f"converts {c.value('--hf-path')} for {src.repo}")
+    if made != src.quant:
+        diffs.append(f"converted to {made}, estimated at {src.quant}")
+    return diffs
+
+
+def mlx_checks(setup, parsed) -> list[str]:
+    gen = next((p for k, a, p in parsed if k in (("mlx_lm.generate",), ("mlx_lm.server",))), None)
+    if gen is None:
+        return ["no mlx_lm.generate step"]
+    diffs = _mlx_side(parsed, gen.value("--model", "-m"), setup.target)
+    diffs += _mlx_side(parsed, gen.value("--draft-model"), setup.draft)
+    if gen.value("--num-draft-tokens") != str(setup.draft_tokens or 3):
+        diffs.append(f"--num-draft-tokens {gen.value('--num-draft-tokens')}, estimated at {setup.draft_tokens}")
+    return diffs
+
+
+def _serving_quant(src, given: str | None) -> list[str]:
+    want = requantized(src)
+    if want != given:
+        return [f"quantization {given} for {src.repo} at {src.quant} (stored {src.stored})"]
+    if src.kind != HF and src.kind != DIR:
+        return [f"{src.repo} is a {src.kind} repo"]
+    return []
+
+
+def sglang_checks(setup, parsed) -> list[str]:
+    p = parsed[-1][2]
+    diffs = []
+    if p.value("--model-path", "--model") != setup.target.repo:
+        diffs.append(f"--model-path {p.value('--model-path')} for {setup.target.repo}")
+    if p.value("--speculative-draft-model-path", "--speculative-draft-model") != setup.draft.repo:
+        diffs.append("draft path differs")
+    if (p.value("--speculative-algorithm") or "").upper() != "STANDALONE":
+        diffs.append("not STANDALONE")
+    n = setup.draft_tokens
+    if n and (p.value("--speculative-num-steps"), p.value("--speculative-eagle-topk"),
+              p.value("--speculative-num-draft-tokens")) != (str(n), "1", str(n + 1)):
+        diffs.append(f"not a chain of {n}")
+    diffs += _serving_quant(setup.target, p.value("--quantization"))
+    diffs += _serving_quant(setup.draft, p.value("--speculative-draft-model-quantization"))
+    return diffs
+
+
+def vllm_checks(setup, parsed) -> list[str]:
+    p = parsed[-1][2]
+    table = flags.program("vllm", setup.release, "vllm serve")["speculative_config"]
+    diffs = []
+    if p.positionals[:1] != [setup.target.repo]:
+        diffs.append(f"serves {p.positionals[:1]} for {setup.target.repo}")
+    cfg = json.loads(p.value("--speculative-config"))
+    unknown = set(cfg) - set(table["keys"])
+    if unknown:
+        diffs.append(f"--speculative-config keys {sorted(unknown)} are not SpeculativeConfig fields")
+    if cfg.get("method") not in table["methods"]:
+        diffs.append(f"method {cfg.get('method')} is not one of SpeculativeConfig's")
+    if cfg.get("model") != setup.draft.repo or cfg.get("num_speculative_tokens") != (setup.draft_tokens or 5):
+        diffs.append("draft model or tokens differ")
+    diffs += _serving_quant(setup.target, p.value("--quantization"))
+    diffs += _serving_quant(setup.draft, cfg.get("quantization"))
+    return diffs
+
+
+def _python(parsed) -> ast.Module:
+    return ast.parse(parsed[-1][1][0])
+
+
+def transformers_checks(setup, parsed) -> list[str]:
+    from transformers import GenerationConfig
+
+    tree = _python(parsed)
+    loads = [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "from_pretrained" and n.args and isinstance(n.args[0], ast.Constant)]
+    gen = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "generate")
+    kw = {k.arg: k.value for k in gen.keywords if k.arg}
+    fields = set(vars(GenerationConfig()))
+    diffs = [f"generate({k}=) is no GenerationConfig field nor generate argument" for k in kw
+             if k not in fields and k not in ("assistant_model", "tokenizer", "assistant_tokenizer")]
+    if setup.target.repo not in loads or setup.draft.repo not in loads:
+        diffs.append("loads other models")
+    n = kw.get("num_assistant_tokens")
+    if (n.value if n is not None else None) != setup.draft_tokens:
+        diffs.append(f"num_assistant_tokens differs from {setup.draft_tokens}")
+    for src in (setup.target, setup.draft):
+        if not is_float(src.quant) and src.quant != src.stored:
+            diffs.append(f"{src.repo} estimated at {src.quant}, loaded as stored")
+    return diffs
+
+
+def lmstudio_checks(setup, parsed) -> list[str]:
+    keys = flags.program("lmstudio", "1.5.0", "lmstudio.respond")["config_keys"]
+    tree = _python(parsed)
+    llm = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "llm")
+    config = next(k.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
+                  if k.arg == "config")
+    cfg = ast.literal_eval(config)
+    diffs = [f"config key {k} is not lmstudio-python's" for k in cfg if k not in keys]
+    if llm.args[0].value != setup.target.repo or cfg.get("draftModel") != setup.draft.repo:
+        diffs.append("other model keys")
+    if cfg.get("speculativeDecodingNumDraftTokensExact") != setup.draft_tokens:
+        diffs.append("draft tokens differ")
+    for src in (setup.target, setup.draft):  # LM Studio loads GGUF and MLX repos as they are: no conversion
+        if src.kind == HF and not is_float(src.quant):
+            diffs.append(f"{src.repo} is an HF repo, estimated as {src.quant}: LM Studio does not convert it")
+    return diffs
+
+
+SETUP_CHECKS = {"llama.cpp": llamacpp_checks, "mlx": mlx_checks, "sglang": sglang_checks, "vllm": vllm_checks,
+                "transformers": transformers_checks, "lmstudio": lmstudio_checks}
+
+
+def check_flags_only(engine: str, release: str, step: str) -> list[str]:
+    """The flag errors of one command with no setup (a head's, an n-gram's)."""
+    argv = words_of(step.split("  #", 1)[0])
+    key, args, table = program_of(argv, engine, release)
+    if key is None or table is None:
+        return [f"no table for {step[:50]}"]
+    return [f"{' '.join(key)}: {e}" for e in flags.parse(table, args).errors]

@@ -1,0 +1,297 @@
+"""Every launch command the tool prints, parsed against the flag table of the engine release it names (read from the
+engine's source: indexer/engines/data/flags) and compared with the setup whose speed-up is printed beside it.
+
+Crossed over the demo catalog and the architecture catalog (tests/test_arch.py's hub): every target with drafts,
+every engine with a speed model and each of its releases, the reference devices and the named ones, with and
+without a quantization asked; the heads' commands (EAGLE, EAGLE-3, DFlash, MTP, n-gram) per engine and release;
+llama.cpp's and Ollama's GGUF head commands. ``pytest -s`` prints the table: commands per engine, valid, and valid
+and running the estimated setup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from crawlkit import crawled_catalog, set_meta
+from launchcheck import check, check_flags_only
+from test_arch import HUB, write_model
+
+from indexer import engines as registry
+from indexer.answer.query import run_query
+from indexer.answer.speedup import Options
+from indexer.engines import extract_flags, flags
+from indexer.engines.headrules import HeadFacts, TargetShape
+from indexer.errors import IndexerError
+
+DEVICES = (None, "H100 SXM", "RTX 4090", "M4 Max")
+QUANTS = {  # a quantization asked, per runtime (None: what the setup chooses)
+    "ggml": (None, "Q5_K_M", "Q8_0", "F16"), "mlx": (None, "8bit", "bf16"), "serving": (None, "fp8"),
+    "eager": (None, "fp8"),
+}
+DRAFT_ENGINES = [n for n, e in registry.ENGINES.items() if e.speed is not None]
+
+
+@pytest.fixture(scope="module")
+def arch_catalog(tmp_path_factory):
+    root = tmp_path_factory.mktemp("arch-hub")
+    hub = root / "hub"
+    for repo_id, (name, params) in HUB.items():
+        write_model(hub / repo_id, name)
+        set_meta(hub, repo_id, params=params)
+    return crawled_catalog(root, hub)
+
+
+def _targets(db: str) -> list[str]:
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        return [r[0] for r in c.execute("SELECT repo_id FROM repos WHERE status = 'ok' ORDER BY repo_id")]
+
+
+def _commands(db: str):
+    """(engine, release, the entry's setup, its steps) for every draft any query lists."""
+    for target in _targets(db):
+        for engine in DRAFT_ENGINES:
+            entry = registry.ENGINES[engine]
+            runtimes = {entry.speed.runtime} | ({entry.speed.gguf.runtime} if entry.speed.gguf else set())
+            quants = sorted({q for r in runtimes for q in QUANTS[r]}, key=str)
+            for release in entry.releases:
+                for device in DEVICES:
+                    for q in quants:
+                        opts = Options(hardware=device, target_quant=q)
+                        try:
+                            res = run_query(target, engine=engine, db=db, release=release, speed=opts, limit=5)
+                        except IndexerError:
+                            continue
+                        for d in res["drafts"]:
+                            yield engine, release, d
+
+
+def tally(commands) -> tuple[Counter, Counter, Counter, list]:
+    total, valid, exact, bad = Counter(), Counter(), Counter(), []
+    seen = set()
+    for engine, release, d in commands:
+        key = (engine, release, d["launch"], json.dumps(d["setup"], sort_keys=True))
+        if key in seen:
+            continue
+        seen.add(key)
+        total[engine] += 1
+        if d["setup"] is None:
+            bad.append((engine, d["launch"], ["no setup"], []))
+            continue
+        errs, diffs = check(d["setup"], d["setup"]["steps"])
+        valid[engine] += not errs
+        exact[engine] += not errs and not diffs
+        if errs or diffs:
+            bad.append((engine, d["launch"], errs, diffs))
+    return total, valid, exact, bad
+
+
+def _table(total, valid, exact) -> str:
+    rows = ["| engine | commands | valid | valid and running the estimated setup |", "|---|---|---|---|"]
+    rows += [f"| {e} | {total[e]} | {valid[e]} | {exact[e]} |" for e in DRAFT_ENGINES if total[e]]
+    return "\n".join(rows)
+
+
+def test_every_draft_command_parses_and_runs_the_estimated_setup(demo_catalog, arch_catalog):
+    commands = [*_commands(str(demo_catalog)), *_commands(arch_catalog)]
+    total, valid, exact, bad = tally(commands)
+    print("\n" + _table(total, valid, exact))
+    for engine, launch, errs, diffs in bad[:20]:
+        print(engine, launch[:160], errs, diffs)
+    assert set(total) >= {"sglang", "vllm", "llama.cpp", "mlx", "transformers", "lmstudio"}
+    assert all(valid[e] == total[e] for e in total), [b for b in bad if b[2]][:5]
+    assert all(exact[e] == total[e] for e in total if e != "lmstudio"), [b for b in bad if b[3]][:5]
+
+
+HEADS = {
+    "eagle": HeadFacts("org/eagle-head", "eagle", "native", ["LlamaForCausalLMEagle"], "llama", None, [], 64, None, 256,
+                       None, None, None, None, None, None, 1_000_000),
+    "eagle3": HeadFacts("org/eagle3-head", "eagle3", "native", ["LlamaForCausalLMEagle3"], "llama", None, [], 64, 64,
+                        256, 128, [1, 2, 3], None, None, None, None, 1_000_000),
+    "dflash": HeadFacts("org/dflash-head", "dflash", "native", ["DFlashDraftModel"], "qwen3", None, [], 64, 64, 256,
+                        None, None, None, 4, None, 15, 1_000_000),
+}
+
+
+def test_every_head_command_parses():
+    target = TargetShape("org/T", "llama", ["LlamaForCausalLM"], 64, 4, 256, 256, 1, None, None)
+    checked = Counter()
+    for engine in ("sglang", "vllm"):
+        for release in registry.ENGINES[engine].releases:
+            rules = registry.ENGINES[engine].at(release).heads
+            commands = [rules.launch(h, "org/T") for h in HEADS.values()]
+            commands += [rules.mtp_launch(target), rules.ngram_launch("org/T")]
+            for cmd in commands:
+                assert check_flags_only(engine, release, cmd) == [], cmd
+                if engine == "vllm":
+                    cfg = json.loads(cmd.split("--speculative-config ", 1)[1].strip("'"))
+                    spec = flags.program("vllm", release, "vllm serve")["speculative_config"]
+                    assert set(cfg) <= set(spec["keys"]) and cfg["method"] in spec["methods"], cmd
+                checked[engine] += 1
+    for engine in ("llama.cpp", "ollama"):
+        e = registry.ENGINES[engine]
+        for spec_type, _ in e.gguf_heads.values():
+            for head in (None, "org/Head-GGUF:Q8_0"):
+                cmd = e.gguf_head_launch("org/T-GGUF:Q4_K_M", head, spec_type)
+                server = cmd.split("  # llama-server ", 1)
+                if engine == "ollama":  # the llama-server it runs: the flags Ollama passes
+                    assert f"--spec-type {spec_type}" in cmd and server[1].split()[-1] in flags.program(
+                        "llama.cpp", registry.ENGINES["llama.cpp"].release, "llama-server")["options"][
+                        "--spec-type"]["choices"], cmd
+                else:
+                    assert check_flags_only("llama.cpp", e.release, cmd) == [], cmd
+                checked[engine] += 1
+    print(dict(checked))
+    assert checked["sglang"] == 5 and checked["vllm"] == 10
+
+
+def test_removed_and_unknown_flags_and_choices_are_caught():
+    server = flags.program("llama.cpp", registry.ENGINES["llama.cpp"].release, "llama-server")
+    p = flags.parse(server, ["-m", "x.gguf", "--draft-max", "3", "--spec-type", "draft-typo", "--no-such-flag"])
+    assert any("--draft-max was removed" in e for e in p.errors)
+    assert any("draft-typo" in e for e in p.errors) and any("--no-such-flag" in e for e in p.errors)
+    ok = flags.parse(server, ["-hf", "a/b-GGUF:Q4_K_M", "--spec-type", "draft-simple,ngram-mod", "--spec-draft-n-max",
+                              "3"])
+    assert ok.errors == [] and ok.value("--spec-draft-n-max") == "3"
+    assert "Q4_K_M" in flags.quantize_types(registry.ENGINES["llama.cpp"].release)
+    assert "q8_0" in flags.convert_outtypes(registry.ENGINES["llama.cpp"].release)
+
+
+def test_every_claimed_release_has_its_table():
+    for engine in ("llama.cpp", "sglang", "vllm", "mlx"):
+        for release in registry.ENGINES[engine].releases:
+            assert flags.table(engine, release) is not None, (engine, release)
+
+
+# ---------------------------------------------------------------------------------------------- the extractor
+
+ARG_CPP = """
+static void add_opt(common_arg arg) {}
+void init() {
+    add_opt(common_arg(
+        {"-m", "--model"}, "FNAME",
+        "model path",
+        [](common_params & params, const std::string & value) { params.model = value; }
+    ).set_examples({LLAMA_EXAMPLE_COMMON, LLAMA_EXAMPLE_SERVER}));
+    add_opt(common_arg(
+        {"--flash"}, {"--no-flash"},
+        "use flash (\\"fast\\")",
+        [](common_params & params, bool value) { params.flash = value; }
+    ));
+    add_opt(common_arg(
+        {"--spec-type"}, "TYPE",
+        "types",
+        [](common_params & params, const std::string & value) { }
+    ).set_examples({LLAMA_EXAMPLE_SERVER}));
+    add_opt(common_arg(
+        {"--only-cli"}, "N", "cli",
+        [](common_params & params, int value) { }
+    ).set_examples({LLAMA_EXAMPLE_CLI}));
+    add_opt(common_arg(
+        {"--draft-max"}, "N",
+        "the argument has been removed. use --spec-draft-n-max",
+        [](common_params & /*params*/, int /*value*/) {
+            arg_removed("use --spec-draft-n-max");
+        }
+    ).set_examples({LLAMA_EXAMPLE_SERVER}));
+}
+"""
+SPEC_CPP = """
+const std::map<std::string, common_speculative_type> common_speculative_type_from_name_map = {
+    {"none",          COMMON_SPECULATIVE_TYPE_NONE},
+    {"draft-simple",  COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE},
+};
+"""
+QUANTIZE_CPP = """
+static const std::vector<quant_option> QUANT_OPTIONS = {
+    { "Q4_K_M",   LLAMA_FTYPE_MOSTLY_Q4_K_M,   " 4.58G",  },
+    { "Q8_0",     LLAMA_FTYPE_MOSTLY_Q8_0,     " 7.96G",  },
+};
+int main(int argc, char ** argv) {
+    for (; arg_idx < argc && strncmp(argv[arg_idx], "--", 2) == 0; arg_idx++) {
+        if (strcmp(argv[arg_idx], "--pure") == 0) {
+            params.pure = true;
+        } else if (strcmp(argv[arg_idx], "--imatrix") == 0) {
+            imatrix_file = argv[++arg_idx];
+        } else {
+            usage(argv[0]);
+        }
+    }
+}
+"""
+CONVERT_PY = '''
+import argparse
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--outfile", type=str)
+    parser.add_argument("--outtype", type=str, choices=["f16", "q8_0"], default="f16")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("model", type=str, nargs="?")
+    return parser.parse_args()
+'''
+
+
+def test_extractor_reads_a_llamacpp_tree(tmp_path):
+    (tmp_path / "common").mkdir()
+    (tmp_path / "tools" / "quantize").mkdir(parents=True)
+    (tmp_path / "common" / "arg.cpp").write_text(ARG_CPP)
+    (tmp_path / "common" / "speculative.cpp").write_text(SPEC_CPP)
+    (tmp_path / "tools" / "quantize" / "quantize.cpp").write_text(QUANTIZE_CPP)
+    (tmp_path / "convert_hf_to_gguf.py").write_text(CONVERT_PY)
+    t = extract_flags.extract(tmp_path, "llama.cpp", "x")["programs"]
+    server = t["llama-server"]
+    assert server["options"]["-m"]["values"] == 1 and server["options"]["--model"]["line"] == 4
+    assert server["options"]["--flash"]["values"] == 0 and "--no-flash" in server["options"]
+    assert server["options"]["--spec-type"]["choices"] == ["none", "draft-simple"]
+    assert "--only-cli" not in server["options"]  # not a server option
+    assert server["removed"]["--draft-max"]["says"] == "use --spec-draft-n-max"
+    assert t["llama-quantize"]["options"] == {"--imatrix": {"values": 1, "line": 10},
+                                              "--pure": {"values": 0, "line": 8}}
+    assert t["llama-quantize"]["positionals"][2]["choices"] == ["Q4_K_M", "Q8_0"]
+    conv = t["convert_hf_to_gguf.py"]
+    assert conv["options"]["--outtype"]["choices"] == ["f16", "q8_0"] and conv["options"]["--verbose"]["values"] == 0
+    assert conv["positionals"][0]["name"] == "model"
+
+
+def test_extractor_reads_python_trees(tmp_path):
+    srt = tmp_path / "sglang" / "srt"
+    (srt / "arg_groups" / "fields").mkdir(parents=True)
+    (srt / "speculative").mkdir()
+    (srt / "arg_groups" / "choices.py").write_text('QUANTIZATION_CHOICES = ["fp8", "awq"]\n')
+    (srt / "arg_groups" / "fields" / "spec.py").write_text(
+        "class Spec(msgspec.Struct):\n"
+        '    model_path: A[str, Arg(help="p", aliases=["--model"])] = None\n'
+        '    quantization: A[Optional[str], Arg(help="q", choices=QUANTIZATION_CHOICES)] = None\n'
+        '    mode: A[Literal["a", "b"], "m"] = "a"\n'
+        '    hidden: A[int, Arg(no_cli=True)] = 1\n'
+        '    flag: A[bool, "f"] = False\n')
+    (srt / "server_args.py").write_text(
+        "class ServerArgs:\n    @staticmethod\n    def add_cli_args(parser):\n"
+        '        parser.add_argument("--config", type=str)\n')
+    (srt / "speculative" / "spec_info.py").write_text(
+        "class SpeculativeAlgorithm(Enum):\n    EAGLE = auto()\n    STANDALONE = auto()\n    NONE = auto()\n")
+    (srt / "arg_groups" / "fields" / "spec.py").write_text(
+        (srt / "arg_groups" / "fields" / "spec.py").read_text()
+        + '    speculative_algorithm: A[Optional[str], "algo"] = None\n')
+    opts = extract_flags.extract(tmp_path, "sglang", "x")["programs"]["sglang.launch_server"]["options"]
+    assert opts["--model"] is opts["--model-path"] and opts["--quantization"]["choices"] == ["fp8", "awq"]
+    assert opts["--mode"]["choices"] == ["a", "b"] and opts["--flag"]["values"] == 0
+    assert "--hidden" not in opts and "--config" in opts
+    assert opts["--speculative-algorithm"]["choices"] == ["EAGLE", "STANDALONE"]
+    vllm = tmp_path / "v"
+    (vllm / "vllm" / "engine").mkdir(parents=True)
+    (vllm / "vllm" / "config").mkdir()
+    (vllm / "vllm" / "engine" / "arg_utils.py").write_text(
+        "class EngineArgs:\n    @staticmethod\n    def add_cli_args(parser):\n"
+        '        g = parser.add_argument_group()\n        g.add_argument("--speculative-config", **kw["x"])\n')
+    (vllm / "vllm" / "config" / "speculative.py").write_text(
+        'EagleTypes = Literal["eagle", "eagle3"]\nMethod = Literal["ngram", "draft_model", EagleTypes]\n'
+        "class SpeculativeConfig:\n    method: Method | None = None\n    num_speculative_tokens: int = None\n"
+        "    _private: int = 0\n")
+    t = extract_flags.extract(vllm, "vllm", "x")["programs"]["vllm serve"]
+    assert "--speculative-config" in t["options"]
+    assert t["speculative_config"]["methods"] == ["ngram", "draft_model", "eagle", "eagle3"]
+    assert list(t["speculative_config"]["keys"]) == ["method", "num_speculative_tokens"]
