@@ -98,7 +98,7 @@ def test_query_target_gguf_answers_from_the_catalog(catalog, tmp_path):
     drafts = {d["repo_id"] for d in result["drafts"]}
     assert {"spm/Small-0.5B", "spm/Chat-0.4B"} <= drafts
     assert "read from the file" in result["target"]["note"]
-    assert result["drafts"][0]["launch"].startswith("python convert_hf_to_gguf.py")
+    assert result["drafts"][0]["launch"].startswith("hf download spm/")
     assert f"-m {g} " in result["drafts"][0]["launch"]
     sg = run_query(str(g), engine="sglang", db=db)
     assert sg["drafts"] == [] and "not judged" in sg["refused"]

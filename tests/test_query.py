@@ -160,9 +160,9 @@ def test_json_shape(catalog):
 @pytest.mark.parametrize("engine,flag", [
     ("sglang", "--speculative-draft-model-path Qwen/small-chat"),
     ("vllm", '"method": "draft_model", "model": "Qwen/small-chat", "num_speculative_tokens": '),
-    ("transformers", 'assistant = AutoModelForCausalLM.from_pretrained("Qwen/small-chat")'),
+    ("transformers", "assistant = AutoModelForCausalLM.from_pretrained('Qwen/small-chat', "),
     # MLX also accepts the 0.5B with its smaller config vocab_size, and it has more downloads.
-    ("mlx", "--draft-model Qwen/Qwen2.5-0.5B-Instruct"),
+    ("mlx", "mlx_lm.convert --hf-path Qwen/Qwen2.5-0.5B-Instruct -q --q-bits 4"),  # to the estimate's 4 bits
     ("lmstudio", "'draftModel': 'Qwen/Qwen2.5-0.5B-Instruct'"),
 ])
 def test_launch_flags_per_engine(catalog, engine, flag):

@@ -405,7 +405,7 @@ def test_query_ranks_by_the_estimate_and_leaves_out_the_target_itself(demo_catal
     assert faster == sorted(faster, reverse=True)
     best = drafts[0]
     assert not best["speedup"]["slower"] or all(d["speedup"]["slower"] for d in drafts)
-    assert f"--draft-max {best['speedup']['draft_tokens']}" in best["launch"]
+    assert f"--spec-draft-n-max {best['speedup']['draft_tokens']}" in best["launch"]
 
 
 def test_query_all_marks_what_is_not_a_draft(demo_catalog):

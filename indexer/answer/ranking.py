@@ -442,7 +442,7 @@ class Query:
         if self._target_speed is None:
             from .speedup import catalog_facts
 
-            if self.target.gguf_file:
+            if self.target.gguf_file and self.t.get("pk", -1) == -1:  # a local file (a Hub one is REPO:QUANT)
                 from ..gguf.file import read_gguf
                 from .speedup import gguf_facts
 

@@ -184,8 +184,6 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
         if ts is None or ds is None:
             which = "target" if ts is None else side
             out.append({"hardware": device.name, "estimate": None, "why": f"speed-up unknown: no size for the {which}"})
-            if runs_as is not None:
-                out[-1].update(with_launch(runs_as))
             continue
         if runs_as is not None:
             families = RUNTIME_FAMILIES[profile.runtime]
