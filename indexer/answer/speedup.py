@@ -288,7 +288,8 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         if verdict["outcome"] not in RUNS or ENGINES[name].speed is None:
             verdict["speedup"], verdict["speedups"] = None, []
             continue
-        figures = estimate(name, t, d, opts, share, measured=measured_alpha(measured, opts) if opts.measured else None)
+        figures = estimate(name, t, d, opts, share, measured=measured_alpha(measured, opts) if opts.measured else None,
+                           release=verdict.get("version"))
         verdict["speedups"] = figures
         verdict["speedup"] = figures[0] if figures else None
     return result
