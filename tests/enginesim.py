@@ -23,8 +23,8 @@ WIRE = Path(__file__).parent / "data" / "engine_wire"
 class EngineSim:
     """``with EngineSim("vllm") as sim: sim.url``; ``sim.requests`` holds the bodies it was sent."""
 
-    def __init__(self, engine: str, speculative: bool = True):
-        self.engine, self.speculative = engine, speculative
+    def __init__(self, engine: str, speculative: bool = True, pause: float = 0.0):
+        self.engine, self.speculative, self.pause = engine, speculative, pause  # pause: seconds before answering
         self.fixture = json.loads((WIRE / f"{engine.replace('.', '')}.json").read_text())
         self.requests: list[dict] = []
         self.counters: dict[str, float] = {}
@@ -45,6 +45,7 @@ class EngineSim:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with sim.lock:
                     sim.requests.append(body)
+                time.sleep(sim.pause)
                 sim.post(self, body)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

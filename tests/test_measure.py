@@ -271,3 +271,22 @@ def test_measurements_that_name_device_and_release_refine_that_devices_factors(d
     key = (model.GGML, APPLE)
     assert (fitted["tau"][key], fitted["overhead"][key]) != (model.PRIORS["tau"][key], model.PRIORS["overhead"][key])
     assert fitted["tau"][(model.SERVING, NVIDIA)] == model.PRIORS["tau"][(model.SERVING, NVIDIA)]
+
+
+def test_ctrl_c_is_one_line_exit_130_and_nothing_kept(db):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with EngineSim("llama.cpp", pause=8) as spec:
+        p = subprocess.Popen([sys.executable, "-c", "from indexer.cli import main; main()", "measure", TARGET, DRAFT,
+                              "--engine", "llama.cpp", "--url", spec.url, "--db", db],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not spec.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.strip() == "error: measure interrupted" and "Traceback" not in err + out
+    assert _measurements(db) == []

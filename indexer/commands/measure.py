@@ -6,6 +6,7 @@ import click
 
 from .options import db_option
 from .output import print_json
+from .signals import long_run
 
 ENGINES = ("sglang", "vllm", "llama.cpp", "mlx", "lmstudio", "transformers")  # SERVERS, and transformers run here
 
@@ -37,13 +38,14 @@ ENGINES = ("sglang", "vllm", "llama.cpp", "mlx", "lmstudio", "transformers")  # 
 @click.option("--no-save", is_flag=True, help="Do not write the measurement into the catalog.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @db_option
+@long_run("measure")
 def measure(target, draft, engine, url, baseline_url, hardware, task, max_tokens, runs, draft_tokens, target_quant,
             draft_quant, timeout, no_save, as_json, db):
     """Measure TARGET with DRAFT on a running engine: acceptance and decode speed read from the engine's own
     counters, with and without the draft, beside the estimate for the same setup (docs/measure.md).
 
-    The measurement is written into the catalog (`indexer check TARGET DRAFT` then shows it). Exit status: 0
-    measured, 1 the server failed or did not answer, 2 bad input.
+    The measurement is written into the catalog (`indexer check TARGET DRAFT` then shows it), once it is complete.
+    Exit status: 0 measured, 1 the server failed or did not answer, 2 bad input, 130 interrupted (nothing kept).
     """
     from ..errors import BadInput
     from ..speed import hardware as hw

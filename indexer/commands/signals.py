@@ -7,7 +7,7 @@ import sys
 
 import click
 
-LONG_COMMANDS = {"demo", "crawl", "compute", "nightly", "pull", "publish"}  # each decorated with long_run
+LONG_COMMANDS = {"demo", "crawl", "compute", "nightly", "pull", "publish", "measure"}  # each decorated with long_run
 SIGNALLED: dict = {}  # the first SIGINT/SIGTERM a long command received ({"signum": n}), see interrupt_on_signals
 
 
@@ -42,7 +42,7 @@ def interrupt_on_signals() -> dict:
 
 
 def long_run(name: str):
-    """Decorator of a long command (demo, crawl, compute, nightly, pull, publish): Ctrl-C or SIGTERM is one
+    """Decorator of a long command (demo, crawl, compute, nightly, pull, publish, measure): Ctrl-C or SIGTERM is one
     line, ``error: NAME interrupted``, and exit 130 (143), never a traceback, and never lost. Each command
     writes in transactions or renames into place, so an interrupted run leaves nothing half-written and the
     next run resumes."""
