@@ -345,7 +345,7 @@ def test_check_json_and_engine_exit_status(tmp_path):
     data = json.loads(res.stdout)
     for v in data["verdicts"].values():
         assert set(v) == {"compatible", "accepted", "outcome", "version", "reasons", "vocabulary_outcome",
-                          "architecture", "by_version", "versions", "speedup", "speedups"}
+                          "architecture", "by_version", "versions", "speedup", "speedups", "measured"}
         assert v["outcome"] in registry.OUTCOMES
     assert data["verdicts"]["mlx"]["compatible"]
     assert runner.invoke(cli, ["check", str(t), str(d), "--engine", "mlx"]).exit_code == 0

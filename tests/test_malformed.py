@@ -83,7 +83,7 @@ def test_check_exit_codes(tmp_path):
     assert set(data["verdicts"]) == set(ENGINES)
     assert set(data["verdicts"]["sglang"]) == {"compatible", "accepted", "outcome", "reasons", "vocabulary_outcome",
                                                 "architecture", "version", "by_version", "versions", "speedup",
-                                                "speedups"}
+                                                "speedups", "measured"}
     assert set(data["tli"]) >= {"intersection", "ratio"}
 
 
