@@ -255,3 +255,22 @@ def test_pg_concurrent_upgrades_of_a_new_database_wait_for_each_other(pg_url, tm
         assert current_revision(engine) is not None
     finally:
         engine.dispose()
+
+
+def test_pg_keeps_measurements_and_reads_them_back(pg_url):
+    """`indexer measure` writes its row into a PostgreSQL catalog (migration 0011) and check's reader reads it."""
+    from enginesim import EngineSim
+
+    from indexer.catalog.measurements import rows, summary
+    from indexer.catalog.reader import Reader
+
+    assert invoke(["db", "upgrade", "--db", pg_url]).exit_code == 0
+    with EngineSim("llama.cpp") as spec, EngineSim("llama.cpp", speculative=False) as base:
+        result = invoke(["measure", "org/target", "org/draft", "--engine", "llama.cpp", "--url", spec.url,
+                         "--baseline-url", base.url, "--hardware", "RTX 4090", "--task", "code", "--max-tokens", "64",
+                         "--db", pg_url, "--json"])
+    assert result.exit_code == 0, result.output
+    with Reader(pg_url, needs="repos") as reader:
+        found = rows(reader, "org/target", "org/draft", "llama.cpp")
+    assert len(found) == 1 and found[0]["acceptance"] == 0.7 and found[0]["calibration"] is True
+    assert summary(found)["speedup"] == 1.667 and summary(found)["hardware"] == "RTX 4090"
