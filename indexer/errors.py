@@ -9,6 +9,8 @@ is the one place they are defined or re-based.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 EXIT_FAILED = 1  # the work ran and failed (see its report)
 EXIT_BAD_INPUT = 2  # bad input or catalog: nothing was done
 EXIT_NOT_FOUND = 3  # the repo is not in the catalog, or has no answer there
@@ -70,7 +72,7 @@ class QueryError(IndexerError):
 class RepoNotFound(QueryError):
     """The repo a person named is not in the catalog; ``suggestions`` are the closest ids."""
 
-    def __init__(self, message: str, suggestions: list[str] = ()):
+    def __init__(self, message: str, suggestions: Sequence[str] = ()):
         super().__init__(message, EXIT_NOT_FOUND)
         self.suggestions = list(suggestions)
 

@@ -13,7 +13,7 @@ def lock_holder(path: Path, recorded: str) -> str:
     written by its parent, issue 18), found in /proc/*/fd on Linux."""
     pids = _openers(path)
     m = re.match(r"pid (\d+)", recorded)
-    if m and (int(m.group(1)) in pids or (pids is None and _alive(int(m.group(1))))):
+    if m and (_alive(int(m.group(1))) if pids is None else int(m.group(1)) in pids):
         return recorded
     if pids:
         return ", ".join(f"pid {p}" for p in sorted(pids)) + (f"; the file still says {recorded!r}" if recorded else "")

@@ -23,6 +23,7 @@ import sys
 
 from .. import engines as registry
 from ..files import VOCAB_FILES, WANTED_FILES
+from ..hub.listed import Listed
 from .ranking import RATIO_HIGH, RATIO_LOW
 
 LISTING_LIMIT = 50  # items per listing call (one page on the Hub and the imitation)
@@ -146,7 +147,7 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
     def skip(why: str, n: int = 1) -> None:
         skipped[why] = skipped.get(why, 0) + n
 
-    found: dict[str, tuple[object, str]] = {}
+    found: dict[str, tuple[Listed, str]] = {}
     for label, kwargs in _sources(target, families):
         if budget - live.requests() < MIN_FOR_LISTING:
             skip("listings not asked (budget)")
@@ -162,12 +163,12 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
         for item in items:
             found.setdefault(item.id, (item, label))
     found.pop(target["repo_id"], None)
-    held = _held(live.db, found)
+    in_catalog = _held(live.db, found)
     ranks_gguf = registry.ENGINES[engine].gguf_classes  # only GGUF-signature classes hold GGUF-only repos
     keep = []
     for rid, (item, _label) in found.items():
         size = _size(item)
-        if rid in held:
+        if rid in in_catalog:
             skip("already in the catalog")
         elif item.private:
             skip("private")

@@ -52,13 +52,15 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     t = _row(row)
     if t["arch"].head and not t["arch"].head.get("embedded"):
         raise QueryError(f"{t['repo_id']} is a {t['arch'].head['kind']} head ({t['arch'].gguf_arch}), not a target")
+    fit, launch = entry.gguf_head_fit, entry.gguf_head_launch
+    assert fit is not None and launch is not None  # engines with gguf_heads define both
     found, missed = [], []
     if method == "mtp":  # the target's own MTP layers first
-        checks = entry.gguf_head_fit(method, None, t["arch"])
+        checks = fit(method, None, t["arch"])
         reasons = [*(f"{detail} ({src})" for _, _, detail, src in checks), f"--spec-type {spec_type}: {source}"]
         failed = next((c for c in checks if not c[1]), None)
         if failed is None:
-            found.append(_entry(t, "exact", reasons, entry.gguf_head_launch(_name(t), None, spec_type), spec_type,
+            found.append(_entry(t, "exact", reasons, launch(_name(t), None, spec_type), spec_type,
                                 "built-in"))
         elif near_misses:
             missed.append({**_entry(t, None, reasons, None, spec_type, "built-in"), "failed_check": failed[0],
@@ -68,12 +70,12 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
         h = r["arch"].head if r["arch"] else None
         if not h or h.get("embedded") or h.get("kind") != KINDS[method] or r["pk"] == t["pk"]:
             continue
-        checks = entry.gguf_head_fit(method, h, t["arch"])
+        checks = fit(method, h, t["arch"])
         tier = "lineage" if _declared(r) & ours else "shape"
         reasons = [f"{check}: {detail} ({src})" for check, ok, detail, src in checks]
         failed = next((c for c in checks if not c[1]), None)
         if failed is None:
-            found.append(_entry(r, tier, reasons, entry.gguf_head_launch(_name(t), _name(r), spec_type), spec_type))
+            found.append(_entry(r, tier, reasons, launch(_name(t), _name(r), spec_type), spec_type))
         else:
             missed.append({**_entry(r, None, reasons, None, spec_type), "failed_check": failed[0],
                            "reason": f"{failed[2]} ({failed[3]})", "fix": None})

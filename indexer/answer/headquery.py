@@ -10,6 +10,7 @@ repo of their chains (the root included).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .. import engines as registry
 from ..catalog.reader import Reader
@@ -196,7 +197,7 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
     t, shape = hc.target(target)
     candidates, downloads = hc.heads()
     facts = {h.repo_id: h for h in candidates}
-    out = {"target": target_info(t, shape, len(candidates)), "method": "all", "engines": {}}
+    out: dict[str, Any] = {"target": target_info(t, shape, len(candidates)), "method": "all", "engines": {}}
     estimate = _Estimator(cat, shape, speed)
     for engine, entry in registry.ENGINES.items():
         view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine]}
@@ -227,7 +228,8 @@ class _Estimator:
     """The target's speed facts, read once, and the first device's estimate of a head or MTP on an engine."""
 
     def __init__(self, cat: Reader, shape: TargetShape, speed, release: str | None = None):
-        self.cat, self.shape, self.speed, self.release, self._facts = cat, shape, speed, release, None
+        self.cat, self.shape, self.speed, self.release = cat, shape, speed, release
+        self._facts: dict | None = None
 
     def head(self, engine: str, head: HeadFacts | None) -> dict | None:
         """``head`` None: the target's built-in MTP."""

@@ -378,7 +378,8 @@ def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes, 
             except IndexerError as e:
                 raise e.reworded(f"{role} {arg}: {e.message}") from None
             sides.append(replace(side, name=arg) if use != arg else side)
-        return check_pair(*sides, releases)
+        target_side, draft_side = sides
+        return check_pair(target_side, draft_side, releases)
     finally:
         catalog.close()
 

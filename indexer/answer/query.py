@@ -151,7 +151,9 @@ class _CheckCatalog:
     """The check's one reader, opened when a side first needs the catalog (two local directories need none)."""
 
     def __init__(self, db: str | None):
-        self.db, self.reader, self.error = db, None, None
+        self.db = db
+        self.reader: Reader | None = None
+        self.error: str | None = None
 
     def get(self) -> Reader:
         if self.reader is None and self.error is None:
@@ -161,6 +163,7 @@ class _CheckCatalog:
                 self.error = e.message
         if self.error is not None:
             raise InputError("error", self.error)
+        assert self.reader is not None
         return self.reader
 
     def close(self) -> None:
@@ -199,6 +202,7 @@ def _check(target: str, draft: str, db: str | None, max_file_bytes: int, release
                 else:
                     msg = f"{role} {arg}: {e.message}"
                 raise e.reworded(msg) from None
-        return check_pair(*sides, releases)
+        target_side, draft_side = sides
+        return check_pair(target_side, draft_side, releases)
     finally:
         catalog.close()

@@ -112,7 +112,7 @@ class Query:
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
         gguf_refusal = self.entry.refuses_drafts or self._gguf_refusal()  # Ollama: no draft model at all
-        cls = None if gguf_refusal else cat.one(
+        cls: tuple | None = None if gguf_refusal else cat.one(
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
             "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
@@ -365,6 +365,7 @@ class Query:
                     break
             else:
                 if read == head and self.sizes.get(cid, head + 1) > head:
+                    assert row is not None  # read == head > 0 rows
                     cuts.append(_download_key(dict(zip(RANK_KEYS, row, strict=False))))
         rows.sort(key=lambda r: (-r["win"], -r["lin"], -r["kind"], *_download_key(r)))
         rows = rows[:limit]
@@ -562,7 +563,8 @@ class Query:
         order, so every --limit shows a prefix of the same list."""
         from ..engines.rules import fix_for
 
-        t, out = self.t, []
+        t = self.t
+        out: list[dict] = []
         if self.refused_target:
             return out
         base = "AND rc.params < :tp AND NOT rc.disabled" if t["params"] is not None else "AND NOT rc.disabled"

@@ -35,7 +35,7 @@ def fmt_size(params: int | None, source: str | None = None, active: int | None =
     words = f"{mark}{fmt_params(params)} parameters"
     if active is not None:
         words += f", {mark}{fmt_params(active)} active"
-    return words + (f" ({ESTIMATED_FROM[source]})" if mark else "")
+    return words + (f" ({ESTIMATED_FROM[str(source)]})" if mark else "")
 
 
 def fmt_ratio(r: float | None) -> str:

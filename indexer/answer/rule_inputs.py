@@ -63,6 +63,7 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
     cat = reader
     match = find_repo_id(cat.all, repo_id, cat.dialect)  # RepoNotFound: exit 3, HTTP 404
     repo = _repo(cat, match.repo_id)
+    assert repo is not None  # find_repo_id found it
     name = match.repo_id
     # a GGUF repo whose header was read has its own facts (a file set); only others borrow a base's
     base_id = gguf_base(repo["tags"]) if repo["tokenizer_id"] is None and repo["file_set_id"] is None else None

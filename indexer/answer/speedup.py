@@ -45,6 +45,7 @@ class Options:
         profile = ENGINES[engine].speed
         if self.device is not None:
             return [self.device]
+        assert profile is not None  # asked only for engines with a speed profile
         first = DEFAULT_HARDWARE[profile.runtime]
         names = [first, *(n for n in hw.REFERENCE if n != first)]
         kinds = set(profile.devices) | set(profile.gguf.devices if profile.gguf else ())
@@ -89,6 +90,7 @@ def gguf_facts(path: str, file_type: str | None) -> dict:
     from ..vocab.params import estimate_from_name
 
     named = estimate_from_name(Path(path).name) or estimate_from_name(Path(path).parent.name)
+    shape: model.Shape | None
     if named is not None:  # the size its name gives (a file's own size is its bytes at the type, the same)
         shape = model.Shape(params=int(named.total), active=named.active)
     else:
@@ -150,7 +152,7 @@ def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) 
                  "why": f"speed-up unknown: no measured acceptance for {method} heads"}
                 for device in opts.devices_for(engine)[:1]]
 
-    def one(setup: model.Setup, target: model.Shape, drafting: model.Shape) -> model.Estimate:
+    def one(setup: model.Setup, target: model.Shape, drafting: model.Shape) -> model.Estimate | None:
         return model.estimate_head(target, drafting, setup, method=method)
 
     return _per_device(engine, t, {"shape": shape, "quant": None}, opts, one, first_only=False, side="head",

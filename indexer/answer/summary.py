@@ -3,6 +3,8 @@ misses (split out of :mod:`indexer.answer.ranking`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import QueryError
 from .ranking import ENGINES, Query
 
@@ -15,7 +17,9 @@ SUMMARY_NEAR_MISSES = 3
 
 def summarize(q: Query, misses: list[dict] | None = None) -> dict:
     """Across engines: which have drafts for this target, and the cheapest fix among the near misses."""
-    with_drafts, without, unknown = [], [], []
+    with_drafts: list[str] = []
+    without: list[str] = []
+    unknown: list[str] = []
     for engine in ENGINES:
         try:
             other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target, probe_only=True)
@@ -34,8 +38,8 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
         best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
         cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
                     "fix": best["fix"]}
-    out = {"engines_with_drafts": with_drafts, "engines_without_drafts": without, "engines_unknown": unknown,
-           "cheapest_fix": cheapest}
+    out: dict[str, Any] = {"engines_with_drafts": with_drafts, "engines_without_drafts": without,
+                           "engines_unknown": unknown, "cheapest_fix": cheapest}
     if not with_drafts and not looked_for_drafts(q.cat, q.t["repo_id"]):
         out["catalog_looked"] = False  # "no drafts" would be the catalog's silence, not an answer (issue 30)
     return out

@@ -157,7 +157,9 @@ def _local_gguf_target(cat: Reader, arg: str, path) -> Target:
     t.update(pk=-1, repo_id=str(arg), status="ok")
     if not f.vocab.converted:
         raise QueryError(f"target {arg}: {f.vocab.error}")
-    sig = registry.gguf_signature(f.vocab, f.vocab.tokens_sha256())
+    sha256 = f.vocab.tokens_sha256()
+    assert sha256 is not None  # a converted vocabulary has its tokens
+    sig = registry.gguf_signature(f.vocab, sha256)
     twin = cat.one("SELECT r.id, r.repo_id FROM compat_classes c JOIN repo_classes rc ON rc.class_id = c.id "
                    "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = :e AND c.class_key = :s "
                    "ORDER BY r.repo_id LIMIT 1", {"s": sig, "e": registry.GGUF_ENGINE})

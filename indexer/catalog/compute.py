@@ -84,7 +84,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
     loads = _loads()
     pk_of: dict[str, int] = {}
     parent: dict[str, str] = {}
-    ok: list[tuple[int, str, str | None, str | None]] = []
+    ok: list[tuple[int, str, str | None, str | None, bool]] = []
     families: dict[int, set[str]] = {}
     cur = dbapi_conn.cursor()
     cur.execute("SELECT id, repo_id, base_models, author, family, tokenizer_id, status, "
@@ -107,7 +107,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
     root_memo: dict[str, str] = {}
 
     def root(repo_id: str) -> str:
-        chain = []
+        chain: list[str] = []
         node = repo_id
         while node in parent and node not in root_memo and len(chain) < LINEAGE_DEPTH:
             chain.append(node)
@@ -121,7 +121,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
     fams: dict[str, int] = {}
     rows = []
     for pk, repo_id, author, family, unsized in ok:
-        lid = pk
+        lid: int | None = pk
         if repo_id in parent:
             r = root(repo_id)
             lid = pk_of.get(r)
@@ -130,6 +130,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
         aid = authors.setdefault(author, len(authors) + 1) if author is not None else None
         fid = fams.setdefault(family, len(fams) + 1) if family is not None else None
         named = estimate_from_name(repo_id) if unsized else None  # no count, no config estimate: the name's
+        assert lid is not None  # the root's pk, or an outside root's negative id
         rows.append((pk, lid, aid, fid, named.total if named else None))
     return rows, families
 

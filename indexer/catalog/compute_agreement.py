@@ -138,7 +138,9 @@ def _measure(pairs: list[tuple[int, int]], info: dict, store, ref: str) -> tuple
                 vocabs[tid] = None
         return vocabs[tid]
 
-    rows, missing, counts_of = [], 0, {}
+    rows: list = []
+    missing = 0
+    counts_of: dict = {}
     for t, d in pairs:
         tv, dv = vocab(t), vocab(d)
         if tv is None or dv is None:

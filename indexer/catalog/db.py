@@ -89,10 +89,11 @@ def insert_or_skip(session, model, **values) -> bool:
     https://www.sqlite.org/lang_upsert.html)."""
     table = model.__table__
     if session.bind.dialect.name != "postgresql":
-        from sqlalchemy.dialects.sqlite import insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        return session.execute(insert(table).values(**values).on_conflict_do_nothing()).rowcount == 1
-    from sqlalchemy.dialects.postgresql import insert
+        return session.execute(sqlite_insert(table).values(**values).on_conflict_do_nothing()).rowcount == 1
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
 
     key = next(iter(table.primary_key.columns))  # RETURNING: psycopg's rowcount does not tell here (-1)
-    return session.execute(insert(table).values(**values).on_conflict_do_nothing().returning(key)).first() is not None
+    statement = pg_insert(table).values(**values).on_conflict_do_nothing().returning(key)
+    return session.execute(statement).first() is not None

@@ -122,12 +122,13 @@ def db_arg(url: str) -> str:
     return str(path) if path is not None else f"'{safe_url(url)}'"
 
 
-def missing_hint(path: str | Path) -> str:
+def missing_hint(path: str | Path | None) -> str:
     """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
     from pathlib import Path
 
     demo = Path(DEFAULT_DEMO_DB)
-    if Path(path) == Path(DEFAULT_DB).resolve() and demo.exists() and not os.environ.get("INDEXER_DB"):
+    if (path is not None and Path(path) == Path(DEFAULT_DB).resolve() and demo.exists()
+            and not os.environ.get("INDEXER_DB")):
         return f"; the demo catalog is {demo}: add --db {demo} (or set INDEXER_DB={demo})"
     return ""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from typing import Any
 
 from ..errors import CatalogError
 
@@ -51,7 +52,7 @@ class Reader:
                     raise CatalogError(f"catalog {path} does not exist; "
                                        + missing_fix.format(arg=path) + missing_hint(path))
                 ro_uri = read_only_uri(path) if path is not None else None
-                self.conn = sqlite3.connect(ro_uri, uri=True) if ro_uri else sqlite3.connect(path or ":memory:")
+                self.conn: Any = sqlite3.connect(ro_uri, uri=True) if ro_uri else sqlite3.connect(path or ":memory:")
                 self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
             else:
                 from sqlalchemy import create_engine

@@ -30,7 +30,7 @@ class Family:
 
     def matches_author(self, author: str | None) -> bool:
         """The repo's author is one of the family's (case-insensitive)."""
-        return bool(author) and author.lower() in (a.lower() for a in self.authors)
+        return author is not None and author.lower() in (a.lower() for a in self.authors)
 
     def matches_name(self, name: str) -> bool:
         """The repo's name matches one of the family's shell patterns (case-insensitive)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..catalog.blobstore import BlobStore
 from ..errors import UnsafeName
 from ..files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
-from ..gguf.hub import GGUFHeaderReader, gguf_names
+from ..gguf.hub import GGUFHeaderReader, GGUFRead, gguf_names
 from ..hub.client import BudgetExhausted, Cancelled, HubClient, HubUnreachable, Listed, TransientError
 from ..hub.listed import is_commit_sha, safe_blob_id, safe_name
 from .writefail import raise_if_write_failed
@@ -39,7 +39,7 @@ class Fetched:
     entries: dict[str, Entry] = field(default_factory=dict)
     downloaded: dict[str, tuple[int, str]] = field(default_factory=dict)  # blob id -> (size, sha256)
     deferred: bool = False  # the run's budget ran out: resume on the next run
-    gguf: object | None = None  # gguf_hub.GGUFRead: a GGUF-only repo, read from one GGUF header
+    gguf: GGUFRead | None = None  # gguf_hub.GGUFRead: a GGUF-only repo, read from one GGUF header
     from_copies: str | None = None  # a gated repo answered from blobs already held: a repo they came from
     waiting: bool = False  # gated, some blobs unknown: ``entries`` wait for public copies (BlobWait)
 
@@ -55,6 +55,12 @@ def early_status(item: Listed, has_token: bool) -> Fetched | None:
     if item.disabled:
         return Fetched("error", "repo disabled on the Hub")
     return None
+
+
+def _sha(item: Listed) -> str:
+    """The commit sha of an item :func:`_static_outcome` let through (it refuses one without)."""
+    assert item.sha is not None
+    return item.sha
 
 
 def _maybe_head(item: Listed) -> bool:
@@ -135,7 +141,7 @@ class Fetcher:
         ggufs = _gguf_candidates(item)
         gguf_files: dict[str, tuple[int, str | None]] = {}
         # Every wanted name, whatever ``siblings`` says (one call either way): siblings never prove absence.
-        for it in self.client.paths_info(item.id, item.sha, [*WANTED_FILES, *ggufs]):
+        for it in self.client.paths_info(item.id, _sha(item), [*WANTED_FILES, *ggufs]):
             if isinstance(it, RepoFile) and it.path in ggufs:  # size and LFS sha256 before any byte is read
                 lfs = getattr(it, "lfs", None)
                 gguf_files[safe_name(it.path)] = (int(it.size or 0), safe_blob_id(lfs.sha256) if lfs else None)
@@ -186,7 +192,7 @@ class Fetcher:
         from huggingface_hub.hf_api import RepoFile
 
         files: dict[str, tuple[int, str | None]] = {}
-        for it in self.client.list_files(item.id, item.sha):
+        for it in self.client.list_files(item.id, _sha(item)):
             if isinstance(it, RepoFile) and gguf_names([it.path]) and len(files) < MAX_GGUF_NAMES:
                 lfs = getattr(it, "lfs", None)
                 files[safe_name(it.path)] = (int(it.size or 0), safe_blob_id(lfs.sha256) if lfs else None)
@@ -194,7 +200,7 @@ class Fetcher:
 
     def _gguf(self, item: Listed, out: Fetched, files: dict) -> Fetched:
         """A GGUF-only repo: one GGUF header, range-read (indexer/gguf/hub.py)."""
-        read = self.gguf.read(item.id, item.sha, files)
+        read = self.gguf.read(item.id, _sha(item), files)
         if read is None:
             out.status, out.reason = "no_tokenizer", "no tokenizer files and no GGUF model file (projectors only)"
         else:
@@ -232,7 +238,7 @@ class Fetcher:
                     break
             ev.wait()
         try:
-            d = self.client.download(item.id, item.sha, e.filename, e.blob_id, self.store,
+            d = self.client.download(item.id, _sha(item), e.filename, e.blob_id, self.store,
                                      lfs_sha256=e.lfs_sha256, size=e.size, max_bytes=self.max_file_bytes)
             return d.size, d.sha256
         finally:

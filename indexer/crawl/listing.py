@@ -108,7 +108,7 @@ class ScopeListing:
                 self.errors.append(f"listing {self.label} failed: {describe(e)}")
 
     def _walk(self, p: Pass) -> Iterator[Listed]:
-        url = p.url or self.client.listing_url(**self.kwargs)
+        url: str | None = p.url or self.client.listing_url(**self.kwargs)
         while url:
             p.url, p.started = url, True  # until the page is read to its end, a resume re-reads it
             items, next_url = self.client.list_page(url)

@@ -387,6 +387,7 @@ class Crawler(RunRecord):
             self._finish(session, item, pk, kind, early, queued)
             return None
         seen = (row.sha, row.status) if row is not None else None
+        assert self.run_id is not None  # the run's row is written before any repo
         if not claim(session, self.writer.transaction, item, self.run_id, now_utc(), seen):
             self.counts["elsewhere"] += 1  # another live crawl is fetching it, or has just written it
             self._tick()

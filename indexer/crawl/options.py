@@ -98,6 +98,8 @@ def scopes(options: CrawlOptions, families) -> list[Scope]:
     out = []
     for name in o.families:
         fam = find_family(name, families)
+        if fam is None:  # Crawler checks every name first (loop.py)
+            raise ValueError(f"unknown family {name!r}")
         out += [Scope(f"family={fam.name} author={a}", {"author": a}) for a in fam.authors]
         out += [Scope(f"family={fam.name} search={s}", {"search": s}) for s in fam.search]
     if o.author or o.search:

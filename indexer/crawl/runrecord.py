@@ -6,6 +6,7 @@ whose counts, client, writer and fetcher it reports.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from sqlalchemy import select, update
 
@@ -19,6 +20,21 @@ MAX_RUN_ERRORS = 200
 
 class RunRecord:
     """What a run records about itself (mixed into ``Crawler``, which holds the state it reads)."""
+
+    # Set by the class this is mixed into (declared here for the type checker).
+    Session: Any
+    _listings: Any
+    _started: Any
+    client: Any
+    counts: Any
+    errors: Any
+    fetcher: Any
+    opt: Any
+    progress: Any
+    run_id: int | None
+    statuses: Any
+    stopped: Any
+    writer: Any
 
     def _start_run(self) -> None:
         with self.Session() as session:

@@ -25,7 +25,7 @@ SQLITE_MESSAGES = {
 }
 
 
-def storage_failure(exc: BaseException, doing: str | None = None) -> str | None:
+def storage_failure(exc: BaseException | None, doing: str | None = None) -> str | None:
     """One line naming the cause when ``exc`` (or anything it wraps) is a failed write, else None;
     ``doing`` says what the run was doing ("fetching org/name")."""
     seen: set[int] = set()

@@ -16,6 +16,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import datetime, timezone
@@ -30,6 +31,7 @@ from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
+from ..vocab.modelconfig import ConfigFacts
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .writefail import raise_if_write_failed
@@ -55,8 +57,6 @@ def file_set_key(files: dict[str, str]) -> str:
 
 
 def _config_fact_columns() -> list[str]:
-    from ..vocab.modelconfig import ConfigFacts
-
     return [f.name for f in fields(ConfigFacts) if f.name in REPO_COLUMNS]
 
 
@@ -75,7 +75,7 @@ class CatalogWriter:
         self._pending_sets: dict[str, tuple] = {}
         self._scratch = Path(tempfile.mkdtemp(prefix="indexer-write-"))
         self._fact_columns = _config_fact_columns()
-        self._counting = None  # the thread that counts the reference text per new vocabulary
+        self._counting: ThreadPoolExecutor | None = None  # the thread that counts the reference text per vocabulary
         self._counts: list = []
 
     def close(self, wait: bool = True) -> None:
@@ -99,8 +99,6 @@ class CatalogWriter:
         was 20 of the main thread's 29 s in a crawl of 84 repos (0.8 s per vocabulary), and only compute reads
         it (token store). The tokenizers library encodes without the GIL, on the other core, while the fetch
         workers wait for the rate limit. A count an interrupted run lost is recounted by compute."""
-        from concurrent.futures import ThreadPoolExecutor
-
         from ..vocab.agreement import reference_sha256, store_counts
 
         if self.tokens.get_counts(vocab_sha256, reference_sha256()) is not None:
@@ -139,7 +137,7 @@ class CatalogWriter:
 
     # -- the per-repo transaction ----------------------------------------------------------------
     def write(self, session, item: Listed, existing_pk: int | None, fetched: Fetched, run_id: int,
-              queued: bool = False) -> tuple[str, str | None]:
+              queued: bool = False) -> tuple[str | None, str | None]:
         """Write the repo's row (and new blobs / file set / tokenizer); returns (status, reason)."""
         for attempt in range(WRITE_ATTEMPTS):
             try:
@@ -188,7 +186,7 @@ class CatalogWriter:
                                          crawl_run_id=run_id))
 
     def _write_repo(self, session, item: Listed, existing_pk, fetched: Fetched, run_id: int, queued: bool,
-                    fingerprint: bool) -> tuple[str, str | None]:
+                    fingerprint: bool) -> tuple[str | None, str | None]:
         now = now_utc()
         row = session.get(Repo, existing_pk) if existing_pk else None
         if row is None:  # added last: a half-filled row must never be flushed
@@ -367,7 +365,8 @@ class CatalogWriter:
             except (OSError, ValueError, KeyError):
                 data = None
             self._config_memo[key] = data if isinstance(data, dict) else None
-        return self._config_memo[key]
+        data = self._config_memo[key]
+        return data if isinstance(data, dict) else None
 
     def _config_facts(self, row: Repo, facts, digest: dict) -> None:
         """Every ConfigFacts field onto its same-named column; the listing's digest when unparsed."""
@@ -483,7 +482,7 @@ class CatalogWriter:
         tmp = self._scratch_dir("cfg")
         self.store.export({CONFIG_FILE: blob_id}, tmp)
         try:
-            facts = read_config(tmp, self.max_file_bytes)
+            facts: ConfigFacts | InputError = read_config(tmp, self.max_file_bytes)
         except InputError as e:
             facts = InputError(e.status, _without_dir(e.message, tmp))
         self._config_memo[blob_id] = facts

@@ -127,7 +127,7 @@ class Head:
         """The words of the match, or None."""
         f = _side(t, d, self.side)
         head = (f.head if f is not None else None) or {}
-        if not head or bool(head.get("embedded")) != self.embedded:
+        if f is None or not head or bool(head.get("embedded")) != self.embedded:
             return None
         keys = ", ".join(f"{k} {v}" for k, v in head.items() if k not in ("kind", "spec_type", "embedded"))
         return (f"the {self.side}'s GGUF ({f.gguf_arch}) is {'a model with' if self.embedded else 'a'} "
@@ -199,8 +199,6 @@ class Applied:
 
     def __eq__(self, other):
         return isinstance(other, Applied) and (other.rule, other.fact) == (self.rule, self.fact)
-
-    __hash__ = None
 
     @property
     def words(self) -> str:

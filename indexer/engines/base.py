@@ -25,9 +25,10 @@ may make the verdict worse or add a note; ``Verdict.vocabulary`` keeps what the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..gguf.predict import GGUFVocab
 from ..vocab.archconfig import ArchFacts
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import HeadRules
@@ -51,7 +52,7 @@ class Side:
     vllm_vocab_size: int | None = None  # vLLM's hf_text_config.vocab_size (its model-type remaps)
     text_config_error: str | None = None  # get_text_config() raises (transformers, vLLM)
     has_vision_config: bool = False  # config.json has vision_config (LM Studio)
-    gguf: object | None = None  # indexer.gguf.predict.GGUFVocab: what convert_hf_to_gguf.py would write
+    gguf: GGUFVocab | None = None  # what convert_hf_to_gguf.py would write
     gguf_missing: str | None = None  # why ``gguf`` is None
     model_type: str | None = None  # config.json model_type (mlx-lm picks its model class by it)
     gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
@@ -315,7 +316,7 @@ def pair_agreement(t: Side, d: Side) -> dict | None:
     return a
 
 
-def mapping_differs(t: Side, d: Side, size: int | None, starts: str, notes: list[str] = ()) -> Verdict:
+def mapping_differs(t: Side, d: Side, size: int | None, starts: str, notes: Sequence[str] = ()) -> Verdict:
     """A started pair whose mappings differ, graded by how far they agree (works, degraded, useless)."""
     a = pair_agreement(t, d)
     if a is None:

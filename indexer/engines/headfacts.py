@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from ..vocab.modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
 from . import ENGINES
-from .headrules import MTP_LAYER_KEYS, HeadFacts, TargetShape
+from .headrules import MTP_LAYER_KEYS, HeadFacts, HeadRules, TargetShape
 
 # The head classes the engines load (architectures entry -> algorithm), first engine in registry order first;
 # where two engines load one class they agree on its algorithm. Every release's classes: a head one release
@@ -17,7 +17,7 @@ from .headrules import MTP_LAYER_KEYS, HeadFacts, TargetShape
 HEAD_CLASSES: dict[str, str] = {}
 for _entry in ENGINES.values():
     for _heads in ([_entry.heads] if "heads" not in _entry.ranged else [r.value for r in _entry.ranged["heads"]]):
-        for _arch, _algorithm in (_heads.head_classes.items() if _heads else ()):
+        for _arch, _algorithm in (_heads.head_classes.items() if isinstance(_heads, HeadRules) else ()):
             HEAD_CLASSES.setdefault(_arch, _algorithm)
 # Architectures that the speculators library writes (config.json "architectures"); with HEAD_CLASSES they let
 # a listing's config digest recognise a head without downloading it.
@@ -116,8 +116,10 @@ def parse_head(config: dict, repo_id: str = "", tags: Iterable[str] = ()) -> Hea
 
 
 def _parse_speculators(config, repo_id, archs, base_models) -> HeadFacts:
-    spec = config.get("speculators_config") if isinstance(config.get("speculators_config"), dict) else {}
-    verifier = spec.get("verifier") if isinstance(spec.get("verifier"), dict) else {}
+    spec = config.get("speculators_config")
+    spec = spec if isinstance(spec, dict) else {}
+    verifier = spec.get("verifier")
+    verifier = verifier if isinstance(verifier, dict) else {}
     layer = config.get("transformer_layer_config")
     layer = layer if isinstance(layer, dict) else {}
     kind = config.get("speculators_model_type")

@@ -9,6 +9,7 @@ Ranking, the JSON entries and ``--method all`` are here. On the query path: stdl
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from . import ENGINES, HEAD_ENGINES
 from .headfacts import (  # noqa: F401  (re-exported: the crawler, the imitation and the answer layer read them here)
@@ -44,7 +45,13 @@ def rules_of(engine: str, release: str | None = None) -> HeadRules:
     loads no heads."""
     if engine not in HEAD_ENGINES:
         raise ValueError(f"engine must be one of {HEAD_ENGINES}, not {engine!r}")
-    return ENGINES[engine].at(release).heads
+    return _rules(ENGINES[engine].at(release).heads)
+
+
+def _rules(heads: HeadRules | tuple) -> HeadRules:
+    """An engine's ``heads`` where it loads heads (``HEAD_ENGINES``): its HeadRules, never the empty tuple."""
+    assert isinstance(heads, HeadRules)
+    return heads
 
 
 def loads(head: HeadFacts, engine: str, release: str | None = None) -> tuple[bool, str, str, str | None]:
@@ -143,7 +150,7 @@ def overview(target: TargetShape, candidates: Iterable[HeadFacts], engine: str, 
     heads per method, n-gram."""
     candidates = list(candidates)
     m = mtp(target, engine)
-    out = {"engine": engine,
+    out: dict[str, Any] = {"engine": engine,
            "mtp": {"fits": m.fits, "reasons": m.reasons, "launch": mtp_launch(target, engine) if m.fits else None},
            "heads": {}, "ngram": ngram(target.repo_id, engine)}
     for method in METHOD_ALGORITHMS:
@@ -172,6 +179,6 @@ _LAUNCH = {"mtp": mtp_launch, "ngram": ngram_launch}
 HEAD_RULES = {
     name: {method: {"engine_method": engine_method, "fit": _FIT.get(method, fit),
                     "launch": _LAUNCH.get(method, launch), "source": source}
-           for method, (engine_method, source) in ENGINES[name].heads.methods.items()}
+           for method, (engine_method, source) in _rules(ENGINES[name].heads).methods.items()}
     for name in HEAD_ENGINES
 }

@@ -99,12 +99,14 @@ def rule(t: Side, d: Side) -> Verdict:
             return Verdict(REFUSED, [f"the {role}'s GGUF facts are unknown: {side.gguf_missing or 'not derived'}"])
         if not g.converted and (g.error or "").startswith(NOT_MODELLED):  # our gap, not llama.cpp's refusal
             where = f"({side.gguf_file}) " if side.gguf_file else ""
-            return Verdict(UNKNOWN, [f"the {role}'s GGUF vocabulary {where}is unknown: {g.error[len(NOT_MODELLED):]} "
+            return Verdict(UNKNOWN, [f"the {role}'s GGUF vocabulary {where}is unknown: "
+                                     f"{(g.error or '')[len(NOT_MODELLED):]} "
                                      f"{follows}; llama.cpp may well handle it: this is not a refusal"])
         if not g.converted and side.gguf_file:
             return Verdict(REFUSED, [f"the {role} ({side.gguf_file}): {g.error} (llama.cpp @{LLAMACPP_COMMIT})"])
         if not g.converted:
             return Verdict(REFUSED, [f"the {role} cannot be converted to GGUF: {g.error} {follows}"])
+    assert t.gguf is not None and d.gguf is not None  # each side was checked above
     ok, reasons = speculative_compatible(t.gguf, d.gguf)
     origins = [_gguf_origin(r, s) for r, s in (("target", t), ("draft", d))] if t.gguf_file or d.gguf_file else []
     if ok:
@@ -116,7 +118,8 @@ def rule(t: Side, d: Side) -> Verdict:
 
 def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
     """llama.cpp compares the GGUF files' n_vocab (None where a side has no converted GGUF)."""
-    return tuple(s.gguf.n_vocab if s.gguf is not None and s.gguf.converted else None for s in (t, d))
+    n_t, n_d = (s.gguf.n_vocab if s.gguf is not None and s.gguf.converted else None for s in (t, d))
+    return n_t, n_d
 
 
 def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked) -> str | None:

@@ -37,7 +37,8 @@ def rule(t: Side, d: Side) -> Verdict:
     kind = _kind(d)
     if kind in ("mtp", "dflash"):
         spec = "draft-dflash" if kind == "dflash" else "draft-mtp"
-        return Verdict(WORKS, [f"the draft's GGUF is a {kind.upper()} drafter ({d.arch.gguf_arch}): Ollama launches "
+        gguf_arch = d.arch.gguf_arch if d.arch else None
+        return Verdict(WORKS, [f"the draft's GGUF is a {kind.upper()} drafter ({gguf_arch}): Ollama launches "
                                f"its DRAFT with --spec-type {spec} ({DRAFT_TYPE})"])
     what = f"the draft is a {kind} head" if kind else "Ollama takes no separate draft models"
     return Verdict(REFUSED, [f"{what}: Ollama launches every Modelfile DRAFT whose GGUF architecture is "

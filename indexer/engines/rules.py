@@ -7,6 +7,8 @@ reads and, when the rule needs token text (diffs, TLI), its full token->id mappi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from . import (
     DEFAULT_ENGINE,
     ENGINES,
@@ -126,7 +128,7 @@ def added_only(a: Side, b: Side) -> list[str]:
 
 def fix_for(engine: str, outcome: str, *, same_mapping: bool | None, same_base: bool | None,
             sizes: tuple[int | None, int | None] = (None, None), tli_info: dict | None = None,
-            tli_blocked: list[str] = (), release: str | None = None) -> str | None:
+            tli_blocked: Sequence[str] = (), release: str | None = None) -> str | None:
     """The one way to change this engine's outcome for a pair (``check`` and query's near misses both
     ask here); None when nothing does, or nothing is needed. Each engine words its own (``Engine.fix``).
 
@@ -164,7 +166,7 @@ def suggest_fixes(t: Side, d: Side, results: dict[str, Verdict], tli_info: dict 
     base = None if t.tok is None or d.tok is None else t.tok.get("base_vocab_sha256") == d.tok.get("base_vocab_sha256")
     blocked = tli_constraints(t, d)
     ambiguous = bool(t.text_config_error or d.text_config_error)  # vLLM and transformers raise before any size
-    out = {}
+    out: dict[str, str | None] = {}
     for name, v in results.items():
         if v.fix is not None:  # an architecture row decided the outcome, and it has a way around it
             out[name] = v.fix

@@ -256,7 +256,7 @@ class SGLangHeads(HeadRules):
 
     def mtp_support(self, target: TargetShape, arch: str | None) -> tuple[bool, str, str]:
         """The draft worker rewrites the target's architecture into its MTP class (SGLANG_MTP_ARCHS)."""
-        line = SGLANG_MTP_ARCHS.get(arch)
+        line = SGLANG_MTP_ARCHS.get(arch or "")
         return (line is not None, f"SGLang {'has an' if line else 'has no'} MTP draft class for {arch}",
                 f"configs/model_config.py:{line or '1010-1200'}")
 

@@ -128,7 +128,7 @@ UAG_LINES = (Ranged(value="762-795", until="5.25.0", source="src/transformers/ge
                     anchors=("def _get_assistant_to_target_input_ids(",)),
              Ranged(value="775-808", since="5.25.0", source="src/transformers/generation/candidate_generator.py:775",
                     anchors=("def _get_assistant_to_target_input_ids(",)))
-UAG = uag(UAG_LINES[-1].value)
+UAG = uag(str(UAG_LINES[-1].value))
 
 
 def rule(t: Side, d: Side) -> Verdict:
@@ -165,7 +165,7 @@ def fix(outcome: str, *, shared: bool, sizes: tuple, tli: str, tli_blocked, uag_
     return uag(uag_lines) + tli + (f", or {resize_words(t_size)}" if shared else "")
 
 
-FIXES = tuple(Ranged(value=partial(fix, uag_lines=r.value), since=r.since, until=r.until, source=r.source,
+FIXES = tuple(Ranged(value=partial(fix, uag_lines=str(r.value)), since=r.since, until=r.until, source=r.source,
                      anchors=r.anchors) for r in UAG_LINES)
 
 

@@ -306,7 +306,7 @@ class VLLMHeads(HeadRules):
 
     def mtp_support(self, target: TargetShape, arch: str | None) -> tuple[bool, str, str]:
         """SpeculativeConfig.hf_config_override rewrites the target config into its MTP model."""
-        line = self.mtp_archs.get(arch) or self.mtp_model_types.get(target.model_type or "")
+        line = self.mtp_archs.get(arch or "") or self.mtp_model_types.get(target.model_type or "")
         return (line is not None, f"vLLM {'has an' if line else 'has no'} MTP model for {target.model_type} ({arch})",
                 f"config/speculative.py:{line or self.mtp_lines}")
 

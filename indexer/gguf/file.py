@@ -263,13 +263,17 @@ def _load(h: Header) -> GGUFVocab:
     tokens = tuple((t.partition("\0")[0] if "\0" in t else t) or f"[EMPTY_{i}]" for i, t in enumerate(h.tokens))
     if len(set(tokens)) != n:
         seen: set[str] = set()
-        dup = next(t for t in tokens if t in seen or seen.add(t))
+        for dup in tokens:
+            if dup in seen:
+                break
+            seen.add(dup)
         return refused(f"llama.cpp aborts loading the GGUF: GGML_ASSERT(id_to_token.size() == token_to_id.size()) "
                        f"(token text {dup!r} appears twice)")
-    types = h.arrays.get(Keys.Tokenizer.TOKEN_TYPE)
+    token_types = h.arrays.get(Keys.Tokenizer.TOKEN_TYPE)
     # the token_to_piece cache (:3052-3064) reads every BYTE-typed token as "<0xXX>" (:3699-3737; not RWKV/PLaMo-2)
-    if vtype in ("spm", "ugm", "bpe", "wpm") and types is not None and types.values and BYTE in types.values:
-        for i, typ in enumerate(types.values[:n]):
+    if (vtype in ("spm", "ugm", "bpe", "wpm") and token_types is not None and token_types.values
+            and BYTE in token_types.values):
+        for i, typ in enumerate(token_types.values[:n]):
             if typ != BYTE:
                 continue
             if vtype == "wpm":  # token_to_byte has no WPM case (:3206-3207)

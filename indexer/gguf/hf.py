@@ -39,6 +39,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type che
 if TYPE_CHECKING:
     from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
 
+    from tokenizers import Tokenizer
+
 _CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
 
 
@@ -98,7 +100,7 @@ NAMED = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_t
 class HFTokenizer:
     """What the converter reads off the transformers tokenizer."""
 
-    backend: object  # tokenizers.Tokenizer
+    backend: Tokenizer
     cls: str
     vocab: dict[str, int]  # tokenizer.vocab / get_vocab(): with added tokens
     base_size: int  # tokenizer.vocab_size: without added tokens
@@ -173,15 +175,15 @@ def resolve_class(tc: dict, config: dict, directory: Path | None = None) -> str:
     raise ConverterError(f"ValueError: Tokenizer class {name} does not exist or is not currently imported.")
 
 
-def _read_merges_gpt2(path: Path) -> list[tuple[str, ...]]:
+def _read_merges_gpt2(path: Path) -> list[tuple]:
     # models/gpt2/tokenization_gpt2.py:159-161: the first line is skipped as a header, the last as empty.
     lines = path.read_text(encoding="utf-8").split("\n")[1:-1]
     return [tuple(line.split()) for line in lines]
 
 
-def _read_merges_qwen2(path: Path) -> list[tuple[str, ...]]:
+def _read_merges_qwen2(path: Path) -> list[tuple]:
     # models/qwen2/tokenization_qwen2.py:178-185
-    merges = []
+    merges: list[tuple] = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
         line = line.strip()
         if (i == 0 and line.startswith("#version:")) or not line:
@@ -343,10 +345,10 @@ def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MA
                 raise ConverterError(f"ValueError: add_{what}_token = True but {what}_token = None")
         single = ([f"{bos}:0"] if add_bos and bos else []) + ["$A:0"] + ([f"{eos}:0"] if add_eos and eos else [])
         pair = single + [s.replace("$A:0", "$B:1").replace(":0", ":1") for s in single]
-        special = [(t, backend.token_to_id(t)) for t, on in ((bos, add_bos), (eos, add_eos))
-                   if on and backend.token_to_id(t) is not None]
+        template_tokens = [(t, backend.token_to_id(t)) for t, on in ((bos, add_bos), (eos, add_eos))
+                           if on and t is not None and backend.token_to_id(t) is not None]
         backend.post_processor = processors.TemplateProcessing(
-            single=" ".join(single), pair=" ".join(pair), special_tokens=special
+            single=" ".join(single), pair=" ".join(pair), special_tokens=template_tokens
         )
 
     vocab = backend.get_vocab(with_added_tokens=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from . import LLAMACPP_COMMIT, NOT_MODELLED  # the pin and the not-modelled prefix (indexer/gguf/__init__.py)
@@ -87,7 +88,8 @@ class GGUFVocab:
     def from_dict(cls, d: dict, tokens=None) -> GGUFVocab:
         """The vocabulary back from the catalog's JSON (and its token list when the rule needs it)."""
         names = {f.name for f in fields(cls)} - {"tokens", "stored_sha256"}
-        return cls(**{k: d.get(k) for k in names}, tokens=tuple(tokens) if tokens is not None else None,
+        values: dict[str, Any] = {k: d.get(k) for k in names}
+        return cls(**values, tokens=tuple(tokens) if tokens is not None else None,
                    stored_sha256=d.get("tokens_sha256") if tokens is not None else None)
 
 
@@ -137,7 +139,10 @@ def load_vocab(written: Written) -> GGUFVocab:
         tokens = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens))
     if len(set(tokens)) != len(tokens):
         seen: set[str] = set()
-        dup = next(t for t in tokens if t in seen or seen.add(t))
+        for dup in tokens:
+            if dup in seen:
+                break
+            seen.add(dup)
         return refused(f"llama.cpp aborts loading the GGUF: GGML_ASSERT(id_to_token.size() == token_to_id.size()) "
                        f"(token text {dup!r} appears twice)")
     n = len(tokens)

@@ -169,10 +169,9 @@ def _vocab_base(directory: Path, hparams: dict, max_bytes: int) -> tuple[list[st
     if pre is None:  # base.py:1943-1956
         raise ConverterError("NotImplementedError: BPE pre-tokenizer was not recognized - update get_vocab_base_pre()")
     reverse = {i: t for t, i in tok.vocab.items()}
-    tokens = [reverse.get(i) for i in range(vocab_size)]
-    types = ["normal"] * vocab_size
-    for i in (i for i, t in enumerate(tokens) if t is None):  # ids the vocabulary lacks (base.py:1598-1600)
-        tokens[i], types[i] = f"[PAD{i}]", "unused"
+    # ids the vocabulary lacks are padding (base.py:1598-1600)
+    tokens = [reverse.get(i, f"[PAD{i}]") for i in range(vocab_size)]
+    types = ["normal" if i in reverse else "unused" for i in range(vocab_size)]
     # added tokens (base.py:1601-1616), visited by id: where reverse[i] is an added token's content
     for i in sorted(i for c, i in tok.vocab.items() if c in tok.added and i < vocab_size and reverse[i] == c):
         token = tokens[i]
@@ -217,6 +216,7 @@ def _sp_model_type(raw: bytes) -> int:
         while i < len(buf):
             key, i = _varint(buf, i)
             num, wire = key >> 3, key & 7
+            val: int | bytes
             if wire == 0:
                 val, i = _varint(buf, i)
             elif wire == 2:

@@ -12,12 +12,16 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from ..errors import UnsafeName
 
+if TYPE_CHECKING:
+    from huggingface_hub.hf_api import ExpandModelProperty_T
+
 # What GET /api/models accepts in ``expand``: ExpandModelProperty_T (hf_api.py:159-191) minus
 # baseModels, childrenModelCount and usedStorage, which only /api/models/{id} serves (PR #3182).
-LIST_EXPAND = [
+LIST_EXPAND: list[ExpandModelProperty_T] = [
     "sha", "lastModified", "createdAt", "downloads", "likes", "pipeline_tag", "library_name", "tags",
     "gated", "disabled", "private", "safetensors", "siblings", "config",
 ]
@@ -57,7 +61,7 @@ def git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def base_models_from_tags(tags) -> tuple[list[str] | None, dict[str, str] | None]:
+def base_models_from_tags(tags) -> tuple[list[str] | None, dict[str, str | None] | None]:
     """(ids, {id: relation}) from ``base_model:<id>`` / ``base_model:<relation>:<id>`` tags.
 
     The Hub adds both tags for every base model a card declares (HUB-API §0.2); the first id is the

@@ -77,6 +77,7 @@ class FixedWindow:
         """Apply a response's ``RateLimit`` / ``RateLimit-Policy`` to this bucket; ``hold`` (a 429)
         keeps every call of the bucket back for that many seconds."""
         limited = hold is not None
+        hold = hold or 0.0
         with self.cond:
             now = time.monotonic()
             if quota and window and not self.fixed:
@@ -100,7 +101,7 @@ class FixedWindow:
                     self.reset_at = now + self.window
                     if abs(server_reset - self.reset_at) > 1.0:
                         self.reset_at = server_reset
-                elif server_reset < self.reset_at - 1.0:
+                elif self.reset_at is not None and server_reset < self.reset_at - 1.0:
                     self.reset_at = server_reset  # later answers may only end the window sooner
                 self.remaining = min(self.remaining, max(0, int(remaining)))
             self.cond.notify_all()

@@ -58,7 +58,7 @@ log = logging.getLogger("indexer.hub.client")  # the name `-v` prints for retrie
 
 
 # -- one hook on huggingface_hub's shared client, dispatching to the live sessions ---------------------
-_OBSERVERS: list[HubSession] = []
+_OBSERVERS: list[HubSession | RequestCounter] = []
 _OBS_LOCK = threading.Lock()
 _HOOK_INSTALLED = False
 

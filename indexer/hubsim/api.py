@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
 
 from .modelinfo import (
@@ -62,6 +63,20 @@ class ApiEndpoints:
     """Part of :class:`~indexer.hubsim.server.HubServer`: the ``/api/models`` endpoints. Uses the server's
     ``store``, ``page_size``, ``tree_page_size``, ``auto_reload``, ``xet``, ``host``, ``port``,
     ``deep_listing_504`` and the model JSON (:class:`~indexer.hubsim.modelinfo.ModelJson`)."""
+
+    # Set by the class this is mixed into (declared here for the type checker).
+    _field: Any
+    deep_listing_504: tuple[int, int | None] | None
+    _lock: Any
+    _model_json: Any
+    auto_reload: Any
+    host: Any
+    page_size: Any
+    port: Any
+    reload: Any
+    store: Any
+    tree_page_size: Any
+    xet: Any
 
     def _repo(self, repo_id: str, headers=None) -> Repo:
         """The repo a request names; a missing or (without a token) private one answers 401 RepoNotFound."""
@@ -134,6 +149,7 @@ class ApiEndpoints:
 
     def _deep_fault(self) -> None:
         with self._lock:
+            assert self.deep_listing_504 is not None  # called only while the fault is set
             depth, times = self.deep_listing_504
             if times is not None:
                 self.deep_listing_504 = (depth, times - 1) if times > 1 else None

@@ -64,7 +64,7 @@ class Commit:
     @property
     def dirs(self) -> set[str]:
         """Every directory of the tree (paths-info and tree answer them as ``directory``)."""
-        out = set()
+        out: set[str] = set()
         for p in self.files:
             parts = p.split("/")[:-1]
             out.update("/".join(parts[: i + 1]) for i in range(len(parts)))

@@ -9,6 +9,7 @@ files instead of the key/value section shows it in the server's byte counts.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ def write_gguf(path: Path, *, arch: str = "llama", model: str | None = "gpt2", p
                types: list[int] | None = None, bos: int | None = None, eos: int | None = None,
                add_bos: bool | None = None, add_eos: bool | None = None, chat_template: str | None = None,
                name: str | None = "Test Model", file_type: int | None = 15, tensor_bytes: int = 4096,
-               extra: list[tuple] = (), split_max_tensors: int = 0, n_tensors: int = 1,
+               extra: Sequence[tuple] = (), split_max_tensors: int = 0, n_tensors: int = 1,
                alignment: int | None = None) -> Path:
     """One GGUF (or a split set, shard names from the writer) with the tokenizer keys given; None omits a key."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .repos import HUB_META_FILE
 
@@ -150,10 +151,10 @@ def sglang_eagle1(hidden: int, vocab: int, *, heads: int, inter: int) -> dict:
     return cfg
 
 
-LLAMA2_7B = {"heads": 32, "kv": 32, "inter": 11008}
-TINYLLAMA = {"heads": 32, "kv": 4, "inter": 5632}
-QWEN25_05B = {"heads": 14, "kv": 2, "inter": 4864}
-MISTRAL_7B = {"heads": 32, "kv": 8, "inter": 14336}
+LLAMA2_7B: dict[str, Any] = {"heads": 32, "kv": 32, "inter": 11008}
+TINYLLAMA: dict[str, Any] = {"heads": 32, "kv": 4, "inter": 5632}
+QWEN25_05B: dict[str, Any] = {"heads": 14, "kv": 2, "inter": 4864}
+MISTRAL_7B: dict[str, Any] = {"heads": 32, "kv": 8, "inter": 14336}
 
 HEADS = (
     HeadSpec("heads-lab/sglang-EAGLE3-TinyLlama-1.1B-Chat-v1.0", "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
@@ -265,7 +266,7 @@ def link_corpus_targets(hub_dir: str | os.PathLike, models_dir: str | os.PathLik
     meta = _load_meta(hub_dir)
     for repo_id, (corpus_dir, base) in TARGETS.items():
         _link(models_dir / corpus_dir, hub_dir / repo_id)
-        entry = {"tags": ["transformers", "safetensors", "text-generation"], "downloads": 1000}
+        entry: dict[str, Any] = {"tags": ["transformers", "safetensors", "text-generation"], "downloads": 1000}
         if base:
             entry["tags"] += base_model_tags(base)
             entry["baseModels"] = base

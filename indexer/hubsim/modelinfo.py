@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from .repos import FileEntry, Repo
 from .wire import HttpError
@@ -79,6 +80,11 @@ def base_models(meta: dict) -> dict:
 class ModelJson:
     """Part of :class:`~indexer.hubsim.server.HubServer`: a repo's ``ModelInfo`` JSON. Uses the server's
     ``store``, ``lossy_siblings`` and ``_json_cache``."""
+
+    # Set by the class this is mixed into (declared here for the type checker).
+    _json_cache: Any
+    lossy_siblings: Any
+    store: Any
 
     def _config_digest(self, repo: Repo) -> dict | None:
         """What the real Hub serves as ``config``: a digest of config.json (+ tokenizer_config bits)."""
@@ -178,7 +184,7 @@ class ModelJson:
 
     @staticmethod
     def _sibling(fe: FileEntry, blobs: bool) -> dict:
-        sib = {"rfilename": fe.path}
+        sib: dict[str, object] = {"rfilename": fe.path}
         if blobs:
             sib.update(blobId=fe.oid, size=fe.reported_size)
             if fe.lfs:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 from urllib.parse import quote
 
 from .repos import FileEntry, Repo
@@ -46,6 +47,16 @@ class FileServing:
     """Part of :class:`~indexer.hubsim.server.HubServer`: ``/resolve`` and the CDN. Uses the server's
     ``store``, ``xet``, ``host``, ``port``, ``cdn_endpoint`` and repo lookup (``_repo``, ``_check_revision``:
     :class:`~indexer.hubsim.api.ApiEndpoints`)."""
+
+    # Set by the class this is mixed into (declared here for the type checker).
+    _check_revision: Any
+    _repo: Any
+    cdn_endpoint: Any
+    datasets: Any
+    host: Any
+    port: Any
+    store: Any
+    xet: Any
 
     @staticmethod
     def _check_gate(repo: Repo, headers) -> None:

@@ -100,7 +100,7 @@ class HubServer(ApiEndpoints, FileServing, ModelJson, DatasetEndpoints):
     ):
         self.lossy_siblings = lossy_siblings
         self._own_dataset_dir = None if dataset_dir else tempfile.mkdtemp(prefix="hubsim-datasets-")
-        self.datasets = DatasetStore(dataset_dir or self._own_dataset_dir)
+        self.datasets = DatasetStore(dataset_dir or str(self._own_dataset_dir))
         if tokens is not None and any(role not in ("read", "write") for role in tokens.values()):
             raise ValueError("tokens maps a token to 'read' or 'write'")
         self.tokens = dict(tokens) if tokens is not None else None

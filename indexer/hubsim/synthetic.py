@@ -49,7 +49,8 @@ def _dumps(obj) -> bytes:
 
 def random_merges(rng: random.Random, vocab: dict[str, int], letters: list[str], n_merges: int) -> list[tuple]:
     """``n_merges`` random BPE merges over ``letters`` (pieces of at most 8 characters), added to ``vocab``."""
-    pieces, merges = list(letters), []
+    pieces: list[str] = list(letters)
+    merges: list[tuple] = []
     while len(merges) < n_merges:
         a = rng.choice(pieces)
         b = rng.choice(letters if rng.random() < 0.6 else pieces)
@@ -324,9 +325,11 @@ def generate_synthetic_hub(
         key = (b, kind, arg)
         if key not in variant_cache:
             variant_cache[key] = _variant(base_files, kind, arg)
-        files = variant_cache[key]
-        if files is None:  # the edit does not apply to this base (e.g. no tokenizer.json)
+        variant = variant_cache[key]
+        if variant is None:  # the edit does not apply to this base (e.g. no tokenizer.json)
             kind, files = "copy", base_files
+        else:
+            files = variant
         short = base_id.split("/", 1)[1][:40]
         rid = _unique_id(f"{owner}/{short}-{rng.choice(SUFFIXES)}", used_ids)
         if "config.json" in files and rng.random() < 0.5:  # trainer rewrote config: a unique config blob

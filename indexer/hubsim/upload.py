@@ -29,6 +29,7 @@ import json
 import math
 import re
 import time
+from typing import Any
 from urllib.parse import parse_qs, quote
 
 from .datasets import REGULAR_LIMIT, DatasetRepo, lfs_patterns, tracked
@@ -51,6 +52,21 @@ class DatasetEndpoints:
     """Part of :class:`~indexer.hubsim.server.HubServer`: dataset repos and uploads. Uses the server's
     ``datasets`` (:class:`~indexer.hubsim.datasets.DatasetStore`), ``tokens``, ``dataset_namespaces``,
     ``commit_quota``, ``endpoint``, ``cdn_endpoint``, ``tree_page_size`` and ``_next_link``."""
+
+    # Set by the class this is mixed into (declared here for the type checker).
+    _commit_windows: Any
+    _count: Any
+    _file_response: Any
+    _lock: Any
+    _next_link: Any
+    cdn_endpoint: Any
+    commit_quota: Any
+    dataset_namespaces: Any
+    datasets: Any
+    endpoint: Any
+    tokens: Any
+    tree_page_size: Any
+    upload_secret: Any
 
     # -- who may do what -----------------------------------------------------------------------------
     def _role(self, headers) -> str | None:

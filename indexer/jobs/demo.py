@@ -37,6 +37,7 @@ import random
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..catalog.db import DEFAULT_DEMO_DB
 
@@ -59,7 +60,7 @@ FAMILIES = {
 }
 SENTENCEPIECE_STYLE = {"Lumen"}  # families with Llama-2-style byte-fallback tokenizers (the others: byte-level BPE)
 # repo id, family, chat tokens?, config vocab_size, params, downloads, base model, extra meta / kind
-REPOS = [
+REPOS: list[tuple[str, str, bool, int, int | None, int, str | None, dict[str, Any]]] = [
     ("lumen-ai/Lumen-7B", "Lumen", False, 576, 7_000_000_000, 81_000, None, {}),
     (DEMO_TARGET, "Lumen", True, 576, 7_200_000_000, 240_000, "lumen-ai/Lumen-7B", {}),
     ("lumen-ai/Lumen-0.5B-Instruct", "Lumen", True, 576, 500_000_000, 52_000, None, {}),
@@ -184,7 +185,7 @@ def build_demo_hub(out_dir) -> dict:
             tok = json.loads(files["tokenizer.json"])
             ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
             config = {"architectures": [arch], "model_type": model_type, "vocab_size": vocab_size,
-                      **_shape_for(params),
+                      **_shape_for(params or 0),
                       "torch_dtype": "bfloat16", "transformers_version": "4.44.0",
                       **({"bos_token_id": ids[bos]} if bos else {}), "eos_token_id": ids[eos]}
             files["config.json"] = _dumps(config)
@@ -197,7 +198,7 @@ def build_demo_hub(out_dir) -> dict:
                 ["transformers", "safetensors", model_type, "text-generation"])
         if chat:
             tags.append("conversational")
-        m = {"createdAt": hub_date(created), "lastModified": hub_date(created + 86400 * 3),
+        m: dict[str, Any] = {"createdAt": hub_date(created), "lastModified": hub_date(created + 86400 * 3),
              "downloads": downloads, "likes": downloads // 300, "pipeline_tag": "text-generation",
              "library_name": "gguf" if extra.get("gguf") else "transformers", "tags": tags}
         if params:
@@ -211,6 +212,7 @@ def build_demo_hub(out_dir) -> dict:
         meta[rid] = m
     for rid, _fam, _chat, _vs, _params, _dl, base, extra in REPOS:
         if extra.get("gguf"):
+            assert base is not None  # a GGUF repo quantizes its base
             _gguf_repo(out, rid, base, extra)
     (out / HUB_META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
     families = "\n".join(
@@ -229,6 +231,7 @@ def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
     from ..hubsim.gguf_repos import write_vocab_gguf
 
     vocab = predict_gguf(out / base)
+    assert vocab.tokens is not None  # predicted from the base's files
     rename = {vocab.tokens.index(old): new for old, new in extra.get("rename", {}).items()}
     for name, (file_type, padded_mb) in extra["gguf"].items():  # (general.file_type, size padded to, sparse)
         path = write_vocab_gguf(out / rid / name, vocab, rename=rename, file_type=file_type,

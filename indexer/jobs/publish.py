@@ -56,7 +56,7 @@ def catalog_file(db: str | None) -> Path:
 EXPORT_BATCH = 5000
 
 
-def export_sqlite(db: str, dest: Path) -> dict:
+def export_sqlite(db: str | None, dest: Path) -> dict:
     """Snapshot any SQLAlchemy catalog (PostgreSQL, ...) into a fresh SQLite file for datasette.
 
     The file is created by the real migrations (same schema, indexes and alembic revision), then

@@ -183,7 +183,9 @@ def merge_tokens(archive: Path, root: Path) -> int:
                                    "old catalog is kept", exit_code=1)
         changed = []
         for member in tar.getmembers():
-            data = tar.extractfile(member).read()
+            file = tar.extractfile(member)
+            assert file is not None  # every member is a regular file (checked above)
+            data = file.read()
             dest = root / member.name
             if dest.is_file() and dest.read_bytes() == data:
                 continue

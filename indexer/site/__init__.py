@@ -160,7 +160,7 @@ def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
     """How many ranked drafts and near misses each engine has for ``target`` (one line per engine)."""
     from ..answer import query
 
-    out = []
+    out: list[dict] = []
     for engine in query.ENGINES:
         try:
             res = drafts(db, {**args, "engine": engine, "near_misses": "1", "all": ""}, reader)

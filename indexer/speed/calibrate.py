@@ -166,7 +166,7 @@ def _set(cal, key, value):
     cal[key[0]][key[1]] = value
 
 
-def fit_cost(cases: list[Case], cal: dict, iterations: int = 800, fixed: set = frozenset()) -> dict:
+def fit_cost(cases: list[Case], cal: dict, iterations: int = 800, fixed: set | frozenset = frozenset()) -> dict:
     """The cost factors that minimise the mean squared log error of the speed-up (measured α where reported);
     ``fixed``: factors the decode speeds already set."""
     factors = [k for k in COST_FACTORS if _informed(k, cases) and k not in fixed]
@@ -267,6 +267,7 @@ def fit_decode(cases: list[Case], cal: dict) -> dict:
         plain = [c for c in rows if c.setup.device.kind == kind and c.setup.target_quant.family == quant.FLOAT]
         shares = []
         for c in plain:
+            assert c.baseline  # rows holds only cases with a baseline
             p = model._Pass(c.target, c.setup.target_quant, c.setup, out)
             t_bytes = p.seconds(1) - p.layer_seconds  # the bytes, the KV cache's included: both move with η
             shares.append(out["eta"][kind] * t_bytes / max(1 / c.baseline - p.layer_seconds, 1e-6))
@@ -278,6 +279,7 @@ def fit_decode(cases: list[Case], cal: dict) -> dict:
         if q.family == quant.FLOAT:
             continue
         p = model._Pass(c.target, q, c.setup, {**out, "unpack": {}})
+        assert c.baseline  # rows holds only cases with a baseline
         extra = 1 / c.baseline - p.seconds(1)
         ops = max(0.0, extra) * d.tflops * 1e12 / (p.read(c.setup.batch) * out["kappa_scale"][d.kind])
         by_quant.setdefault(quant.block(q), []).append(ops)

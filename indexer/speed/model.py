@@ -181,7 +181,8 @@ class _Pass:
         embedding = (s.vocab or 0) * (s.hidden or 0)
         # the input embedding table is not read (one row is), unless tied: then it is the output head
         self.untied = embedding if (s.tied is False and embedding < s.params / 2) else 0
-        self.dense, self.per_expert, self.experts, self.keep = active, 0.0, 0, 1.0
+        self.dense: float = active
+        self.per_expert, self.experts, self.keep = 0.0, 0, 1.0
         if s.experts and s.experts_per_token and s.active and s.experts > s.experts_per_token and s.params > active:
             k, e = s.experts_per_token, s.experts
             self.per_expert = (s.params - active) / (e - k)
@@ -283,7 +284,7 @@ def acceptance(draft_params: int, relation: str, task: str, target_quant: Quant,
     """(α, low, high): the per-token acceptance and its range, times the share of tokens the vocabularies agree on."""
     x = acceptance_logit(draft_params, relation, task, target_quant, draft_quant, cal)
     spread = cal["accept"]["spread"]
-    return tuple(_sigmoid(v) * agreement for v in (x, x - spread, x + spread))
+    return _sigmoid(x) * agreement, _sigmoid(x - spread) * agreement, _sigmoid(x + spread) * agreement
 
 
 def with_measured(alphas: tuple[float, float, float], measured: float, runs: float,

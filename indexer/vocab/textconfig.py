@@ -46,7 +46,7 @@ def transformers_text_config(config: dict) -> tuple[str | None, dict]:
 
 def vllm_text_config(config: dict) -> tuple[str | None, dict]:
     """vLLM's ``hf_text_config``: its remapped sub-config for a few model types, else ``get_text_config()``."""
-    key = VLLM_TEXT_KEY_REMAPS.get(config.get("model_type"))
+    key = VLLM_TEXT_KEY_REMAPS.get(str(config.get("model_type")))
     if key and isinstance(config.get(key), dict):
         return key, config[key]
     return transformers_text_config(config)

@@ -114,7 +114,7 @@ def add_bos_eos(tc: dict, tokenizer_json: dict | None) -> tuple[bool | None, boo
     if post.get("type") == "Sequence":
         post = next((p for p in post.get("processors") or [] if p.get("type") == "TemplateProcessing"), {})
     single = post.get("single") if post.get("type") == "TemplateProcessing" else None
-    from_template = (None, None)
+    from_template: tuple[bool | None, bool | None] = (None, None)
     if isinstance(single, list) and single:
         from_template = ("SpecialToken" in single[0], "SpecialToken" in single[-1])
     elif tokenizer_json is not None:

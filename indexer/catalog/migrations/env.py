@@ -31,7 +31,9 @@ def run_migrations_offline() -> None:
 
 def run_migrations_online() -> None:
     """Apply migrations, each in its own transaction; concurrent upgrades wait on ``migration_lock``."""
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    assert url is not None  # migrate.py sets it
+    engine = create_engine(url)
     immediate_transactions(engine)
     try:
         with engine.connect() as connection, migration_lock(connection):
