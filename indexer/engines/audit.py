@@ -39,6 +39,7 @@ import re
 import sys
 import tokenize
 from pathlib import Path
+from typing import Any
 
 from .archrules import ArchRule
 from .archrules import holds as row_holds
@@ -82,11 +83,11 @@ def _ranges(text: str) -> list[tuple[int, int]]:
 
 
 # ------------------------------------------------------------------------------------ which citations, at which release
-def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, str | None, str | None]]:
+def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]]:
     """(first line, last line, read at, until) of the module's release scopes: a call with ``since=``/``until=``
     (ArchRule, Ranged, replace), ``relined(row, R, source)`` (the source from R, the row until R), a class with a
     ``release = "R"`` attribute."""
-    until_of: dict[str, str] = {}  # a row's variable -> the release it was re-lined or replaced at
+    until_of: dict[str, Any] = {}  # a row's variable -> the release it was re-lined or replaced at
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
             func = getattr(n.func, "id", getattr(n.func, "attr", ""))
@@ -95,7 +96,7 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, str | Non
             kw = {k.arg: k.value.value for k in n.keywords if isinstance(k.value, ast.Constant)}
             if func == "replace" and "until" in kw and "source" not in kw:
                 until_of[n.args[0].id] = kw["until"]
-    out = []
+    out: list[tuple[int, int | None, Any, Any]] = []
     for n in ast.walk(tree):
         if isinstance(n, ast.Assign):
             for target in n.targets:  # X = row, or X, Y = (row, row)
@@ -108,7 +109,7 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, str | Non
         if isinstance(n, ast.Call):
             kw = {k.arg: k.value.value for k in n.keywords if isinstance(k.value, ast.Constant)}
             func = getattr(n.func, "id", getattr(n.func, "attr", ""))
-            if func == "relined" and len(n.args) > 2:
+            if func == "relined" and len(n.args) > 2 and isinstance(n.args[1], ast.Constant):
                 out.append((n.args[2].lineno, n.args[2].end_lineno, n.args[1].value, None))
             elif "since" in kw or "until" in kw:
                 out.append((n.lineno, n.end_lineno, kw.get("since"), kw.get("until")))
@@ -117,7 +118,7 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, str | Non
                 if (isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "release" for t in s.targets)
                         and isinstance(s.value, ast.Constant) and s.value.value in releases):
                     out.append((n.lineno, n.end_lineno, s.value.value, None))
-    return out
+    return [(first, last if last is not None else first, at, until) for first, last, at, until in out]
 
 
 def module_citations(path: Path, releases: tuple) -> list[dict]:
@@ -127,7 +128,7 @@ def module_citations(path: Path, releases: tuple) -> list[dict]:
     tree = ast.parse(text)
     scopes = _scopes(tree, releases)
     lines = text.splitlines()
-    found = [(n.lineno, n.value, None) for n in ast.walk(tree)
+    found: list[tuple[int, str, int | None]] = [(n.lineno, n.value, None) for n in ast.walk(tree)
              if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     found += [(t.start[0], t.string, t.start[1]) for t in tokenize.generate_tokens(io.StringIO(text).readline)
               if t.type == tokenize.COMMENT]
@@ -186,7 +187,7 @@ def engine_module(engine) -> Path | None:
     module = getattr(engine.launch, "__module__", None)
     if not module or not module.startswith("indexer.engines."):
         return None
-    return Path(importlib.import_module(module).__file__)
+    return Path(str(importlib.import_module(module).__file__))
 
 
 def citations(engine, *, release: str | None = None) -> list[dict]:

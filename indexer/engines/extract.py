@@ -18,6 +18,7 @@ import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Speculator kinds, from a class name (then its module's name): the head algorithms the engines load, built-in MTP,
 # and "other" (a registry entry that is neither, e.g. vLLM's ExtractHiddenStatesModel).
@@ -46,21 +47,26 @@ def _parse(root: Path, rel: str) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8", errors="replace"), filename=rel)
 
 
-def _assigned(tree: ast.Module, name: str, rel: str) -> ast.AST:
-    """The node assigned to module-level ``name`` (``X = ...`` or ``X: T = ...``)."""
+def _assigned(tree: ast.Module, name: str, rel: str) -> Any:
+    """The statement that assigns module-level ``name`` (an ``ast.Assign`` ``X = ...`` or ``ast.AnnAssign``
+    ``X: T = ...``, its ``value`` set)."""
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
-            else []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
             return node
     raise SourceError(f"{rel}: no module-level assignment to {name}")
 
 
-def _span(rel: str, node: ast.AST) -> str:
+def _span(rel: str, node: ast.stmt | ast.expr) -> str:
     return f"{rel}:{node.lineno}-{node.end_lineno}" if node.end_lineno != node.lineno else f"{rel}:{node.lineno}"
 
 
-def _dict_entries(node: ast.AST, rel: str) -> list[tuple[str, ast.AST]]:
+def _dict_entries(node: Any, rel: str) -> list[tuple[Any, ast.expr]]:
     """The (key, value node) pairs of a dict literal, ``**other`` entries left out."""
     value = node.value
     if not isinstance(value, ast.Dict):
@@ -109,7 +115,7 @@ def vllm(root: Path) -> dict:
     node = _assigned(tree, "_SPECULATIVE_DECODING_MODELS", VLLM_REGISTRY)
     classes = {}
     for key, value in zip(node.value.keys, node.value.values):
-        if isinstance(key, ast.Constant):
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
             module, cls = (_strings(value) + ["", ""])[:2]
             classes[key.value] = {"module": module, "class": cls, "kind": kind(key.value, module), "line": key.lineno}
     tables["speculative_models"] = {"source": _span(VLLM_REGISTRY, node), "values": classes}
@@ -189,12 +195,13 @@ def _function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
 def _mapping_pairs(tree: ast.Module, name: str, rel: str) -> dict[str, str]:
     """An auto mapping ``NAME = OrderedDict([("model_type", "ClassName"), ...])`` as a dict."""
     node = _assigned(tree, name, rel)
-    out = {}
+    out: dict = {}
     for t in ast.walk(node.value):  # (type, class) tuples; a {type: class} dict literal too
         if isinstance(t, ast.Dict):
             out.update({k.value: v.value for k, v in zip(t.keys, t.values)
                         if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)})
-        if isinstance(t, ast.Tuple) and len(t.elts) == 2 and all(isinstance(e, ast.Constant) for e in t.elts):
+        if (isinstance(t, ast.Tuple) and len(t.elts) == 2 and isinstance(t.elts[0], ast.Constant)
+                and isinstance(t.elts[1], ast.Constant)):
             out[t.elts[0].value] = t.elts[1].value
     return out
 
@@ -218,8 +225,8 @@ def transformers(root: Path) -> dict:
         raise SourceError(f"{TF_GENERATION}: no _supports_default_dynamic_cache")
     excluded = next((_strings(n.value) for n in ast.walk(fn) if isinstance(n, ast.Assign)
                      and any(isinstance(t, ast.Name) and t.id == "unsupported_model_names" for t in n.targets)), [])
-    exempt = [n.left.value for n in ast.walk(fn) if isinstance(n, ast.Compare) and isinstance(n.left, ast.Constant)
-              and isinstance(n.ops[0], ast.In)]
+    exempt: list[Any] = [n.left.value for n in ast.walk(fn) if isinstance(n, ast.Compare)
+                         and isinstance(n.left, ast.Constant) and isinstance(n.ops[0], ast.In)]
     causal = _mapping_pairs(_parse(root, TF_AUTO_MODELING), "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", TF_AUTO_MODELING)
     def supported(cls: str) -> bool:  # the function's own expression, on the class name
         name = cls.lower()
@@ -295,7 +302,8 @@ def mlx(root: Path) -> dict:
     ``make_cache`` keeps an ``ArraysCache`` (not trimmable) or a ``RotatingKVCache`` (trimmable only inside its
     window)."""
     node = _assigned(_parse(root, MLX_UTILS), "MODEL_REMAPPING", MLX_UTILS)
-    remapping = {k: v.value for k, v in _dict_entries(node, MLX_UTILS)}
+    remapping: dict[str, str] = {k: v.value for k, v in _dict_entries(node, MLX_UTILS)
+                                 if isinstance(v, ast.Constant) and isinstance(v.value, str)}
     folder = root / MLX_MODELS
     modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
     texts = {p.stem: p.read_text(encoding="utf-8", errors="replace") for p in folder.glob("*.py")

@@ -34,7 +34,7 @@ TAIL = 32 << 10  # an extension also covers this much after the projected vocabu
 KEEP_STRING = 1 << 20  # strings longer than this are kept as their length only (no fact needs them)
 KEEP_ARRAY = 64  # arrays other than the token list keep their values up to this many elements
 
-_SCALAR = {  # value type -> struct format (ggml/src/gguf.cpp:586-600; BOOL is an int8 != 0, :316-323)
+_SCALAR: dict[int, str] = {  # value type -> struct format (ggml/src/gguf.cpp:586-600; BOOL is an int8 != 0, :316-323)
     GGUFValueType.UINT8: "<B", GGUFValueType.INT8: "<b", GGUFValueType.UINT16: "<H", GGUFValueType.INT16: "<h",
     GGUFValueType.UINT32: "<I", GGUFValueType.INT32: "<i", GGUFValueType.FLOAT32: "<f", GGUFValueType.BOOL: "<b",
     GGUFValueType.UINT64: "<Q", GGUFValueType.INT64: "<q", GGUFValueType.FLOAT64: "<d",
@@ -102,7 +102,8 @@ class _Cursor:
         # the bytes that can exist: the file's size when known (the library's nbytes_remain), else the cap
         self.limit = min(file_size, cap) if file_size is not None else cap
         self.file_size, self.cap = file_size, cap
-        self.key, self.count = None, 0  # the key being read, and its array length (projections)
+        self.key: str | None = None  # the key being read
+        self.count = 0  # and its array length (projections)
 
     def _room(self, n: int, what: str, project: int | None = None) -> None:
         """Bytes [pos, pos+n) must exist: past the file or the cap is malformed, past the prefix is short."""
@@ -171,7 +172,8 @@ class HeaderParser:
         self.started = False  # the fixed head (magic, version, counts) is parsed
         self.i = 0  # the next key/value pair
         self.array: _Partial | None = None
-        self.key, self.count = None, 0  # the key being read and its array length (projections)
+        self.key: str | None = None  # the key being read
+        self.count = 0  # and its array length (projections)
         self.done: Header | None = None  # ok or malformed: the answer for any longer prefix too
 
     def parse(self, data) -> Header:
@@ -200,6 +202,7 @@ class HeaderParser:
         if not self.started:
             _parse_head(cur, h)
             self.started, self.pos = True, cur.pos
+        assert h.n_kv is not None  # the head, read first, sets it
         while self.i < h.n_kv:
             if self.array is None:
                 self._pair(cur)
@@ -211,7 +214,7 @@ class HeaderParser:
             align = h.values.get(align_key)
             if h.types[align_key] != GGUFValueType.UINT32:
                 raise _Bad(f"key '{align_key}' must be of type u32 but is {TYPE_NAMES.get(h.types[align_key])}")
-            if not align or align & (align - 1):
+            if not isinstance(align, int) or not align or align & (align - 1):
                 raise _Bad(f"alignment {align} is not a power of 2")
         h.kv_end = cur.pos
         h.status = "ok"
@@ -258,6 +261,7 @@ class HeaderParser:
     def _elements(self, cur: _Cursor) -> None:
         """The array's elements from where the last call stopped; whole elements are kept across calls."""
         a, h = self.array, self.h
+        assert a is not None  # called while an array is open
         out, key = a.out, a.key
         cur.key, cur.count = key, out.count
         if out.type != _STRING:
@@ -287,7 +291,7 @@ class HeaderParser:
                     n = _U64(buf, pos)[0]
                     stop = pos + 8 + n
                     if n <= MAX_STRING_LENGTH and stop <= end and stop <= cur.limit:
-                        if keep:
+                        if keep and values is not None:
                             values.append(token_text(bytes(buf[pos + 8:stop])))
                         pos, i = stop, i + 1
                         continue
@@ -296,7 +300,7 @@ class HeaderParser:
                 # where the array probably ends, from the mean element size so far: the next read asks for all
                 project = pos + (count - i) * ((pos - start) // i if i else 16) + (count - i) // 16 if i else None
                 raw = cur.string(f"element {i} of {key!r}", keep, project)
-                if keep:
+                if keep and values is not None:
                     values.append(token_text(raw))
                 pos, i = cur.pos, i + 1
         except _Short:
@@ -339,7 +343,7 @@ def _rest_of_vocabulary(cur: _Cursor, h: Header) -> int:
     tokens, then scores (SPM/UGM) and token types, then merges (BPE): gguf-py/gguf/gguf_writer.py and
     vocab.py), so one more read covers the section instead of one per array."""
     tk = Keys.Tokenizer
-    if cur.key not in (tk.LIST, tk.SCORES, tk.TOKEN_TYPE):
+    if cur.key is None or cur.key not in (tk.LIST, tk.SCORES, tk.TOKEN_TYPE):
         return 0
     n = cur.count if cur.key == tk.LIST else (h.arrays[tk.LIST].count if tk.LIST in h.arrays else 0)
     model = h.values.get(tk.MODEL)
@@ -393,6 +397,7 @@ def read_kv_section(read: Callable[[int, int], bytes], file_size: int | None, *,
                                "inside the key/value section"), len(buf), requests)
         # the projection plus 1/32 and a tail for the keys after the vocabulary (special ids, chat template);
         # at least a quarter more than held, so a section of many small keys takes a few reads, not thousands
+        assert h.need is not None  # need_more says how much
         want = min(limit, max(h.need + h.need // 32 + TAIL, len(buf) + len(buf) // 4))
         if want <= len(buf):
             return Read(Header("malformed", reason=f"the key/value section is longer than the {max_bytes}-byte "

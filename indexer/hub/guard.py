@@ -189,10 +189,12 @@ class _Inflated:
         self.first = False
 
     def _inflate(self, data: bytes) -> None:
+        inflate = self.inflate
+        assert inflate is not None  # called only once the stream decodes
         while data:
-            out = self.inflate.decompress(data, 1 << 20)
+            out = inflate.decompress(data, 1 << 20)
             self._count(len(out))
-            data = self.inflate.unconsumed_tail
+            data = inflate.unconsumed_tail
             if not out:
                 break
 

@@ -196,7 +196,9 @@ def merge_tokens(archive: Path, root: Path) -> int:
                                    "nothing merged; the old catalog is kept", exit_code=1) from None
             changed.append(member)
         for member in changed:
-            data = tar.extractfile(member).read()
+            file = tar.extractfile(member)
+            assert file is not None  # every member is a regular file (checked above)
+            data = file.read()
             dest = root / member.name
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")

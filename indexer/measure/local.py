@@ -119,11 +119,11 @@ def measure_local(target: str, draft: str, *, hardware: str | None = None, task:
                 inputs = _inputs(tokenizer, text)
                 _, first = _generate(t_model, tokenizer, inputs, 1)
                 ids, seconds = _generate(t_model, tokenizer, inputs, max_tokens)
-                base.add(Reading(len(ids), max(seconds - first, 1e-9), tokenizer.decode(ids)))
+                base.add(Reading(len(ids), max(seconds - first, 1e-9), str(tokenizer.decode(ids))))
                 _, first = _generate(t_model, tokenizer, inputs, 1, d_model)
                 before = (counted.drafted, counted.accepted, counted.rounds)
                 ids, seconds = _generate(t_model, tokenizer, inputs, max_tokens, d_model)
-                spec.add(Reading(len(ids), max(seconds - first, 1e-9), tokenizer.decode(ids),
+                spec.add(Reading(len(ids), max(seconds - first, 1e-9), str(tokenizer.decode(ids)),
                                  drafted=counted.drafted - before[0], accepted=counted.accepted - before[1],
                                  rounds=counted.rounds - before[2]))
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..resources import package_path
 
 TASKS = ("code", "chat", "prose", "reasoning")
@@ -9,9 +11,9 @@ TASKS = ("code", "chat", "prose", "reasoning")
 
 def prompts(task: str) -> list[str]:
     """The prompts of ``task``, in their fixed order."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
+    else:  # Python 3.10
         import tomli as tomllib
 
     data = tomllib.loads(package_path("data", "prompts.toml").read_text("utf-8"))

@@ -62,15 +62,17 @@ def run_server(server: Server, client: Client, texts: list[str], max_tokens: int
             totals.add(server.reading(answer, timing))
             if totals.release is None and server.answer_release is not None:
                 totals.release = server.answer_release(answer)
-    if before is not None:
+    if before is not None and server.metrics:
         after = client.get_text(server.metrics) or ""
         delta = {k: _delta(before, after, name) for k, name in server.counters.items()}
         for k in ("drafted", "accepted", "rounds"):
-            if delta.get(k) is not None:
-                setattr(totals, k, int(delta[k]))
-        if delta.get("decode_seconds") and delta.get("tokens") is not None:
-            totals.seconds = delta["decode_seconds"]
-            totals.timed_tokens = int(delta["tokens"] - (delta.get("requests") or 0))
+            count = delta.get(k)
+            if count is not None:
+                setattr(totals, k, int(count))
+        seconds, tokens = delta.get("decode_seconds"), delta.get("tokens")
+        if seconds and tokens is not None:
+            totals.seconds = seconds
+            totals.timed_tokens = int(tokens - (delta.get("requests") or 0))
     return totals
 
 
