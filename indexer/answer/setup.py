@@ -77,7 +77,7 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
         tag = wanted.name if wanted is not None else facts.get("tag")
         return Source(repo, GGUF, tag or stored or default, tag=tag, stored=stored)
     loads_as_stored = declared is not None and runtime != model.GGML and quant.for_runtime(declared, families)
-    if loads_as_stored and (wanted is None or wanted.name == declared.name):
+    if declared is not None and loads_as_stored and (wanted is None or wanted.name == declared.name):
         # a quantized checkpoint the runtime loads as it is: an MLX conversion, an FP8 or AWQ checkpoint
         return Source(repo, MLX if declared.family == quant.AFFINE and kind == HF else kind, declared.name,
                       stored=stored)
@@ -91,7 +91,7 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
         for c in copies:  # no quantization asked: a copy the engine loads as it is, at its own
             if c["kind"] == copy_kind and c["quant"] is not None and c["quant"].family in families:
                 return Source(c["repo_id"], copy_kind, c["quant"].name, tag=c.get("tag"), stored=c["quant"].name)
-    if loads_as_stored:  # asked for another quantization than the checkpoint's, and no copy has it
+    if loads_as_stored and declared is not None:  # asked for another quantization, and no copy has it
         return Source(repo, kind, declared.name, stored=stored)
     if kind == DIR or runs(runtime, want, release):
         return Source(repo, kind, want.name, stored=stored)

@@ -159,6 +159,12 @@ def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) 
                        draft_tokens=draft_tokens, separate=head is not None)
 
 
+def _runs_at(side, families) -> quant.Quant:
+    """The quantization a side of the chosen setup runs at (choose sets both sides')."""
+    assert side is not None and side.quant is not None
+    return quant.for_runtime(quant.lookup(side.quant), families) or quant.lookup(side.quant)
+
+
 def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: bool, side: str = "draft",
                 draft_tokens: int | None = None, separate: bool = True, release: str | None = None) -> list[dict]:
     """``separate``: the drafting side is weights of its own beside the target's (a draft model, a head's file),
@@ -189,8 +195,8 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
             continue
         if runs_as is not None:
             families = RUNTIME_FAMILIES[profile.runtime]
-            tq, dq = (quant.for_runtime(quant.lookup(s.quant), families) or quant.lookup(s.quant)
-                      for s in (runs_as.target, runs_as.draft))
+
+            tq, dq = _runs_at(runs_as.target, families), _runs_at(runs_as.draft, families)
         else:
             tq = _quant_for(t.get("quant"), opts.target_quant, profile.target_quant, profile.runtime)
             dq = _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime)

@@ -43,7 +43,7 @@ def _literal(node, names: dict):
     if isinstance(node, ast.Name) and node.id in names:
         return _literal(names[node.id], names)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        out = []
+        out: list = []
         for elt in node.elts:
             if isinstance(elt, ast.Starred):
                 out.extend(_literal(elt.value, names) or [])
@@ -85,10 +85,11 @@ def argparse_table(path: Path, *, within: str | None = None) -> dict:
     names = module_names(tree)
     scope: ast.AST = tree
     if within:
-        scope = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        found = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                       and n.name == within), None)
-        if scope is None:
+        if found is None:
             raise SystemExit(f"{path}: no function {within}")
+        scope = found
     options, positionals = {}, []
     for node in ast.walk(scope):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -208,6 +209,8 @@ def spec_types(root: Path) -> dict:
     path = root / "common" / "speculative.cpp"
     text = path.read_text(encoding="utf-8")
     m = re.search(r"common_speculative_type_from_name_map\s*=\s*\{(.*?)\n\};", text, re.S)
+    if m is None:
+        raise SystemExit(f"{path}: no common_speculative_type_from_name_map")
     line = text.count("\n", 0, m.start()) + 1
     names = re.findall(r'\{\s*"([^"]+)"\s*,', m.group(1))
     return {"names": names, "source": f"common/speculative.cpp:{line}"}
@@ -218,6 +221,8 @@ def quantize_cpp(root: Path) -> dict:
     rel = "tools/quantize/quantize.cpp"
     text = (root / rel).read_text(encoding="utf-8")
     m = re.search(r"QUANT_OPTIONS\s*=\s*\{(.*?)\n\};", text, re.S)
+    if m is None:
+        raise SystemExit(f"{rel}: no QUANT_OPTIONS")
     types = re.findall(r'\{\s*"([^"]+)"\s*,\s*LLAMA_FTYPE', m.group(1))
     types_line = text.count("\n", 0, m.start()) + 1
     options = {}

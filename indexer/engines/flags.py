@@ -5,7 +5,7 @@ no removed option, every value a choice the source lists. The launch commands ar
 
 from __future__ import annotations
 
-_TABLES: dict[tuple[str, str], dict] = {}
+_TABLES: dict[tuple[str, str], dict | None] = {}
 
 
 def table(engine: str, release: str) -> dict | None:

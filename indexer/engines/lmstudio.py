@@ -79,6 +79,7 @@ def launch(setup: Setup) -> list[str]:
     keys are the sources' repos (a GGUF repo on LM Studio's llama.cpp engine, an MLX one on a Mac); ``draftModel``
     and ``speculativeDecodingNumDraftTokensExact`` are prediction-config keys of lmstudio/_kv_config.py
     (SUPPORTED_SERVER_KEYS "llm.prediction"), else LM Studio picks its own count."""
+    assert setup.draft is not None  # a draft-model launch
     exact = (f", 'speculativeDecodingNumDraftTokensExact': {setup.draft_tokens}" if setup.draft_tokens else "")
     return [f"python -c \"import lmstudio as lms; print(lms.llm('{setup.target.repo}').respond('...', "
             f"config={{'draftModel': '{setup.draft.repo}'{exact}}}))\""]

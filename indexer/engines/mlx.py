@@ -131,7 +131,7 @@ def mlx_source(src: Source, steps: list[str], taken: set[str]) -> str:
     while path in taken:
         path += "-draft"
     taken.add(path)
-    how = "--q-mode mxfp4" if src.quant == "mxfp4" else f"--q-bits {src.quant.removesuffix('bit')}"
+    how = "--q-mode mxfp4" if src.quant == "mxfp4" else f"--q-bits {(src.quant or '').removesuffix('bit')}"
     steps.append(f"mlx_lm.convert --hf-path {src.repo} -q {how} --mlx-path {path}")
     return path
 
@@ -142,6 +142,7 @@ def launch(setup: Setup) -> list[str]:
     steps: list[str] = []
     taken: set[str] = set()
     target = mlx_source(setup.target, steps, taken)
+    assert setup.draft is not None  # a draft-model launch
     draft = mlx_source(setup.draft, steps, taken)
     return [*steps, f"mlx_lm.generate --model {target} --draft-model {draft} --num-draft-tokens "
                     f'{setup.draft_tokens or 3} --prompt "..."']

@@ -66,7 +66,9 @@ def source_from_dict(d: dict | None) -> Source | None:
 
 def from_dict(d: dict) -> Setup:
     """A setup from its ``to_dict`` form."""
-    return Setup(d["engine"], d["release"], source_from_dict(d["target"]), source_from_dict(d.get("draft")),
+    target = source_from_dict(d["target"])
+    assert target is not None  # every setup has a target
+    return Setup(d["engine"], d["release"], target, source_from_dict(d.get("draft")),
                  d.get("draft_tokens"), d.get("method") or "draft_model", d.get("hardware"))
 
 

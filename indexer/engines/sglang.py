@@ -92,6 +92,7 @@ def launch(setup: Setup) -> list[str]:
     its N tokens and the bonus one, arg_groups/fields/spec.py); without a count SGLang's own tree of 4 steps, top-k
     2 and 7 tokens. A side that runs at FP8 from a float checkpoint gets --quantization fp8 (target) or
     --speculative-draft-model-quantization fp8 (draft; arg_groups/fields/model.py, spec.py)."""
+    assert setup.draft is not None  # a draft-model launch
     n = setup.draft_tokens
     tree = ("--speculative-num-steps 4 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7" if not n
             else _chain_flags(n))

@@ -175,6 +175,7 @@ def launch(setup: Setup, *, universal: bool = False) -> list[str]:
     request (tokenizer= and assistant_tokenizer=). Draft tokens: a constant draft length (GenerationConfig
     num_assistant_tokens and num_assistant_tokens_schedule="constant", src/transformers/generation/
     configuration_utils.py; generate() takes generation-config fields as keywords)."""
+    assert setup.draft is not None  # a draft-model launch
     t, d = setup.target.repo, setup.draft.repo
     load = "dtype='auto', device_map='auto'"
     lines = ["from transformers import AutoModelForCausalLM, AutoTokenizer",

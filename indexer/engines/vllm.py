@@ -129,6 +129,7 @@ def launch(setup: Setup, *, heterogeneous: bool = False) -> list[str]:
     """The draft_model serve command: --speculative-config's method, model and num_speculative_tokens (5 when no
     count is given), TLI on request (0.33.0); a side that runs at FP8 from a float checkpoint gets --quantization
     fp8 (target) or the config's quantization (draft): both are keys of SpeculativeConfig / EngineArgs."""
+    assert setup.draft is not None  # a draft-model launch
     cfg: dict = {"method": "draft_model", "model": setup.draft.repo, "num_speculative_tokens": setup.draft_tokens or 5}
     if requantized(setup.draft):
         cfg["quantization"] = requantized(setup.draft)
