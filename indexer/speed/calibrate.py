@@ -305,10 +305,13 @@ def score(cases: list[Case], predictions: list[float]) -> dict:
             "median_ln_error": round(statistics.median(errs), 3)}
 
 
-def leviathan(case: Case) -> float:
-    """Leviathan et al.'s S(α, γ, c) with c the ratio of parameter bytes, best γ, a free verify and no overhead."""
+def leviathan(case: Case, *, measured: bool = False) -> float:
+    """Leviathan et al.'s S(α, γ, c) with c the ratio of parameter bytes, best γ, a free verify and no overhead;
+    ``measured``: at the row's measured α where it has one (as the model is given it), else the estimated."""
     s = case.setup
     alpha = model.acceptance(case.draft.params, case.relation, s.task, s.target_quant, s.draft_quant)[0]
+    if measured and case.alpha is not None:
+        alpha = case.alpha
     c = (case.draft.params * s.draft_quant.bpw) / (case.target.params * s.target_quant.bpw)
     return max(model.tokens_per_round(alpha, g) / (g * c + 1) for g in range(1, s.max_draft_tokens + 1))
 
