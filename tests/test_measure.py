@@ -290,3 +290,16 @@ def test_ctrl_c_is_one_line_exit_130_and_nothing_kept(db):
         out, err = p.communicate(timeout=60)
     assert p.returncode == 130 and err.strip() == "error: measure interrupted" and "Traceback" not in err + out
     assert _measurements(db) == []
+
+
+def test_the_site_lists_the_measurements_with_their_columns_described(db):
+    from test_site import Site
+
+    measure(db, "llama.cpp")
+    site = Site(db)
+    name = db.rsplit("/", 1)[-1][:-3]
+    page = site.get(f"/{name}/measurements")
+    assert page.status_code == 200 and "What `indexer measure` read from a running engine" in page.text
+    status, got = site.json(f"/{name}/measurements.json", _shape="objects")
+    assert status == 200 and [(r["engine"], r["acceptance"], r["hardware"]) for r in got["rows"]] == [
+        ("llama.cpp", 0.7, "M4 Max")]
