@@ -28,8 +28,9 @@ from .model import EAGER, GGML, MLX, SERVING
 
 RUNTIME_OF_ENGINE = {"llama.cpp": GGML, "ollama": GGML, "mlx": MLX, "vllm": SERVING, "sglang": SERVING,
                      "transformers": EAGER}
-# The draft-token cap of a measurement that names none: llama-server's --draft-max default (common/common.h
-# common_params_speculative n_max = 16) and mlx-lm's --num-draft-tokens default (mlx_lm/generate.py: 3).
+# The draft-token cap of a measurement that names none: llama-server's --draft-max default at the builds the
+# published rows ran (common/common.h common_params_speculative n_max = 16; llama.cpp @0c1e57098 has 3, set by
+# --spec-draft-n-max) and mlx-lm's --num-draft-tokens default (mlx_lm/generate.py: 3).
 ENGINE_DRAFT_CAP = {GGML: 16, MLX: 3, SERVING: 8, EAGER: 8}
 # llama-server stops a draft where the draft model is unsure (--draft-p-min), so the best length up to its cap stands
 # for what ran; MLX drafts a fixed count. A row on MLX that names none ran the default: mlx_lm.generate's
