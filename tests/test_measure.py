@@ -303,3 +303,10 @@ def test_the_site_lists_the_measurements_with_their_columns_described(db):
     status, got = site.json(f"/{name}/measurements.json", _shape="objects")
     assert status == 200 and [(r["engine"], r["acceptance"], r["hardware"]) for r in got["rows"]] == [
         ("llama.cpp", 0.7, "M4 Max")]
+
+
+def test_a_server_that_drafts_nothing_is_said(db):
+    with EngineSim("llama.cpp", speculative=False) as plain:
+        code, out = run("measure", TARGET, DRAFT, "--engine", "llama.cpp", "--url", plain.url, "--baseline-url",
+                        plain.url, "--db", db, "--no-save", "--max-tokens", "64")
+    assert code == 0 and "the server drafted nothing" in out and "acceptance:" not in out

@@ -140,6 +140,9 @@ def result(target: str, draft: str, engine: str, spec: Totals, base: Totals | No
     }
     if not_reported and acceptance is None:
         measured["not_reported"] = not_reported
+    if spec.drafted == 0:  # the engine counts drafts and counted none: the server at --url runs no draft
+        note = "; ".join(filter(None, [note, "the server drafted nothing: is --url the server launched with the "
+                                             "draft?"]))
     if note:
         measured["note"] = note
     return {"target": target, "draft": draft, "engine": engine, "measured": measured,
@@ -194,6 +197,8 @@ def render(r: dict) -> str:
                      f"{gamma}{per_round})")
     elif m.get("not_reported"):
         lines.append(f"acceptance: not reported: {m['not_reported']}")
+    if m.get("note") and m.get("speedup") is not None:
+        lines.append(f"note: {m['note']}")
     if m.get("same_text") is False:
         lines.append("note: the answers with and without the draft differ (greedy decoding should make them equal; "
                      "numerics or a sampling setting of the server)")
