@@ -295,3 +295,39 @@ def test_extractor_reads_python_trees(tmp_path):
     assert "--speculative-config" in t["options"]
     assert t["speculative_config"]["methods"] == ["ngram", "draft_model", "eagle", "eagle3"]
     assert list(t["speculative_config"]["keys"]) == ["method", "num_speculative_tokens"]
+
+
+# ---------------------------------------------------------------------------------------------- run for real
+
+WEIGHTS = """
+import sys, torch
+from transformers import AutoConfig, AutoModelForCausalLM
+for i, d in enumerate(sys.argv[1:]):
+    torch.manual_seed(i)
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(d)).save_pretrained(d)
+"""
+
+
+def test_the_transformers_script_runs_as_printed(tmp_path):
+    """The printed script, unchanged but for the interpreter, on tiny random-weight models on CPU (a cached venv
+    with torch and transformers 5.25.0, tests/enginevenv.py): it loads, drafts and prints text."""
+    import subprocess
+
+    from enginevenv import engine_venv
+    from test_engines import make_spm
+
+    from indexer.engines.setup import DIR, Setup, Source
+
+    small = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "num_hidden_layers": 2, "max_position_embeddings": 256, "bos_token_id": 1, "eos_token_id": 2}
+    target, draft = (make_spm(tmp_path / name, config=small) for name in ("target", "draft"))
+    python = engine_venv("transformers", "5.25.0")
+    subprocess.run([str(python), "-c", WEIGHTS, str(target), str(draft)], check=True, capture_output=True)
+    setup = Setup("transformers", "5.25.0", Source(str(target), DIR, "bf16"), Source(str(draft), DIR, "bf16"),
+                  draft_tokens=2)
+    steps = registry.ENGINES["transformers"].launch(setup)
+    assert len(steps) == 1 and steps[0].startswith("python -c ")
+    run = subprocess.run(f"{python} {steps[0].removeprefix('python ')}", shell=True, capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip(), run.stderr[-2000:]  # the decoded text

@@ -171,17 +171,18 @@ FIXES = tuple(Ranged(value=partial(fix, uag_lines=str(r.value)), since=r.since, 
 
 def launch(setup: Setup, *, universal: bool = False) -> list[str]:
     """A complete script, as one ``python -c`` line: the tokenizer, both models in their own dtype on the best
-    device (device_map="auto"), the prompt's inputs, generate(assistant_model=...) and the decoded text. UAG on
-    request (tokenizer= and assistant_tokenizer=). Draft tokens: a constant draft length (GenerationConfig
-    num_assistant_tokens and num_assistant_tokens_schedule="constant", src/transformers/generation/
-    configuration_utils.py; generate() takes generation-config fields as keywords)."""
+    device (CUDA, else MPS, else the CPU: device_map would need accelerate, seen running), the prompt's inputs,
+    generate(assistant_model=...) and the decoded text. UAG on request (tokenizer= and assistant_tokenizer=).
+    Draft tokens: a constant draft length (GenerationConfig num_assistant_tokens and num_assistant_tokens_schedule=
+    "constant", src/transformers/generation/configuration_utils.py; generate() takes generation-config fields as
+    keywords)."""
     assert setup.draft is not None  # a draft-model launch
     t, d = setup.target.repo, setup.draft.repo
-    load = "dtype='auto', device_map='auto'"
-    lines = ["from transformers import AutoModelForCausalLM, AutoTokenizer",
+    lines = ["import torch", "from transformers import AutoModelForCausalLM, AutoTokenizer",
+             "device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'",
              f"tokenizer = AutoTokenizer.from_pretrained('{t}')",
-             f"model = AutoModelForCausalLM.from_pretrained('{t}', {load})",
-             f"assistant = AutoModelForCausalLM.from_pretrained('{d}', {load})"]
+             f"model = AutoModelForCausalLM.from_pretrained('{t}', dtype='auto').to(device)",
+             f"assistant = AutoModelForCausalLM.from_pretrained('{d}', dtype='auto').to(device)"]
     call = "model.generate(**inputs, assistant_model=assistant, max_new_tokens=64"
     if universal:
         lines.append(f"assistant_tokenizer = AutoTokenizer.from_pretrained('{d}')")
