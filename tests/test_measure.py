@@ -110,6 +110,11 @@ def test_check_shows_the_measurement_beside_the_estimate_and_takes_its_acceptanc
     assert abs(fed["acceptance"] - 0.7) < abs(prior["acceptance"] - 0.7) / 2 and "measured 0.70 over 3 runs" in \
         fed["why"]
     assert fed["high"] - fed["low"] < prior["high"] - prior["low"]
+    code, out = run("query", "--target", TARGET, "--engine", "llama.cpp", "--db", db, "--json", "--hardware",
+                    "M4 Max", "--task", "code", "--limit", "50")
+    ranked = {d["repo_id"]: d["speedup"] for d in json.loads(out)["drafts"]}
+    assert ranked[DRAFT]["acceptance"] == fed["acceptance"] and "measured 0.70 over 3 runs" in ranked[DRAFT]["why"]
+    assert all("measured" not in s["why"] for d, s in ranked.items() if d != DRAFT)  # the pair's own, no other's
     code, out = run("check", TARGET, DRAFT, "--db", db, "--json", "--hardware", "M4 Max", "--task", "prose")
     assert json.loads(out)["verdicts"]["llama.cpp"]["speedup"]["why"].count("measured") == 0  # another text
     code, out = run("check", TARGET, DRAFT, "--db", db, "--json", "--hardware", "M4 Max", "--task", "code")

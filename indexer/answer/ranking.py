@@ -167,6 +167,7 @@ class Query:
         self._added: dict[int, tuple] = {}
         self.speed = speed  # speedup.Options, or None for the reference devices
         self._target_speed: dict | None = None
+        self._measurements: list[dict] | None = None  # the target's measurements (indexer measure), read once
         self._target_stem: str | None = None  # _stem of the target, for _copy_of_target
 
     def _agreeing_members(self) -> int:
@@ -500,8 +501,23 @@ class Query:
             draft["bases"] = [*bases, self.t["repo_id"]]  # a shared lineage root: siblings
         r["_draft_facts"] = draft
         figures = estimate(self.engine, self._speed_facts(), draft, opts, agreement_share(e), first_only=True,
-                           release=self.entry.release)
+                           release=self.entry.release, measured=self._measured_alpha(r["repo_id"], opts))
         return figures[0] if figures else None
+
+    def _measured_alpha(self, draft: str, opts) -> tuple[float, float] | None:
+        """The draft's measured acceptance for this target on the task (``indexer measure``), fed back as check
+        feeds it (answer/speedup.py ``measured_alpha``): one read of the target's measurements per query."""
+        if not opts.measured:
+            return None
+        if self._measurements is None:
+            from ..catalog.measurements import rows
+
+            self._measurements = rows(self.cat, self.t["repo_id"], None)
+        if not self._measurements:
+            return None
+        from .speedup import measured_alpha
+
+        return measured_alpha([m for m in self._measurements if m["draft"] == draft], opts)
 
     def has_candidates(self) -> bool:
         """Whether drafts() would list anything (one index probe; the summary line asks every engine). A query

@@ -6,8 +6,6 @@ A pair's measurements on one engine are summed per device and task, each weighin
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 COLUMNS = ("target", "draft", "engine", "engine_version", "hardware", "target_quant", "draft_quant", "task",
            "draft_tokens", "acceptance", "drafted", "accepted", "rounds", "tokens", "tok_s", "tok_s_baseline",
            "speedup", "estimate", "runs", "prompts", "max_tokens", "same_text", "calibration", "measured_at",
@@ -16,6 +14,8 @@ COLUMNS = ("target", "draft", "engine", "engine_version", "hardware", "target_qu
 
 def row_of(result: dict) -> dict:
     """The table row of one ``measure`` result."""
+    from datetime import datetime, timezone
+
     from .. import __version__
 
     m = result["measured"]
@@ -47,10 +47,14 @@ def save(result: dict, db: str | None) -> int:
         engine.dispose()
 
 
-def rows(reader, target: str, draft: str, engine: str | None = None) -> list[dict]:
-    """The pair's measurements (on one engine, or all), oldest first; [] for a catalog made before the table."""
-    sql = f"SELECT {', '.join(COLUMNS)} FROM measurements WHERE target = :t AND draft = :d"
-    params = {"t": target, "d": draft}
+def rows(reader, target: str, draft: str | None, engine: str | None = None) -> list[dict]:
+    """The pair's measurements (``draft`` None: the target's with every draft; on one engine, or all), oldest
+    first; [] for a catalog made before the table."""
+    sql = f"SELECT {', '.join(COLUMNS)} FROM measurements WHERE target = :t"
+    params = {"t": target}
+    if draft is not None:
+        sql += " AND draft = :d"
+        params["d"] = draft
     if engine is not None:
         sql += " AND engine = :e"
         params["e"] = engine
