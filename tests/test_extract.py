@@ -131,3 +131,22 @@ def test_vllm_0_34_loads_an_eagle3_qwen3_vl_head_citing_its_registry_line():
     ok, detail, source, method = loads(head, "vllm")
     line = tables.values("vllm", "0.34.0", "speculative_models")["Eagle3Qwen3vlForCausalLM"]["line"]
     assert ok and method == "eagle3" and source == f"model_executor/models/registry.py:{line}", detail
+
+
+@pytest.mark.parametrize("release", ["0.33.0", "0.34.0"])
+def test_vllm_s_dropped_models_load_through_the_transformers_backend_or_are_refused(release):
+    from indexer.engines.base import Side
+    from indexer.engines.vllm import dropped
+
+    backend, refused = dropped(release)
+    assert backend["minimax"] == ("MiniMaxForCausalLM", "0.23.0") and "bamba" in backend
+    assert refused == {"mpt": ("MptForCausalLM", "0.28.0")}  # its modeling file passes neither backend check
+
+    def side(name, model_type):
+        return Side(name=name, vocab_size=32000, vocab_size_transformers=32000, vllm_vocab_size=32000,
+                    tok={"vocab_sha256": "x"}, model_type=model_type, arch=ArchFacts(model_type=model_type))
+
+    v = check_pair(side("t", "mpt"), side("d", "llama"), {"vllm": release})["verdicts"]["vllm"]
+    assert v["outcome"] == "refused" and "was supported in vLLM until v0.28.0" in v["reasons"][0]
+    v = check_pair(side("t", "minimax"), side("d", "llama"), {"vllm": release})["verdicts"]["vllm"]
+    assert v["outcome"] == "works" and any("Transformers modeling backend" in r for r in v["reasons"])

@@ -238,7 +238,36 @@ def transformers(root: Path) -> dict:
                                    "raise": f"{TF_GENERATION}:{raise_line}" if raise_line else None}}
     tables["stateful"] = {"source": f"{TF}/models/*/modeling_*.py (_is_stateful = True)",
                           "values": _stateful_types(root)}
+    tables["causal_lm"] = {"source": f"{TF_AUTO_MODELING} (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)",
+                           "values": _causal_classes(root, causal)}
     return tables
+
+
+# PreTrainedModel._can_set_attn_implementation's heuristic on the class's module source (modeling_utils.py): with an
+# ``*Attention*(nn.Module)`` class, the module must call the attention interface; without one it is assumed to.
+_ATTENTION_CLASS = re.compile(r"^class \w*Attention\w*\(nn\.Module\):", re.M)
+
+
+def _causal_classes(root: Path, causal: dict[str, str]) -> dict[str, dict]:
+    """model_type -> its causal-LM class, where it is defined, and whether vLLM's Transformers modeling backend
+    takes it: ``is_backend_compatible()`` (``_supports_attention_backend = True``) or
+    ``_can_set_attn_implementation()`` (the heuristic above), both read from the class's modeling file."""
+    where: dict[str, tuple[str, int, str]] = {}
+    for path in sorted((root / TF / "models").glob("*/modeling_*.py")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in re.finditer(r"^class (\w+)\(", text, re.M):
+            where.setdefault(m.group(1), (path.relative_to(root).as_posix(), text.count("\n", 0, m.start()) + 1, text))
+    out = {}
+    for model_type, cls in sorted(causal.items()):
+        if cls not in where:
+            out[model_type] = {"class": cls, "file": None}
+            continue
+        rel, line, text = where[cls]
+        out[model_type] = {"class": cls, "file": f"{rel}:{line}",
+                           "backend_compatible": "_supports_attention_backend = True" in text,
+                           "can_set_attn": (not _ATTENTION_CLASS.search(text)
+                                            or "ALL_ATTENTION_FUNCTIONS.get_interface(" in text)}
+    return out
 
 
 # A vision or audio tower's config beside a stateful language model: its model type is never a config.json's or a

@@ -60,7 +60,56 @@ _HYBRID_TARGET, _SHORTER, _MULTIMODAL = (
              anchors=("does not support external multimodal embeddings",)),
 )
 
+# The models vLLM dropped (registry.py _PREVIOUSLY_SUPPORTED_MODELS, extracted per release), by the model_type whose
+# transformers causal-LM class is the dropped architecture. With model_impl "auto" (the default) vLLM first falls
+# back to its Transformers modeling backend, which takes the transformers class when it is backend compatible or can
+# set its attention implementation (registry.py _try_resolve_transformers; the flags extracted from the class's
+# modeling file); otherwise it raises "Model architecture X was supported in vLLM until vY".
+DROPPED_LINES = {"0.33.0": ("vllm/model_executor/models/registry.py:1461-1470, 1230-1239",
+                            "vllm/model_executor/models/transformers/base.py:109-117"),
+                 "0.34.0": ("vllm/model_executor/models/registry.py:1540-1549, 1308-1317",
+                            "vllm/model_executor/models/transformers/base.py:109-117")}
+
+
+def dropped(release: str) -> tuple[dict, dict]:
+    """(model_type -> (class, last release) loaded by the Transformers backend, the same refused) at a release."""
+    gone = tables.values(NAME, release, "previously_supported")
+    native = set(tables.tables(NAME, release)["native_models"].get("_TEXT_GENERATION_MODELS", {}).get("values", []))
+    backend, refused = {}, {}
+    for model_type, e in tables.values("transformers", TRANSFORMERS_VERSION, "causal_lm").items():
+        if e["class"] in gone and e["class"] not in native:
+            ok = e["file"] is not None and (e["backend_compatible"] or e["can_set_attn"])
+            (backend if ok else refused)[model_type] = (e["class"], gone[e["class"]])
+    return backend, refused
+
+
+def _dropped_rows(release: str, until: str | None) -> tuple:
+    """One row per dropped model type at a release: a note where the Transformers backend loads it, else refused."""
+    backend, refused = dropped(release)
+    fallback, base = DROPPED_LINES[release]
+    since = release if release != RELEASES[0] else None
+    return (
+        *(ArchRule("dropped model, Transformers backend", TypeIn("target", frozenset({t})), None,
+                   f"vLLM dropped its own {c} after v{v}; with model_impl auto it loads transformers' {c} through its "
+                   "Transformers modeling backend, which supports draft_model, EAGLE and EAGLE-3/DFlash capture "
+                   "(SupportsEagle, SupportsEagle3); vLLM's own handling of recurrent or linear-attention layers "
+                   "does not apply there (unverified: read, not run)",
+                   f"{fallback}; {base}", since=since, until=until,
+                   anchors=("arch = self._try_resolve_transformers(architectures[0], model_config)", None,
+                            "SupportsEagle3,"))
+          for t, (c, v) in sorted(backend.items())),
+        *(ArchRule("dropped model", TypeIn("target", frozenset({t})), REFUSED,
+                   f"vLLM dropped its own {c} after v{v}, and its Transformers modeling backend does not take "
+                   f"transformers' {c}, so vLLM raises ValueError \"Model architecture {c} was supported in vLLM "
+                   f"until v{v}, and is not supported anymore\"", fallback, since=since, until=until,
+                   anchors=(None, 'f"Model architecture {arch} was supported in vLLM until "'))
+          for t, (c, v) in sorted(refused.items())),
+    )
+
+
 ARCH_RULES = (
+    *(row for i, r in enumerate(RELEASES) for row in _dropped_rows(r, RELEASES[i + 1] if i + 1 < len(RELEASES)
+                                                                  else None)),
     ArchRule("Mamba-1 target", TypeIn("target", frozenset({"jamba", "mamba", "falcon_mamba"})), WRONG_OUTPUT,
              "vLLM's Mamba-1 metadata builder never passes the accepted-token counts, so a verify is run as a prefill "
              "and rejected draft tokens stay in the state (unverified: read from the code, not run; no refusal)",
