@@ -94,7 +94,7 @@ def pair(tmp_path_factory):
 
 @pytest.mark.parametrize("spec, words", [("vllm==0.99", "unknown vllm version '0.99'; known: 0.33.0, 0.34.0"),
                                          ("tgi==1", "unknown engine 'tgi'"),
-                                         ("transformers", "known: 5.24.0, 5.25.0")])
+                                         ("transformers", "known: 5.21.1, 5.22.2, 5.23.0, 5.24.0, 5.25.0")])
 def test_check_and_query_refuse_an_unknown_release_in_one_line(pair, spec, words):
     for args in (["check", *pair], ["query", "--target", pair[0]]):
         res = CliRunner().invoke(cli, [*args, "--engine-version", spec])

@@ -5,8 +5,8 @@ depends on?
 
 Every ``file:line`` the engine module states (its rows, sources, fixes, head rules, launch commands, comments) is a
 citation. Each is read at one release (the ``since`` of the row it is in, the ``release`` of the head-rules class it
-is in, else the engine's oldest release) and holds until the row's ``until`` (or the release its row was re-lined
-at). What a citation depends on is pinned two ways:
+is in, the release its comment names, else the module's ``READ_AT`` or the engine's oldest release) and holds until
+the row's ``until`` (or the release its row was re-lined at). What a citation depends on is pinned two ways:
 
 * a **pin**: the text of the cited lines at the release it was read at (``--pin`` records it from that release's
   tree into ``indexer/engines/data/<engine>/pins.json``, with its first and last line): the condition, the
@@ -44,7 +44,6 @@ from typing import Any
 from .archrules import ArchRule
 from .archrules import holds as row_holds
 
-PIECE = re.compile(r"^(?:(?P<file>[\w./-]+\.\w+):)?(?P<a>\d+)(?:-(?P<b>\d+))?$")
 SUFFIXES = (".py", ".cpp", ".h", ".c", ".go", ".txt")
 # A citation in a module's text: a path with one of SUFFIXES, a colon, a line or range, and more ranges after
 # commas ("cache_utils.py:1082, 1162-1207").
@@ -59,19 +58,9 @@ STATUSES = ("holds", "moved", "changed", "vanished", "unchecked")
 
 def pieces(source: str) -> list[tuple[str, int, int]]:
     """The (file, first line, last line) citations of a source string such as
-    ``"a/b.py:10-12, 40; c/d.py:7 (words)"``: a bare line range belongs to the file before it."""
-    out: list[tuple[str, int, int]] = []
-    current = None
-    for part in re.split(r"[;,]", re.sub(r"\([^)]*\)", "", source)):
-        m = PIECE.match(part.strip())
-        if not m:
-            continue
-        current = m["file"] or current
-        if current is None:
-            continue
-        a = int(m["a"])
-        out.append((current, a, int(m["b"] or a)))
-    return out
+    ``"a/b.py:10-12, 40; c/d.py:7 (words)"``: the ranges after a file's colon, joined by ", ", are its."""
+    return [(m["file"], a, b) for m in CITED.finditer(re.sub(r"\([^)]*\)", "", source))
+            for a, b in _ranges(m["ranges"])]
 
 
 def _ranges(text: str) -> list[tuple[int, int]]:
@@ -121,7 +110,7 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]
     return [(first, last if last is not None else first, at, until) for first, last, at, until in out]
 
 
-def module_citations(path: Path, releases: tuple) -> list[dict]:
+def module_citations(path: Path, releases: tuple, default: str | None = None) -> list[dict]:
     """Every citation in an engine module's strings (implicitly joined ones whole) and comments: where (module
     line), file, lines, read_at, until."""
     text = path.read_text(encoding="utf-8")
@@ -135,13 +124,13 @@ def module_citations(path: Path, releases: tuple) -> list[dict]:
     out = []
     for i, words, comment_col in sorted(found, key=lambda f: f[0]):
         inner = sorted((s for s in scopes if s[0] <= i <= s[1]), key=lambda s: s[1] - s[0])  # innermost first
-        read_at = ((_named_release(lines, i, comment_col, releases) if comment_col is not None else None)
-                   or next((s[2] for s in inner if s[2]), None) or releases[0])
+        since = ((_named_release(lines, i, comment_col, releases) if comment_col is not None else None)
+                 or next((s[2] for s in inner if s[2]), None))
         until = next((s[3] for s in inner if s[3]), None)
         for m in CITED.finditer(words):
             for a, b in _ranges(m["ranges"]):
                 out.append({"where": f"{path.name}:{i}", "file": m["file"], "lines": (a, b), "anchor": None,
-                            "read_at": read_at, "until": until})
+                            "read_at": since or default or releases[0], "since": since, "until": until})
     return out
 
 
@@ -163,7 +152,7 @@ def _named_release(lines: list[str], i: int, col: int, releases: tuple) -> str |
     return None
 
 
-def _row_citations(engine) -> list[dict]:
+def _row_citations(engine, default: str | None = None) -> list[dict]:
     """The anchored citations of the engine's rows (architecture rows, Ranged values), each at its own release."""
     out, seen = [], []
     for field, rows in engine.ranged.items():
@@ -178,7 +167,8 @@ def _row_citations(engine) -> list[dict]:
             for i, (file, a, b) in enumerate(pieces(source)):
                 anchor = row.anchors[i] if i < len(row.anchors) else None
                 out.append({"where": where, "file": file, "lines": (a, b), "anchor": anchor,
-                            "read_at": row.since or engine.releases[0], "until": row.until})
+                            "read_at": row.since or default or engine.releases[0], "since": row.since,
+                            "until": row.until})
     return out
 
 
@@ -195,9 +185,16 @@ def citations(engine, *, release: str | None = None) -> list[dict]:
     the module's text when the engine is one of ours, else its rows."""
     releases = engine.releases or (engine.release,)
     release = release or releases[-1]
-    rows = _row_citations(engine)
     path = engine_module(engine)
-    found = module_citations(path, releases) if path else rows
+    # the release a module's citations without a scope were read at: READ_AT where releases older than the one
+    # first read were added later, else the oldest
+    default = getattr(importlib.import_module(engine.launch.__module__), "READ_AT", None) if path else None
+    rows = _row_citations(engine, default)
+    # the rows know their releases exactly (also where a module builds them in a loop): the module's text adds the
+    # citations no row states (head rules, launch commands, comments)
+    in_rows = {(c["file"], c["lines"]) for c in rows}
+    found = rows + ([c for c in module_citations(path, releases, default) if (c["file"], c["lines"]) not in in_rows]
+                    if path else [])
     anchors = {(c["file"], c["lines"], c["read_at"]): c["anchor"] for c in rows if c["anchor"]}
     out, seen = [], set()
     for c in found:
@@ -214,7 +211,7 @@ def citations(engine, *, release: str | None = None) -> list[dict]:
 def _holds(c: dict, release: str, releases: tuple) -> bool:
     if release not in releases:  # a release we have not read: what holds at the newest
         release = releases[-1]
-    return row_holds(_Span(c["read_at"], c["until"]), release, releases)
+    return row_holds(_Span(c["since"], c["until"]), release, releases)
 
 
 class _Span:

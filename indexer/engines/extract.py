@@ -240,7 +240,40 @@ def transformers(root: Path) -> dict:
                           "values": _stateful_types(root)}
     tables["causal_lm"] = {"source": f"{TF_AUTO_MODELING} (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)",
                            "values": _causal_classes(root, causal)}
+    tables["spans"] = {"source": "the statements the rules cite", "values": _tf_spans(root, tree)}
     return tables
+
+
+def _tf_spans(root: Path, generation: ast.Module) -> dict[str, str | None]:
+    """file:first-last of the statements transformers' rules cite, found by what they say (None: not in this
+    release): the ``if`` that refuses stateful models, the vocabulary-size comparison, ``get_text_config``, the
+    assistant's cache update and the UAG translator."""
+    def if_raising(tree: ast.Module, rel: str, words: str) -> str | None:
+        best = None
+        for n in ast.walk(tree):
+            if isinstance(n, ast.If) and any(isinstance(r, ast.Raise) and any(words in x for x in _strings(r))
+                                             for b in n.body for r in ast.walk(b)):
+                if best is None or n.lineno > best.lineno:  # the innermost if
+                    best = n
+        return _span(rel, best) if best else None
+
+    def comparing(tree: ast.Module, rel: str, words: str) -> str | None:
+        n = next((n for n in ast.walk(tree) if isinstance(n, ast.If) and words in ast.unparse(n.test)), None)
+        return _span(rel, n) if n else None
+
+    def defined(rel: str, name: str) -> str | None:
+        if not (root / rel).is_file():
+            return None
+        fn = _function(_parse(root, rel), name)
+        return _span(rel, fn) if fn else None
+
+    candidate = f"{TF}/generation/candidate_generator.py"
+    return {"stateful_check": if_raising(generation, TF_GENERATION, "not supported with stateful models"),
+            "vocab_size_check": comparing(generation, TF_GENERATION,
+                                          "get_text_config().vocab_size == assistant_model.config.get_text_config()"),
+            "get_text_config": defined(f"{TF}/configuration_utils.py", "get_text_config"),
+            "assistant_cache_update": defined(candidate, "_update_past_and_masks"),
+            "uag_translator": defined(candidate, "_get_assistant_to_target_input_ids")}
 
 
 # PreTrainedModel._can_set_attn_implementation's heuristic on the class's module source (modeling_utils.py): with an
@@ -346,7 +379,70 @@ def mlx(root: Path) -> dict:
         direct = {m for m, t in texts.items() if f"{cls}(" in t}
         tables[key] = {"source": f"{MLX_MODELS}/*.py ({cls}( in make_cache)",
                        "values": _closure(direct, imports, builds, remapping)}
+    tables["spans"] = {"source": "the statements the rules cite", "values": _mlx_spans(root)}
     return tables
+
+
+def _statement(root: Path, rel: str, find: Callable[[ast.AST], bool], whole: bool = True,
+               innermost: bool = False) -> str | None:
+    """file:first-last (or the first line only, ``whole`` False) of the first node ``find`` accepts in file order
+    (``innermost``: the last, for nested ifs that all contain what is looked for)."""
+    if not (root / rel).is_file():
+        return None
+    nodes = sorted((n for n in ast.walk(_parse(root, rel)) if hasattr(n, "lineno") and find(n)),
+                   key=lambda n: n.lineno)
+    if not nodes:
+        return None
+    node = nodes[-1] if innermost else nodes[0]
+    return _span(rel, node) if whole else f"{rel}:{node.lineno}"
+
+
+def _mlx_spans(root: Path) -> dict[str, str | None]:
+    """file:lines of the statements mlx-lm's rules cite, found by what they say (None: not in this release)."""
+    gen, cache, server = "mlx_lm/generate.py", f"{MLX_MODELS}/cache.py", "mlx_lm/server.py"
+
+    def if_raising(words: str):
+        return lambda n: isinstance(n, ast.If) and any(
+            isinstance(r, ast.Raise) and any(words in x for x in _strings(r)) for b in n.body for r in ast.walk(b))
+
+    def method(cls: str, name: str):
+        def find(n):
+            return (isinstance(n, ast.ClassDef) and n.name == cls
+                    and any(isinstance(f, ast.FunctionDef) and f.name == name for f in n.body))
+        return find
+
+    def method_span(cls: str, name: str) -> str | None:
+        if not (root / cache).is_file():
+            return None
+        for n in ast.walk(_parse(root, cache)):
+            if isinstance(n, ast.ClassDef) and n.name == cls:
+                f = next((f for f in n.body if isinstance(f, ast.FunctionDef) and f.name == name), None)
+                return _span(cache, f) if f else None
+        return None
+
+    def calling(name: str, first_arg: str):  # name(...) or cache.name(...)
+        return lambda n: (isinstance(n, ast.Call) and n.args and getattr(n.args[0], "id", None) == first_arg
+                          and name in (getattr(n.func, "id", None), getattr(n.func, "attr", None)))
+
+    def comparing_sizes(n) -> bool:
+        return isinstance(n, ast.If) and "draft_tokenizer.vocab_size != tokenizer.vocab_size" in ast.unparse(n.test)
+
+    return {"trimmable_check": _statement(root, gen, if_raising("requires a trimmable prompt cache"), innermost=True),
+            "vocab_size_check": _statement(root, gen, if_raising("Draft model tokenizer does not match"),
+                                           innermost=True),
+            "server_vocab_size_check": _statement(root, server, comparing_sizes),
+            "target_trim": _statement(root, gen, calling("trim_prompt_cache", "model_cache"), whole=False),
+            "draft_trim": _statement(root, gen, calling("trim_prompt_cache", "draft_cache"), whole=False),
+            "can_trim": _statement(root, cache, lambda n: isinstance(n, ast.FunctionDef)
+                                   and n.name == "can_trim_prompt_cache"),
+            "rotating_is_trimmable": method_span("RotatingKVCache", "is_trimmable"),
+            "arrays_is_trimmable": method_span("ArraysCache", "is_trimmable"),
+            "arrays_cache_class": _statement(root, cache, lambda n: isinstance(n, ast.ClassDef)
+                                             and n.name == "ArraysCache", whole=False),
+            "model_remapping": _statement(root, MLX_UTILS, lambda n: isinstance(n, ast.Assign) and any(
+                getattr(t, "id", None) == "MODEL_REMAPPING" for t in n.targets)),
+            "model_type_unsupported": _statement(root, MLX_UTILS, lambda n: isinstance(n, ast.Assign) and any(
+                "not supported." in x for x in _strings(n.value)), whole=False)}
 
 
 EXTRACTORS: dict[str, Callable[[Path], dict]] = {"vllm": vllm, "sglang": sglang, "transformers": transformers,

@@ -8,7 +8,7 @@ from dataclasses import replace
 from functools import partial
 
 from . import tables
-from .archrules import WRONG_OUTPUT, ArchRule, Ranged, Sliding, StateIn, TypeIn, relined
+from .archrules import WRONG_OUTPUT, ArchRule, Ranged, Sliding, StateIn, TypeIn
 from .base import (
     REFUSED,
     SIZE_WORDS,
@@ -26,7 +26,11 @@ from .base import (
 )
 from .setup import DIR, MLX, Setup, Source, is_float
 
-RELEASES = ("d78bf58e", "0.32.2")
+# Oldest first: the commit d78bf58e lies between the 0.31.3 and 0.32.0 wheels (its cache.py, utils.py and model list are
+# between theirs; its _version.py says 0.32.0).
+RELEASES = ("0.31.3", "d78bf58e", "0.32.0", "0.32.1", "0.32.2")
+OLDER = ("0.31.3", "0.32.0", "0.32.1")  # read from their wheels with the extractor's tables (engines/data/mlx/)
+READ_AT = "d78bf58e"  # the release the citations without since= were read at (engines/audit.py)
 VERSION = RELEASES[-1]
 
 # Extracted per release (scripts/extract_tables.py); the lines here are at 0.32.2. get_model_classes imports
@@ -74,17 +78,42 @@ _DRAFT_CACHE = ArchRule(
     "the draft's cache is never checked and trim_prompt_cache is a no-op on it, so acceptance falls; the "
     "target verifies every token", "mlx_lm/generate.py:582", anchors=("trim_prompt_cache(draft_cache",))
 
+def _span(name: str, release: str) -> str:
+    return tables.values("mlx", release, "spans")[name]
+
+
+def _next(release: str) -> str:
+    return RELEASES[RELEASES.index(release) + 1]
+
+
+def _older_rows(r: str) -> tuple:
+    """The three rows at a release read only through the extractor's tables (types and lines)."""
+    _, _, arrays, rotating, listed = _mlx(r)
+    return (
+        replace(_TARGET_CACHE, since=r, until=_next(r), when=TypeIn("target", arrays),
+                source=f"{_span('trimmable_check', r)}, {_span('can_trim', r)}",
+                anchors=("Speculative decoding requires a trimmable prompt cache",
+                         "return all(c.is_trimmable() for c in cache)")),
+        replace(_SLIDING, since=r, until=_next(r), when=Sliding("target", rotating, listed),
+                source=f"{_span('rotating_is_trimmable', r)}; {_span('target_trim', r)}",
+                anchors=("return self.offset < self.max_size", "trim_prompt_cache(model_cache")),
+        replace(_DRAFT_CACHE, since=r, until=_next(r), source=_span("draft_trim", r)),
+    )
+
+
 ARCH_RULES = (
-    replace(_TARGET_CACHE, until="0.32.2"),
+    *(row for r in OLDER for row in _older_rows(r)),
+    replace(_TARGET_CACHE, since="d78bf58e", until="0.32.0"),
     replace(_TARGET_CACHE, since="0.32.2", when=TypeIn("target", MLX_ARRAYS_CACHE_0322),
             source="mlx_lm/generate.py:542-546, mlx_lm/models/cache.py:164-165, 596",
             anchors=("Speculative decoding requires a trimmable prompt cache", "return False", "class ArraysCache")),
-    replace(_SLIDING, until="0.32.2"),
+    replace(_SLIDING, since="d78bf58e", until="0.32.0"),
     replace(_SLIDING, since="0.32.2", when=Sliding("target", MLX_ROTATING_0322, MLX_ROTATING_LISTED_0322),
             source="mlx_lm/models/cache.py:115-119, 544-545; mlx_lm/generate.py:598-599",
             anchors=("return all(c.is_trimmable() for c in cache)", "return self.offset < self.max_size",
                      "trim_prompt_cache(model_cache")),
-    *relined(_DRAFT_CACHE, "0.32.2", "mlx_lm/generate.py:599"),
+    replace(_DRAFT_CACHE, since="d78bf58e", until="0.32.0"),
+    replace(_DRAFT_CACHE, since="0.32.2", source="mlx_lm/generate.py:599"),
 )
 
 
@@ -149,17 +178,34 @@ def launch(setup: Setup) -> list[str]:
 
 
 # No fix: MLX has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary (no resize helps).
-RULES = (Ranged(value=partial(rule, modules=MLX_LM_MODEL_MODULES, remapping=MLX_LM_MODEL_REMAPPING),
-                until="0.32.2"),
+def _modules_rule(r: str):
+    modules, remapping = _mlx(r)[:2]
+    return partial(rule, modules=modules, remapping=remapping)
+
+
+def _unsupported(r: str) -> str:
+    return f"{_span('model_remapping', r)}, {_span('model_type_unsupported', r).partition(':')[2]}"
+
+
+RULES = (*(Ranged(value=_modules_rule(r), since=r, until=_next(r), source=_unsupported(r),
+                  anchors=("MODEL_REMAPPING = {", 'msg = f"Model type {model_type} not supported."'))
+           for r in OLDER),
+         Ranged(value=partial(rule, modules=MLX_LM_MODEL_MODULES, remapping=MLX_LM_MODEL_REMAPPING),
+                since="d78bf58e", until="0.32.0"),
          Ranged(value=rule, since="0.32.2", source="mlx_lm/utils.py:48-61, 220-225",
                 anchors=("MODEL_REMAPPING = {", 'msg = f"Model type {model_type} not supported."')))
 # What each source pins: the consequence (the raise, the warning), not only the condition before it.
 RAISES = 'raise ValueError("Draft model tokenizer does not match model tokenizer.")'
 WARNS = "logging.warning("
 SOURCES = (
+    *(Ranged(value={"tokenizer.vocab_size equal (generate raises)": _span("vocab_size_check", r),
+                    "server only warns": _span("server_vocab_size_check", r),
+                    "model type supported (load)": _unsupported(r)}, since=r, until=_next(r),
+             anchors=(RAISES, WARNS, "MODEL_REMAPPING = {", 'msg = f"Model type {model_type} not supported."'))
+      for r in OLDER),
     Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2156-2157",
                   "server only warns": "mlx_lm/server.py:346-347",
-                  "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193"}, until="0.32.2",
+                  "model type supported (load)": "mlx_lm/utils.py:46-57, 187-193"}, since="d78bf58e", until="0.32.0",
            anchors=(RAISES, WARNS, "MODEL_REMAPPING = {", None)),
     Ranged(value={"tokenizer.vocab_size equal (generate raises)": "mlx_lm/generate.py:2144-2145",
                   "server only warns": "mlx_lm/server.py:453-454",

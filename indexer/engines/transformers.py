@@ -25,8 +25,9 @@ from .base import (
 )
 from .setup import Setup
 
-RELEASES = ("5.24.0", "5.25.0")  # the releases whose source we read, oldest first
+RELEASES = ("5.21.1", "5.22.2", "5.23.0", "5.24.0", "5.25.0")  # the releases whose source we read, oldest first
 VERSION = RELEASES[-1]
+READ_AT = "5.24.0"  # the release the citations without since= were read at (engines/audit.py)
 
 # The model types whose PreTrainedModel sets ``_is_stateful = True`` at 5.24.0 (extracted from models/*/modeling_*.py,
 # each with its file:line, and the model types whose config class the model's folder defines);
@@ -65,21 +66,57 @@ NO_CACHE_SAYS = ("_supports_default_dynamic_cache excludes its model class by na
 NO_CACHE_ANCHORS = ("or all(unsupported_name not in name for unsupported_name in unsupported_model_names)",
                     'raise RuntimeError("Assisted decoding requires a cache")')
 
+# The releases before 5.24.0 (OLDER): the same checks, at the lines the extractor found (tables "spans"), with each
+# release's stateful model types. MiniMax gets a Cache there (MiniMaxCache, made by the model), and its crop raises.
+OLDER = RELEASES[:RELEASES.index("5.24.0")]
+
+
+def _span(name: str, release: str) -> str:
+    return tables.values("transformers", release, "spans")[name]
+
+
+def _since(release: str) -> str:
+    return release  # the oldest too: its rows were read at it (engines/audit.py reads since as the release read at)
+
+
+def _next(release: str) -> str:
+    return RELEASES[RELEASES.index(release) + 1]
+
+
+MINIMAX_CROP = ("src/transformers/models/minimax/modeling_minimax.py:109-110",
+                'raise RuntimeError("MiniMaxCache does not support `crop` method")')
+OLDER_ROWS = tuple(row for r in OLDER for row in (
+    ArchRule("stateful target", TypeIn("target", frozenset(tables.values("transformers", r, "stateful"))), REFUSED,
+             "generate(assistant_model=...) raises ValueError \"assisted generation is not supported with stateful "
+             "models\": a recurrent state cannot be reset to a prefix of the generated text",
+             _span("stateful_check", r), since=_since(r), until=_next(r),
+             anchors=("assisted generation is not supported with stateful models",)),
+    ArchRule("stateful draft", StateIn("draft"), None,
+             "the assistant is not checked; its cache is cropped where it can be, so acceptance may fall while the "
+             "target verifies every token", _span("assistant_cache_update", r), since=_since(r), until=_next(r),
+             anchors=("def _update_past_and_masks(",)),
+    ArchRule("uncroppable target cache", TypeIn("target", frozenset({"minimax"})), REFUSED,
+             "MiniMax's model makes its own MiniMaxCache, whose crop raises RuntimeError \"MiniMaxCache does not "
+             "support `crop` method\" at the first rejected draft token", MINIMAX_CROP[0], since=_since(r),
+             until=_next(r), anchors=(MINIMAX_CROP[1],)),
+))
+
 ARCH_RULES = (
+    *OLDER_ROWS,
     ArchRule("stateful target", TypeIn("target", STATEFUL), REFUSED,
              "generate(assistant_model=...) raises ValueError \"assisted generation is not supported with stateful "
              "models\": a recurrent state cannot be reset to a prefix of the generated text",
-             "src/transformers/generation/utils.py:1885-1890", until="5.25.0",
+             "src/transformers/generation/utils.py:1885-1890", since="5.24.0", until="5.25.0",
              anchors=("assisted generation is not supported with stateful models",)),
     ArchRule("stateful draft", StateIn("draft"), None,
              "the assistant is not checked; its cache is cropped where it can be, so acceptance may fall while the "
              "target verifies every token",
-             "src/transformers/generation/candidate_generator.py:292-302", until="5.25.0",
+             "src/transformers/generation/candidate_generator.py:292-302", since="5.24.0", until="5.25.0",
              anchors=("def _update_past_and_masks(",)),
     # 5.24.0 checks _is_stateful first (validation, before the assisted loop), so there the stateful types never
     # reach the cache check
     ArchRule("stateless target cache", TypeIn("target", _no_cache("5.24.0") - STATEFUL), REFUSED, NO_CACHE_SAYS,
-             _no_cache_source("5.24.0"), until="5.25.0", anchors=NO_CACHE_ANCHORS),
+             _no_cache_source("5.24.0"), since="5.24.0", until="5.25.0", anchors=NO_CACHE_ANCHORS),
     ArchRule("stateless target cache", TypeIn("target", NO_CACHE), REFUSED, NO_CACHE_SAYS,
              _no_cache_source("5.25.0"), since="5.25.0", anchors=NO_CACHE_ANCHORS),
     ArchRule("uncroppable target cache", TypeIn("target", UNCROPPABLE), REFUSED,
@@ -124,7 +161,12 @@ def uag(lines: str) -> str:
             f"generation/candidate_generator.py:{lines}: any pair, TLI when sampling)")
 
 
-UAG_LINES = (Ranged(value="762-795", until="5.25.0", source="src/transformers/generation/candidate_generator.py:762",
+UAG_DEF = "def _get_assistant_to_target_input_ids("
+UAG_LINES = (*(Ranged(value=_span("uag_translator", r).rpartition(":")[2], since=_since(r), until=_next(r),
+                      source=_span("uag_translator", r).partition("-")[0], anchors=(UAG_DEF,))
+               for r in OLDER),
+             Ranged(value="762-795", since="5.24.0", until="5.25.0",
+                    source="src/transformers/generation/candidate_generator.py:762",
                     anchors=("def _get_assistant_to_target_input_ids(",)),
              Ranged(value="775-808", since="5.25.0", source="src/transformers/generation/candidate_generator.py:775",
                     anchors=("def _get_assistant_to_target_input_ids(",)))
@@ -194,11 +236,18 @@ def launch(setup: Setup, *, universal: bool = False) -> list[str]:
     return [f'python -c "{"; ".join(lines)}"']
 
 
+VOCAB_CHECK = "get_text_config().vocab_size == assistant_model.config.get_text_config()"
 SOURCES = (
+    *(Ranged(value={"vocab_size equal / assistant_tokenizer refused": _span("vocab_size_check", r),
+                    "get_text_config()": _span("get_text_config", r),
+                    "universal assisted generation (TLI)": _span("uag_translator", r)},
+             since=_since(r), until=_next(r),
+             anchors=(VOCAB_CHECK, "def get_text_config(", UAG_DEF))
+      for r in OLDER),
     Ranged(value={"vocab_size equal / assistant_tokenizer refused": "src/transformers/generation/utils.py:1907-1919",
                   "get_text_config()": "src/transformers/configuration_utils.py:1519-1562",
                   "universal assisted generation (TLI)": "src/transformers/generation/candidate_generator.py:762-795"},
-           until="5.25.0", anchors=("get_text_config().vocab_size == assistant_model.config.get_text_config()",
+           since="5.24.0", until="5.25.0", anchors=(VOCAB_CHECK,
                                     "def get_text_config(", "def _get_assistant_to_target_input_ids(")),
     Ranged(value={"vocab_size equal / assistant_tokenizer refused": "src/transformers/generation/utils.py:1907-1917",
                   "get_text_config()": "src/transformers/configuration_utils.py:1525-1570",
