@@ -610,7 +610,8 @@ def test_check_says_where_the_releases_disagree(sides):
     r = check_pair(sides["qwen3_next"], sides["llama_2k"])
     v = r["verdicts"]["transformers"]
     assert v["version"] == "5.25.0" and v["outcome"] == "works"
-    assert v["by_version"] == {"5.24.0": "refused", "5.25.0": "works"}
+    assert v["by_version"] == {"5.21.1": "refused", "5.22.2": "refused", "5.23.0": "refused", "5.24.0": "refused",
+                               "5.25.0": "works"}
     assert v["versions"] == "refused on transformers \u2264 5.24.0, works from 5.25.0"
     assert r["verdicts"]["sglang"]["by_version"] is None and r["verdicts"]["sglang"]["version"] == "0.5.23"
     old = check_pair(sides["qwen3_next"], sides["llama_2k"], {"transformers": "5.24.0"})
@@ -640,12 +641,13 @@ def test_mlx_0_32_2_new_cache_types(tmp_path):
 def test_query_answers_the_stateful_target_at_each_release(catalog):
     new = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog)
     assert new["version"] == "5.25.0" and new["drafts"] and not new["refused"]
-    assert new["by_version"] == {"5.24.0": "refused", "5.25.0": WRONG_OUTPUT}
+    assert new["by_version"] == {"5.21.1": "refused", "5.22.2": "refused", "5.23.0": "refused", "5.24.0": "refused",
+                                 "5.25.0": WRONG_OUTPUT}
     old = run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog, release="5.24.0")
     assert old["version"] == "5.24.0" and old["drafts"] == [] and old["refused"]
     with pytest.raises(QueryError) as e:
         run_query("qwen/Qwen3.5-MoE-35B", engine="transformers", db=catalog, release="4.0")
-    assert "known: 5.24.0, 5.25.0" in e.value.message
+    assert "known: 5.21.1, 5.22.2, 5.23.0, 5.24.0, 5.25.0" in e.value.message
     res = CliRunner().invoke(cli, ["query", "--target", "qwen/Qwen3.5-MoE-35B", "--db", catalog, "--engine",
                                    "transformers", "--engine-version", "transformers==5.24.0"])
     assert res.exit_code == 0 and "transformers assisted generation 5.24.0" in res.output
