@@ -233,9 +233,9 @@ def transformers(root: Path) -> dict:
         return any(e in name for e in exempt) or all(x not in name for x in excluded)
     no_cache = {t: c for t, c in sorted(causal.items()) if not supported(c)}
     raise_line = _raise_line(tree, "Assisted decoding requires a cache")
-    tables = {"no_default_cache": {"source": _span(TF_GENERATION, fn), "excluded_names": excluded,
-                                   "exempt_names": exempt, "values": no_cache,
-                                   "raise": f"{TF_GENERATION}:{raise_line}" if raise_line else None}}
+    tables: dict[str, dict[str, Any]] = {
+        "no_default_cache": {"source": _span(TF_GENERATION, fn), "excluded_names": excluded, "exempt_names": exempt,
+                             "values": no_cache, "raise": f"{TF_GENERATION}:{raise_line}" if raise_line else None}}
     tables["stateful"] = {"source": f"{TF}/models/*/modeling_*.py (_is_stateful = True)",
                           "values": _stateful_types(root)}
     tables["causal_lm"] = {"source": f"{TF_AUTO_MODELING} (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)",
@@ -290,7 +290,7 @@ def _causal_classes(root: Path, causal: dict[str, str]) -> dict[str, dict]:
         text = path.read_text(encoding="utf-8", errors="replace")
         for m in re.finditer(r"^class (\w+)\(", text, re.M):
             where.setdefault(m.group(1), (path.relative_to(root).as_posix(), text.count("\n", 0, m.start()) + 1, text))
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for model_type, cls in sorted(causal.items()):
         if cls not in where:
             out[model_type] = {"class": cls, "file": None}
@@ -393,7 +393,7 @@ def _statement(root: Path, rel: str, find: Callable[[ast.AST], bool], whole: boo
                    key=lambda n: n.lineno)
     if not nodes:
         return None
-    node = nodes[-1] if innermost else nodes[0]
+    node: Any = nodes[-1] if innermost else nodes[0]
     return _span(rel, node) if whole else f"{rel}:{node.lineno}"
 
 

@@ -75,7 +75,8 @@ def dropped(release: str) -> tuple[dict, dict]:
     """(model_type -> (class, last release) loaded by the Transformers backend, the same refused) at a release."""
     gone = tables.values(NAME, release, "previously_supported")
     native = set(tables.tables(NAME, release)["native_models"].get("_TEXT_GENERATION_MODELS", {}).get("values", []))
-    backend, refused = {}, {}
+    backend: dict[str, tuple[str, str]] = {}
+    refused: dict[str, tuple[str, str]] = {}
     for model_type, e in tables.values("transformers", TRANSFORMERS_VERSION, "causal_lm").items():
         if e["class"] in gone and e["class"] not in native:
             ok = e["file"] is not None and (e["backend_compatible"] or e["can_set_attn"])
