@@ -1,4 +1,4 @@
-"""Crawl benchmark (issue 8): the crawler against hubsim with its real-Hub behaviours and quotas on.
+"""Crawl benchmark: the crawler against hubsim with its real-Hub behaviours and quotas on.
 
 A synthetic hub of N repos is built from the real corpus files (../shared/corpus/models as base repos,
 their fine-tunes reusing the real tokenizers; small generated ones for the long tail), served by

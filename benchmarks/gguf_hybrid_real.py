@@ -1,5 +1,5 @@
 """Write tests/data/gguf_hybrid_oracle.json: what llama.cpp's own converter classes write for the state-space,
-hybrid and Gemma 3n/4 cases of tests/hybridkit.py (issue 29 part 5), read back with indexer/gguf/file.py.
+hybrid and Gemma 3n/4 cases of tests/hybridkit.py, read back with indexer/gguf/file.py.
 
 Needs the converter environment of docs/llamacpp.md ("Checked on real files": llama.cpp@0c1e57098 from the
 llama-cpp-python 0.3.36 sdist, torch 2.13.0+cpu, transformers 4.57.6, the vendored gguf-py):

@@ -1,4 +1,4 @@
-"""Live answers benchmark (issue 22 part 3): requests and wall time of answers for repos the catalog lacks.
+"""Live answers benchmark: requests and wall time of answers for repos the catalog lacks.
 
 On the Hub imitation serving the demo hub (indexer/jobs/demo.py: 15 repos, three families, GGUF-only and gated repos),
 each command a subprocess of the real CLI (process start included), requests read from the imitation's counters:

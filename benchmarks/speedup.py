@@ -9,7 +9,7 @@ knows). Every figure of the model is on rows it was not calibrated on, calibrate
   report an acceptance, once more with that acceptance given (what `indexer measure` feeds back for a pair).
 DraftFinder and Leviathan are computed on the same rows in the same run (they need no calibration; both use the
 model's estimated acceptance, so the comparison is of the cost model). Prints the figures and PASS/FAIL against the
-targets of issue 28. ``--fit`` prints a calibration on every row (the values of model.CALIBRATION).
+targets. ``--fit`` prints a calibration on every row (the values of model.CALIBRATION).
 
     python benchmarks/speedup.py [--fit [--write]] [--iterations N] [--catalog DB]
 """

@@ -12,7 +12,7 @@ from .errors import InputError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 _UNSET = object()
 _orjson = _UNSET
@@ -99,7 +99,7 @@ _FAILED = object()
 
 
 def _parse_stdlib(path: Path, raw: bytes):
-    import json  # here: the query path parses no files, and json imports re (issue 31)
+    import json  # here: the query path parses no files, and json imports re
 
     try:
         text = raw.decode("utf-8-sig")

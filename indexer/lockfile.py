@@ -10,7 +10,7 @@ from pathlib import Path
 def lock_holder(path: Path, recorded: str) -> str:
     """Who really holds the lock: the PID written in the file only while that process is alive and has
     the file open; else the processes that have it open (a child that inherited the lock outlives the PID
-    written by its parent, issue 18), found in /proc/*/fd on Linux."""
+    written by its parent), found in /proc/*/fd on Linux."""
     pids = _openers(path)
     m = re.match(r"pid (\d+)", recorded)
     if m and (_alive(int(m.group(1))) if pids is None else int(m.group(1)) in pids):

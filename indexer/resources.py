@@ -15,7 +15,7 @@ def package_path(*parts: str) -> Path:
 
     Alembic and datasette take file-system paths, so the package must be installed unzipped (pip always
     does); ``files("indexer")`` then is a plain ``pathlib.Path``: the directory of the package's
-    ``__init__.py``, which is taken as is when it exists (``importlib.resources`` alone costs a query 7 ms
+    ``__init__.py``, which is taken as is when it exists (``importlib.resources`` is slow
     to import), else asked of ``importlib.resources``.
     """
     import indexer

@@ -1,4 +1,4 @@
-"""Where the Hub client's chatter goes: the log, not stderr (issue 18).
+"""Where the Hub client's chatter goes: the log, not stderr.
 
 huggingface_hub logs every retry ("Retrying in 1s [Retry 1/5]", ``utils/_http.py:551-564``) as a warning
 through its own stderr handler (``utils/logging.py:67-70``): an unreachable Hub once printed 506 such

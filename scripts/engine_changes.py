@@ -1,4 +1,4 @@
-"""How much each engine's answer changed between its two newest releases we have read (issue 29's closing figures).
+"""How much each engine's answer changed between its two newest releases we have read.
 
     python scripts/engine_changes.py [CORPUS_DIR]
 

@@ -145,7 +145,7 @@ def pg_url() -> str:
 
 def works_on_sglang(oracle) -> set[tuple[str, str]]:
     """Identical mappings at equal vocab_size, and equal-size pairs whose vocabularies agree
-    (oracle-agreement.json's class, issue 14): the pairs that work on SGLang."""
+    (oracle-agreement.json's class): the pairs that work on SGLang."""
     agree = json.loads((CORPUS / "oracle-agreement.json").read_text())["pairs"]
     agreeing = {(p["target"], p["draft"]) for p in agree if p["cls"] == "works"}
     return ({tuple(p) for p in oracle["pairs"]["compatible"]}

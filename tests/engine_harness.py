@@ -1,4 +1,4 @@
-"""Run transformers assisted generation on tiny random-weight models and say what happened (issue 29 part 4).
+"""Run transformers assisted generation on tiny random-weight models and say what happened.
 
 Runs INSIDE an engine venv (torch + one transformers release), never in the project's venv, and imports nothing
 of ``indexer``: ``tests/test_engine_run.py`` starts it with that venv's python. Reads a JSON request from the

@@ -1,4 +1,4 @@
-"""Model directories for the converter paths of state-space, hybrid and Gemma 3n/4 architectures (issue 29 part 5):
+"""Model directories for the converter paths of state-space, hybrid and Gemma 3n/4 architectures:
 a real tokenizer from ../shared/corpus beside a config.json written from the public config fields of each family
 (layer patterns and the fields the converter's classes read; sizes as in the real files, vocab_size chosen to
 exercise the padding). ``tests/data/gguf_hybrid_oracle.json`` holds what llama.cpp's own converter classes

@@ -1,4 +1,4 @@
-"""How far two vocabularies agree (issue 14): small tokenizers built here, and the corpus oracle."""
+"""How far two vocabularies agree: small tokenizers built here, and the corpus oracle."""
 
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ def test_query_lists_works_then_degraded_and_agrees_with_check(crawled):
     result = run_query("code/Coder-7B", db=db, near_misses=True)
     assert [d["outcome"] for d in result["drafts"]] == ["works", "degraded", "degraded"]
     assert result["drafts"][1]["agreement"]["text_agreement"] < agr.WORKS_AT
-    # a shuffled vocabulary no fix makes agree on SGLang is no near miss (issue 30); vLLM 0.33's TLI fixes it
+    # a shuffled vocabulary no fix makes agree on SGLang is no near miss; vLLM 0.33's TLI fixes it
     assert result["near_misses"] == []
     tli = run_query("code/Coder-7B", db=db, near_misses=True, engine="vllm", release="0.33.0")
     assert [m["repo_id"] for m in tli["near_misses"]] == ["odd/Shuffled-0.2B"]

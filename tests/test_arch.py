@@ -24,8 +24,8 @@ from indexer.engines.archrules import SEVERITY, WRONG_OUTPUT
 from indexer.engines.rules import check_pair
 from indexer.vocab.archconfig import arch_facts
 
-# The releases these tests were written at (issue 23): the rows of the older releases stay reachable with
-# --engine-version, and give the verdicts they gave (issue 29). The newest releases' rows: the tests at the end.
+# The releases these tests were written at: the rows of the older releases stay reachable with
+# --engine-version, and give the verdicts they gave. The newest releases' rows: the tests at the end.
 OLD = {"transformers": "5.24.0", "vllm": "0.33.0", "mlx": "d78bf58e"}
 V = len(SPM_WORDS)  # every model below shares make_spm's tokenizer, so the vocabulary rules all say "works"
 QWEN35_LAYERS = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 2
@@ -564,7 +564,7 @@ def test_a_config_without_a_context_key_gets_its_class_default_as_the_engines_re
     assert (f.context_sglang, f.context_vllm) == (2048, 2048)
 
 
-# ---------------------------------------------------------------- the newest releases (issue 29)
+# ---------------------------------------------------------------- the newest releases
 
 
 NEW = {}  # the default: each engine's newest release

@@ -1,4 +1,4 @@
-"""Two first crawls at once (issue 24 part 2): rows keyed by content are shared, and neither crawl fails on them.
+"""Two first crawls at once: rows keyed by content are shared, and neither crawl fails on them.
 
 Each crawl ends with ``indexer compute`` (no ``--no-compute``), so both derive the engine facts, pair caches and
 classes of one new SQLite catalog at about the same time, and both write blobs, file sets and tokenizers that

@@ -50,7 +50,7 @@ def test_corpus_crawl_matches_oracle(crawled, oracle):
 
 
 def shorter_context(t: str, d: str) -> bool:
-    """SGLang refuses a draft whose config states a shorter context than the target's (issue 23: its
+    """SGLang refuses a draft whose config states a shorter context than the target's (its
     architecture row; tests/test_engines_oracle.py checks the row fires exactly there)."""
     return (config_context(t) or 2048) > (config_context(d) or 2048)
 

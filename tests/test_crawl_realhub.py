@@ -1,4 +1,4 @@
-"""The crawler against the imitation with its real-Hub behaviours on (issue 8), through the real client."""
+"""The crawler against the imitation with its real-Hub behaviours on, through the real client."""
 
 from __future__ import annotations
 

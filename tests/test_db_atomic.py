@@ -1,4 +1,4 @@
-"""Schema changes are atomic (issue 18): a `db upgrade` killed at any statement, or stopped by a full
+"""Schema changes are atomic: a `db upgrade` killed at any statement, or stopped by a full
 disk, never leaves a catalog part-way; the next upgrade always succeeds.
 
 The upgrade runs in a real subprocess through the CLI. Kills are real SIGKILLs the process sends itself

@@ -29,7 +29,7 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     assert res.exit_code == 0, res.output
     assert f"indexer query --db {db} --target {DEMO_TARGET}" in res.output
     tries = [line.split()[1:] for line in res.output.splitlines() if line.startswith("  indexer ")]
-    for args in tries:  # the suggested first commands give a clean answer (issue 30: the check one exited 1)
+    for args in tries:  # the suggested first commands give a clean answer (the check one exited 1)
         if args[0] in ("query", "check"):
             tried = CliRunner().invoke(cli, args)
             assert tried.exit_code == 0, (args, tried.output)

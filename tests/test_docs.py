@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 COMMANDS = DOCS / "commands.md"
-# The README and the docs its long version became (issue 30); other docs may quote a transcript.
+# The README and the docs its long version became; other docs may quote a transcript.
 FROM_THE_README = ["README.md", "docs/commands.md", "docs/json.md", "docs/rules.md", "docs/performance.md"]
-README_MAX_LINES = 150  # a few screens: what someone deciding to use the tool reads (issue 30)
+README_MAX_LINES = 150  # a few screens: what someone deciding to use the tool reads
 
 
 def _examples():

@@ -1,4 +1,4 @@
-"""Every public function, class and method of indexer/ has a docstring (issue 15, Deliver 5: one line that says
+"""Every public function, class and method of indexer/ has a docstring (one line that says
 why). Public: its name has no leading underscore, and so has every class it sits in; functions nested in functions
 are not counted. Alembic revisions are skipped (migrations/env.py is not). Read from the source with ``ast``, so
 nothing is imported to check it.

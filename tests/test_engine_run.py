@@ -117,7 +117,7 @@ def write(path, config: dict):
 
 
 def has_engine_version() -> bool:
-    """`check --engine-version ENGINE==VERSION` exists (issue 29 part 2): then each version's rules are asked."""
+    """`check --engine-version ENGINE==VERSION` exists: then each version's rules are asked."""
     return "--engine-version" in CliRunner().invoke(cli, ["check", "--help"]).output
 
 

@@ -39,7 +39,7 @@ def expected(engines_oracle: dict) -> dict:
     pairs = engines_oracle["pairs"]
     models = engines_oracle["models"]
     out = {(e, "accepted"): {tuple(p) for p in pairs[o]["accept"]} for e, o in ACCEPTED.items()}
-    # A started pair works when its vocabularies agree (oracle-agreement.json's class, issue 14); llama.cpp keeps
+    # A started pair works when its vocabularies agree (oracle-agreement.json's class); llama.cpp keeps
     # its own rule (every token text from id 5 equal).
     agree = json.loads((CORPUS / "oracle-agreement.json").read_text())["pairs"]
     agreeing = {(p["target"], p["draft"]) for p in agree if p["cls"] in ("identical", "works")}
@@ -55,11 +55,11 @@ def expected(engines_oracle: dict) -> dict:
 
 def vocabulary_verdict(v: Verdict) -> Verdict:
     """The verdict of the vocabulary rule alone: what the oracle measured (its ``rules``: the pair rules are
-    vocabulary-level; the architecture rows of issue 23 come on top, tested in test_arch.py and below)."""
+    vocabulary-level; the architecture rows come on top, tested in test_arch.py and below)."""
     return Verdict(v.vocabulary or v.outcome, v.reasons)
 
 
-# The releases the oracle's engine rules were read at (issue 29: the verdicts at the old pins stay the oracle's).
+# The releases the oracle's engine rules were read at (the verdicts at the old pins stay the oracle's).
 OLD_PINS = {"transformers": "5.24.0", "vllm": "0.33.0", "mlx": "d78bf58e"}
 
 
@@ -131,7 +131,7 @@ def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_si
 
 
 def test_the_old_pins_give_the_oracle_s_verdicts(local_sides, engines_oracle):
-    """--engine-version at the releases the oracle was made at: every pair and engine as before (issue 29)."""
+    """--engine-version at the releases the oracle was made at: every pair and engine as before."""
     assert_architecture_rows(local_sides, OLD_PINS)
     bad = agreement(local_sides, engines_oracle, OLD_PINS)
     assert {key: len(v) for key, v in bad.items() if v} == {}, {k: v[:3] for k, v in bad.items() if v}
@@ -162,7 +162,7 @@ def test_mlx_model_type_support_equals_the_oracle(local_sides, engines_oracle):
 
 def test_oracle_totals_are_the_issue_numbers(engines_oracle):
     counts = {k: len(v) for k, v in expected(engines_oracle).items()}
-    # 32 identical mappings + 16 started pairs that differ yet agree on every token of text (issue 14)
+    # 32 identical mappings + 16 started pairs that differ yet agree on every token of text
     assert counts[("sglang", "compatible")] == 48 and counts[("sglang", "accepted")] == 64
     assert counts[("vllm", "accepted")] == 64 and counts[("transformers", "compatible")] == 48
     assert counts[("llama.cpp", "accepted")] == 60 and counts[("mlx", "accepted")] == 146

@@ -1,4 +1,4 @@
-"""A crawl survives its night (issue 18): stalled answers, an unreachable Hub, a time box, signals.
+"""A crawl survives its night: stalled answers, an unreachable Hub, a time box, signals.
 
 End to end through the CLI in a subprocess, against the Hub imitation on 127.0.0.1. Every wait is
 bounded by ``timeout=``; nothing asserts wall-clock time.

@@ -52,7 +52,7 @@ def test_sglang_verdict_of_every_ordered_pair_equals_oracle(corpus_dirs, oracle)
     agreeing = {(p["target"], p["draft"]) for p in agree if p["cls"] in ("identical", "works")}
     for verdict, pairs in oracle["pairs"].items():
         for t, d in pairs:
-            # Works: equal vocab_size and vocabularies that agree (identical, or issue 14's agreement class).
+            # Works: equal vocab_size and vocabularies that agree (identical, or in the agreement class).
             expected[(t, d)] = verdict == "compatible" or (verdict == "mapping_mismatch" and (t, d) in agreeing)
     assert len(expected) == len(sides) * (len(sides) - 1)
     for (t, d), want in expected.items():

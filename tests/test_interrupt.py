@@ -1,4 +1,4 @@
-"""Ctrl-C (issue 30 part 2): every long command answers a real SIGINT with one line and exit 130, leaves nothing
+"""Ctrl-C: every long command answers a real SIGINT with one line and exit 130, leaves nothing
 half-written, and the next run resumes; never a traceback, and a Ctrl-C is never lost."""
 
 from __future__ import annotations

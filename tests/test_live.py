@@ -1,4 +1,4 @@
-"""Live answers (issue 22 part 3): `check` and `query` for Hub repos the catalog lacks, `query --live`, `--offline`,
+"""Live answers: `check` and `query` for Hub repos the catalog lacks, `query --live`, `--offline`,
 gated and private repos, through the real client against the Hub imitation (its counters are the requests)."""
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def test_private_repo_is_answered_but_never_stored(hub, env, monkeypatch):
     assert out["target"]["repo_id"] == PRIVATE_TARGET and out["drafts"][0]["repo_id"] == DRAFT
     assert PRIVATE_TARGET in out["drafts"][0]["launch"]
     fresh = env / "fresh" / "catalog.db"
-    fresh.parent.mkdir()  # a --db folder that does not exist is refused (issue 30)
+    fresh.parent.mkdir()  # a --db folder that does not exist is refused
     res = run("query", "--db", fresh, "--target", PRIVATE_TARGET, "--live", "--json")
     out = json.loads(res.output)  # on no catalog: public drafts found by its author and family
     assert out["target"]["repo_id"] == PRIVATE_TARGET and DRAFT in [d["repo_id"] for d in out["drafts"]]

@@ -39,7 +39,7 @@ def hub(tmp_path):
 
 
 def pull(dest: Path, hub, monkeypatch, *extra, token=None):
-    dest.parent.mkdir(parents=True, exist_ok=True)  # pull refuses a --db folder that does not exist (issue 30)
+    dest.parent.mkdir(parents=True, exist_ok=True)  # pull refuses a --db folder that does not exist
     return run(["pull", "--from", REPO, "--db", str(dest), "--endpoint", hub.endpoint, "--json", *extra],
                monkeypatch, token)
 
@@ -63,7 +63,7 @@ def test_pull_downloads_verifies_and_then_costs_one_request(db, hub, monkeypatch
     code, out, err = pull(dest, hub, monkeypatch)
     assert code == 0 and json.loads(out)["status"] == "unchanged", err
     assert len(hub.request_log) <= 2 and hub.counts["cdn_get"] == 0 and hub.counts["bytes_sent"] == 0
-    assert json.loads(out)["requests"] == len(hub.request_log)  # pull says what it spent (issue 30)
+    assert json.loads(out)["requests"] == len(hub.request_log)  # pull says what it spent
     hub.reset_counts()
     code, out, err = run(["pull", "--from", REPO, "--db", str(dest), "--endpoint", hub.endpoint], monkeypatch, None)
     assert code == 0 and out.rstrip().endswith(f"; {len(hub.request_log)} HTTP request"

@@ -95,7 +95,7 @@ def test_never_bigger_never_disabled_and_lineage_first(catalog):
         assert d["params"] is not None and d["params"] < params_of(TARGET)
     assert "dead/disabled" not in drafts
     assert "Qwen/Qwen2.5-32B-Instruct" not in drafts and "Qwen/Qwen2.5-7B" not in drafts
-    # A draft of unknown size is still listed, after the sized ones (issue 10).
+    # A draft of unknown size is still listed, after the sized ones.
     assert drafts[-1] == "who/unknown-params" and result["drafts"][-1]["params"] is None
     assert "Qwen/Qwen2.5-0.5B-Instruct" not in drafts  # other vocab_size: SGLang rejects it
     assert "other/unrelated" not in drafts  # another base vocabulary: useless
@@ -116,7 +116,7 @@ def test_never_bigger_never_disabled_and_lineage_first(catalog):
 
 def test_a_request_reads_one_snapshot_of_the_catalog(catalog):
     """open_reader's reader (a query's, a site page's) reads one state of the catalog: a write committed while it
-    answers is not half seen (Reader(snapshot=True), issue 31); a plain Reader sees it at its next statement."""
+    answers is not half seen (Reader(snapshot=True)); a plain Reader sees it at its next statement."""
     import sqlite3
 
     from indexer.answer.query import open_reader
@@ -216,7 +216,7 @@ def test_near_misses(catalog):
     assert "TLI" not in size["fix"]  # an SGLang fix: SGLang has no TLI
     assert "variant/added" not in misses  # its vocabulary agrees: a draft, not a near miss
     # SGLang has no TLI and copying tokenizer files changes nothing there: no fix makes an unrelated vocabulary
-    # work, so it is no near miss (issue 30); on vLLM 0.33 TLI does (0.34 has none)
+    # work, so it is no near miss; on vLLM 0.33 TLI does (0.34 has none)
     assert "other/unrelated" not in misses
     vllm = {m["repo_id"]: m for m in run_query(TARGET, db=catalog, near_misses=True, engine="vllm",
                                                release="0.33.0")["near_misses"]}

@@ -1,4 +1,4 @@
-"""`indexer query` as a person meets it: estimated sizes, unknown sizes, no dead ends (issue 10).
+"""`indexer query` as a person meets it: estimated sizes, unknown sizes, no dead ends.
 
 Every catalog here is a real SQLite catalog made by the migrations, with repos inserted and
 `compute` run over them (never hand-written classes).

@@ -146,7 +146,7 @@ def test_demo_printed_pair_is_what_check_says(demo_db):
         counts[engine] = len(listed)
         page = r.text
     # The README's headline answer: the identical mappings, then the same-base drafts whose vocabularies agree;
-    # the target's own size (lumen-ai/Lumen-7B) is not a draft (issue 28).
+    # the target's own size (lumen-ai/Lumen-7B) is not a draft.
     assert counts["sglang"] == 3
     summary = page.split('id="summary"', 1)[1].split("</p>", 1)[0]
     for engine, n in counts.items():
@@ -178,7 +178,7 @@ def test_bad_requests_get_one_line(sample_db, tmp_path, monkeypatch):
     site = Site(sample_db)
     status, got = site.json("/drafts.json", target="nobody/nothing")
     code, _, err = cli_json("query", "--db", sample_db, "--target", "nobody/nothing", "--json", "--offline")
-    # The site never asks the Hub (issue 22); the CLI's words are the site's, then why it did not ask the Hub.
+    # The site never asks the Hub; the CLI's words are the site's, then why it did not ask the Hub.
     cli_words = err.strip().removeprefix("error: ")
     assert status == 404 and cli_words.startswith(got["error"] + "; the Hub is not asked offline") \
         and got["exit_code"] == code == 3

@@ -1,4 +1,4 @@
-"""The site's speed question (issue 28): /drafts and /explain take the CLI's speed options and give its answer.
+"""The site's speed question: /drafts and /explain take the CLI's speed options and give its answer.
 
 The same in-process datasette as tests/test_site.py, over the demo catalog: /drafts.json == `indexer query --json`
 and /explain.json == `indexer check --json` with the same --hardware, --task, --quant, --draft-quant,

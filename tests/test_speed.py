@@ -1,4 +1,4 @@
-"""The expected speed-up (issue 28): names, the cost model's physics, the fit against published measurements, and
+"""The expected speed-up: names, the cost model's physics, the fit against published measurements, and
 what check and query say with it (through the CLI, on the demo catalog and on a hub of real model shapes)."""
 
 from __future__ import annotations
@@ -478,7 +478,7 @@ def test_the_cli_answers_published_rows_as_the_library_does(qwen_catalog):
     assert right / len(cases) >= 0.75
 
 
-# ---- suggestions that looked wrong (issue 30 part 3) ------------------------------------------------------------
+# ---- suggestions that looked wrong ------------------------------------------------------------
 
 def test_a_useless_vocabulary_is_no_near_miss(demo_catalog):
     """Corvid-1B is a different family at 0% agreement: no fix makes it work on SGLang, so it is not a near miss."""
@@ -512,7 +512,7 @@ def test_gguf_files_get_an_estimate_and_lm_studio_runs_them_with_llamacpp(demo_c
 
 
 def test_the_header_counts_the_repos_that_work_beside_the_class(demo_catalog):
-    """The class line used to say "(5 repos)" while drafts of agreeing classes were listed too (issue 30)."""
+    """The class line used to say "(5 repos)" while drafts of agreeing classes were listed too."""
     code, out = cli_run("query", "--target", TARGET, "--db", str(demo_catalog), "--json")
     t = json.loads(out)["target"]
     assert t["agreeing_members"] >= 1

@@ -1,4 +1,4 @@
-"""What a newcomer reads (issue 30 part 5): fingerprint's columns, error wording, one --limit bound."""
+"""What a newcomer reads: fingerprint's columns, error wording, one --limit bound."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The engines' architecture rows on a query's drafts (issue 23), the way ``check`` applies them
+"""The engines' architecture rows on a query's drafts, the way ``check`` applies them
 (:func:`indexer.engines.base.with_arch`), so that every front end gives one answer.
 
 A compatibility class groups drafts by vocabulary only. The rows that read the target alone (a stateful target,
@@ -27,8 +27,8 @@ def arch_of(cat: Reader, repo_pk: int) -> ArchFacts | None:
 
 def pages(ranked, page: int):
     """The first ``MAX_PAGES`` pages of ranked members, in order, ending at the first short page. The first page
-    is one query; the rest come from one more (every query over a big class sorts it whole: at 1,000,000 repos a
-    class of 103,200 costs 20 ms a query, so twenty OFFSET queries made ``--near-misses`` take 0.5 s)."""
+    is one query; the rest come from one more (every query over a big class sorts it whole, so a query per page
+    would sort it twenty times)."""
     rows = ranked(page, 0)
     yield rows
     if len(rows) < page:
@@ -85,7 +85,7 @@ class ArchJudge:
     def rows(self, r: dict) -> list[Applied]:
         """Every row that matches the target and this draft (``r["arch"]``: its stored facts). Worked out once per
         ranked row (its ranking and its entry both ask), kept on the row with the judge that made it; the facts
-        stay parsed in ``r["arch"]`` for the speed-up (issue 31)."""
+        stay parsed in ``r["arch"]`` for the speed-up."""
         memo = r.get("_arch_rows")
         if memo is not None and memo[0] is self:
             return memo[1]

@@ -1,4 +1,4 @@
-"""Live answers for Hub repos the local catalog lacks (issue 22 part 3): fetched the way the crawl fetches them.
+"""Live answers for Hub repos the local catalog lacks: fetched the way the crawl fetches them.
 
 A repo missing from the catalog is crawled alone: ``model_info`` (one API call), paths-info for its wanted files
 (one), one GET per blob the blob store does not hold, a GGUF header range-read for a GGUF-only repo
@@ -427,7 +427,7 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
             result = run_query(answered, engine=engine, limit=limit, near_misses=near_misses,
                                all_members=all_members, db=db, method=method, speed=speed, release=release)
             if not discover and (result.get("summary") or {}).get("catalog_looked") is False:
-                # The target came in alone: the catalog's "no drafts" would be silence, so look (issue 30).
+                # The target came in alone: the catalog's "no drafts" would be silence, so look.
                 from .candidates import discover_drafts
 
                 try:

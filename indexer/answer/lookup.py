@@ -20,7 +20,7 @@ from ..errors import InputError, RepoNotFound
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -48,7 +48,7 @@ class Match:
 
 # Off while the site answers: a web visitor's text is a repo id, never a path on the server (validate.target). The
 # ContextVar ("indexer_local_dirs", default True) is made by the first repo_ids_only: a CLI process never enters one,
-# and contextvars costs a query 0.3-0.4 ms to import (issue 31). dict.setdefault stores one var whichever thread
+# so it never imports contextvars. dict.setdefault stores one var whichever thread
 # comes first, so two requests never set different ones; before any exists, no block has turned the disk off.
 _VARS: dict = {}
 
@@ -65,7 +65,7 @@ def _local_dirs_var():
 class repo_ids_only:  # noqa: N801 - used as ``with repo_ids_only():``, as a contextlib.contextmanager was
     """Within this block no argument is taken for a local directory: the server's disk is never read.
 
-    A class, not ``contextlib.contextmanager``: contextlib costs a query about 1 ms to import (issue 31)."""
+    A class, not ``contextlib.contextmanager``: a query need not import contextlib."""
 
     def __enter__(self) -> None:
         self._var = _local_dirs_var()

@@ -341,7 +341,7 @@ class Query:
         once ``limit`` rows with the best lin and kind any row can have are taken: every later row of it comes after
         them. A class cut at the cap can still rank a later row before the page's last row, unless that last row
         has the best lin and kind and comes before the cut. Each row read is a row looked up in the table, the cost
-        of a query at 1,000,000 repos (issue 31): most pages are held by a few dozen rows, not by the cap."""
+        of a query at 1,000,000 repos: most pages are held by a few dozen rows, not by the cap."""
         head = HEAD_ROWS * limit
         if len(class_ids) > HEAD_CLASSES or all(self.sizes.get(c, head + 1) <= head for c in class_ids):
             return None  # many classes, or small ones: the range query reads them at once

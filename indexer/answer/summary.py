@@ -41,7 +41,7 @@ def summarize(q: Query, misses: list[dict] | None = None) -> dict:
     out: dict[str, Any] = {"engines_with_drafts": with_drafts, "engines_without_drafts": without,
                            "engines_unknown": unknown, "cheapest_fix": cheapest}
     if not with_drafts and not looked_for_drafts(q.cat, q.t["repo_id"]):
-        out["catalog_looked"] = False  # "no drafts" would be the catalog's silence, not an answer (issue 30)
+        out["catalog_looked"] = False  # "no drafts" would be the catalog's silence, not an answer
     return out
 
 

@@ -14,7 +14,7 @@ from ..errors import BadInput
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 # The Hub's repo id: huggingface_hub 2.4 utils/_validators.py:28 REPO_ID_REGEX and validate_repo_id (:97-152):
 # an optional namespace and a name of 1..96 ASCII letters, digits, "-", "_", "."; neither starting nor ending
@@ -27,7 +27,7 @@ PATH_MAX, NAME_MAX = 4096, 255
 # --limit: more than any listing or answer can hold (the Hub lists ~2M models); keeps numbers that the
 # database's 64-bit integers cannot hold out of SQL.
 MAX_LIMIT = 10_000_000
-ANSWER_MAX_LIMIT = 500  # drafts per answer: `query --limit` and the site's ?limit= (one bound, issue 30)
+ANSWER_MAX_LIMIT = 500  # drafts per answer: `query --limit` and the site's ?limit= (one bound)
 SHOWN_CHARS = 80
 
 

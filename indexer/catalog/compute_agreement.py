@@ -1,5 +1,5 @@
 """``indexer compute``'s agreement step: which tokenizers a target's drafts may use although their
-``get_vocab()`` mappings differ (issue 14), without comparing every pair.
+``get_vocab()`` mappings differ, without comparing every pair.
 
 Most tokenizers that an engine starts together share a base vocabulary and differ in added tokens. For
 such a pair, only the target's added-token ids can mean something else in the draft, so when under 1% of

@@ -15,7 +15,7 @@ from ..errors import CatalogError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 DEFAULT_DB = "data/catalog.db"
 DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)

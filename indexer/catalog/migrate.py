@@ -18,7 +18,7 @@ from .dburl import busy_timeout, sqlite_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 
 def alembic_config(url: str):
@@ -38,7 +38,7 @@ def alembic_config(url: str):
 def upgrade(db: str | None = None, revision: str = "head") -> str:
     """Create or upgrade the catalog schema; returns the URL that was migrated.
 
-    Never leaves a catalog part-way (issue 18): a new SQLite catalog is built in a temporary file
+    Never leaves a catalog part-way: a new SQLite catalog is built in a temporary file
     beside it and renamed into place; an existing one is migrated one whole transaction per revision
     (migrations/env.py). Concurrent upgrades of one catalog wait for each other (``migration_lock``
     and, for SQLite files, ``upgrade_lock``), so two crawls started at once on a new path do not race.

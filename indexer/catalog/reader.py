@@ -37,7 +37,7 @@ class Reader:
     def __init__(self, db: str | None = None, *, needs: str = "answers", snapshot: bool = False):
         """``snapshot`` (SQLite): every read of this reader sees one state of the catalog, one read transaction: an
         answer's thirty statements cannot mix the states before and after a crawl's write, and SQLite takes its
-        file locks once instead of per statement (0.4 ms of a query, issue 31). For a request's reader only: it
+        file locks once instead of per statement. For a request's reader only: it
         does not see writes made after it opened. (PostgreSQL reads through SQLAlchemy's connection as before.)"""
         from .dburl import busy_timeout, db_arg, missing_hint, read_only_uri, resolve_url, sqlite_file
 
@@ -146,8 +146,8 @@ def json_value(value):
 
 def int_list(values: list) -> str:
     """``(1, 2, 3)`` for an IN clause of integers (ids the catalog gave), written into the SQL (``int()`` each, so
-    nothing else gets in): binding hundreds of named parameters costs more than the query itself (501 class ids:
-    0.8 ms against 0.2 ms, issue 31). ``(NULL)`` when empty."""
+    nothing else gets in): binding hundreds of named parameters costs more than the query itself. ``(NULL)`` when
+    empty."""
     return "(" + (", ".join(str(int(v)) for v in values) or "NULL") + ")"
 
 

@@ -22,7 +22,7 @@ from .dburl import resolve_url, sqlite_file
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 DEFAULT_ROOT = "data/tokens"
 
@@ -44,7 +44,7 @@ def default_root(db: str | None = None) -> Path:
 
 class TokenStore:
     """Full vocabularies, GGUF token lists and id counts under one root, named by their sha256. Reading
-    works on strings (``os.path``): a check reads the store and loads no pathlib (issue 31)."""
+    works on strings (``os.path``): a check reads the store and loads no pathlib."""
 
     def __init__(self, root: str | os.PathLike):
         self._dir = os.fspath(root)
@@ -78,7 +78,7 @@ class TokenStore:
         dest = self.path(sha)
         if dest.exists():
             return False
-        import hashlib  # here, not at import: a check loads this module and hashes nothing (issue 31)
+        import hashlib  # here, not at import: a check loads this module and hashes nothing
 
         if hashlib.sha256(canonical).hexdigest() != sha:
             raise ValueError("canonical bytes do not match their fingerprint")

@@ -78,7 +78,7 @@ def stop_handling_signals() -> None:
 
 def exit_interrupted(got: dict, message: str | None = None) -> None:
     """Exit 128 + the signal (143 SIGTERM, 130 SIGINT). Everything worth keeping is committed and reported
-    by now; crawl workers still stuck in a stalled request are not waited for (issue 18)."""
+    by now; crawl workers still stuck in a stalled request are not waited for."""
     import logging
     import os
     import signal

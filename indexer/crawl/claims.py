@@ -1,4 +1,4 @@
-"""Concurrent crawls on one catalog split the work instead of both fetching it (issue 18).
+"""Concurrent crawls on one catalog split the work instead of both fetching it.
 
 Before a crawl fetches a repo it *claims* it: a ``crawl_queue`` row carrying its run id, written in one
 transaction (``BEGIN IMMEDIATE`` on SQLite; ``SELECT ... FOR UPDATE`` and the primary key on PostgreSQL).

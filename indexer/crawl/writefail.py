@@ -1,4 +1,4 @@
-"""Failed writes are the run's failure, never a repo's (issue 18: no false success).
+"""Failed writes are the run's failure, never a repo's (no false success).
 
 A full disk, an I/O error or a read-only filesystem stops every later write too, so recording it as one
 repo's ``error`` and going on would end the run ``ok`` with nothing kept, and a nightly would publish.

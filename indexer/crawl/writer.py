@@ -95,7 +95,7 @@ class CatalogWriter:
         self._counts.clear()
 
     def _count_later(self, vocab_sha256: str, tok_files: dict[str, str]) -> None:
-        """Count the reference text with this vocabulary's tokenizer on a thread of its own (issue 24 part 4): it
+        """Count the reference text with this vocabulary's tokenizer on a thread of its own: it
         was 20 of the main thread's 29 s in a crawl of 84 repos (0.8 s per vocabulary), and only compute reads
         it (token store). The tokenizers library encodes without the GIL, on the other core, while the fetch
         workers wait for the rate limit. A count an interrupted run lost is recounted by compute."""

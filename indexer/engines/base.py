@@ -300,7 +300,7 @@ def pair_agreement(t: Side, d: Side) -> dict | None:
     key = (d.name, (d.tok or {}).get("vocab_sha256"))
     if key in t.agreements:
         return t.agreements[key]
-    from ..vocab import agreement as _agreement  # here: a query's answer reads stored grades (issue 31)
+    from ..vocab import agreement as _agreement  # here: a query's answer reads stored grades
 
     if t.vocab is not None and d.vocab is not None:
         a = _agreement.agreement(t.vocab, d.vocab, target_counts(t), _agreement.special_ids(t.tok))

@@ -475,7 +475,7 @@ VOCAB_PATH.update({
 })
 VOCAB_PATH["InternLM2ForCausalLM"] = ("internlm2", "conversion/internlm.py:21-144 (InternLM2Model)")
 
-# State-space and hybrid models (issue 29): each class reads config.json itself (no AutoConfig) and pads vocab_size.
+# State-space and hybrid models: each class reads config.json itself (no AutoConfig) and pads vocab_size.
 VOCAB_PATH.update({
     **{a: ("mamba", "conversion/mamba.py:16-44 (MambaModel)") for a in (
         "MambaForCausalLM", "MambaLMHeadModel", "FalconMambaForCausalLM",
@@ -497,7 +497,7 @@ VOCAB_PATH.update({
         "Gemma4AssistantForCausalLM", "Gemma4UnifiedAssistantForCausalLM",
     )},
 })
-# GLM (issue 29): get_vocab_base plus special ids by added-token name
+# GLM: get_vocab_base plus special ids by added-token name
 VOCAB_PATH.update({
     **{a: ("glm", "conversion/base.py:2350-2365 (_set_vocab_glm: Glm4MoeModel glm.py:148, Glm4MoeLiteModel :255, "
                   "GlmMoeDsaModel :362, Glm5NextModel :429)") for a in (

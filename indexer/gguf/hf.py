@@ -37,7 +37,7 @@ from .tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
     from tokenizers import Tokenizer
 

@@ -61,7 +61,7 @@ class GGUFVocab:
     pre: str | None  # tokenizer.ggml.pre
     tokens: tuple[str, ...] | None = None  # llama_vocab_get_text(i) for every id 0..n_vocab-1
     # The tokens' sha256 as the catalog stores it, when the tokens came from the token store by that name: an
-    # answer shows it without hashing the list again (nor loading hashlib: issue 31). Not a fact: not compared.
+    # answer shows it without hashing the list again (nor loading hashlib). Not a fact: not compared.
     stored_sha256: str | None = field(default=None, compare=False, repr=False)
 
     def tokens_sha256(self) -> str | None:
@@ -70,7 +70,7 @@ class GGUFVocab:
             return None
         if self.stored_sha256 is not None:
             return self.stored_sha256
-        import hashlib  # here, not at import: a check loads this module and hashes nothing (issue 31)
+        import hashlib  # here, not at import: a check loads this module and hashes nothing
 
         h = hashlib.sha256()
         for text in self.tokens:
@@ -169,7 +169,7 @@ def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
     Bad files raise :class:`InputError`; what the converter itself refuses comes back as ``converted=False``.
     """
     # The converter (convert, hf, vocabpaths, written and their tables: about half a bare Python's start) only
-    # here: a check of two catalog repos reads GGUFVocab from the catalog and predicts nothing (issue 31).
+    # here: a check of two catalog repos reads GGUFVocab from the catalog and predicts nothing.
     from .convert import convert
     from .hf import ConverterError, NotModelled, file_cache
 

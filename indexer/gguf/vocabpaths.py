@@ -14,7 +14,7 @@ from .written import SpecialVocab, Written
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -154,7 +154,7 @@ def _llama_hf_tokens(directory: Path, max_bytes: int) -> list[str]:
 
 def pre_tokenizer_hash(tok) -> str:
     """chkhsh of get_vocab_base_pre (base.py:1637-1638): sha256 of str(tokenizer.encode(chktxt))."""
-    import hashlib  # here, not at import: a check loads this module and hashes nothing (issue 31)
+    import hashlib  # here, not at import: a check loads this module and hashes nothing
 
     return hashlib.sha256(str(tok.encode(CHKTXT)).encode()).hexdigest()
 

@@ -1,4 +1,4 @@
-"""Hard time limits and fast failure for every Hub request (issue 18).
+"""Hard time limits and fast failure for every Hub request.
 
 huggingface_hub retries on its own: ``http_backoff`` up to 5 retries with sleeps of 1..8 s
 (``utils/_http.py:469-569``), ``http_get`` resumes a broken download 5 times (``file_download.py:468-475``),

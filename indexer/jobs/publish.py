@@ -196,7 +196,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
 def _listening(host: str, port: int) -> bool:
     """Whether datasette accepts connections (uvicorn listens only after the app's startup,
     uvicorn 0.54 server.py:115-161, ``Server.startup``). A TCP connect, not an HTTP request: a request would put an
-    access-log line into the middle of the URLs printed next (issue 18)."""
+    access-log line into the middle of the URLs printed next."""
     try:
         with socket.create_connection((host.strip("[]"), port), timeout=2):
             return True

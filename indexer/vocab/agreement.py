@@ -1,4 +1,4 @@
-"""How far two vocabularies agree, and so whether a started draft speeds the target up (issue 14).
+"""How far two vocabularies agree, and so whether a started draft speeds the target up.
 
 Speculation runs on ids: the draft proposes ids, the target verifies them. An id the target emits
 is lost only when it means something else to the draft, or does not exist there. So the measure
@@ -49,7 +49,7 @@ def reference_parts() -> tuple[str, ...]:
 
 
 # The sha256 of the reference text's parts, each followed by a NUL byte (tests/test_agreement.py recomputes it):
-# a constant, so that an answer naming it reads no 200 KB of text and loads no hashlib (issue 31).
+# a constant, so that an answer naming it reads no 200 KB of text and loads no hashlib.
 REFERENCE_SHA256 = "66524d59da9726eb0749da1d145cd93d64dfe4198b26246445958ddcde7eb338"
 
 

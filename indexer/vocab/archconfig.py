@@ -238,7 +238,7 @@ def _type_default(model_type: str) -> int | None:
 def sglang_context(config: dict) -> int:
     """SGLang's get_context_length on its hf_text_config (common.py:677-694): the first context key, times the
     rope factor unless the rope parameters carry original_max_position_embeddings or are llama3."""
-    from .textconfig import sglang_text_config  # here: a query reads stored facts, a crawl the configs (issue 31)
+    from .textconfig import sglang_text_config  # here: a query reads stored facts, a crawl the configs
 
     text = sglang_text_config(config)[1]
     rope = _rope(text)
@@ -259,7 +259,7 @@ def vllm_context(config: dict, tokenizer_config: dict | None = None) -> int | No
     """vLLM's max_model_len from its hf_text_config (model_arch_config_convertor.py:374-403, config/model.py:
     2545-2640): the smallest context key, tokenizer_config's model_max_length as a cap, the rope factor except
     for the types in VLLM_UNSCALED_ROPE and Gemma-3. None when get_text_config() raises (vLLM refuses)."""
-    from .textconfig import vllm_text_config  # here: a query reads stored facts, a crawl the configs (issue 31)
+    from .textconfig import vllm_text_config  # here: a query reads stored facts, a crawl the configs
 
     try:
         text = vllm_text_config(config)[1]

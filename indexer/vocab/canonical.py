@@ -28,7 +28,7 @@ def _sorted_canonical(vocab: dict[str, int]) -> bytes:
 
 def vocab_sha256(vocab: dict[str, int]) -> str:
     """The fingerprint of a token->id mapping: sha256 of its canonical bytes."""
-    import hashlib  # here, not at import: a check loads this module and hashes nothing (issue 31)
+    import hashlib  # here, not at import: a check loads this module and hashes nothing
 
     return hashlib.sha256(canonical_bytes(vocab)).hexdigest()
 
@@ -65,7 +65,7 @@ def _dense_canonical(by_id: list[str]) -> bytes:
     n = len(by_id)
     if n == 0:
         return b"[]"
-    orjson = orjson_module()  # on first use: its import loads dataclasses, uuid and platform (16 ms; issue 24)
+    orjson = orjson_module()  # on first use: its import loads dataclasses, uuid and platform
     awkward = [i for i, token in enumerate(by_id) if token[-2:] == '",']
     tokens = list(by_id) if awkward else by_id
     for k, i in enumerate(awkward):

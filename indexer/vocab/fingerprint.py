@@ -47,7 +47,7 @@ from .tokenizer_files import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 # transformers loads its modules lazily, and two threads that load at once can see a half-made module ("cannot
 # import name 'AutoTokenizer' from 'transformers'"): the crawl counts the reference text on a thread of its own

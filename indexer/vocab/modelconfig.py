@@ -18,7 +18,7 @@ from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_t
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch (issue 31)
+    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 
 @dataclass

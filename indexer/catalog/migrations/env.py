@@ -1,6 +1,6 @@
 """Alembic environment: the URL comes from the Config set by ``indexer.catalog.db.alembic_config``.
 
-Every migration commits whole or not at all (issue 18): ``transaction_per_migration`` runs each revision
+Every migration commits whole or not at all: ``transaction_per_migration`` runs each revision
 and its ``alembic_version`` update in one transaction, and ``transactional_ddl=True`` tells Alembic that
 SQLite has transactional DDL too (Alembic's SQLite impl assumes it has not, ``alembic/ddl/sqlite.py:41``).
 pysqlite itself would still run DDL outside any transaction, "autocommitted" at once (SQLAlchemy 2.1.9
