@@ -331,3 +331,25 @@ def test_the_transformers_script_runs_as_printed(tmp_path):
                          timeout=600, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip(), run.stderr[-2000:]  # the decoded text
+
+
+def test_catalog_copies_replace_the_conversion_chain(demo_catalog):
+    """llama.cpp runs the target's and an HF draft's GGUF copies from the catalog at the estimated quantization;
+    --quant without such a copy gives the whole chain; MLX converts to the estimated bits."""
+    db = str(demo_catalog)
+    drafts = {d["repo_id"]: d for d in run_query("lumen-ai/Lumen-7B-Instruct", engine="llama.cpp", db=db)["drafts"]}
+    hf = drafts["lumen-ai/Lumen-0.5B-Instruct"]
+    assert hf["launch"] == ("llama-server -hf lumen-ai/Lumen-7B-Instruct-GGUF:Q4_K_M -hfd "
+                            f"lumen-ai/Lumen-0.5B-Instruct-GGUF:Q8_0 --spec-type draft-simple --spec-draft-n-max "
+                            f"{hf['speedup']['draft_tokens']}")
+    assert (hf["speedup"]["target_quant"], hf["speedup"]["draft_quant"]) == ("Q4_K_M", "Q8_0")
+    q5 = run_query("lumen-ai/Lumen-7B-Instruct", engine="llama.cpp", db=db, speed=Options(target_quant="Q5_K_M"))
+    steps = q5["drafts"][0]["setup"]["steps"]
+    assert steps[:3] == ["hf download lumen-ai/Lumen-7B-Instruct --local-dir Lumen-7B-Instruct",
+                         "python convert_hf_to_gguf.py Lumen-7B-Instruct --outfile Lumen-7B-Instruct-F16.gguf "
+                         "--outtype f16",
+                         "llama-quantize Lumen-7B-Instruct-F16.gguf Lumen-7B-Instruct-Q5_K_M.gguf Q5_K_M"]
+    assert q5["drafts"][0]["speedup"]["target_quant"] == "Q5_K_M"
+    mlx = run_query("lumen-ai/Lumen-7B-Instruct", engine="mlx", db=db, speed=Options(target_quant="8bit"))
+    assert mlx["drafts"][0]["setup"]["steps"][0] == ("mlx_lm.convert --hf-path lumen-ai/Lumen-7B-Instruct -q "
+                                                     "--q-bits 8 --mlx-path Lumen-7B-Instruct-8bit")

@@ -412,6 +412,7 @@ class Query:
         by the expected speed-up on the chosen hardware: a draft expected to be slower than none comes after every
         draft expected to pay, marked; the size-and-lineage order (the SQL's) breaks ties."""
         entries = [self._entry(r) for r in rows]
+        self._read_copies(rows)
         for e, r in zip(entries, rows):
             e["speedup"] = self._speedup(r, e)
             self._launch(e, r)
@@ -472,13 +473,23 @@ class Query:
             self._target_speed = facts
         return self._target_speed
 
-    def _wants_copies(self) -> bool:
+    def _read_copies(self, rows: list[dict]) -> None:
+        """Each HF draft's copies the engine could load in its place (answer/setup.py), read at once."""
+        hf = [r for r in rows if r.get("tokenizer_id") is not None or not self.entry.gguf_classes]
+        if self._wants_copies(draft=True) and hf:
+            from .setup import copies_among
+
+            found = copies_among(self.cat, hf, self.class_ids + self.degraded_ids)
+            for r in hf:
+                r["_copies"] = found.get(r["repo_id"], [])
+
+    def _wants_copies(self, draft: bool = False) -> bool:
         """Whether a copy of the target could change the setup: the engine loads GGUF or MLX files, or a
         quantization was asked."""
         profile = self.entry.speed
         opts = self.speed
-        return profile is not None and (profile.runtime in ("ggml", "mlx") or profile.gguf is not None or (
-            opts is not None and opts.target_quant is not None))
+        asked = opts is not None and (opts.draft_quant if draft else opts.target_quant) is not None
+        return profile is not None and (profile.runtime in ("ggml", "mlx") or profile.gguf is not None or asked)
 
     def _speedup(self, r: dict, e: dict) -> dict | None:
         """The draft's expected speed-up on the first device asked (or the engine's reference device)."""
@@ -499,6 +510,8 @@ class Query:
                  "bases": bases, "repo_id": r["repo_id"]}
         if self.lineage_id is not None and r.get("lineage_id") == self.lineage_id:
             draft["bases"] = [*bases, self.t["repo_id"]]  # a shared lineage root: siblings
+        if r.get("_copies"):
+            draft["copies"] = r["_copies"]
         r["_draft_facts"] = draft
         figures = estimate(self.engine, self._speed_facts(), draft, opts, agreement_share(e), first_only=True,
                            release=self.entry.release, measured=self._measured_alpha(r["repo_id"], opts))
@@ -563,6 +576,7 @@ class Query:
         rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
         rows = [r for r in rows if self.arch.refused(r) is None]  # an architecture row refuses the others
         out = [self._entry(r, ranked=False) for r in rows]
+        self._read_copies(rows)
         for e, r in zip(out, rows):  # marked: never a ranked suggestion, listed here as every repo that works
             e["speedup"] = self._speedup(r, e)
             self._launch(e, r)

@@ -119,28 +119,51 @@ def copies(cat, pk: int | None, repo_id: str, engine: str) -> list[dict]:
     checkpoint), most downloaded first. One query through the class index."""
     if pk is None or pk < 0:
         return []
+    rows = cat.all(
+        f"{_COPY_SELECT} FROM repo_classes rc0 JOIN repo_classes rc "
+        "ON rc.class_id = rc0.class_id AND rc.lineage_id = rc0.lineage_id AND rc.repo_pk <> rc0.repo_pk "
+        f"{_COPY_JOIN} WHERE rc0.engine = :e AND rc0.repo_pk = :pk "
+        "AND NOT rc.disabled AND NOT rc.gated ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 50",
+        {"e": engine, "pk": pk})
+    return _copies(rows).get(repo_id, [])
+
+
+def copies_among(cat, members: list[dict], classes: list[int] = ()) -> dict[str, list[dict]]:
+    """:func:`copies` of several class members at once (a query's ranked drafts: dicts with ``repo_id``,
+    ``class_id`` and ``lineage_id``), from one query over their lineages in their classes and ``classes`` (the
+    others the query ranks: a GGUF copy's own vocabulary may be another class that works with the target)."""
+    from ..catalog.reader import int_list
+
+    classes = {*classes, *(m["class_id"] for m in members if m.get("class_id") is not None)}
+    lineages = {m["lineage_id"] for m in members if m.get("lineage_id") is not None}
+    if not classes or not lineages:
+        return {}
+    rows = cat.all(
+        f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE rc.class_id IN {int_list(sorted(classes))} "
+        f"AND rc.lineage_id IN {int_list(sorted(lineages))} AND NOT rc.disabled AND NOT rc.gated "
+        "ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 500")
+    return _copies(rows, {m["repo_id"] for m in members})
+
+
+_COPY_SELECT = "SELECT r.repo_id, r.base_models, e.gguf, e.arch"
+_COPY_JOIN = ("JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+              "AND e.config_blob = COALESCE(r.config_blob, '')")
+
+
+def _copies(rows, wanted: set[str] | None = None) -> dict[str, list[dict]]:
+    """repo id -> its copies among ``rows`` (repos whose base models name it), each with its kind and quant."""
     from ..catalog.reader import json_value
     from ..speed.facts import quant_from_facts
 
-    rows = cat.all(
-        "SELECT r.repo_id, r.base_models, e.gguf, e.arch FROM repo_classes rc0 JOIN repo_classes rc "
-        "ON rc.class_id = rc0.class_id AND rc.lineage_id = rc0.lineage_id AND rc.repo_pk <> rc0.repo_pk "
-        "JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
-        "AND e.config_blob = COALESCE(r.config_blob, '') WHERE rc0.engine = :e AND rc0.repo_pk = :pk "
-        "AND NOT rc.disabled AND NOT rc.gated ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 50",
-        {"e": engine, "pk": pk})
-    out = []
+    out: dict[str, list[dict]] = {}
     for rid, bases, gguf, arch in rows:
-        if repo_id not in (json_value(bases) or []):
+        named = [b for b in (json_value(bases) or []) if wanted is None or b in wanted]
+        if not named:
             continue
         tag = gguf_quant(gguf)
         speed = (json_value(arch) or {}).get("speed") if arch else None
         q = quant_from_facts(speed, tag)
-        if tag is not None:
-            kind = GGUF
-        elif q is not None and q.family == quant.AFFINE:
-            kind = MLX
-        else:
-            kind = HF
-        out.append({"repo_id": rid, "kind": kind, "quant": q, "tag": tag})
+        kind = GGUF if tag is not None else MLX if q is not None and q.family == quant.AFFINE else HF
+        for base in named:
+            out.setdefault(base, []).append({"repo_id": rid, "kind": kind, "quant": q, "tag": tag})
     return out
