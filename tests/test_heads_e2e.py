@@ -188,7 +188,7 @@ def test_method_all_compares_heads_with_drafts_by_the_estimate(synthetic):
     code, out, _ = invoke("query", "--db", db, "--target", MTP, "--method", "all", "--hardware", "H200")
     assert code == 0 and "best expected on H200: " in out and "(of 2 compared)" in out
     code, res, _ = query_json(db, MTP, "all", "sglang", "--hardware", "M4 Max")
-    assert res["engines"]["sglang"]["mtp"]["speedup"]["why"].endswith("does not run on apple devices")
+    assert "does not run on apple devices" in res["engines"]["sglang"]["mtp"]["speedup"]["why"]
     code, res, _ = query_json(db, TINY, "eagle3", "vllm")
     assert res["drafts"][0]["speedup"]["draft_tokens"] == 3
     head = res["drafts"][0]["repo_id"]

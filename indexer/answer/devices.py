@@ -1,33 +1,36 @@
 """``indexer hardware``: the devices ``--hardware`` names, with the figures the speed model reads and their sources.
 
-Which engines run on a device comes from each engine's speed profile (``engines/<engine>.py`` ``speed.devices``:
-the kinds of device it runs on), so the list says what ``check`` and ``query`` will estimate on each device.
+Which engines run on a device comes from each engine's own module (``engines/<engine>.py`` ``speed``: the kinds
+of device each of its runtimes runs on, read through ``Engine.device_kinds``), the one place ``check`` and
+``query`` read it too, so the list says what they will estimate on each device.
 """
 
 from __future__ import annotations
 
 from .. import engines as registry
-from ..speed.hardware import DEVICES, REFERENCE
+from ..speed.hardware import KINDS, REFERENCE, listed
 
 
 def engines_by_kind() -> dict[str, list[str]]:
-    """Device kind -> the engines (registry order) whose speed profile runs on it."""
-    kinds: dict[str, list[str]] = {}
-    for d in DEVICES:
-        kinds.setdefault(d.kind, [])
-    for name, engine in registry.ENGINES.items():
-        for kind in engine.speed.devices if engine.speed is not None else ():
-            kinds.setdefault(kind, []).append(name)
-    return kinds
+    """Device kind -> the engines (registry order) that run a pair on it (GGUF files only, for some)."""
+    return {kind: [name for name, e in registry.ENGINES.items() if kind in e.device_kinds(None)] for kind in KINDS}
+
+
+def gguf_only_by_kind() -> dict[str, list[str]]:
+    """Device kind -> the engines that run only GGUF files there (LM Studio off a Mac: its llama.cpp engine)."""
+    return {kind: [name for name, e in registry.ENGINES.items()
+                   if kind in e.device_kinds(None) and kind not in e.device_kinds(False)] for kind in KINDS}
 
 
 def devices_json() -> dict:
-    """Every device (``speed.hardware.DEVICES`` order) with its figures, sources and engines."""
+    """Every device (by kind, then bandwidth) with its figures, sources and engines."""
     kinds = engines_by_kind()
     devices = [{"name": d.name, "kind": d.kind, "bandwidth_gbps": d.bandwidth_gbps, "tflops_fp32": d.tflops,
                 "memory_gb": d.memory_gb, "source": d.source, "aliases": list(d.aliases),
-                "reference": d.name in REFERENCE, "engines": kinds[d.kind]} for d in DEVICES]
+                "reference": d.name in REFERENCE, "engines": kinds[d.kind]} for d in listed()]
     return {"devices": devices, "reference": list(REFERENCE), "engines_by_kind": kinds,
+            "gguf_only": gguf_only_by_kind(),
+            "sources": {n: e.speed.source for n, e in registry.ENGINES.items() if e.speed is not None},
             "no_speed_model": [n for n, e in registry.ENGINES.items() if e.speed is None]}
 
 
@@ -53,8 +56,14 @@ def render_devices(result: dict) -> str:
                  f"{', '.join(result['reference'])} that the engine runs on")
     lines.append("engines per kind of device:")
     for kind, names in result["engines_by_kind"].items():
-        lines.append(f"  {kind:7} {', '.join(names) or 'none'}")
+        gguf_only = result["gguf_only"].get(kind, [])
+        shown = [f"{n} (GGUF files only)" if n in gguf_only else n for n in names]
+        lines.append(f"  {kind:7} {', '.join(shown) or 'none'}")
+    lines.append("where each engine says so:")
+    for name, source in result["sources"].items():
+        lines.append(f"  {name}: {source}")
     if result["no_speed_model"]:
         lines.append(f"no speed model (no estimate on any device): {', '.join(result['no_speed_model'])}")
-    lines.append("another device: --bandwidth GB/s (with --hardware NAME: that device at this bandwidth)")
+    lines.append("another device: --bandwidth GB/s --device-kind apple|nvidia|amd|cpu (with --hardware NAME: that "
+                 "device at this bandwidth)")
     return "\n".join(lines)

@@ -38,6 +38,39 @@ def _name(r: dict) -> str:
     return hub_gguf_name(r["repo_id"], r["gguf"]) or r["repo_id"]
 
 
+def gguf_target(cat: Reader, target: str) -> dict | None:
+    """The catalog row of a GGUF repo whose header the crawl read (its facts), None for any other repo."""
+    match = find_repo_id(cat.all, target, cat.dialect)
+    row = cat.one(GGUF_REPOS + " AND r.repo_id = :r", {"r": match.repo_id})
+    return _row(row) if row is not None else None
+
+
+def shape_words(a: ArchFacts) -> str:
+    """GGUF llama, 32 layers, embedding_length 4096 (what the header says; never a Python None)."""
+    parts = [f"GGUF {a.gguf_arch or 'architecture unknown'}"]
+    parts.append(f"{a.gguf_block_count} layers" if a.gguf_block_count else "layers not in its header")
+    if a.gguf_embedding_length:
+        parts.append(f"embedding_length {a.gguf_embedding_length}")
+    return ", ".join(parts)
+
+
+def target_block(t: dict) -> dict:
+    """The ``target`` block of a GGUF target's head answer (the keys the head answer's block uses)."""
+    a = t["arch"]
+    return {"repo_id": t["repo_id"], "gguf_arch": a.gguf_arch, "params": None, "class": shape_words(a),
+            "mtp_layers": (a.head or {}).get("nextn_predict_layers"), "block_count": a.gguf_block_count,
+            "embedding_length": a.gguf_embedding_length, "note": None}
+
+
+def hf_engine_refusal(engine: str, t: dict, method: str) -> str:
+    """Why an engine that loads Hugging Face checkpoints answers no head for a GGUF target, and who does."""
+    able = [name for name, e in registry.ENGINES.items() if method in e.gguf_heads]
+    base = gguf_base(t["tags"])
+    return (f"{registry.ENGINE_NAMES[engine]} loads Hugging Face checkpoints, not GGUF files"
+            + (f": ask for {base}, the repo this GGUF quantizes" if base else "")
+            + (f"; this GGUF's {method} runs on {', '.join(able)} (--engine {able[0]})" if able else ""))
+
+
 def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
                  all_members: bool = False) -> dict:
     """The target's own MTP layers (``mtp``) and every catalog GGUF head of the method's kind, fitting ones ranked
@@ -62,7 +95,7 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
         if failed is None:
             found.append(_entry(t, "exact", reasons, launch(_name(t), None, spec_type), spec_type,
                                 "built-in"))
-        elif near_misses:
+        else:  # said in the note; listed with --near-misses
             missed.append({**_entry(t, None, reasons, None, spec_type, "built-in"), "failed_check": failed[0],
                            "reason": f"{failed[2]} ({failed[3]})", "fix": None})
     ours = _declared(t) | {t["repo_id"].lower()}
@@ -83,17 +116,19 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     found.sort(key=lambda e: (order.get(e["tier"], 3), -(e["downloads"] or 0), e["repo_id"]))
     if not all_members:
         found = found[:limit]
-    a = t["arch"]
-    return {"target": {"repo_id": t["repo_id"], "gguf_arch": a.gguf_arch, "params": None,
-                       "class": f"GGUF {a.gguf_arch}, {a.gguf_block_count} layers, embedding_length "
-                                f"{a.gguf_embedding_length}",
-                       "mtp_layers": (a.head or {}).get("nextn_predict_layers"), "block_count": a.gguf_block_count,
-                       "embedding_length": a.gguf_embedding_length},
+    return {"target": target_block(t),
             "engine": engine, "method": method, "drafts": found, "near_misses": missed[:limit] if near_misses else [],
-            "note": None if found else f"no GGUF {method} head in the catalog fits {t['repo_id']}",
+            "note": None if found else _none_fits(method, t, missed),
             "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "engines_unknown": [],
                         "cheapest_fix": None},
             "refused": None, "unknown": None}
+
+
+def _none_fits(method: str, t: dict, missed: list[dict]) -> str:
+    """Why nothing fits: for mtp the target's own layers first, then the catalog's heads."""
+    heads = f"no GGUF {method} head in the catalog fits {t['repo_id']}"
+    own = next((m for m in missed if m["format"] == "built-in"), None)
+    return f"{own['reason']}; {heads}" if own else heads
 
 
 def _entry(r: dict, tier: str | None, reasons: list[str], launch: str | None, spec_type: str,

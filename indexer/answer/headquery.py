@@ -143,6 +143,15 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
                                  all_members=all_members)
     if method not in registry.ENGINES[engine].heads:
         _not_loading(engine, method)
+    from .ggufheads import gguf_target, hf_engine_refusal, target_block
+
+    g = gguf_target(cat, target)
+    if g is not None:  # a GGUF repo: this engine loads Hugging Face checkpoints; say who runs the GGUF
+        why = hf_engine_refusal(engine, g, method)
+        return {"target": target_block(g), "engine": engine, "method": method, "drafts": [], "near_misses": [],
+                "note": why, "summary": {"engines_with_drafts": [], "engines_without_drafts": [],
+                                         "engines_unknown": [], "cheapest_fix": None},
+                "refused": why, "unknown": None}
     hc = HeadCatalog(cat)
     t, shape = hc.target(target)
     misses: list[dict] = []
@@ -193,6 +202,11 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
 
     ``drafts(repo_id, engine)`` gives the draft models (the answer API's ranking on the same reader); ``speed``: the
     speed question (answer/speedup.py ``Options``; None: the engines' reference devices)."""
+    from .ggufheads import gguf_target
+
+    g = gguf_target(cat, target)
+    if g is not None:
+        return _overview_gguf(cat, g, drafts, limit)
     hc = HeadCatalog(cat)
     t, shape = hc.target(target)
     candidates, downloads = hc.heads()
@@ -217,6 +231,43 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
             view.update(mtp=None, heads=None, ngram=None, note="loads no speculator heads")
         try:
             view["drafts"] = drafts(t["repo_id"], engine)
+        except QueryError as e:
+            view["drafts"], view["drafts_error"] = [], e.message
+        view["best"] = _best_way(view)
+        out["engines"][engine] = view
+    return out
+
+
+def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]], limit: int) -> dict:
+    """``--method all`` for a GGUF repo, from its header facts: the engines that run heads from GGUF files
+    (llama.cpp, Ollama) give its MTP layers and the catalog's GGUF heads; the others say they load Hugging Face
+    checkpoints; every engine's draft models as for any target."""
+    from .ggufheads import hf_engine_refusal, target_block
+    from .ggufheads import method_query as gguf_method_query
+
+    out = {"target": target_block(g), "method": "all", "engines": {}}
+    for engine, entry in registry.ENGINES.items():
+        view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine], "ngram": None}
+        if entry.gguf_heads:
+            heads: dict = {}
+            mtp = None
+            for method in entry.gguf_heads:
+                answer = gguf_method_query(cat, g["repo_id"], engine, method, limit=limit, near_misses=True)
+                own = [e for e in answer["drafts"] if e["format"] == "built-in"]
+                if method == "mtp":
+                    missed = [m for m in answer["near_misses"] if m["format"] == "built-in"]
+                    mtp = ({"fits": True, "launch": own[0]["launch"], "reasons": own[0]["reasons"]} if own else
+                           {"fits": False, "reasons": [missed[0]["reason"] if missed else "no MTP layers"]})
+                found = [e for e in answer["drafts"] if e["format"] != "built-in"][:limit]
+                if found or method != "mtp":  # no MTP drafter: the mtp line above says it once
+                    heads[method] = found
+            view.update(mtp=mtp, heads=heads)
+        elif entry.heads:
+            view.update(mtp=None, heads=None, note=hf_engine_refusal(engine, g, "mtp").split("; this")[0])
+        else:
+            view.update(mtp=None, heads=None, note="loads no speculator heads")
+        try:
+            view["drafts"] = drafts(g["repo_id"], engine)
         except QueryError as e:
             view["drafts"], view["drafts_error"] = [], e.message
         view["best"] = _best_way(view)

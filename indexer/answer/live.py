@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..engines import DEFAULT_ENGINE
 from ..errors import EXIT_NOT_FOUND, CatalogError, HubUnreachable, IndexerError, QueryError, RepoNotFound
 from ..files import DEFAULT_MAX_FILE_BYTES
 
@@ -384,7 +385,7 @@ def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes, 
         catalog.close()
 
 
-def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 10, near_misses: bool = False,
+def live_query(target: str, *, db: str | None = None, engine: str | None, limit: int = 10, near_misses: bool = False,
                all_members: bool = False, method: str = "draft", offline_flag: bool = False, discover: bool = False,
                budget: int = DEFAULT_BUDGET, endpoint: str | None = None, progress: bool | None = None,
                first: IndexerError | None = None, speed=None, release: str | None = None) -> dict:
@@ -411,7 +412,8 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
             from .candidates import discover_drafts
 
             try:
-                report = discover_drafts(live, held or rid, engine, budget, progress=progress, held=held is not None)
+                report = discover_drafts(live, held or rid, engine or DEFAULT_ENGINE, budget, progress=progress,
+                                         held=held is not None)
             except HubUnreachable as e:
                 raise unanswered(db, first, f"the Hub could not be asked ({e})") from None
         answered = _fetched(live, [target], first)[target]
@@ -431,7 +433,7 @@ def live_query(target: str, *, db: str | None = None, engine: str, limit: int = 
                 from .candidates import discover_drafts
 
                 try:
-                    found = discover_drafts(live, answered, engine, budget, progress=progress)
+                    found = discover_drafts(live, answered, engine or DEFAULT_ENGINE, budget, progress=progress)
                 except HubUnreachable as e:
                     raise unanswered(db, first, f"the Hub could not be asked ({e})") from None
                 report = {**_report(live), **found}

@@ -37,7 +37,7 @@ def open_reader(db: str | None = None) -> Reader:
         raise QueryError(e.message) from None
 
 
-def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int = 10, near_misses: bool = False,
+def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limit: int = 10, near_misses: bool = False,
               all_members: bool = False, db: str | None = None, method: str = "draft",
               reader: Reader | None = None, shown: str | None = None, speed=None,
               release: str | None = None) -> dict:
@@ -49,12 +49,17 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
     ``shown``: the name a local directory target is shown by (a private Hub repo read into one, answer/live.py).
     ``speed``: the speed question (:class:`~indexer.answer.speedup.Options`: hardware, task, quantizations); None:
     the engine's reference devices.
-    ``release``: the engine's release to answer for (``--engine-version``; default: its newest)."""
+    ``release``: the engine's release to answer for (``--engine-version``; default: its newest).
+    ``engine`` None: the engine that runs the target fastest on the device ``speed`` names (``lead``: every engine
+    that runs there, best first), else the default engine."""
+    device = speed.device if speed is not None else None
+    if engine is None and (device is None or method != "draft"):
+        engine = registry.DEFAULT_ENGINE
     if method not in METHODS:
         raise QueryError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if engine not in ENGINES:
+    if engine is not None and engine not in ENGINES:
         raise QueryError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-    if release is not None and release not in registry.ENGINES[engine].releases:
+    if engine is not None and release is not None and release not in registry.ENGINES[engine].releases:
         raise QueryError(f"unknown {engine} version {release!r}; known: {', '.join(registry.ENGINES[engine].releases)}")
     cat = reader or open_reader(db)
     try:
@@ -65,12 +70,19 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat, speed), speed=speed)
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
                                           all_members=all_members, release=release, speed=speed)
-        q = Query(cat, target, engine, _shown_as(cat, target, shown) if shown else None, release, speed=speed)
-        drafts = q.all_members() if all_members else q.drafts(limit)
+        resolved = _shown_as(cat, target, shown) if shown else None
+        if engine is None:
+            from .lead import lead
+
+            q, drafts, led = lead(cat, target, resolved, speed, limit, all_members)
+        else:
+            q = Query(cat, target, engine, resolved, release, speed=speed)
+            drafts = q.all_members() if all_members else q.drafts(limit)
+            led = None
         misses = q.near_misses(limit) if near_misses else []
-        return {
+        out = {
             "target": q.target_info(),
-            "engine": engine,
+            "engine": q.engine,
             "drafts": drafts,
             "near_misses": misses,
             "summary": summarize(q, misses if near_misses else None),
@@ -79,6 +91,13 @@ def run_query(target: str, *, engine: str = registry.DEFAULT_ENGINE, limit: int 
             "version": q.entry.release,
             "by_version": q.arch.by_version(q.engine),
         }
+        if q.runs_as:  # LM Studio on a GGUF target: its llama.cpp engine answers
+            out["runs_as"] = q.runs_as
+        if device is not None:
+            from .lead import device_block
+
+            out["hardware"] = device_block(q, speed, led)
+        return out
     finally:
         if reader is None:
             cat.close()

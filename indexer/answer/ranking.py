@@ -111,11 +111,20 @@ class Query:
         self.cat, self.engine, self.entry = cat, engine, _at(engine, release)
         self.target = resolved or resolve_target(cat, target)
         self.t = self.target.facts
+        # The engine whose classes answer: the engine's own, or for a GGUF target on an engine that runs GGUF
+        # files on llama.cpp (LM Studio) llama.cpp's, with GGUF repos alone as drafts (``runs_as`` says so).
+        self.classes_of, self.runs_as, self.draft_where = engine, None, ""
+        if self.target.gguf_file and self.entry.gguf_engine:
+            self.classes_of = self.entry.gguf_engine
+            self.runs_as = f"a GGUF target: its {self.classes_of} engine, GGUF drafts only"
+            self.draft_where = ("AND EXISTS (SELECT 1 FROM repos gr WHERE gr.id = rc.repo_pk "
+                                "AND gr.tokenizer_id IS NULL) ")
+        self.rules = registry.ENGINES[self.classes_of] if self.classes_of != engine else self.entry
         gguf_refusal = self.entry.refuses_drafts or self._gguf_refusal()  # Ollama: no draft model at all
         cls: tuple | None = None if gguf_refusal else cat.one(
             "SELECT rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
             "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
-            "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": engine})
+            "WHERE rc.engine = :e AND rc.repo_pk = :pk", {"pk": self.target.class_pk, "e": self.classes_of})
         self.refused_target: str | None = None
         self.unknown_target = False  # refused_target is a gap in the indexer's model, not the engine's refusal
         if cls is None:
@@ -147,12 +156,13 @@ class Query:
         elif self.refused_target is None and self.arch.refusal():
             self.refused_target = self.arch.refusal()  # a stateful target on transformers, mlx-lm, ...
             self.class_ids = []
-        elif self.class_id is not None and self.entry.gguf_classes:
+        elif self.class_id is not None and self.rules.gguf_classes:
             # Other GGUF vocabularies that pass common_speculative_are_compatible (llamacpp_pairs).
             for cid, reason, members in cat.all(
                     "SELECT c.id, p.reason, c.members FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
                     "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
-                    "WHERE p.target_signature = tc.class_key AND p.compatible", {"e": engine, "cid": self.class_id}):
+                    "WHERE p.target_signature = tc.class_key AND p.compatible",
+                    {"e": self.classes_of, "cid": self.class_id}):
                 self.class_ids.append(cid)
                 self.paired[cid] = reason
                 self.sizes[cid] = members
@@ -182,7 +192,7 @@ class Query:
 
     def _read_agreement(self) -> None:
         """Add the agreeing classes to the query's (once)."""
-        if not self._agreement_read and self.class_ids and not self.entry.gguf_classes and self.size is not None:
+        if not self._agreement_read and self.class_ids and not self.rules.gguf_classes and self.size is not None:
             self._agreeing_classes()
         self._agreement_read = True
 
@@ -272,7 +282,7 @@ class Query:
         error = self._engine_fact("text_config_error")
         if error and "text_config_error" in self.entry.facts:
             return f"{error}: {ENGINE_NAMES[self.engine]} refuses it"
-        if self.entry.gguf_classes:
+        if self.rules.gguf_classes:
             gguf_error = self._engine_fact("gguf_error")
             if gguf_error and self.target.gguf_file:  # read facts: libllama's own words
                 return f"the target's GGUF ({self.target.gguf_file}): {gguf_error}"
@@ -378,6 +388,7 @@ class Query:
 
     def _take(self, class_ids: list[int], where: str, need: int) -> tuple[list[dict], list[dict]]:
         """Up to ``need`` ranked members no architecture row refuses, and the demoted ones apart (ranked after)."""
+        where = self.draft_where + where
         if not self.arch.per_draft:
             return self._ranked(class_ids, where, {}, need), []
         return self.arch.take(lambda n, offset: self._ranked(class_ids, where, {}, n, offset), need)
@@ -550,7 +561,7 @@ class Query:
         params = {"pk": self.target.exclude_pk, "tp": tp, "tp3": tp * 3 if tp is not None else None}
         size = "AND (rc.params * 4 < :tp3 OR rc.params IS NULL) " if tp is not None else ""
         members = (f"FROM repo_classes rc WHERE rc.class_id IN {int_list(class_ids)} "
-                   f"AND rc.repo_pk <> :pk {size}AND NOT rc.disabled")
+                   f"AND rc.repo_pk <> :pk {size}{self.draft_where}AND NOT rc.disabled")
         if not self.arch.per_draft:
             return bool(self.cat.all(f"SELECT rc.repo_pk {members} LIMIT 1", params))
         # A draft row may refuse members: a few in index order usually hold one it takes (no ranking sort), a
@@ -572,7 +583,8 @@ class Query:
         """Every draft that works, then every degraded one (each group by repo id)."""
         params: dict = {"pk": self.target.exclude_pk}
         sql = (f"SELECT {RANK_COLS} FROM repo_classes rc "
-               f"WHERE rc.class_id IN {int_list(self.class_ids + self.degraded_ids)} AND rc.repo_pk <> :pk")
+               f"WHERE rc.class_id IN {int_list(self.class_ids + self.degraded_ids)} AND rc.repo_pk <> :pk "
+               f"{self.draft_where}")
         rows = self._details([dict(zip(RANK_KEYS, row, strict=False)) for row in self.cat.all(sql, params)])
         rows = [r for r in rows if self.arch.refused(r) is None]  # an architecture row refuses the others
         out = [self._entry(r, ranked=False) for r in rows]
@@ -597,13 +609,14 @@ class Query:
         out: list[dict] = []
         if self.refused_target:
             return out
-        base = "AND rc.params < :tp AND NOT rc.disabled" if t["params"] is not None else "AND NOT rc.disabled"
-        if self.entry.gguf_classes:
+        base = self.draft_where + ("AND rc.params < :tp AND NOT rc.disabled" if t["params"] is not None
+                                   else "AND NOT rc.disabled")
+        if self.rules.gguf_classes:
             fails = self.cat.all(
                 "SELECT c.id, p.reason FROM llamacpp_pairs p JOIN compat_classes c ON c.engine = :e "
                 "AND c.class_key = p.draft_signature JOIN compat_classes tc ON tc.id = :cid "
                 "WHERE p.target_signature = tc.class_key AND NOT p.compatible AND p.failed_checks = 1",
-                {"e": self.engine, "cid": self.class_id})
+                {"e": self.classes_of, "cid": self.class_id})
             for cid, reason in fails:
                 for r in self._ranked([cid], base, {}, limit):
                     if r["tokenizer_id"] is not None and t["tokenizer_id"] is not None:

@@ -77,8 +77,12 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
     lines = [f"target: {t['repo_id']} ({size})"]
     if t.get("note"):
         lines.append(f"note: {t['note']}")
+    block = result.get("hardware")
+    lines += device_lines(block)
     n = t["class_members"]
     release = f" {result['version']}" if result.get("version") else ""
+    if result.get("runs_as"):  # LM Studio on a GGUF target: its llama.cpp engine answers
+        release += f" ({result['runs_as']})"
     if result.get("refused"):  # the class is the refusal: said once, on the line below
         lines.append(f"engine: {ENGINE_NAMES[engine]}{release}")
     else:
@@ -148,6 +152,8 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
                          "serving without speculation is faster (or try another --hardware, --quant, --task); "
                          f"the likeliest draft would launch as:\n  {launch_lines(drafts[0])}")
         elif not all_members:
+            if block and not_here_line(block, engine):
+                lines.append(not_here_line(block, engine))
             lines.append(f"launch with the best draft:\n  {launch_lines(drafts[0])}")
     if result["near_misses"]:
         lines.append("near misses (one check fails):")
@@ -161,6 +167,55 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
         lines.append("near misses: none")
     lines.append(_summary_line(result))
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the device (answer/lead.py)
+
+
+def fmt_x(x: float) -> str:
+    """≈1.4× (two decimals near 1.0: ≈0.97×, never ≈1.0× for a slower one)."""
+    return f"≈{x:.{2 if round(x, 1) == 1.0 else 1}f}×"
+
+
+def lead_line(block: dict) -> str:
+    """on M4 Max (apple): llama.cpp ≈1.4× with X, MLX ≈1.3× with Y, ...; SGLang, vLLM do not run there."""
+    parts = []
+    for r in block["lead"]:
+        if r["estimate"] is not None:
+            slower = " (slower than no draft)" if r["slower"] else ""
+            rate = f", ≈{r['tok_s']:.0f} tok/s" if r["tok_s"] else ""
+            parts.append(f"{r['engine']} {fmt_x(r['estimate'])}{slower} with {r['draft']} ({r['target_quant']} "
+                         f"target{rate})")
+        else:
+            parts.append(f"{r['engine']} {'no drafts' if not r['drafts'] else 'speed-up unknown'}")
+    absent = [n for n in block["not_here"] if registry.ENGINES[n].refuses_drafts is None]
+    line = (f"on {block['name']} ({block['kind']}), fastest first: "
+            + (", ".join(parts) or "no engine runs draft models there"))
+    if absent:
+        line += f"; {', '.join(absent)} do{'es' if len(absent) == 1 else ''} not run there"
+    return line
+
+
+def device_lines(block: dict | None) -> list[str]:
+    """The lines a text answer prints about the device: which one a short name took, and the lead."""
+    if not block:
+        return []
+    lines = []
+    if block.get("note"):
+        lines.append(f"hardware: {block['note']}; name the other with --hardware")
+    if block.get("lead") is not None:
+        lines.append(lead_line(block) + (f"; answering for {block['lead'][0]['engine']} (--engine NAME for another)"
+                                         if block["lead"] else ""))
+    return lines
+
+
+def not_here_line(block: dict | None, engine: str) -> str | None:
+    """Said before a launch command for an engine that does not run on the named device."""
+    if not block or block["runs"]:
+        return None
+    others = ", ".join(block["engines"]) or "none"
+    return (f"NOT ON {block['name'].upper()}: {block['why']}; engines that run there: {others} "
+            f"(--engine NAME, or leave --engine out to rank them); the command below is for another device")
 
 
 def render_method(result: dict) -> str:
@@ -338,7 +393,18 @@ def speed_line(speedups: list[dict]) -> str:
     """The expected speed-up under an engine's line: one fragment per device (answer/speedup.py words)."""
     from .speedup import words
 
-    return f"  {'':14} {'':20} speed-up {'; '.join(words(s) for s in speedups)}"
+    parts: list[str] = []
+    unknown: dict[str, list[str]] = {}  # why -> devices: one reason said once for every device it holds on
+    for s in speedups:
+        if s.get("estimate") is None:
+            if s["why"] not in unknown:
+                unknown[s["why"]] = []
+                parts.append(s["why"])
+            unknown[s["why"]].append(s["hardware"])
+        else:
+            parts.append(words(s))
+    parts = [f"{', '.join(unknown[p])}: {p}" if p in unknown else p for p in parts]
+    return f"  {'':14} {'':20} speed-up {'; '.join(parts)}"
 
 
 def render_check(result: dict, *, verbose: bool = False) -> str:

@@ -25,10 +25,16 @@ class Options:
 
     def __init__(self, hardware: str | None = None, bandwidth: float | None = None, task: str = model.DEFAULT_TASK,
                  target_quant: str | None = None, draft_quant: str | None = None, draft_tokens: int | None = None,
-                 measured: bool = True):
+                 measured: bool = True, device_kind: str | None = None):
         device = hw.lookup(hardware) if hardware else None
+        self.hardware_note = hw.ambiguity(hardware) if hardware else None  # "H100 SXM (also: H100 PCIe)"
         if bandwidth is not None:
-            device = hw.custom(bandwidth, device)
+            device = hw.custom(bandwidth, device, device_kind)
+        elif device_kind is not None:
+            from ..errors import BadInput
+
+            raise BadInput("--device-kind describes a device given by --bandwidth GB/s; a named --hardware has its "
+                           "own kind (`indexer hardware`)")
         self.device = device  # None: the reference devices
         if task not in model.TASKS:
             from ..errors import BadInput
@@ -40,15 +46,21 @@ class Options:
         self.draft_tokens = draft_tokens
         self.measured = measured  # the pair's measurements (indexer measure) take the acceptance prior's place
 
-    def devices_for(self, engine: str) -> list[hw.Hardware]:
-        """The device asked for, else the reference devices this engine runs on."""
-        profile = ENGINES[engine].speed
+    def devices_for(self, engine: str, gguf: bool = False) -> list[hw.Hardware]:
+        """The device asked for, else the reference devices of the kinds this engine runs on, the device of the
+        runtime that runs the pair (``gguf``: a pair with a GGUF file) first. A kind where it runs only the other
+        kind of pair stays listed (LM Studio off a Mac: GGUF only), so its estimate says why there is none."""
+        entry = ENGINES[engine]
         if self.device is not None:
             return [self.device]
-        assert profile is not None  # asked only for engines with a speed profile
+        runs = entry.device_kinds(gguf)
+        if not runs:
+            return []
+        profile = entry.profile_on(runs[0], gguf)
+        assert profile is not None  # runs[0] is a kind it runs such a pair on
         first = DEFAULT_HARDWARE[profile.runtime]
         names = [first, *(n for n in hw.REFERENCE if n != first)]
-        kinds = set(profile.devices) | set(profile.gguf.devices if profile.gguf else ())
+        kinds = entry.device_kinds(None)
         return [hw.lookup(n) for n in names if hw.lookup(n).kind in kinds]
 
 
@@ -150,7 +162,7 @@ def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) 
     if method not in model.HEAD_ACCEPT:
         return [{"hardware": device.name, "estimate": None,
                  "why": f"speed-up unknown: no measured acceptance for {method} heads"}
-                for device in opts.devices_for(engine)[:1]]
+                for device in opts.devices_for(engine, bool(t.get("gguf")))[:1]]
 
     def one(setup: model.Setup, target: model.Shape, drafting: model.Shape) -> model.Estimate | None:
         return model.estimate_head(target, drafting, setup, method=method)
@@ -171,20 +183,17 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
     not layers inside the target (MTP). Whether the pair's weights fit one device is said, not used: a weight
     count above the device's memory cannot run there as modelled (the KV cache and the runtime need more still),
     one below it may still not fit."""
-    profile = ENGINES[engine].speed
-    if profile is None:
+    entry = ENGINES[engine]
+    if entry.speed is None:
         return []
     ts, ds = t.get("shape"), d.get("shape")
     out = []
-    devices = opts.devices_for(engine)
-    base = profile
+    gguf = bool(t.get("gguf") or d.get("gguf"))  # LM Studio runs a GGUF pair on its llama.cpp engine
+    devices = opts.devices_for(engine, gguf)
     for device in devices[:1] if first_only else devices:
-        profile = base
-        if base.gguf is not None and (t.get("gguf") or d.get("gguf") or device.kind not in base.devices):
-            profile = base.gguf  # LM Studio runs a GGUF pair, and any pair off a Mac, on its llama.cpp engine
-        if device.kind not in profile.devices:
-            out.append({"hardware": device.name, "estimate": None,
-                        "why": f"{ENGINES[engine].display} does not run on {device.kind} devices"})
+        profile = entry.profile_on(device.kind, gguf)
+        if profile is None:
+            out.append({"hardware": device.name, "estimate": None, "why": entry.not_on(device.kind, gguf)})
             continue
         runs_as = None
         if side == "draft":  # the setup the command runs: its quantizations are the estimate's

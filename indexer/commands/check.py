@@ -23,8 +23,8 @@ from .output import print_json
 @speed_options
 @engine_version_option
 @click.option("--verbose", is_flag=True, help="Every engine's reasons in full (--json always has them).")
-def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware, bandwidth, target_quant, draft_quant,
-          task, draft_tokens, engine_versions, verbose):
+def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware, bandwidth, device_kind, target_quant,
+          draft_quant, task, draft_tokens, engine_versions, verbose):
     """Verdict per engine for TARGET and DRAFT (local directories or catalog repo ids).
 
     When DRAFT is a speculator head in the catalog (status head): every shape check with its engine source, the
@@ -45,7 +45,8 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
     from ..answer.speedup import Options, add_to_check
     from ..errors import IndexerError
 
-    speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens)  # bad names: exit 2
+    speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens,
+                    device_kind=device_kind)  # bad names: exit 2
     try:
         result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes,
                             releases=engine_versions)  # errors: IndexerGroup

@@ -33,8 +33,13 @@ def max_bytes_option(f):
     )(f)
 
 
-def engine_option(help_text: str):
-    """--engine: one of the registry's engines, SGLang by default (the registry's DEFAULT_ENGINE)."""
+def engine_option(help_text: str, by_device: bool = False):
+    """--engine: one of the registry's engines, SGLang by default (the registry's DEFAULT_ENGINE); ``by_device``
+    (query): no default, so that with --hardware the engines that run on that device are ranked."""
+    if by_device:
+        return click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), default=None,
+                            help=f"{help_text} Default: {DEFAULT_ENGINE}; with --hardware, every engine that runs "
+                                 "on that device, fastest first, and the answer of the fastest.")
     return click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), default=DEFAULT_ENGINE,
                         show_default=True, help=help_text)
 
@@ -83,8 +88,10 @@ SPEED_OPTIONS = (
                  help="The device the pair runs on (M4 Max, RTX 4090, H100 SXM, ...; `indexer hardware` lists "
                       "them). Default: one datacenter GPU, one consumer GPU and one Mac."),
     click.option("--bandwidth", type=click.FloatRange(min=1), metavar="GB/S",
-                 help="Memory bandwidth of a device that is not listed (with --hardware: that device at this "
-                      "bandwidth)."),
+                 help="Memory bandwidth of a device that is not listed, with its --device-kind (with --hardware: "
+                      "that device at this bandwidth)."),
+    click.option("--device-kind", type=click.Choice(["apple", "nvidia", "amd", "cpu"]), default=None,
+                 help="The kind of a device given by --bandwidth: it decides which engines run on it."),
     click.option("--quant", "target_quant", metavar="TYPE",
                  help="The target's quantization (Q4_K_M, Q8_0, F16, 4bit, 8bit, bf16, fp8, int4, ...), over what "
                       "the repo declares."),

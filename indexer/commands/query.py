@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..engines import QUERY_METHODS
+from ..engines import DEFAULT_ENGINE, QUERY_METHODS
 from .checks import valid_answer_limit, valid_target
 from .options import db_option, engine_option, engine_version_option, speed_options
 from .output import print_json
@@ -13,7 +13,7 @@ from .output import print_json
 @click.command()
 @click.option("--target", required=True, callback=valid_target,
               help="Target: a repo id (any case), a Hub URL, a bare name, or a local model directory.")
-@engine_option("Serving engine whose rule decides.")
+@engine_option("Serving engine whose rule decides.", by_device=True)
 @click.option("--limit", type=int, callback=valid_answer_limit, default=10, show_default=True,
               help="How many drafts (1-500).")
 @click.option("--near-misses", is_flag=True, help="Also list drafts that fail exactly one check, with a fix.")
@@ -35,7 +35,7 @@ from .output import print_json
 @speed_options
 @engine_version_option
 def query(target, engine, limit, near_misses, all_, method, as_json, live_, budget, offline, db, hardware, bandwidth,
-          target_quant, draft_quant, task, draft_tokens, engine_versions):
+          device_kind, target_quant, draft_quant, task, draft_tokens, engine_versions):
     """Ranked draft models for --target that work on the engine, with reasons and launch flags.
 
     A Hub target the catalog lacks (or no catalog at all) is fetched as the crawl fetches it and answered
@@ -48,9 +48,12 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     from ..answer.speedup import Options
     from ..errors import IndexerError
 
-    speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens)  # bad names: exit 2
+    speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens,
+                    device_kind=device_kind)  # bad names: exit 2
+    if engine is None and speed.device is None:
+        engine = DEFAULT_ENGINE  # without a device there is nothing to rank engines on
     kw = dict(engine=engine, limit=limit, near_misses=near_misses, all_members=all_, db=db, method=method,
-              speed=speed, release=engine_versions.get(engine))
+              speed=speed, release=engine_versions.get(engine) if engine else None)
     result = first = unlooked = None
     if not live_:
         try:

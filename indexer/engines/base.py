@@ -110,9 +110,11 @@ class SpeedProfile:
     target_quant: str
     draft_quant: str
     max_draft_tokens: int = 8
-    # The profile of GGUF pairs, and of devices the runtime above does not run on, when the engine runs GGUF files
-    # with another runtime (LM Studio: llama.cpp for GGUF, on every kind of device); None: no other.
+    # The profile of GGUF pairs when the engine runs GGUF files with another runtime (LM Studio: its llama.cpp
+    # engine, on every kind of device, while its MLX engine runs Hugging Face checkpoints on Apple devices only);
+    # None: the runtime above runs both.
     gguf: SpeedProfile | None = None
+    source: str = ""  # where the engine says which kinds of device it runs on
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,9 +146,9 @@ class Engine:
     heads: HeadRules | tuple = ()
     # The rule for a pair with a GGUF file on either side; None: the engine loads no GGUF files.
     gguf_rule: Callable[[Side, Side], Verdict] | None = None
-    # Why a GGUF file target gets no drafts from this engine's query although it loads GGUF files (LM Studio:
-    # they run on its llama.cpp engine, so ask that); None where the engine answers it or loads no GGUF.
-    gguf_target_refusal: str | None = None
+    # The engine whose classes answer a GGUF file target, with GGUF drafts only (LM Studio runs GGUF files on its
+    # llama.cpp engine); None: the engine's own classes.
+    gguf_engine: str | None = None
     # The architecture table (archrules.ArchRule rows, as data) for HF sides, and for a pair with a GGUF file.
     arch_rules: tuple = ()
     gguf_arch_rules: tuple = ()
@@ -175,6 +177,31 @@ class Engine:
                              f"{', '.join(self.releases or (self.release,))}")
         return resolve(self, release)
 
+    def device_kinds(self, gguf: bool | None = None) -> tuple:
+        """The kinds of device this engine runs a pair on: ``gguf`` True a pair with a GGUF file, False one of
+        Hugging Face checkpoints, None either (the union, main runtime's kinds first). Empty: no speed profile."""
+        if self.speed is None:
+            return ()
+        main = self.speed.devices if not (gguf and self.speed.gguf) else ()
+        other = self.speed.gguf.devices if self.speed.gguf is not None and gguf is not False else ()
+        return tuple(dict.fromkeys((*main, *other)))
+
+    def profile_on(self, kind: str, gguf: bool) -> SpeedProfile | None:
+        """The runtime that runs a pair (``gguf``: with a GGUF file) on a ``kind`` device, None when none does."""
+        if self.speed is None:
+            return None
+        profile = self.speed.gguf if gguf and self.speed.gguf is not None else self.speed
+        return profile if kind in profile.devices else None
+
+    def not_on(self, kind: str, gguf: bool) -> str:
+        """Why this engine runs no such pair on a ``kind`` device, naming the kinds it does run it on."""
+        if kind in self.device_kinds(None) and not gguf:  # LM Studio off a Mac: GGUF files only
+            return (f"{self.display} runs Hugging Face (MLX) checkpoints on {' and '.join(self.speed.devices)} "
+                    f"devices only; on {kind} devices, GGUF files on its llama.cpp engine")
+        kinds = self.device_kinds(gguf)
+        return (f"{self.display} does not run on {kind} devices"
+                + (f" (it runs on {', '.join(kinds)})" if kinds else ""))
+
     @property
     def gguf_classes(self) -> bool:
         """Classes are GGUF vocabulary signatures, with cross-class pairs in ``llamacpp_pairs`` (llama.cpp)."""
@@ -185,7 +212,7 @@ class Engine:
         if self.gguf_classes:
             return None
         if self.gguf_rule is not None:
-            return self.gguf_target_refusal
+            return None if self.gguf_engine else "its GGUF rule answers pairs of files only (ask `indexer check`)"
         return loads_no_gguf(self.display, target=True, draft=False)
 
     def verdict(self, t: Side, d: Side) -> Verdict:

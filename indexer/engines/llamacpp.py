@@ -243,6 +243,11 @@ nemotron_h nemotron_h_moe qwen3 qwen35 qwen35moe qwen3moe qwen3next qwen4exp
 """.split())
 
 
+def _said(value) -> str:
+    """A header number in words: the number, or that the header does not give it (never "None")."""
+    return "unknown (not in the header)" if value is None else str(value)
+
+
 def head_fit(method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:
     """llama-server's checks of a GGUF head (``head``: its ArchFacts.head; None: the target's own MTP layers) on a
     GGUF target (its ArchFacts), as (check, ok, detail, source); every one must pass."""
@@ -261,7 +266,8 @@ def head_fit(method: str, head: dict | None, target) -> list[tuple[str, bool, st
                     "src/models/gemma4-assistant.cpp"))
         w = head.get("embedding_length_out")
         out.append(("hidden_size", w is None or width is None or w == width,
-                    f"the assistant's embedding_length_out {w} against the target's embedding_length {width}",
+                    f"the assistant's embedding_length_out {_said(w)} against the target's embedding_length "
+                    f"{_said(width)}",
                     "common/speculative.cpp:1376-1377, src/models/gemma4-assistant.cpp:29-31"))
         return out
     out.append(("target_arch", arch in LAYER_INPUT_ARCHS,
@@ -276,10 +282,12 @@ def head_fit(method: str, head: dict | None, target) -> list[tuple[str, bool, st
         out.append(("aux_layers", len(ids) == 3, f"{len(ids)} target layers (EAGLE-3 needs exactly 3)",
                     "src/models/eagle3.cpp:9-11"))
         out.append(("aux_layers", layers is None or max(ids) <= layers,  # id == n_layer: the last hidden state
-                    f"target layer ids {ids} against the target's {layers} layers", "common/speculative.cpp:540-548"))
+                    f"target layer ids {ids} against the target's {_said(layers)} layers",
+                    "common/speculative.cpp:540-548"))
         w = head.get("target_hidden_size")
         out.append(("hidden_size", w is None or width is None or w == width,
-                    f"the head reads hidden states of width {w}; the target's embedding_length is {width}",
+                    f"the head reads hidden states of width {_said(w)}; the target's embedding_length is "
+                    f"{_said(width)}",
                     "src/models/eagle3.cpp:16-22 (fc input = 3 x target_hidden_size)"))
     return out
 
@@ -297,7 +305,8 @@ def head_launch(target: str, head: str | None, spec_type: str) -> str:
 ENGINE = released(
     releases=(LLAMACPP_COMMIT,),
     name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
-    speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16),
+    speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16,
+                       source="README.md 'Supported backends': Metal (Apple), CUDA (NVIDIA), HIP (AMD), CPU"),
     version=f"llama.cpp @{LLAMACPP_COMMIT} (llama-cpp-python 0.3.36)",
     sources={
         "common_speculative_are_compatible": "common/speculative.cpp:67-130",

@@ -24,6 +24,11 @@ from .mlx import MLX_ARRAYS_CACHE, MLX_ROTATING, MLX_ROTATING_LISTED
 from .setup import Setup
 
 VERSION = "08f0c075"  # mlx-engine
+# Where LM Studio runs what: GGUF models on its llama.cpp engine on every system, Hugging Face checkpoints
+# (MLX) on its mlx-engine on Apple silicon Macs only; speculative decoding in both engines.
+RUNS_ON = ("lmstudio-ai/mlx-engine README.md ('LM Studio 0.3.4 and newer for Mac ships pre-bundled with "
+           "mlx-engine'); lmstudio.ai/blog/lmstudio-v0.3.4 (MLX 'on Apple Silicon Macs', beside llama.cpp "
+           "models); lmstudio.ai/blog/lmstudio-v0.3.10 (speculative decoding in the llama.cpp and MLX engines)")
 MLX_LM = "2c008fd0"  # the mlx-lm mlx-engine pins (requirements.txt:29); its checks are mlx-lm d78bf58e's
 
 # A text target on the sequential ModelKit generates through mlx-lm's stream_generate(draft_model=...)
@@ -90,7 +95,8 @@ ENGINE = released(
     releases=(VERSION,),
     name="lmstudio", display="LM Studio (mlx-engine)", version=f"mlx-engine {VERSION}",
     speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8,
-                       gguf=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16)),
+                       gguf=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16),
+                       source=RUNS_ON),
     sources={
         "tokenizer.vocab_size equal": "mlx_engine/model_kit/model_kit.py:193-203",
         "vision_config target: no draft": "mlx_engine/generate.py:257-270, "
@@ -100,8 +106,7 @@ ENGINE = released(
     rule=rule, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes, words=dict(SIZE_WORDS),
     refuses_target_with="has_vision_config", gguf_rule=gguf_rule, arch_rules=ARCH_RULES,
     gguf_arch_rules=LLAMACPP_ARCH_RULES,
-    gguf_target_refusal="LM Studio runs GGUF models on its llama.cpp engine, with GGUF drafts only: ask "
-                        "--engine llama.cpp")
+    gguf_engine="llama.cpp")
 
 
 # ---------------------------------------------------------------- what LM Studio's server reports (indexer measure)

@@ -288,7 +288,8 @@ class SGLangHeads(HeadRules):
 ENGINE = released(
     releases=(VERSION,),
     name=NAME, display="SGLang STANDALONE", version=f"sglang {VERSION}",
-    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8),
+    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8,
+                       source="docs/get_started/install.md (CUDA), docs/platforms/amd_gpu.md (ROCm)"),
     sources={
         "vocab_size equal": "python/sglang/srt/speculative/standalone_worker_v2.py:185-215",
         "text config priority": "python/sglang/srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config)",

@@ -259,7 +259,8 @@ SOURCES = (
 ENGINE = released(
     releases=RELEASES, name="transformers", display="transformers assisted generation",
     version=f"transformers {VERSION}", sources=SOURCES,
-    speed=SpeedProfile("eager", ("nvidia", "amd", "apple", "cpu"), "bf16", "bf16", 8),
+    speed=SpeedProfile("eager", ("nvidia", "amd", "apple", "cpu"), "bf16", "bf16", 8,
+                       source="PyTorch's devices: cuda (NVIDIA, and AMD through ROCm), mps (Apple), cpu"),
     facts=("vocab_size_transformers", "text_config_error", "tok.vocab_sha256"),
     rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=FIXES, words=dict(SIZE_WORDS),
     arch_rules=ARCH_RULES)

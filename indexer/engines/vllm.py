@@ -449,7 +449,8 @@ SOURCES = (
 
 ENGINE = released(
     releases=RELEASES, name=NAME, display="vLLM draft_model", version=f"vllm {VERSION}", sources=SOURCES,
-    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8),
+    speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8,
+                       source="docs/getting_started/installation/gpu.md: NVIDIA CUDA, AMD ROCm"),
     facts=("vllm_vocab_size", "text_config_error", "tok.vocab_sha256", "tok.unk_token_id", "tok.eos_token_id"),
     rule=RULES, class_key=("vllm_vs", "tok"), launch=launch, sizes=sizes, fix=FIXES, words=dict(SIZE_WORDS),
     heads=HEADS, arch_rules=ARCH_RULES)

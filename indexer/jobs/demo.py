@@ -227,15 +227,25 @@ def build_demo_hub(out_dir) -> dict:
 def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
     """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf.predict predicts it),
     written with the gguf package's GGUFWriter and padded like real multi-GB files (sparse)."""
+    from gguf.constants import GGUFValueType
+
     from ..gguf.predict import predict_gguf
     from ..hubsim.gguf_repos import write_vocab_gguf
 
     vocab = predict_gguf(out / base)
     assert vocab.tokens is not None  # predicted from the base's files
     rename = {vocab.tokens.index(old): new for old, new in extra.get("rename", {}).items()}
+    config = json.loads((out / base / "config.json").read_text(encoding="utf-8"))
+    # The shape keys llama.cpp's converter writes from the base's config (conversion/base.py:1435-1454 at the
+    # pinned llama.cpp: block_count, embedding_length, feed_forward_length, head_count, head_count_kv).
+    shape = [(f"llama.{key}", config[field], GGUFValueType.UINT32) for key, field in (
+        ("block_count", "num_hidden_layers"), ("embedding_length", "hidden_size"),
+        ("feed_forward_length", "intermediate_size"), ("attention.head_count", "num_attention_heads"),
+        ("attention.head_count_kv", "num_key_value_heads"))]
     for name, (file_type, padded_mb) in extra["gguf"].items():  # (general.file_type, size padded to, sparse)
         path = write_vocab_gguf(out / rid / name, vocab, rename=rename, file_type=file_type,
-                                name=rid.split("/")[1].removesuffix("-GGUF"), chat_template=CHATML, arch="llama")
+                                name=rid.split("/")[1].removesuffix("-GGUF"), chat_template=CHATML, arch="llama",
+                                extra=shape)
         os.truncate(path, max(path.stat().st_size, padded_mb << 20))
 
 

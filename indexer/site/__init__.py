@@ -29,7 +29,7 @@ HUB_URL = "https://huggingface.co"
 DEFAULT_LIMIT = 10  # the CLI's --limit default
 MAX_LIMIT = ANSWER_MAX_LIMIT
 # URL parameter -> the CLI option it stands for (check and query: --hardware, --bandwidth, --quant, ...).
-SPEED_ARGS = {"hardware": "hardware", "bandwidth": "bandwidth", "quant": "target_quant",
+SPEED_ARGS = {"hardware": "hardware", "bandwidth": "bandwidth", "device_kind": "device_kind", "quant": "target_quant",
               "draft_quant": "draft_quant", "task": "task", "draft_tokens": "draft_tokens"}
 MAX_DRAFT_TOKENS = 64  # the CLI's --draft-tokens range: 1 to 64
 
@@ -76,6 +76,7 @@ def query_kwargs(args: dict) -> dict:
     """URL parameters -> the keyword arguments of ``run_query`` exactly as the CLI passes them."""
     from ..answer import query
 
+    by_device = not (args.get("engine") or "").strip() and (args.get("hardware") or "").strip()
     kwargs = {
         "engine": (args.get("engine") or query.DEFAULT_ENGINE).strip(),
         "near_misses": _flag(args.get("near_misses")),
@@ -100,6 +101,8 @@ def query_kwargs(args: dict) -> dict:
     if kwargs["engine"] in versions:
         kwargs["release"] = versions[kwargs["engine"]]
     kwargs["speed"] = speed_options(args)
+    if by_device and kwargs.get("method", "draft") == "draft":
+        kwargs["engine"] = None  # as the CLI: a device and no engine ranks the engines that run there
     return kwargs
 
 

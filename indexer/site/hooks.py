@@ -93,7 +93,7 @@ def _speed_form(args: dict) -> dict:
     return {"devices": devices, "hardware": hardware, "hardware_listed": any(d.name == hardware for d in DEVICES),
             "reference_devices": ", ".join(REFERENCE), "tasks": TASKS,
             "task": given.get("task") or DEFAULT_TASK, "speed_qs": ("&" + urlencode(given)) if given else "",
-            "more_speed": any(k in given for k in ("bandwidth", "quant", "draft_quant", "draft_tokens"))}
+            "more_speed": any(k in given for k in ("bandwidth", "device_kind", "quant", "draft_quant", "draft_tokens"))}
 
 
 async def drafts_json(request, datasette):

@@ -39,13 +39,25 @@ _NV_DC = "https://en.wikipedia.org/wiki/Nvidia_Tesla"  # T4, V100, A10, L4, A100
 _AMD_RX = "https://en.wikipedia.org/wiki/Radeon_RX_7000_series"
 _AMD_RX6 = "https://en.wikipedia.org/wiki/Radeon_RX_6000_series"
 _AMD_MI = "https://en.wikipedia.org/wiki/AMD_Instinct"
+# The vendors' data sheets: memory bandwidth, FP32 TFLOPS and memory as each states them.
+_NV_H100 = ("NVIDIA H100 Tensor Core GPU data sheet, H100 SXM column "
+            "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet)")
+_NV_H200 = "NVIDIA H200 product page, H200 SXM specifications (https://www.nvidia.com/en-us/data-center/h200/)"
+_NV_A100 = ("NVIDIA A100 Tensor Core GPU data sheet, A100 80GB SXM column "
+            "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+            "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)")
+_AMD_W7900 = ("AMD Radeon PRO W7900 specifications "
+              "(https://www.amd.com/en/products/graphics/workstations/radeon-pro/w7900.html)")
+_AMD_9070XT = ("AMD Radeon RX 9070 XT specifications "
+               "(https://www.amd.com/en/products/graphics/desktops/radeon/9000-series/amd-radeon-rx-9070xt.html)")
 
 # Apple's M1 and M2 GPUs have no bfloat16 arithmetic (bf16=False): MLX emulates it (awni in ml-explore/mlx-examples#186,
 # on an M2 Ultra: "the non-native conversion from bfloat16 to float32", bf16 generation 18.9 against 29.3 tok/s in
 # fp16; philipturner/metal-flash-attention#17: "earlier M1 chips (without hardware BF16 support)").
-# Bandwidths of the Apple chips, the RTX 3060/3090/4090, the A100, H100, H200, W7900 and RX 9070 XT are the figures
-# collected with quotes in the project's shared measurements (speedups/measurements.json "hardware"); the rest and
-# every TFLOPS figure come from the page named.
+# Bandwidths of the Apple chips and the RTX 3060/3090/4090 are the figures collected with quotes in the project's
+# shared measurements (speedups/measurements.json "hardware"); the A100 80GB, H100 SXM, H200, W7900 and RX 9070 XT
+# cite their vendor's data sheet (the same figures the measurements quote from secondary pages); the rest and every
+# TFLOPS figure come from the page named.
 DEVICES = (
     Hardware("M1", APPLE, 68.25, 2.6, 16, _WIKI_M.format("M1"), ("apple m1", "m1 8-core gpu"), bf16=False),
     Hardware("M1 Pro", APPLE, 200, 5.2, 32, _WIKI_M.format("M1"), bf16=False),
@@ -86,21 +98,21 @@ DEVICES = (
     Hardware("L4", NVIDIA, 300, 30.3, 24, _NV_DC, ("nvidia l4",)),
     Hardware("A100 40GB", NVIDIA, 1555, 19.5, 40, _NV_DC, ("a100 40gb sxm", "a100-sxm4-40gb", "nvidia a100 40gb")),
     Hardware("H100 PCIe", NVIDIA, 2000, 51.2, 80, _NV_DC, ("h100 pcie 80gb", "nvidia h100 pcie")),
-    Hardware("A100 80GB", NVIDIA, 2039, 19.5, 80, "https://glennklockwood.com/garden/processors/A100",
+    Hardware("A100 80GB", NVIDIA, 2039, 19.5, 80, _NV_A100,
              ("a100", "a100 80gb sxm", "a100-sxm4-80gb", "a100 80gb sxm4", "nvidia a100 80gb", "a100 sxm")),
-    Hardware("H100 SXM", NVIDIA, 3350, 67, 80, "https://lzwjava.github.io/nvidia-h200-gpu-specs-en",
+    Hardware("H100 SXM", NVIDIA, 3350, 67, 80, _NV_H100,
              ("h100", "h100 80gb", "h100 sxm5", "nvidia h100", "h100 sxm 80gb")),
-    Hardware("H200", NVIDIA, 4800, 67, 141, "https://itkb.uw.cz/2026/06/nvidia-h200-vs-b300-precisions-cores.html",
+    Hardware("H200", NVIDIA, 4800, 67, 141, _NV_H200,
              ("h200 141gb", "nvidia h200", "h200 sxm")),
     Hardware("L40S", NVIDIA, 864, 91.6, 48, "https://www.nvidia.com/en-us/data-center/l40s/", ("nvidia l40s",)),
-    Hardware("Radeon Pro W7900", AMD, 864, 61.3, 48, "https://www.itcreations.com/amd-gpu/amd-radeon-pro-w7900-gpu",
+    Hardware("Radeon Pro W7900", AMD, 864, 61.3, 48, _AMD_W7900,
              ("w7900", "radeon w7900", "amd radeon pro w7900")),
     Hardware("RX 7900 XTX", AMD, 960, 61.4, 24, _AMD_RX, ("radeon rx 7900 xtx", "7900 xtx")),
     Hardware("RX 7900 XT", AMD, 800, 51.5, 20, _AMD_RX, ("radeon rx 7900 xt", "7900 xt")),
     Hardware("RX 6800 XT", AMD, 512, 20.7, 16, _AMD_RX6, ("radeon rx 6800 xt", "6800 xt")),
     Hardware("MI300X", AMD, 5300, 163.4, 192, _AMD_MI, ("instinct mi300x", "amd mi300x")),
     Hardware("MI250X", AMD, 3277, 47.9, 128, _AMD_MI, ("instinct mi250x", "amd mi250x")),
-    Hardware("RX 9070 XT", AMD, 640, 48.7, 16, "https://github.com/sudoingX/qwen38-mtp/pull/72",
+    Hardware("RX 9070 XT", AMD, 640, 48.7, 16, _AMD_9070XT,
              ("radeon rx 9070 xt", "9070 xt", "rx9070xt", "r9700", "radeon ai pro r9700")),
     Hardware("Ryzen 9 7950X", CPU, 83.2, 2.5, None,
              "https://en.wikipedia.org/wiki/Ryzen (Zen 4, 16 cores; DDR5-5200 dual channel: 2 x 8 B x 5200 MT/s)",
@@ -111,11 +123,25 @@ DEVICES = (
 
 # Three reference devices shown when no --hardware is given: one datacenter GPU, one consumer GPU, one Mac.
 REFERENCE = ("H100 SXM", "RTX 4090", "M4 Max")
+KINDS = (APPLE, NVIDIA, AMD, CPU)  # the --device-kind choices, in the order `indexer hardware` lists devices
+
+
+def listed() -> list[Hardware]:
+    """Every device as `indexer hardware` lists them: by kind (KINDS), then by memory bandwidth, then name."""
+    return sorted(DEVICES, key=lambda d: (KINDS.index(d.kind), d.bandwidth_gbps, d.name))
 
 
 def _key(name: str) -> str:
     """The name lowercased, each run of characters other than [a-z0-9] one space, stripped."""
     return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
+
+
+def _compact(name: str) -> str:
+    """The name's letters and digits only, lowercased: "RTX-4090", "rtx4090" and "RTX 4090" are one key."""
+    return re.sub(r"[^a-z0-9]+", "", name.lower())
+
+
+_VENDOR_WORDS = ("apple", "nvidia", "geforce", "amd", "radeon")
 
 
 _BY_NAME = {d.name: d for d in DEVICES}  # the exact names: a query's reference devices need nothing more
@@ -130,6 +156,9 @@ def _by_key() -> dict:
                 _BY_KEY[_key(n)] = d
                 _BY_KEY[n] = d
                 _BY_KEY[_key(n).replace("apple ", "").replace("nvidia ", "")] = d
+        for d in DEVICES:  # the compact spellings (rtx4090, m4max), never over a spelled-out key
+            for n in (d.name, *d.aliases):
+                _BY_KEY.setdefault(_compact(n), d)
     return _BY_KEY
 
 
@@ -141,7 +170,10 @@ def lookup(name: str) -> Hardware:
     if name in keys:
         return keys[name]
     key = _key(name)
-    for k in (key, key.replace("apple ", "").replace("nvidia ", "").replace("geforce ", "").replace("amd ", "")):
+    bare = key
+    for word in _VENDOR_WORDS:
+        bare = bare.replace(f"{word} ", "")
+    for k in (key, bare, _compact(key), _compact(bare)):
         if k in keys:
             return keys[k]
     import difflib  # only for a name we do not know
@@ -152,9 +184,28 @@ def lookup(name: str) -> Hardware:
                      "or give --bandwidth GB/s for another device)")
 
 
-def custom(bandwidth_gbps: float, base: Hardware | None = None) -> Hardware:
-    """A device given by its bandwidth (``--bandwidth``): the named device's compute, else a generic GPU's."""
+def ambiguity(name: str) -> str | None:
+    """When ``name`` is an alias that other devices' names also start with ("H100": H100 SXM and H100 PCIe), the
+    device taken and the others: "H100 SXM (also: H100 PCIe)"; None when the name is one device's own."""
+    taken = lookup(name)
+    asked = _compact(name)
+    if asked == _compact(taken.name):
+        return None
+    others = [d.name for d in DEVICES if d is not taken and _compact(d.name).startswith(asked)]
+    return f"{taken.name} (also: {', '.join(others)})" if others else None
+
+
+def custom(bandwidth_gbps: float, base: Hardware | None = None, kind: str | None = None) -> Hardware:
+    """A device given by its bandwidth (``--bandwidth``): the named device at that bandwidth, else a device of
+    ``kind`` (its kind decides which engines run on it, so it is never guessed) with a GPU's compute ratio."""
     if base is not None:
+        if kind is not None and kind != base.kind:
+            raise BadInput(f"--device-kind {kind} contradicts --hardware {base.name!r}, a {base.kind} device")
         return replace(base, bandwidth_gbps=bandwidth_gbps, name=f"{base.name} at {bandwidth_gbps:g} GB/s")
-    return Hardware(f"{bandwidth_gbps:g} GB/s device", NVIDIA if bandwidth_gbps > 200 else CPU, bandwidth_gbps,
-                    bandwidth_gbps / 25, None, "--bandwidth (compute assumed 1 TFLOPS per 25 GB/s, a GPU's ratio)")
+    if kind is None:
+        raise BadInput(f"--bandwidth {bandwidth_gbps:g} needs the kind of device (it decides which engines run on "
+                       f"it): add --device-kind {'|'.join(KINDS)}, or name it with --hardware")
+    if kind not in KINDS:
+        raise BadInput(f"unknown device kind {kind!r}; choose one of {', '.join(KINDS)}")
+    return Hardware(f"{bandwidth_gbps:g} GB/s {kind} device", kind, bandwidth_gbps, bandwidth_gbps / 25, None,
+                    "--bandwidth (compute assumed 1 TFLOPS per 25 GB/s, a GPU's ratio)")

@@ -215,18 +215,31 @@ def special_ids(tok: dict | None) -> dict[int, str]:
     return out
 
 
+def percent(share: float, differs: bool) -> str:
+    """A share to one decimal that never reads 100.0% while tokens differ (it says "over 99.9%" then)."""
+    text = f"{share:.1%}"
+    return "over 99.9%" if differs and text == "100.0%" else text
+
+
+def _token(text) -> str:
+    """A token's text as a person reads it; a token the side lacks is said so, not as a Python None."""
+    return "(absent)" if text is None else repr(text)
+
+
 def summary(a: dict | None) -> str:
     """One line for a person: the figure and what differs."""
     if a is None:
         return "agreement unknown (no vocabulary in the token store)"
     if a["identical"]:
         return "identical get_vocab() mappings"
+    differs = bool(a["differing_ids"])
     if a["text_agreement"] is not None:
-        figure = f"{a['text_agreement']:.1%} of the target's tokens over the reference text mean the same in the draft"
+        figure = (f"{percent(a['text_agreement'], differs)} of the target's tokens over the reference text mean the "
+                  "same in the draft")
     else:
-        figure = (f"{a['ids_agreement']:.1%} of the target's ids mean the same in the draft (no token counts: "
-                  "text agreement unknown)")
-    shown = ", ".join(f"{e['id']}: {e['target']!r} vs {e['draft']!r}" for e in a["examples"])
+        figure = (f"{percent(a['ids_agreement'], differs)} of the target's ids mean the same in the draft (no token "
+                  "counts: text agreement unknown)")
+    shown = ", ".join(f"{e['id']}: {_token(e['target'])} vs {_token(e['draft'])}" for e in a["examples"])
     more = f", ... ({a['differing_ids']} in all)" if a["differing_ids"] > len(a["examples"]) else ""
     n = a["differing_ids"]
     return f"{figure}; {n} token{'s' if n != 1 else ''} differ ({shown}{more})"
