@@ -245,7 +245,8 @@ def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]
     from .ggufheads import hf_engine_refusal, target_block
     from .ggufheads import method_query as gguf_method_query
 
-    out = {"target": target_block(g), "method": "all", "engines": {}}
+    views: dict[str, dict] = {}
+    out = {"target": target_block(g), "method": "all", "engines": views}
     for engine, entry in registry.ENGINES.items():
         view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine], "ngram": None}
         if entry.gguf_heads:
@@ -271,7 +272,7 @@ def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]
         except QueryError as e:
             view["drafts"], view["drafts_error"] = [], e.message
         view["best"] = _best_way(view)
-        out["engines"][engine] = view
+        views[engine] = view
     return out
 
 

@@ -28,7 +28,8 @@ def lead(cat: Reader, target: str, resolved: Target | None, speed, limit: int,
     device = speed.device
     resolved = resolved or resolve_target(cat, target)
     gguf = bool(resolved.gguf_file)
-    rows, answers = [], {}
+    rows: list[dict] = []
+    answers: dict[str, tuple[Query, list[dict]]] = {}
     for order, name in enumerate(engines_on(device.kind, gguf)):
         q = Query(cat, target, name, resolved, speed=speed)
         drafts = q.all_members() if all_members else q.drafts(limit)

@@ -68,6 +68,7 @@ def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limi
 
             if method == "all":
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat, speed), speed=speed)
+            assert engine is not None  # None is the draft method's, with a device (above)
             return headquery.method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
                                           all_members=all_members, release=release, speed=speed)
         resolved = _shown_as(cat, target, shown) if shown else None

@@ -152,8 +152,9 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
                          "serving without speculation is faster (or try another --hardware, --quant, --task); "
                          f"the likeliest draft would launch as:\n  {launch_lines(drafts[0])}")
         elif not all_members:
-            if block and not_here_line(block, engine):
-                lines.append(not_here_line(block, engine))
+            warning = not_here_line(block, engine)
+            if warning:
+                lines.append(warning)
             lines.append(f"launch with the best draft:\n  {launch_lines(drafts[0])}")
     if result["near_misses"]:
         lines.append("near misses (one check fails):")

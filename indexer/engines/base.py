@@ -195,7 +195,7 @@ class Engine:
 
     def not_on(self, kind: str, gguf: bool) -> str:
         """Why this engine runs no such pair on a ``kind`` device, naming the kinds it does run it on."""
-        if kind in self.device_kinds(None) and not gguf:  # LM Studio off a Mac: GGUF files only
+        if self.speed is not None and kind in self.device_kinds(None) and not gguf:  # LM Studio off a Mac: GGUF
             return (f"{self.display} runs Hugging Face (MLX) checkpoints on {' and '.join(self.speed.devices)} "
                     f"devices only; on {kind} devices, GGUF files on its llama.cpp engine")
         kinds = self.device_kinds(gguf)
