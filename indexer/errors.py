@@ -18,6 +18,12 @@ EXIT_LOCKED = 75  # EX_TEMPFAIL (sysexits.h): another run holds the lock, try ag
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
 
 
+def is_panic(exc: BaseException) -> bool:
+    """A Rust panic surfaced by pyo3 (``pyo3_runtime.PanicException``, a BaseException that ``except Exception``
+    misses): the ``tokenizers`` library on a hostile file (indexer/vocab/tokenbox.py), never an interrupt."""
+    return type(exc).__name__ == "PanicException"
+
+
 class IndexerError(Exception):
     """Base of every error we report: ``message`` is one line for a person."""
 

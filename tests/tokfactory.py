@@ -106,3 +106,33 @@ def make_text_model(path: Path, *, added: list[str] = (), plain_added: list[str]
     (path / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
                                                   "vocab_size": size}))
     return path
+
+
+BACKTRACKING = r"^(\w+\s?)*$"  # Oniguruma hits its retry limit on a long line of words: tokenizers panics
+BACKTRACKING_SHORT = r"(\S+\S?)*\S{99}"  # ... and this one on llama.cpp's short pre-tokenizer check text
+
+
+def make_hostile(path: Path, swap: tuple[str, str] = ("Ġw1", "Ġw2"), pattern: str = BACKTRACKING) -> Path:
+    """A model whose pre-tokenizer runs a backtracking ``Split`` regex (behaviour "Isolated") before its own, with
+    two vocabulary ids swapped so that its agreement with the original gets measured: the ``tokenizers``
+    library panics (pyo3_runtime.PanicException) when it encodes the reference text."""
+    if not (path / "tokenizer.json").is_file():
+        make_model(path)
+    tj = json.loads((path / "tokenizer.json").read_text("utf-8"))
+    split = {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}
+    tj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [split, tj["pre_tokenizer"]]}
+    vocab = tj["model"]["vocab"]
+    a, b = swap if swap[0] in vocab else list(vocab)[-2:]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    (path / "tokenizer.json").write_text(json.dumps(tj), "utf-8")
+    return path
+
+
+def make_memory_bomb(path: Path, size: int = 1 << 20) -> Path:
+    """A model whose normalizer replaces each space with ``size`` characters: the reference text grows past any
+    memory limit while it is tokenized (the tokenizer.json itself is about ``size`` bytes)."""
+    make_model(path)
+    tj = json.loads((path / "tokenizer.json").read_text("utf-8"))
+    tj["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "x" * size}
+    (path / "tokenizer.json").write_text(json.dumps(tj), "utf-8")
+    return path

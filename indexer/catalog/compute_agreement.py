@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from ..vocab import agreement as agr
+from ..vocab.tokenbox import TokenizerBox
 from .compute_pairs import META_UPSERT, SKIP_EXISTING, candidate_pairs
 
 MAX_NEW_AGREEMENTS = 5000  # pair measurements per compute run (the rest next run)
@@ -46,14 +47,31 @@ def share_on_added(counts: dict[int, int] | None, ids: set[int], vocab_len: int 
     return (len(ids) / vocab_len if vocab_len else 1.0), "ids"
 
 
-def _recount(conn, db: str | None, store, tid: int, sha: str) -> dict[int, int] | None:
-    """Count a tokenizer crawled before counts existed, from one of its file sets in the blob store."""
+def note_failure(conn, file_set_id: int, reason: str) -> list[str]:
+    """Say on a file set and on its ok repos that its tokenizer failed on the reference text (their agreement
+    rests on ids): "tokenizer failed on the reference text: REASON", after any reason they had. ``conn``: a
+    Connection or a Session. Returns the repos' ids."""
+    from ..vocab.tokenbox import FAILED
+
+    note = f"{FAILED}: {reason}"
+    args = {"f": file_set_id, "n": note, "like": f"%{FAILED}%"}
+    for table, key in (("file_sets", "id"), ("repos", "file_set_id")):
+        conn.execute(text(f"UPDATE {table} SET reason = CASE WHEN reason IS NULL OR reason = '' THEN :n "
+                          f"ELSE reason || '; ' || :n END WHERE {key} = :f AND status = 'ok' "
+                          "AND (reason IS NULL OR reason NOT LIKE :like)"), args)
+    return [r[0] for r in conn.execute(text("SELECT repo_id FROM repos WHERE file_set_id = :f AND status = 'ok' "
+                                            "ORDER BY repo_id"), args)]
+
+
+def _recount(conn, db: str | None, store, tid: int, sha: str, box) -> dict[int, int] | None:
+    """Count a tokenizer crawled before counts existed (or whose count a run lost), from one of its file sets in
+    the blob store, in ``box``; a tokenizer that fails on the text is noted on its file set and repos."""
     from .blobstore import BlobStore
     from .blobstore import default_root as blob_root
 
-    row = conn.execute(text("SELECT files FROM file_sets WHERE tokenizer_id = :t ORDER BY id LIMIT 1"),
+    row = conn.execute(text("SELECT id, files FROM file_sets WHERE tokenizer_id = :t ORDER BY id LIMIT 1"),
                        {"t": tid}).first()
-    files = _json(row[0]) if row else None
+    files = _json(row[1]) if row else None
     if not files:
         return None
     with tempfile.TemporaryDirectory(prefix="indexer-count-") as tmp:
@@ -61,8 +79,10 @@ def _recount(conn, db: str | None, store, tid: int, sha: str) -> dict[int, int] 
             BlobStore(blob_root(db)).export(files, tmp)
         except KeyError:
             return None
-        if not agr.store_counts(store, sha, Path(tmp)):
-            return None
+        failed = box.store_counts(store, sha, Path(tmp))
+    if failed is not None:
+        note_failure(conn, row[0], failed)
+        return None
     return store.get_counts(sha, agr.reference_sha256())
 
 
@@ -82,16 +102,21 @@ def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit
     new = conn.exec_driver_sql("SELECT id, vocab_sha256, vocab_len, added_tokens FROM tokenizers "
                                "WHERE repo_count > 0 AND agrees_by_base IS NULL ORDER BY id").all()
     flags, recounted = [], 0
-    for tid, sha, vocab_len, added in new:
-        counts = store.get_counts(sha, ref)
-        if counts is None and recounted < max_counts and store.has(sha):
-            recounted += 1
-            counts = _recount(conn, db, store, tid, sha)
-        ids = added_ids(added)
-        share, basis = share_on_added(counts, ids, vocab_len)
-        on_added = {str(i): n for i, n in sorted((counts or {}).items()) if i in ids}
-        flags.append({"t": tid, "ok": agr.grade(1.0 - share) == agr.WORKS, "b": basis,
-                      "n": sum(counts.values()) if counts else None, "c": json.dumps(on_added) if counts else None})
+    box = TokenizerBox()  # one child process for the run's counts, started on the first (vocab/tokenbox.py)
+    try:
+        for tid, sha, vocab_len, added in new:
+            counts = store.get_counts(sha, ref)
+            if counts is None and recounted < max_counts and store.has(sha):
+                recounted += 1
+                counts = _recount(conn, db, store, tid, sha, box)
+            ids = added_ids(added)
+            share, basis = share_on_added(counts, ids, vocab_len)
+            on_added = {str(i): n for i, n in sorted((counts or {}).items()) if i in ids}
+            flags.append({"t": tid, "ok": agr.grade(1.0 - share) == agr.WORKS, "b": basis,
+                          "n": sum(counts.values()) if counts else None,
+                          "c": json.dumps(on_added) if counts else None})
+    finally:
+        box.close()
     if flags:
         conn.execute(text("UPDATE tokenizers SET agrees_by_base = :ok, agreement_basis = :b, text_tokens = :n, "
                           "added_text_counts = :c WHERE id = :t"), flags)

@@ -41,6 +41,7 @@ from ..catalog.db import (
 from ..catalog.models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
 from ..errors import CrawlFailed, CrawlInterrupted
 from ..hub.client import BudgetExhausted, HubClient, HubUnreachable, Listed
+from ..vocab.tokenbox import FAILED
 from .claims import claim, run_alive
 from .families import find_family, load_families
 from .fetch import Entry, Fetched, Fetcher, describe, early_status
@@ -107,6 +108,7 @@ class Crawler(RunRecord):
         self._started = 0.0
         self._seen: set[str] = set()
         self._queued: set[str] = set()
+        self._public_models: set[str] = set()  # --model ids model_info showed public: only these are named
         self._leftover: list[Listed] = []
         self._abandoned = False
         self._listings: list[ScopeListing] = []
@@ -179,6 +181,8 @@ class Crawler(RunRecord):
                 self._record_error(model_id, f"model_info failed: {describe(e)}")
                 self.counts["failed"] += 1
                 continue
+            if not item.private:
+                self._public_models.add(model_id)
             if item.id not in self._seen:
                 self._seen.add(item.id)
                 n += 1
@@ -277,7 +281,8 @@ class Crawler(RunRecord):
                         self._save_run(session, "running")
                 while pending:
                     self._drain(session, pending, block=True)
-                self.writer.wait_for_counts()  # compute reads them next
+                for repo_id, reason in self.writer.wait_for_counts(session):  # compute reads them next
+                    self._record_error(repo_id, f"{FAILED}: {reason}")
                 self._settle_waits(session)
                 self.writer.refresh_gated_notes(session)
                 self._save_listings(session)

@@ -32,6 +32,7 @@ from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
 from ..vocab.modelconfig import ConfigFacts
+from ..vocab.tokenbox import TokenizerBox
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
 from .writefail import raise_if_write_failed
@@ -76,46 +77,64 @@ class CatalogWriter:
         self._scratch = Path(tempfile.mkdtemp(prefix="indexer-write-"))
         self._fact_columns = _config_fact_columns()
         self._counting: ThreadPoolExecutor | None = None  # the thread that counts the reference text per vocabulary
-        self._counts: list = []
+        self._box: TokenizerBox | None = None  # ... in this child process (vocab/tokenbox.py), started with it
+        self._counts: list = []  # (future: a failure's reason or None, file set key)
 
     def close(self, wait: bool = True) -> None:
         """Let the reference-text counts finish (``wait``: the run ended normally, compute reads them next),
-        then remove the scratch directory that blobs are exported into for fingerprinting."""
+        end the tokenizer box, then remove the scratch directory that blobs are exported into for fingerprinting."""
         if self._counting is not None:
             self._counting.shutdown(wait=wait, cancel_futures=not wait)
             self._counting = None
+        if self._box is not None:
+            self._box.close()
+            self._box = None
         shutil.rmtree(self._scratch, ignore_errors=True)
 
-    def wait_for_counts(self) -> None:
-        """Wait for this run's reference-text counts; a failed write there (a full disk) fails the run."""
-        for fut in self._counts:
+    def wait_for_counts(self, session) -> list[tuple[str, str]]:
+        """Wait for this run's reference-text counts; a failed write there (a full disk) fails the run. A tokenizer
+        that failed on the text is noted on its file set and repos (committed here); returns (repo id, reason)."""
+        from ..catalog.compute_agreement import note_failure
+
+        noted = []
+        for fut, key in self._counts:
             exc = fut.exception()
             if exc is not None:
                 raise_if_write_failed(exc, "counting the reference text")
+                continue
+            reason = fut.result()
+            fs_id = session.scalar(select(FileSet.id).where(FileSet.key == key)) if reason else None
+            if fs_id is not None:
+                with self._transaction(session):
+                    noted += [(rid, reason) for rid in note_failure(session, fs_id, reason)]
         self._counts.clear()
+        return noted
 
     def _count_later(self, vocab_sha256: str, tok_files: dict[str, str]) -> None:
         """Count the reference text with this vocabulary's tokenizer on a thread of its own: it
         was 20 of the main thread's 29 s in a crawl of 84 repos (0.8 s per vocabulary), and only compute reads
-        it (token store). The tokenizers library encodes without the GIL, on the other core, while the fetch
-        workers wait for the rate limit. A count an interrupted run lost is recounted by compute."""
-        from ..vocab.agreement import reference_sha256, store_counts
+        it (token store). The thread waits on the tokenizer box (vocab/tokenbox.py: a child process with a time
+        and a memory limit, since the tokenizer is the repo's own), while the fetch workers wait for the rate
+        limit. A count an interrupted run lost is recounted by compute."""
+        from ..vocab.agreement import reference_sha256
 
         if self.tokens.get_counts(vocab_sha256, reference_sha256()) is not None:
             return
         if self._counting is None:
             self._counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawl-count")
+            self._box = TokenizerBox()
         directory = self._scratch / f"count-{len(self._counts)}"
         directory.mkdir()
         self.store.export(tok_files, directory)
+        box = self._box
 
-        def count() -> bool:
+        def count() -> str | None:
             try:
-                return store_counts(self.tokens, vocab_sha256, directory)
+                return box.store_counts(self.tokens, vocab_sha256, directory)
             finally:
                 shutil.rmtree(directory, ignore_errors=True)
 
-        self._counts.append(self._counting.submit(count))
+        self._counts.append((self._counting.submit(count), file_set_key(tok_files)))
 
     @contextmanager
     def _transaction(self, session):

@@ -311,13 +311,19 @@ def size_differs(what: str, ts, ds) -> str:
 
 
 def target_counts(t: Side) -> dict[int, int] | None:
-    """The target's id counts over the reference text: stored ones, else counted once in its directory."""
+    """The target's id counts over the reference text: stored ones, else counted once in its directory, in a
+    tokenizer box (vocab/tokenbox.py: the files are the user's, and may be anyone's). A tokenizer that transformers
+    cannot load leaves the grade to ids (and says so); one that fails on the text is one InputError line."""
     if t.counts is None and t.source_dir is not None:
-        from ..vocab.agreement import count_text
+        from ..errors import InputError
+        from ..vocab.tokenbox import FAILED, TokenizerBox, TokenizerFailed
 
         try:
-            t.counts = count_text(t.source_dir)
-        except Exception:  # noqa: BLE001 - transformers cannot tokenize: the grade rests on ids, and says so
+            with TokenizerBox() as box:
+                t.counts = box.count_text(t.source_dir)
+        except TokenizerFailed as e:
+            if not e.loading:
+                raise InputError("malformed", f"{t.source_dir}: {FAILED}: {e.reason}") from None
             t.source_dir = None
     return t.counts
 

@@ -11,6 +11,7 @@ with gguf-py's SpecialVocab).
 
 from __future__ import annotations
 
+from ..errors import is_panic
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError
 from .archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
 from .hf import ConverterError, NotModelled, read_json
@@ -86,7 +87,9 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
         written = PATHS[VOCAB_PATH[arch][0]](directory, hparams, max_bytes)
     except (ConverterError, InputError):
         raise
-    except Exception as e:  # the converter dies on the same exception; say which, in one line
+    except BaseException as e:  # the converter dies on the same exception (a tokenizers panic too): one line
+        if not (isinstance(e, Exception) or is_panic(e)):
+            raise
         raise fail(e) from None
     if arch == "PhiForCausalLM" and "bos" not in written.add_special:  # phi.py:36, set before set_vocab
         written.add_special["bos"] = False

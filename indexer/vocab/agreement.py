@@ -58,10 +58,9 @@ def reference_sha256() -> str:
     return REFERENCE_SHA256
 
 
-def count_text(directory) -> dict[int, int]:
-    """The target-side id counts over the reference text, with the tokenizer transformers loads from
-    ``directory`` (AutoTokenizer, trust_remote_code=False, local files only, add_special_tokens=False).
-    Raises whatever transformers raises; callers store nothing then (agreement falls back to ids)."""
+def load_tokenizer(directory):
+    """The tokenizer transformers loads from ``directory`` (AutoTokenizer, trust_remote_code=False, local files
+    only). Raises whatever transformers raises."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from .fingerprint import TRANSFORMERS_LOCK
@@ -69,7 +68,11 @@ def count_text(directory) -> dict[int, int]:
     with TRANSFORMERS_LOCK:  # the load; the tokenizers library then encodes without the GIL
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+        return AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+
+
+def count_with(tok) -> dict[int, int]:
+    """A loaded tokenizer's id counts over the reference text (add_special_tokens=False)."""
     counts: dict[int, int] = {}
     for part in reference_parts():
         for i in tok(part, add_special_tokens=False)["input_ids"]:
@@ -77,17 +80,11 @@ def count_text(directory) -> dict[int, int]:
     return counts
 
 
-def store_counts(store, vocab_sha256: str, directory) -> bool:
-    """Count once per vocabulary into the token store; False when transformers cannot tokenize (the
-    pair's grade then rests on ids, and says so)."""
-    if store.get_counts(vocab_sha256, reference_sha256()) is not None:
-        return True
-    try:
-        counts = count_text(directory)
-    except Exception:  # noqa: BLE001 - an unloadable tokenizer must not fail the crawl
-        return False
-    store.put_counts(vocab_sha256, reference_sha256(), counts)
-    return True
+def count_text(directory) -> dict[int, int]:
+    """The target-side id counts over the reference text, with the tokenizer transformers loads from
+    ``directory``, in this process. Only for trusted files: a repo's own tokenizer is counted in a box
+    (:mod:`indexer.vocab.tokenbox`), since a hostile one can panic, loop or exhaust memory here."""
+    return count_with(load_tokenizer(directory))
 
 
 # ---------------------------------------------------------------- a pair

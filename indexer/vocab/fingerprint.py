@@ -20,7 +20,7 @@ import os
 import threading
 from dataclasses import dataclass, field, fields
 
-from ..errors import NeedsReference
+from ..errors import NeedsReference, is_panic
 from ..files import (
     DEFAULT_MAX_FILE_BYTES,
     VOCAB_FILES,
@@ -239,7 +239,9 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
             from transformers import AutoTokenizer
 
             tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
-    except Exception as e:
+    except BaseException as e:  # a tokenizers panic is a BaseException: one line too
+        if not (isinstance(e, Exception) or is_panic(e)):
+            raise
         text = " ".join(str(e).split())
         if "trust_remote_code" in text or "custom code" in text or tc.get("auto_map"):
             # Name the code, not transformers' sentence (it repeats the local path, twice).
