@@ -67,8 +67,8 @@ def test_check_of_a_hostile_directory_is_one_line(tmp_path):
 
 
 def test_a_hostile_repo_neither_stops_the_nightly_nor_compute(tmp_path, monkeypatch):
-    from indexer.demo import DEMO_TARGET, build_demo_hub
     from indexer.hubsim import HubServer
+    from indexer.jobs.demo import DEMO_TARGET, build_demo_hub
 
     hub_dir = tmp_path / "hub"
     build_demo_hub(hub_dir)
