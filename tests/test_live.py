@@ -248,6 +248,12 @@ def test_private_repo_is_answered_but_never_stored(hub, env, monkeypatch):
     finally:
         con.close()
     assert "secret-lab" not in dumped and TOKEN not in dumped
+    con = sqlite3.connect(fresh)
+    try:  # the discovery's run is recorded without the private target's id (crawl_runs.scope)
+        assert "secret-lab" not in "\n".join(con.iterdump())
+        assert con.execute("SELECT count(*) FROM crawl_runs").fetchone()[0] >= 1
+    finally:
+        con.close()
 
 
 def test_typo_and_bare_names_do_not_fetch(hub, env):

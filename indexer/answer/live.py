@@ -144,6 +144,8 @@ class Live:
         from ..errors import CrawlFailed
 
         items = [i for i in listed if not i.private]
+        if drafts_for is not None and getattr(self.items.get(drafts_for), "private", False):
+            drafts_for = None  # a private target has no row to mark as looked around, and its id is never stored
         if not items and not drafts_for:
             return
         crawler = Crawler(self.db, self._options(drafts_for), client=self.client, listed=items, resume=False,

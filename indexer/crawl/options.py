@@ -46,14 +46,19 @@ class CrawlOptions:
     live: bool = False  # repos a live answer listed itself (indexer/answer/live.py): recorded as scope "live"
     drafts_for: str | None = None  # a `query --live` discovery's target: scope "live drafts-for=ID" (answer/summary.py)
 
-    def scope(self) -> str:
-        """The run's scope in words, as ``crawl_runs.scope`` records it."""
+    def scope(self, public=None) -> str:
+        """The run's scope in words, as ``crawl_runs.scope`` records it. ``public``: the ``--model`` ids known to be
+        public; the others are counted, not named ("model=(2 unnamed)": private, unknown to the Hub, or not asked
+        yet). None names them all."""
         parts = [f"family={f}" for f in self.families]
         if self.author:
             parts.append(f"author={self.author}")
         if self.search:
             parts.append(f"search={self.search}")
-        parts += [f"model={m}" for m in self.models]
+        named = [m for m in self.models if public is None or m in public]
+        parts += [f"model={m}" for m in named]
+        if len(named) < len(self.models):
+            parts.append(f"model=({len(self.models) - len(named)} unnamed)")
         if self.live:
             parts.append("live")
         if self.drafts_for:

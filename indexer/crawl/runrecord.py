@@ -44,10 +44,15 @@ class RunRecord:
                     if not run_alive(r, now)]
             if dead:
                 session.execute(update(CrawlRun).where(CrawlRun.id.in_(dead)).values(status="interrupted"))
-            run = CrawlRun(started_at=now, status="running", scope=self.opt.scope(), errors=[], owner=owner_tag())
+            run = CrawlRun(started_at=now, status="running", scope=self._scope(), errors=[], owner=owner_tag())
             session.add(run)
             session.commit()
             self.run_id = run.id
+
+    def _scope(self) -> str:
+        """The run's scope as recorded: a ``--model`` id is named once model_info has shown it public, so a
+        private repo's id (crawled with a token) never enters the catalog, and so never a published one."""
+        return self.opt.scope(public=self._public_models)
 
     def _save_final(self, status: str) -> None:
         """Record how the run ended; when even that write fails, the next run marks it interrupted."""
@@ -67,6 +72,7 @@ class RunRecord:
         run.bytes_downloaded = c["bytes_downloaded"]
         run.rate_limited = sum(c["rate_limited"].values())
         run.errors = list(self.errors)
+        run.scope = self._scope()
         run.status = status
         if final:
             run.finished_at = now_utc()
@@ -90,7 +96,7 @@ class RunRecord:
         return {
             "run_id": self.run_id,
             "status": status,
-            "scope": self.opt.scope(),
+            "scope": self._scope(),
             **self.counts,
             "stopped": self.stopped,
             "statuses": dict(sorted(self.statuses.items())),

@@ -2,11 +2,13 @@
 
 The commit holds, under fixed names (docs/hub-upload.md §2.6: a dated name would add a ``.gitattributes`` line a night):
 
-* ``catalog.sqlite``: the compacted read-only snapshot (``publish.compact_into``: ``VACUUM INTO``, checked);
+* ``catalog.sqlite``: the compacted read-only snapshot (``publish.compact_into``: ``VACUUM INTO``, stripped of any
+  repo id it does not hold, checked);
 * ``tokens.tar``: the token store beside the catalog (``catalog/tokenstore.py``: full vocabularies, GGUF token
-  lists, id counts). ``check`` reads them (vocabulary agreement, llama.cpp's token-text check, TLI), so a pulled
-  catalog answers as the crawler's only with them. Deterministic (sorted, no times), so an unchanged store hashes
-  the same;
+  lists, id counts) of the public repos: a gated repo's lists only when a public repo has the same
+  (``catalog/published.py``). ``check`` reads them (vocabulary agreement, llama.cpp's token-text check, TLI), so
+  a pulled catalog answers as the crawler's only with them. Deterministic (sorted, no times), so an unchanged
+  store hashes the same;
 * ``manifest.json``: indexer version, schema revision, ``created_at``, table counts, each file's sha256 and size,
   ``data_as_of`` and the per-scope high-water marks (``catalog/snapshot.py``);
 * ``data/{drafts,repos,tokenizers,classes,measurements}.parquet`` for the dataset viewer (``drafts``: the ranked drafts
@@ -30,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from ..catalog.published import token_sha
 from ..errors import DatasetError
 from ..files import sha256_file
 
@@ -172,12 +175,14 @@ def _cell(value, arrow_type: str):
     return value
 
 
-def token_archive(root: Path, dest: Path) -> dict | None:
+def token_archive(root: Path, dest: Path, public: set[str] | None = None) -> dict | None:
     """The token store as one tar (sorted, times and owners zeroed: equal stores give equal bytes), or None
-    when there is none. Only store files (``xx/<sha256>.{json,tokens,counts}.z``) go in."""
+    when there is none. Only store files (``xx/<sha256>.{json,tokens,counts}.z``) go in, and with ``public`` only
+    those named by it (catalog/published.py: a gated repo's token lists stay out)."""
     if not root.is_dir():
         return None
-    names = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.z") if p.is_file())
+    names = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.z")
+                   if p.is_file() and (public is None or token_sha(p.name) in public))
     if not names:
         return None
     with tarfile.open(dest, "w", format=tarfile.PAX_FORMAT) as tar:
@@ -231,7 +236,7 @@ def build(db: str | None, out: Path) -> dict:
     snap = compact_into(src, out / SNAPSHOT)
     if src.parent == out:
         src.unlink()
-    tokens = token_archive(default_root(db), out / TOKENS)
+    tokens = token_archive(default_root(db), out / TOKENS, snap["public_tokens"])
     rows = export_parquet(out / SNAPSHOT, out, db)
     manifest = {
         "format": MANIFEST_FORMAT,

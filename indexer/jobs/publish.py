@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
+from ..catalog.published import public_token_shas, redact, token_sha
 from ..catalog.tokenstore import default_root
 from ..errors import PortBusy, PublishError
 from ..files import fsync_dir, sha256_file
@@ -281,7 +282,8 @@ def _checkpoint(path: Path) -> None:
 
 
 def compact_into(src: Path, dest: Path) -> dict:
-    """``VACUUM INTO`` a temp file beside ``dest``, check it, then atomically rename it over ``dest``."""
+    """``VACUUM INTO`` a temp file beside ``dest``, strip it of what may not be published (a repo id the copy does
+    not hold: ``catalog/published.py``), check it, then atomically rename it over ``dest``."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     os.close(fd)
@@ -297,6 +299,8 @@ def compact_into(src: Path, dest: Path) -> dict:
         con = sqlite3.connect(tmp)
         try:
             con.execute("PRAGMA journal_mode=DELETE")  # a single self-contained file for readers
+            redact(con)
+            public_tokens = public_token_shas(con)
             ok = con.execute("PRAGMA integrity_check").fetchone()[0]
             counts = {
                 t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
@@ -317,7 +321,17 @@ def compact_into(src: Path, dest: Path) -> dict:
     finally:
         if tmp.exists():
             tmp.unlink()
-    return {"bytes": dest.stat().st_size, "sha256": sha256_file(dest), "tables": counts}
+    return {"bytes": dest.stat().st_size, "sha256": sha256_file(dest), "tables": counts,
+            "public_tokens": public_tokens}
+
+
+def public_token_files(public_tokens: set[str]):
+    """A ``copytree`` ignore: the token store's files a published copy leaves out (a gated repo's token lists,
+    unless a public repo has the same; temporary files)."""
+    def ignore(_dir, names):
+        return [n for n in names if n.endswith(".tmp") or (n.endswith(".z") and token_sha(n) not in public_tokens)]
+
+    return ignore
 
 
 def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
@@ -425,7 +439,7 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     _replace_dir(PLUGINS_DIR, out / BUNDLED_PLUGINS, shutil.ignore_patterns("__pycache__", "*.pyc"))
     tokens = default_root(db)
     if with_tokens and tokens.is_dir() and tokens.resolve() != (out / BUNDLED_TOKENS).resolve():
-        _replace_dir(tokens, out / BUNDLED_TOKENS, shutil.ignore_patterns("*.tmp"))
+        _replace_dir(tokens, out / BUNDLED_TOKENS, public_token_files(db_info["public_tokens"]))
     elif not with_tokens and (out / BUNDLED_TOKENS).is_dir():
         shutil.rmtree(out / BUNDLED_TOKENS)
     _atomic_write(out / "serve.sh", SERVE_SH.format(command=bundle_command()), 0o755)
