@@ -107,6 +107,8 @@ def _parse_stdlib(path: Path, raw: bytes):
         raise InputError("malformed", f"{path.name}: not UTF-8 ({e.reason} at byte {e.start})") from None
     try:
         data = json.loads(text)
+    except RecursionError:  # CPython's scanner recurses per level (orjson stops at 1024 levels too)
+        raise InputError("malformed", f"{path.name}: JSON nested too deeply") from None
     except json.JSONDecodeError as e:
         # json's msg may end in "at", meaning the position (json/decoder.py: "Unterminated string starting at"):
         # the position is said as line and column, and the words without their dangling "at".

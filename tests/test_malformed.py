@@ -95,3 +95,58 @@ def test_fingerprint_json_output(good):
     assert data["config"]["vocab_size"] == data["vocab_len"]
     ref = json.loads(run("fingerprint", str(good), "--json", "--reference").stdout)
     assert ref["vocab_sha256"] == data["vocab_sha256"] and ref["transformers_version"]
+
+
+DEEP = "[" * 150_000 + "]" * 150_000  # the JSON scanners recurse per level: nested too deeply to parse
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "tokenizer_config.json", "config.json"])
+def test_json_nested_too_deeply_is_one_line(good, tmp_path, name):
+    draft = make_model(tmp_path / "draft")
+    (good / name).write_text(DEEP)
+    assert_one_line_error(run("fingerprint", str(good)), f"{name}: JSON nested too deeply")
+    assert_one_line_error(run("check", str(good), str(draft)), f"{name}: JSON nested too deeply")
+
+
+@pytest.mark.parametrize("value", [["llama"], {"llama": 1}])
+def test_model_type_of_another_type_is_one_line(good, tmp_path, value):
+    draft = make_model(tmp_path / "draft")
+    (good / "config.json").write_text(json.dumps({"model_type": value, "vocab_size": 123}))
+    assert_one_line_error(run("fingerprint", str(good)), "config.json: model_type must be a string")
+    assert_one_line_error(run("check", str(good), str(draft)), "config.json: model_type must be a string")
+
+
+def test_a_size_no_model_has_is_out_of_range(good, tmp_path):
+    draft = make_model(tmp_path / "draft")
+    (good / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 123,
+                                                  "text_config": {"num_hidden_layers": 10**12}}))
+    assert_one_line_error(run("check", str(good), str(draft)),
+                          "config.json: text_config.num_hidden_layers 1000000000000 is out of range")
+
+
+def test_the_crawl_records_deep_json_wrong_types_and_huge_sizes_as_malformed(tmp_path):
+    from crawlkit import crawl, repos, write_repo
+
+    from indexer.catalog.db import upgrade
+    from indexer.hubsim import HubServer
+
+    hub = tmp_path / "hub"
+    write_repo(hub, "org/fine")
+    (write_repo(hub, "org/deep-tokenizer") / "tokenizer.json").write_text(DEEP)
+    (write_repo(hub, "org/deep-config") / "config.json").write_text('{"a":' * 150_000 + "1" + "}" * 150_000)
+    write_repo(hub, "org/list-type", config={"model_type": ["llama"]})
+    write_repo(hub, "org/huge", config={"num_hidden_layers": 10**12, "hidden_size": 4096})
+    write_repo(hub, "org/huger", config={"num_hidden_layers": 32, "hidden_size": 4096, "vocab_size": 10**30})
+    db = str(tmp_path / "catalog.db")
+    upgrade(db)
+    with HubServer(str(hub)) as server:
+        summary = crawl(db, server)
+    assert summary["status"] == "ok"
+    rows = {k: (v["status"], v["reason"]) for k, v in repos(db).items()}
+    assert rows["org/fine"][0] == "ok"
+    assert rows["org/deep-tokenizer"] == ("malformed", "tokenizer.json: JSON nested too deeply")
+    assert rows["org/deep-config"] == ("malformed", "config.json: JSON nested too deeply")
+    assert rows["org/list-type"] == ("malformed", "config.json: model_type must be a string")
+    assert rows["org/huge"] == ("malformed", "config.json: num_hidden_layers 1000000000000 is out of range "
+                                             "(at most 2147483647)")
+    assert rows["org/huger"][0] == "malformed" and "vocab_size" in rows["org/huger"][1]  # not an OverflowError

@@ -242,7 +242,7 @@ class CatalogWriter:
                 if isinstance(facts, InputError):
                     if status == "ok":
                         status, reason = facts.status, facts.message
-                    facts = None
+                    facts = shape = None  # its sizes too: they come from the same refused file
             elif status == "ok":
                 reason = "no config.json"
             if "tokenizer_config.json" in entries:
@@ -379,9 +379,13 @@ class CatalogWriter:
         """config.json as a dict (None when it is not one), read once per blob; the fetch capped its size."""
         key = "json:" + blob_id
         if key not in self._config_memo:
+            from ..vocab.modelconfig import check_dimensions
+
             try:
                 data = json.loads(self.store.read(blob_id))
-            except (OSError, ValueError, KeyError):
+                if isinstance(data, dict):
+                    check_dimensions(data)  # no head or shape from sizes no model has (read_config says why)
+            except (OSError, ValueError, KeyError, RecursionError, InputError):  # nested too deeply: not a config
                 data = None
             self._config_memo[key] = data if isinstance(data, dict) else None
         data = self._config_memo[key]
@@ -520,7 +524,7 @@ class CatalogWriter:
             if self.store.size(blob_id) > self.max_file_bytes:
                 return False
             data = json.loads(self.store.read(blob_id))
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, RecursionError):
             return False
         return isinstance(data, dict) and bool(data.get("chat_template"))
 

@@ -108,7 +108,7 @@ class ModelJson:
             try:
                 with open(fe.abs_path, encoding="utf-8") as f:
                     self._json_cache[fe.blob_sha1] = json.load(f)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # nested too deeply: unparsable, as invalid JSON
                 self._json_cache[fe.blob_sha1] = None
         return self._json_cache[fe.blob_sha1]
 

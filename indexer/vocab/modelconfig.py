@@ -70,6 +70,34 @@ def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> t
         return None, None
 
 
+# A model dimension (layers, widths, heads, experts, vocabulary, context) above this is no model's: refused as out
+# of range, where it would overflow the catalog's INTEGER columns (params = 12 * layers * hidden**2 ...) or SQLite.
+MAX_DIMENSION = 2**31 - 1
+DIMENSION_KEYS = frozenset((
+    # what vocab/params.py, vocab/archconfig.py and engines/headfacts.py read as sizes
+    "d_ff", "d_model", "dim", "ffn_dim", "ffn_hidden_size", "head_dim", "hidden_size", "intermediate_size",
+    "kv_lora_rank", "max_position_embeddings", "moe_intermediate_size", "moe_num_experts", "moe_top_k", "n_embd",
+    "n_embed", "n_head", "n_head_kv", "n_heads", "n_inner", "n_layer", "n_layers", "n_positions", "n_routed_experts",
+    "n_shared_experts", "num_attention_heads", "num_experts", "num_experts_per_tok", "num_heads",
+    "num_hidden_layers", "num_key_value_heads", "num_kv_heads", "num_layers", "num_local_experts",
+    "num_query_groups", "num_selected_experts", "padded_vocab_size", "q_lora_rank", "qk_nope_head_dim",
+    "qk_rope_head_dim", "shared_expert_intermediate_size", "top_k", "v_head_dim", "vocab_size",
+    "draft_vocab_size", "num_target_layers", "target_hidden_size", "sliding_window", "num_nextn_predict_layers",
+    "mtp_num_hidden_layers", "num_mtp_modules"))
+
+
+def check_dimensions(config: dict, where: str = "", depth: int = 0) -> None:
+    """Refuse a size above :data:`MAX_DIMENSION` (InputError, one line naming it), at the top level and in the
+    nested configs (text_config, ...)."""
+    for key, value in config.items():
+        if isinstance(value, dict) and depth < 3:
+            check_dimensions(value, f"{where}{key}.", depth + 1)
+        elif (key in DIMENSION_KEYS and isinstance(value, int) and not isinstance(value, bool)
+              and not -MAX_DIMENSION <= value <= MAX_DIMENSION):
+            raise InputError("malformed", f"config.json: {where}{key} {value} is out of range "
+                                          f"(at most {MAX_DIMENSION})")
+
+
 def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
     """Every fact the engines' rules take from a directory's ``config.json``, read once (size-capped)."""
     from pathlib import Path
@@ -85,6 +113,7 @@ def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         raise InputError("malformed", "config.json: architectures must be a list of strings")
     if model_type is not None and not isinstance(model_type, str):
         raise InputError("malformed", "config.json: model_type must be a string")
+    check_dimensions(config)
 
     key, sub = sglang_text_config(config)
     sglang = _vocab_size(sub.get("vocab_size"), f"{key}." if key else "")

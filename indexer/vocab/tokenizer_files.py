@@ -142,7 +142,9 @@ def resolve_class(tc: dict, config: dict, tokenizer_json: dict | None, name_or_p
     if hub is not None and not isinstance(hub, str):
         raise InputError("malformed", "tokenizer_class must be a string")
     model_type = config.get("model_type") or ""
-    registered = TOKENIZER_CLASS_BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
+    if not isinstance(model_type, str):  # AutoConfig looks it up by value: transformers cannot load it either
+        raise InputError("malformed", "config.json: model_type must be a string")
+    registered = TOKENIZER_CLASS_BY_MODEL_TYPE.get(model_type)
     incorrect = model_type in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS
     if any(fnmatch.fnmatch(name_or_path.lower(), p) for p in MODEL_IDS_TO_TOKENIZERS_BACKEND):
         return "TokenizersBackend"
