@@ -300,3 +300,32 @@ def test_an_estimated_size_reads_as_words_in_the_heading():
         heading, cell = env.get_template("t.html").render(t={"params": 7 * 10**9, "params_source": source}).split("|")
         assert re.sub(r"<[^>]+>", "", heading).strip() == words
         assert "parameters" not in re.sub(r"<[^>]+>", "", cell)  # table cells: the column says the unit
+
+
+def test_a_visitors_sql_is_bounded_and_sees_no_server_path(sample_db):
+    """zeroblob/randomblob refused, no value over 1 MiB (site/hooks.py prepare_connection), and the catalog's
+    absolute path in neither /-/databases.json nor pragma_database_list()."""
+    from indexer.site.hooks import MAX_VALUE_BYTES
+
+    site, name = Site(sample_db), sample_db.rsplit("/", 1)[-1][:-3]
+    directory = sample_db.rsplit("/", 1)[0]
+
+    def sql(query):
+        r = site.get(f"/{name}.json", sql=query, _shape="array")
+        return r.status_code, r.text
+
+    for query in ("select length(zeroblob(999000000)) as n", "select hex(randomblob(999000000)) as n",
+                  "select length(ZEROBLOB(10)) as n"):
+        status, text = sql(query)
+        assert status == 400 and "not authorized" in text, (query, text[:300])
+    status, text = sql(f"select length(printf('%.*c', {MAX_VALUE_BYTES + 1}, 'x')) as n")
+    assert status == 200 and json.loads(text) == [{"n": None}]  # over the limit: NULL
+    status, text = sql(f"select length(printf('%.*c', {MAX_VALUE_BYTES // 2}, 'x')) as n")
+    assert status == 200 and json.loads(text) == [{"n": MAX_VALUE_BYTES // 2}]
+    status, text = sql("select 1 as n from repos limit 1")
+    assert status == 200 and json.loads(text) == [{"n": 1}]  # an ordinary query is untouched
+    status, text = sql("select name, file from pragma_database_list()")
+    assert status == 200 and json.loads(text)[0] == {"name": "main", "file": None}, text
+    r = site.get("/-/databases.json")
+    assert r.status_code == 200 and [d["path"] for d in r.json() if d["name"] == name] == [f"{name}.db"]
+    assert directory not in r.text and directory not in site.get("/-/databases").text

@@ -36,7 +36,7 @@ METADATA_DB_KEY = "catalog"
 PUBLISHED_DB = "catalog.db"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8001
-DATASETTE_SETTINGS = (("sql_time_limit_ms", "3000"), ("default_page_size", "50"))
+DATASETTE_SETTINGS = (("sql_time_limit_ms", "3000"), ("default_page_size", "50"), ("max_returned_rows", "100"))
 
 
 def catalog_file(db: str | None) -> Path:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sqlite3
 from functools import partial
 from urllib.parse import urlencode
 
 from datasette import hookimpl
 from datasette.utils.asgi import Response
+from datasette.views.special import JsonDataView
 from markupsafe import Markup, escape
 
 from ..engines import DEFAULT_ENGINE
@@ -36,6 +39,12 @@ LIST_COLUMNS = {"tags", "architectures"}
 FIRST_COLUMNS = {"repos": ("id", "repo_id", "status", "params", "downloads", "family", "author", "vocab_size",
                            "vocab_size_transformers", "tokenizer_id", "is_chat", "gated", "reason")}
 COMPLETION_LIMIT = 20
+# What one visitor's SQL may cost (the time is datasette's sql_time_limit_ms, jobs/publish.py DATASETTE_SETTINGS):
+# no string or blob longer than this, in a result or on the way to one (SQLite's SQLITE_LIMIT_LENGTH, which also
+# refuses a bigger cell a pulled catalog may hold); the crawl writes no cell near it (a tokenizer's added tokens,
+# the longest, are tens of KB). With max_returned_rows, a query's rows stay under about 100 MB.
+MAX_VALUE_BYTES = 1 << 20
+BIG_ALLOCATIONS = ("zeroblob", "randomblob")  # their one argument is the size: refused outright
 KEPT_QUERY_ARGS = {"drafts": ("target", "engine", "method", "all", "near_misses", "limit", *SPEED_ARGS),
                    "explain": ("target", "draft", *SPEED_ARGS)}
 
@@ -203,10 +212,37 @@ def register_routes(datasette):
         (r"^/about$", about_page),
         (r"^/-/indexer/repos\.json$", repo_completion),
         (r"^/-/indexer/site\.css$", site_css),
+        (r"^/-/databases(\.(?P<format>json))?$", JsonDataView.as_view(datasette, "databases.json",
+                                                                     partial(databases_json, datasette))),
         # Links already shared to the old canned queries keep working.
         (r"^/(?P<db>[^/]+)/drafts_for_target(?P<fmt>\.json)?$", _redirect("drafts")),
         (r"^/(?P<db>[^/]+)/explain_pair(?P<fmt>\.json)?$", _redirect("explain")),
     ]
+
+
+@hookimpl
+def prepare_connection(conn):
+    """Every connection datasette opens (datasette 0.65 hookspecs.py:16): bound the memory one query may take and
+    hide the server's paths from visitors' SQL."""
+    if hasattr(conn, "setlimit"):  # Python 3.11+
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.set_authorizer(_authorize)
+
+
+def _authorize(action, arg1, arg2, _db, _trigger) -> int:
+    """SQLite's authorizer: zeroblob(N) and randomblob(N) refused; ``pragma_database_list``'s ``file`` column (the
+    catalog's absolute path; datasette allows the pragma function in a visitor's SQL) reads as NULL."""
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in BIG_ALLOCATIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_READ and arg1 == "pragma_database_list" and arg2 == "file":
+        return sqlite3.SQLITE_IGNORE
+    return sqlite3.SQLITE_OK
+
+
+def databases_json(datasette):
+    """``/-/databases.json`` (datasette 0.65 app.py:917-930) with each file's name, not its absolute path."""
+    return [{**d, "path": os.path.basename(d["path"]) if d.get("path") else d.get("path")}
+            for d in datasette._connected_databases()]
 
 
 @hookimpl

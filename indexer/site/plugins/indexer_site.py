@@ -5,6 +5,7 @@ from indexer.site.hooks import (  # noqa: F401 - pluggy registers the hookimpls 
     extra_css_urls,
     extra_template_vars,
     menu_links,
+    prepare_connection,
     prepare_jinja2_environment,
     register_routes,
     render_cell,
