@@ -30,6 +30,10 @@ def orjson_module():
         _orjson = orjson
     return _orjson
 
+# Per file. Kept at 64 MiB, not lowered for tokenizer.json: real ones reach 33 MB (Gemma 3's 262,144 tokens), and
+# the fast fingerprint of a 58 MB one peaks at 0.6 GB in-process (about ten times the file), so a lower cap would
+# refuse real repos without changing the order of the worst case; counting with the repo's own tokenizer, which
+# costs more, runs in the tokenizer box under its memory limit (vocab/tokenbox.py).
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 
 # Files that decide what get_vocab() returns, in the order transformers consults them.
