@@ -139,10 +139,10 @@ def test_redact_keeps_what_the_catalog_holds(tmp_path):
     con = sqlite3.connect(db)
     try:
         con.execute("INSERT INTO repos (repo_id, status, disabled) VALUES ('a/held', 'ok', 0)")
-        old_run(con, "family=Lumen model=a/held model=b/other live drafts-for=a/held", [])
+        old_run(con, "family=Lumen model=a/held model=b/other model=(2 unnamed) live drafts-for=a/held", [])
         assert redact(con) == {"scopes": 1, "errors": 0}
         assert con.execute("SELECT scope FROM crawl_runs").fetchone()[0] == (
-            f"family=Lumen model=a/held model={UNNAMED} live drafts-for=a/held")
+            f"family=Lumen model=a/held model={UNNAMED} model=(2 unnamed) live drafts-for=a/held")
         assert redact(con) == {"scopes": 0, "errors": 0}
     finally:
         con.close()

@@ -19,7 +19,7 @@ import sqlite3
 from .reader import NOT_GATED
 
 UNNAMED = "(unnamed)"  # what a redacted id reads as
-_NAMED = re.compile(r"\b(model|drafts-for)=(\S+)")
+_NAMED = re.compile(r"\b(model|drafts-for)=([^\s(]\S*)")  # not "model=(2 unnamed)": the crawl's own count
 # A repo whose token lists may be published: not gated, and not gone (deleted, or made private since).
 _PUBLIC = ("r.status != 'gone' AND (r.gated IS NULL OR r.gated IN (" + ", ".join(f"'{v}'" for v in NOT_GATED)
            + "))")

@@ -194,8 +194,20 @@ def _limit_memory(memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+def _die_with_parent() -> None:
+    """Linux: killed when the process that started it dies (prctl PR_SET_PDEATHSIG), even by SIGKILL, so a count
+    never outlives the crawl that asked for it (its time limit is the parent's to enforce)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
 def _serve(memory_bytes: int) -> None:
     """Answer one JSON line per request line until end of input."""
+    _die_with_parent()
     _limit_memory(memory_bytes)
 
     out = sys.stdout.buffer
