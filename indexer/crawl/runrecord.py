@@ -24,6 +24,7 @@ class RunRecord:
     # Set by the class this is mixed into (declared here for the type checker).
     Session: Any
     _listings: Any
+    _public_models: set[str]
     _started: Any
     client: Any
     counts: Any

@@ -25,13 +25,15 @@ from pathlib import Path
 from sqlalchemy import delete, func, select
 
 from ..catalog.blobstore import BlobStore
+from ..catalog.compute_agreement import note_failure
 from ..catalog.db import insert_or_skip, is_write_conflict
 from ..catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
 from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
-from ..vocab.modelconfig import ConfigFacts
+from ..vocab.agreement import reference_sha256
+from ..vocab.modelconfig import ConfigFacts, check_dimensions
 from ..vocab.tokenbox import TokenizerBox
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
@@ -94,8 +96,6 @@ class CatalogWriter:
     def wait_for_counts(self, session) -> list[tuple[str, str]]:
         """Wait for this run's reference-text counts; a failed write there (a full disk) fails the run. A tokenizer
         that failed on the text is noted on its file set and repos (committed here); returns (repo id, reason)."""
-        from ..catalog.compute_agreement import note_failure
-
         noted = []
         for fut, key in self._counts:
             exc = fut.exception()
@@ -116,17 +116,14 @@ class CatalogWriter:
         it (token store). The thread waits on the tokenizer box (vocab/tokenbox.py: a child process with a time
         and a memory limit, since the tokenizer is the repo's own), while the fetch workers wait for the rate
         limit. A count an interrupted run lost is recounted by compute."""
-        from ..vocab.agreement import reference_sha256
-
         if self.tokens.get_counts(vocab_sha256, reference_sha256()) is not None:
             return
         if self._counting is None:
             self._counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawl-count")
-            self._box = TokenizerBox()
+        box = self._box = self._box or TokenizerBox()
         directory = self._scratch / f"count-{len(self._counts)}"
         directory.mkdir()
         self.store.export(tok_files, directory)
-        box = self._box
 
         def count() -> str | None:
             try:
@@ -379,8 +376,6 @@ class CatalogWriter:
         """config.json as a dict (None when it is not one), read once per blob; the fetch capped its size."""
         key = "json:" + blob_id
         if key not in self._config_memo:
-            from ..vocab.modelconfig import check_dimensions
-
             try:
                 data = json.loads(self.store.read(blob_id))
                 if isinstance(data, dict):

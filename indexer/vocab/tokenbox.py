@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import IO
 
 from ..errors import is_panic
 from .agreement import count_with, load_tokenizer, reference_sha256
@@ -95,14 +96,15 @@ class TokenizerBox:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        stdin, stdout = _pipes(proc)
         try:
-            proc.stdin.close()
+            stdin.close()
             proc.wait(timeout=2)
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
         finally:
-            proc.stdout.close()
+            stdout.close()
 
     # -- the pipe ---------------------------------------------------------------------------------
     def _start(self) -> subprocess.Popen:
@@ -117,12 +119,11 @@ class TokenizerBox:
 
     def _ask(self, request: dict) -> dict:
         fresh = self._proc is None
-        if fresh:
-            self._proc = self._start()
-        proc = self._proc
+        proc = self._proc = self._proc or self._start()
+        stdin, _ = _pipes(proc)
         try:
-            proc.stdin.write(json.dumps(request).encode() + b"\n")
-            proc.stdin.flush()
+            stdin.write(json.dumps(request).encode() + b"\n")
+            stdin.flush()
         except OSError:  # the child is gone (it died on the previous directory's memory)
             self._kill()
             if fresh:
@@ -141,7 +142,7 @@ class TokenizerBox:
     @staticmethod
     def _read_line(proc: subprocess.Popen, deadline: float) -> bytes | None:
         """The child's next line; b"" when it exited; None when the deadline passed first."""
-        fd, buf = proc.stdout.fileno(), bytearray()
+        fd, buf = _pipes(proc)[1].fileno(), bytearray()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -163,12 +164,19 @@ class TokenizerBox:
         if proc.poll() is None:
             proc.kill()
         code = proc.wait()
-        for f in (proc.stdin, proc.stdout):
+        for f in _pipes(proc):
             try:
                 f.close()
             except OSError:
                 pass
         return code
+
+
+def _pipes(proc: subprocess.Popen) -> tuple[IO[bytes], IO[bytes]]:
+    """The child's stdin and stdout (both are pipes: :meth:`TokenizerBox._start`)."""
+    if proc.stdin is None or proc.stdout is None:
+        raise TokenizerFailed("the tokenizer process has no pipes")
+    return proc.stdin, proc.stdout
 
 
 def _death(code: int | None, memory_bytes: int) -> str:
@@ -213,6 +221,7 @@ def _serve(memory_bytes: int) -> None:
     out = sys.stdout.buffer
     for raw in sys.stdin.buffer:
         request = json.loads(raw)
+        answer: dict[str, object]
         loading = True
         try:
             tok = load_tokenizer(request["count"])
