@@ -223,17 +223,18 @@ ENGINE = released(
 
 
 # ---------------------------------------------------------------- what mlx_lm.server reports (indexer measure)
-# Paths are relative to the mlx-lm 0.32.2 wheel.
+# Paths are relative to mlx-lm at d78bf58e, the oldest release read (where the audit reads a module's citations);
+# 0.32.2 has the same code further down (server.py 59-61, 1787-1798, 1682-1692, 1121-1131).
 def _server_release(get_json) -> str | None:
-    """mlx_lm.server answers only /v1/models and /health to a GET (mlx_lm/server.py:1787-1798); its release is in
-    each response's ``system_fingerprint`` ("<mlx-lm>-<mlx>-<platform>-<gpu>", server.py:59-61), read from the
+    """mlx_lm.server answers only /v1/models and /health to a GET (mlx_lm/server.py:1589-1600); its release is in
+    each response's ``system_fingerprint`` ("<mlx-lm>-<mlx>-<platform>-<gpu>", server.py:48-50), read from the
     answer instead."""
     return None
 
 
 def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
     """A greedy streamed chat completion with the usage at its end (``stream_options.include_usage``,
-    mlx_lm/server.py:1682-1692): the client times the tokens."""
+    mlx_lm/server.py:1484-1495): the client times the tokens."""
     from .server import Exchange, chat_body
 
     body = chat_body(prompt, max_tokens, stream_options={"include_usage": True})
@@ -242,7 +243,7 @@ def _server_request(prompt: str, max_tokens: int, target: str | None = None, dra
 
 def _server_reading(events, timing):
     """Text and ``usage.completion_tokens``; no draft counts: stream_generate's ``from_draft`` (mlx_lm/generate.py:
-    283-296) is not passed on to the response (server.py:1121-1131 keeps text, token, logprobs, finish reason)."""
+    268-281) is not passed on to the response (server.py:226-231, 944-953 keep text, token, logprob, finish reason)."""
     from .server import Reading, decode_seconds, stream_text, stream_usage
 
     return Reading(tokens=int(stream_usage(events).get("completion_tokens") or 0), seconds=decode_seconds(timing),
@@ -264,9 +265,9 @@ def _server():
 
     return Server(
         release=_server_release, request=_server_request, reading=_server_reading, answer_release=fingerprint_release,
-        sources={"release": "mlx_lm/server.py:59-61 (system_fingerprint)",
-                 "usage at the end of a stream": "mlx_lm/server.py:1682-1692",
-                 "no acceptance": "mlx_lm/server.py:1121-1131 (Response has no from_draft)"},
+        sources={"release": "mlx_lm/server.py:48-50 (system_fingerprint)",
+                 "usage at the end of a stream": "mlx_lm/server.py:1484-1495",
+                 "no acceptance": "mlx_lm/server.py:226-231 (Response has no from_draft)"},
         # num_draft_tokens 0 still runs the draft path, and draft_model null reloads the target: a second server
         not_reported="acceptance (mlx_lm.server does not report which tokens came from the draft)")
 
