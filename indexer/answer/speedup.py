@@ -70,15 +70,16 @@ def catalog_facts(cat, repo_id: str) -> dict:
     from ..catalog.reader import json_value
 
     row = cat.one("SELECT r.params, r.params_estimate, r.params_active_estimate, r.family, r.author, r.base_models, "
-                  "r.repo_id, e.arch, e.gguf FROM repos r LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
-                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.repo_id = :r", {"r": repo_id})
+                  "r.repo_id, e.arch, e.gguf, r.id FROM repos r LEFT JOIN engine_facts e "
+                  "ON e.file_set_id = r.file_set_id AND e.config_blob = COALESCE(r.config_blob, '') "
+                  "WHERE r.repo_id = :r", {"r": repo_id})
     if row is None:
         return {}
-    params, estimate, active, family, author, bases, rid, arch, gguf = row
+    params, estimate, active, family, author, bases, rid, arch, gguf, pk = row
     speed = (json_value(arch) or {}).get("speed") if arch else None
     tag = gguf_quant(gguf)
     return {"shape": shape_from_facts(speed, params or estimate, active, rid), "gguf": tag is not None,
-            "quant": quant_from_facts(speed, tag), "kind": GGUF if tag is not None else HF, "tag": tag,
+            "quant": quant_from_facts(speed, tag), "kind": GGUF if tag is not None else HF, "tag": tag, "pk": pk,
             "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
 
 
@@ -289,6 +290,7 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
     except CatalogError:
         reader = None
     measured: list[dict] = []
+    sides: dict[str, tuple[dict, dict]] = {}
     try:
         t = side_facts(target, result["target"], reader, result, "target")
         d = side_facts(draft, result["draft"], reader, result, "draft")
@@ -296,6 +298,9 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
             from ..catalog.measurements import rows
 
             measured = rows(reader, result["target"].split(" (")[0], result["draft"].split(" (")[0])
+            sides = {name: (with_copies(reader, t, name, opts.target_quant),
+                            with_copies(reader, d, name, opts.draft_quant))
+                     for name, v in result["verdicts"].items() if v["outcome"] in RUNS and ENGINES[name].speed}
     finally:
         if reader is not None:
             reader.close()
@@ -305,11 +310,24 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         if verdict["outcome"] not in RUNS or ENGINES[name].speed is None:
             verdict["speedup"], verdict["speedups"] = None, []
             continue
-        figures = estimate(name, t, d, opts, share, measured=measured_alpha(measured, opts) if opts.measured else None,
-                           release=verdict.get("version"))
+        ts, ds = sides.get(name, (t, d))
+        alpha = measured_alpha(measured, opts) if opts.measured else None
+        figures = estimate(name, ts, ds, opts, share, measured=alpha, release=verdict.get("version"))
         verdict["speedups"] = figures
         verdict["speedup"] = figures[0] if figures else None
     return result
+
+
+def with_copies(reader, facts: dict, engine: str, asked) -> dict:
+    """A catalog HF repo's facts with its copies ``engine`` could load in its place (answer/setup.py), where they
+    could change the setup: the engine loads GGUF or MLX files, or a quantization was asked."""
+    profile = ENGINES[engine].speed
+    if facts.get("kind") != HF or not facts.get("pk") or not (
+            profile.runtime in (model.GGML, model.MLX) or profile.gguf is not None or asked is not None):
+        return facts
+    from .setup import copies
+
+    return {**facts, "copies": copies(reader, facts["pk"], facts["repo_id"], engine)}
 
 
 def measured_alpha(found: list[dict], opts: Options) -> tuple[float, float] | None:
