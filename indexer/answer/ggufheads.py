@@ -1,12 +1,13 @@
 """``--method mtp|eagle3|dflash`` on an engine that runs speculator heads from GGUF files (llama.cpp): the
 target's own MTP layers and the catalog's GGUF heads, from the header facts the crawl read
-(``engine_facts.arch.head``: indexer/gguf/file.py), judged by the engine's ``gguf_head_fit`` and launched by its
-``gguf_head_launch`` (always with ``--spec-type``). The JSON shape is the head answer's (headquery.py)."""
+(``engine_facts.arch.head``: indexer/gguf/file.py), judged and launched (always with ``--spec-type``) by the engine's
+head rules (``Engine.heads``, a ``GGUFHeadRules``). The JSON shape is the head answer's (headquery.py)."""
 
 from __future__ import annotations
 
 from .. import engines as registry
 from ..catalog.reader import Reader, json_value
+from ..engines.headrules import GGUFHeadRules
 from ..errors import QueryError
 from ..vocab.archconfig import ArchFacts
 from .lookup import find_repo_id, gguf_base
@@ -64,7 +65,7 @@ def target_block(t: dict) -> dict:
 
 def hf_engine_refusal(engine: str, t: dict, method: str) -> str:
     """Why an engine that loads Hugging Face checkpoints answers no head for a GGUF target, and who does."""
-    able = [name for name, e in registry.ENGINES.items() if method in e.gguf_heads]
+    able = [name for name, e in registry.ENGINES.items() if e.heads.from_gguf and method in e.heads]
     base = gguf_base(t["tags"])
     return (f"{registry.ENGINE_NAMES[engine]} loads Hugging Face checkpoints, not GGUF files"
             + (f": ask for {base}, the repo this GGUF quantizes" if base else "")
@@ -76,7 +77,9 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     """The target's own MTP layers (``mtp``) and every catalog GGUF head of the method's kind, fitting ones ranked
     by lineage then downloads, the others as near misses with the failed check."""
     entry = registry.ENGINES[engine]
-    spec_type, source = entry.gguf_heads[method]
+    heads = entry.heads
+    assert isinstance(heads, GGUFHeadRules)  # headquery sends only engines whose heads are GGUF files here
+    spec_type, source = heads.methods[method]
     match = find_repo_id(cat.all, target, cat.dialect)
     row = cat.one(GGUF_REPOS + " AND r.repo_id = :r", {"r": match.repo_id})
     if row is None:
@@ -85,15 +88,13 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     t = _row(row)
     if t["arch"].head and not t["arch"].head.get("embedded"):
         raise QueryError(f"{t['repo_id']} is a {t['arch'].head['kind']} head ({t['arch'].gguf_arch}), not a target")
-    fit, launch = entry.gguf_head_fit, entry.gguf_head_launch
-    assert fit is not None and launch is not None  # engines with gguf_heads define both
     found, missed = [], []
     if method == "mtp":  # the target's own MTP layers first
-        checks = fit(method, None, t["arch"])
+        checks = heads.fit(method, None, t["arch"])
         reasons = [*(f"{detail} ({src})" for _, _, detail, src in checks), f"--spec-type {spec_type}: {source}"]
         failed = next((c for c in checks if not c[1]), None)
         if failed is None:
-            found.append(_entry(t, "exact", reasons, launch(_name(t), None, spec_type), spec_type,
+            found.append(_entry(t, "exact", reasons, heads.launch(_name(t), None, spec_type), spec_type,
                                 "built-in"))
         else:  # said in the note; listed with --near-misses
             missed.append({**_entry(t, None, reasons, None, spec_type, "built-in"), "failed_check": failed[0],
@@ -103,12 +104,12 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
         h = r["arch"].head if r["arch"] else None
         if not h or h.get("embedded") or h.get("kind") != KINDS[method] or r["pk"] == t["pk"]:
             continue
-        checks = fit(method, h, t["arch"])
+        checks = heads.fit(method, h, t["arch"])
         tier = "lineage" if _declared(r) & ours else "shape"
         reasons = [f"{check}: {detail} ({src})" for check, ok, detail, src in checks]
         failed = next((c for c in checks if not c[1]), None)
         if failed is None:
-            found.append(_entry(r, tier, reasons, launch(_name(t), _name(r), spec_type), spec_type))
+            found.append(_entry(r, tier, reasons, heads.launch(_name(t), _name(r), spec_type), spec_type))
         else:
             missed.append({**_entry(r, None, reasons, None, spec_type), "failed_check": failed[0],
                            "reason": f"{failed[2]} ({failed[3]})", "fix": None})

@@ -126,9 +126,10 @@ def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
 def _not_loading(engine: str, method: str) -> str:
     what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
             "layers"}.get(method, "loads no speculator heads")
-    if registry.ENGINES[engine].gguf_heads:  # it runs some heads from GGUF files, not this kind
-        what = f"runs no {method} heads (only {', '.join(registry.ENGINES[engine].gguf_heads)}, from GGUF files)"
-    able = [name for name, e in registry.ENGINES.items() if method in e.heads or method in e.gguf_heads]
+    heads = registry.ENGINES[engine].heads
+    if heads and heads.from_gguf:  # it runs some heads from GGUF files, not this kind
+        what = f"runs no {method} heads (only {', '.join(heads)}, from GGUF files)"
+    able = [name for name, e in registry.ENGINES.items() if method in e.heads]
     raise QueryError(f"{registry.ENGINE_NAMES[engine]} {what} (--method {method}); "
                      f"choose --engine {' or '.join(able or registry.HEAD_ENGINES)}")
 
@@ -136,13 +137,14 @@ def _not_loading(engine: str, method: str) -> str:
 def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: int = 10, near_misses: bool = False,
                  all_members: bool = False, release: str | None = None, speed=None) -> dict:
     """``--method eagle|eagle3|dflash|mtp|ngram`` on one engine, in the JSON shape of the draft answer."""
-    if method in registry.ENGINES[engine].gguf_heads:  # heads the engine runs from GGUF files (llama.cpp)
+    heads = registry.ENGINES[engine].heads
+    if method not in heads:
+        _not_loading(engine, method)
+    if heads.from_gguf:  # heads the engine runs from GGUF files (llama.cpp)
         from .ggufheads import method_query as gguf_method_query
 
         return gguf_method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
                                  all_members=all_members)
-    if method not in registry.ENGINES[engine].heads:
-        _not_loading(engine, method)
     from .ggufheads import gguf_target, hf_engine_refusal, target_block
 
     g = gguf_target(cat, target)
@@ -215,7 +217,7 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
     estimate = _Estimator(cat, shape, speed)
     for engine, entry in registry.ENGINES.items():
         view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine]}
-        if entry.heads:
+        if entry.heads and not entry.heads.from_gguf:
             ov = rules.overview(shape, candidates, engine, target_lineage=hc.chain(t["repo_id"]),
                                 lineage_of=hc.chain, downloads=downloads)
             view.update(mtp=ov["mtp"], heads={m: hs[:limit] for m, hs in ov["heads"].items()}, ngram=ov["ngram"])
@@ -224,9 +226,9 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
             for hs in view["heads"].values():
                 for h in hs:
                     h["speedup"] = estimate.head(engine, facts[h["repo_id"]])
-        elif entry.gguf_heads:
+        elif entry.heads:
             view.update(mtp=None, heads=None, ngram=None, note="runs speculator heads from GGUF files only: ask "
-                        f"--method {'|'.join(entry.gguf_heads)} --engine {engine} with a GGUF repo as the target")
+                        f"--method {'|'.join(entry.heads)} --engine {engine} with a GGUF repo as the target")
         else:
             view.update(mtp=None, heads=None, ngram=None, note="loads no speculator heads")
         try:
@@ -249,10 +251,10 @@ def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]
     out = {"target": target_block(g), "method": "all", "engines": views}
     for engine, entry in registry.ENGINES.items():
         view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine], "ngram": None}
-        if entry.gguf_heads:
+        if entry.heads.from_gguf:
             heads: dict = {}
             mtp = None
-            for method in entry.gguf_heads:
+            for method in entry.heads:
                 answer = gguf_method_query(cat, g["repo_id"], engine, method, limit=limit, near_misses=True)
                 own = [e for e in answer["drafts"] if e["format"] == "built-in"]
                 if method == "mtp":

@@ -4,7 +4,7 @@ Each engine is one module beside this one (``sglang``, ``vllm``, ``transformers`
 ``lmstudio``, ``ollama``) whose :class:`~indexer.engines.base.Engine` carries its name and display name, the engine
 version it mirrors, the source reference of each check, the facts its rule reads, the rule itself, its class
 key for ``compute``, its launch-command builder, the sizes and the fix it words, its words for the outcomes
-and, for SGLang and vLLM, its speculator-head rules. ``rules``, ``compute``, ``query``, the CLI choices, the
+and its speculator-head rules (``Engine.heads``). ``rules``, ``compute``, ``query``, the CLI choices, the
 models and the site all read :data:`ENGINES`; adding an engine means adding its module and one line here.
 docs/engines.md explains every rule; :mod:`indexer.engines.base` the seven outcomes; each engine's
 ``ARCH_RULES`` (:mod:`indexer.engines.archrules`) its architecture rows.
@@ -50,7 +50,8 @@ DEFAULT_ENGINE = "sglang"
 
 # The engine whose classes are GGUF signatures (a local GGUF target is matched to a catalog repo through it).
 GGUF_ENGINE = next(name for name, e in ENGINES.items() if e.gguf_classes)
-HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if e.heads)  # engines that load speculator heads
+# The engines that load speculator heads as Hugging Face checkpoints (heads from GGUF files: Engine.heads.from_gguf)
+HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if e.heads and not e.heads.from_gguf)
 
 
 def engine(name: str) -> Engine:

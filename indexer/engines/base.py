@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from ..gguf.predict import GGUFVocab
 from ..vocab.archconfig import ArchFacts
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
-from .headrules import HeadRules
+from .headrules import NO_HEADS, Heads
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 UNKNOWN = "unknown"  # a gap in the indexer's model, not the engine's answer
@@ -141,9 +141,10 @@ class Engine:
     refuses_target_with: str | None = None
     # why the engine runs no separate draft model at all (Ollama): query answers every target with it
     refuses_drafts: str | None = None
-    # Speculator heads and built-in MTP, per --method (eagle, eagle3, dflash, mtp, ngram): a HeadRules
-    # (engines/headrules.py) with the engine's head rules, launch commands and method names. Empty: it loads none.
-    heads: HeadRules | tuple = ()
+    # Speculator heads and built-in MTP, per --method: the engine's head rules, launch commands and method names, as
+    # one subclass of a rule class of engines/headrules.py (HeadRules: heads as Hugging Face checkpoints, methods
+    # eagle, eagle3, dflash, mtp, ngram; GGUFHeadRules: heads as GGUF files). NO_HEADS (false): it runs none.
+    heads: Heads = NO_HEADS
     # The rule for a pair with a GGUF file on either side; None: the engine loads no GGUF files.
     gguf_rule: Callable[[Side, Side], Verdict] | None = None
     # The engine whose classes answer a GGUF file target, with GGUF drafts only (LM Studio runs GGUF files on its
@@ -152,12 +153,6 @@ class Engine:
     # The architecture table (archrules.ArchRule rows, as data) for HF sides, and for a pair with a GGUF file.
     arch_rules: tuple = ()
     gguf_arch_rules: tuple = ()
-    # --method -> (engine's name, source) of the speculator heads it runs from GGUF files (llama.cpp), with
-    # gguf_head_fit(method, head facts, target ArchFacts) -> [(check, ok, detail, source)] and
-    # gguf_head_launch(target, head or None, spec_type) -> the command
-    gguf_heads: dict = field(default_factory=dict)
-    gguf_head_fit: Callable | None = None
-    gguf_head_launch: Callable | None = None
     # The speed model's view of the engine (None: it runs no separate draft model)
     speed: SpeedProfile | None = None
     # The release this entry answers for, and every release whose source we have read, oldest first (the last is

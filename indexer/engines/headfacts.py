@@ -1,6 +1,7 @@
 """A head repo's config.json (+ tags) as :class:`HeadFacts`, a target's config.json as :class:`TargetShape`, and
 whether a listing's config digest is a head's (the crawler asks before downloading). Engine-neutral: it reads
-the head classes of every engine in the registry (``HeadRules.head_classes``) to recognise a head. Stdlib only.
+the head classes of every engine that loads heads as Hugging Face checkpoints (``HeadRules.head_classes``) to
+recognise a head. Stdlib only.
 """
 
 from __future__ import annotations
@@ -8,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..vocab.modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
-from . import ENGINES
+from . import ENGINES, HEAD_ENGINES
 from .headrules import MTP_LAYER_KEYS, HeadFacts, HeadRules, TargetShape
 
 # The head classes the engines load (architectures entry -> algorithm), first engine in registry order first;
 # where two engines load one class they agree on its algorithm. Every release's classes: a head one release
 # dropped (vLLM 0.34's P-EAGLE) is still a head, judged at each release.
 HEAD_CLASSES: dict[str, str] = {}
-for _entry in ENGINES.values():
+for _entry in (ENGINES[name] for name in HEAD_ENGINES):
     for _heads in ([_entry.heads] if "heads" not in _entry.ranged else [r.value for r in _entry.ranged["heads"]]):
         for _arch, _algorithm in (_heads.head_classes.items() if isinstance(_heads, HeadRules) else ()):
             HEAD_CLASSES.setdefault(_arch, _algorithm)

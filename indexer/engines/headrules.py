@@ -1,6 +1,11 @@
 """Speculator heads (EAGLE, EAGLE-3, DFlash, DSpark, P-EAGLE) and built-in MTP: the data a head rule reads and
-the one fit algorithm, which each engine that loads heads fills in by subclassing :class:`HeadRules`
-(``engines/sglang.py``, ``engines/vllm.py``). No engine is named here.
+the one rule class of each kind, which every engine that runs heads subclasses once in its own module
+(``Engine.heads``). No engine is named here.
+
+* :class:`HeadRules`: heads as Hugging Face checkpoints (config.json), judged by one fit algorithm whose inputs each
+  engine supplies (``engines/sglang.py``, ``engines/vllm.py``).
+* :class:`GGUFHeadRules`: heads as GGUF files, judged from the header facts the crawl read; each engine supplies
+  its checks and launch command (``engines/llamacpp.py``, ``engines/ollama.py``).
 
 A head is not a draft model with a vocabulary: it reads the target's hidden states (and, for
 EAGLE-3/DFlash, the hidden states of chosen target layers) and its embeddings, so what must match
@@ -159,17 +164,54 @@ def lineage_words(head: HeadFacts, t: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ rules
-class HeadRules:
-    """One engine's head rules. The fit algorithm (format, target support, hidden size, vocabulary, aux layers,
-    then the tier) is the same for every engine; a subclass supplies what its engine reads, with the source of
-    each. ``method in rules`` says whether the engine runs a --method (eagle, eagle3, dflash, mtp, ngram)."""
+class Heads:
+    """What every engine's head rules share: the --methods it runs, each with the engine's own name for it and where
+    the engine defines it. ``method in rules`` says whether the engine runs a --method; an engine that runs no heads
+    has this class itself (:data:`NO_HEADS`: no methods, false)."""
 
     engine = ""  # the registry name
+    # --method -> (the engine's own name for it, where the engine defines it)
+    methods: dict[str, tuple[str, str]] = {}
+    from_gguf = False  # True: the heads are GGUF files, judged from their headers (GGUFHeadRules)
+
+    def __contains__(self, method: object) -> bool:
+        return method in self.methods
+
+    def __iter__(self):
+        return iter(self.methods)
+
+    def __len__(self) -> int:
+        return len(self.methods)
+
+
+NO_HEADS = Heads()
+
+
+class GGUFHeadRules(Heads):
+    """One engine's rules for the speculator heads it runs from GGUF files (its own MTP layers, EAGLE-3, DFlash ...),
+    from the header facts the crawl read (``ArchFacts.head``: indexer/gguf/file.py). ``methods`` maps --method to
+    the engine's speculation type (llama-server's --spec-type); a subclass supplies the checks and the command."""
+
+    from_gguf = True
+
+    def fit(self, method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:
+        """The engine's checks of a GGUF head (``head``: its ArchFacts.head; None: the target's own MTP layers) on a
+        GGUF target (its ArchFacts), as (check, ok, detail, source); every one must pass."""
+        raise NotImplementedError
+
+    def launch(self, target: str, head: str | None, spec_type: str) -> str:
+        """The command that runs the target with the head (None: its own MTP layers) as ``spec_type``."""
+        raise NotImplementedError
+
+
+class HeadRules(Heads):
+    """One engine's rules for heads as Hugging Face checkpoints. The fit algorithm (format, target support, hidden
+    size, vocabulary, aux layers, then the tier) is the same for every engine; a subclass supplies what its engine
+    reads, with the source of each. Its --methods: eagle, eagle3, dflash, mtp, ngram."""
+
     # The head classes the engine loads: config.json architectures entry -> algorithm (headfacts recognises a
     # head by these)
     head_classes: dict[str, str] = {}
-    # --method -> (the engine's own name for it, where the engine defines it)
-    methods: dict[str, tuple[str, str]] = {}
     mtp_method = ""  # the engine's name for built-in MTP
     mtp_layers_source = ""  # where the engine reads the MTP layer count
     aux_any_depth_source = ""  # no aux ids to check when the target states no depth
@@ -181,12 +223,6 @@ class HeadRules:
     # speculators DFlash/DSpark aux ids are 1-based (the format as vLLM's loader defines it)
     speculators_aux_source = ("transformers_utils/configs/speculators/algos.py:117-120, "
                               "model_executor/models/llama.py:429-441")
-
-    def __contains__(self, method: object) -> bool:
-        return method in self.methods
-
-    def __iter__(self):
-        return iter(self.methods)
 
     # ----------------------------------------------------------------------- what a subclass supplies
     def loads(self, head: HeadFacts) -> tuple[bool, str, str, str | None]:

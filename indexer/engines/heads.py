@@ -3,6 +3,7 @@
 ``fit(head, target, engine)``, ``mtp(target, engine)`` and the launch commands dispatch to the engine's
 :class:`~indexer.engines.headrules.HeadRules` (``Engine.heads`` in the registry: SGLang's in
 ``engines/sglang.py``, vLLM's in ``engines/vllm.py``); the facts come from :mod:`indexer.engines.headfacts`.
+Heads as GGUF files have their own rule class (``GGUFHeadRules``: llama.cpp, Ollama), asked by answer/ggufheads.py.
 Ranking, the JSON entries and ``--method all`` are here. On the query path: stdlib only.
 """
 
@@ -34,6 +35,7 @@ from .headrules import (  # noqa: F401  (re-exported: the public names of the he
     TIERS,
     HeadFacts,
     HeadRules,
+    Heads,
     HeadVerdict,
     TargetShape,
     tier,
@@ -48,8 +50,8 @@ def rules_of(engine: str, release: str | None = None) -> HeadRules:
     return _rules(ENGINES[engine].at(release).heads)
 
 
-def _rules(heads: HeadRules | tuple) -> HeadRules:
-    """An engine's ``heads`` where it loads heads (``HEAD_ENGINES``): its HeadRules, never the empty tuple."""
+def _rules(heads: Heads) -> HeadRules:
+    """An engine's ``heads`` where it loads heads as Hugging Face checkpoints (``HEAD_ENGINES``): its HeadRules."""
     assert isinstance(heads, HeadRules)
     return heads
 

@@ -9,6 +9,7 @@ from ..gguf import LLAMACPP_COMMIT, NOT_MODELLED
 from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, UNKNOWN, WORKS, Side, SpeedProfile, Verdict, released
 from .flags import convert_outtypes, quantize_types
+from .headrules import GGUFHeadRules
 from .setup import FILE, GGUF, HF, Setup, Source
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
@@ -223,13 +224,6 @@ def launch(setup: Setup) -> list[str]:
 
 
 # ---------------------------------------------------------------- GGUF speculator heads and embedded MTP
-# llama-server runs these from GGUF files only, each with its --spec-type (common/speculative.cpp:33-45); the
-# facts come from the headers the crawl range-reads (indexer/gguf/file.py head_from_header).
-GGUF_HEAD_METHODS = {  # --method -> (the --spec-type, where llama.cpp defines it)
-    "mtp": ("draft-mtp", "common/speculative.cpp:2520-2567 (an MTP context on the target or on a -md assistant)"),
-    "eagle3": ("draft-eagle3", "common/speculative.cpp:503-548, src/models/eagle3.cpp:3-35"),
-    "dflash": ("draft-dflash", "common/speculative.cpp:1014-1023, src/models/dflash.cpp:7-60"),
-}
 # Targets whose graph builds an MTP head (src/models/*.cpp with LLM_GRAPH_TYPE_DECODER_MTP).
 MTP_GRAPH_ARCHS = frozenset("""
 bailingmoe3 cohere2moe deepseek2 deepseek32 deepseek4 glm-dsa glm4moe glm5-next hy_v3 mimo2 nemotron_h_moe qwen35
@@ -248,58 +242,71 @@ def _said(value) -> str:
     return "unknown (not in the header)" if value is None else str(value)
 
 
-def head_fit(method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:
-    """llama-server's checks of a GGUF head (``head``: its ArchFacts.head; None: the target's own MTP layers) on a
-    GGUF target (its ArchFacts), as (check, ok, detail, source); every one must pass."""
-    arch, layers, width = target.gguf_arch, target.gguf_block_count, target.gguf_embedding_length
-    out = []
-    if head is None:  # --spec-type draft-mtp without -md: an MTP context on the target itself
-        n = (target.head or {}).get("nextn_predict_layers") or 0
-        out.append(("mtp", n > 0, f"{n} MTP layer(s) in the target's header (<arch>.nextn_predict_layers)" if n else
-                    "the target's header declares no MTP layers (<arch>.nextn_predict_layers): llama-server exits "
-                    "(\"failed to create MTP context\")", "src/llama-context.cpp:3880-3885"))
-        out.append(("target_arch", arch in MTP_GRAPH_ARCHS, f"{arch} {'has' if arch in MTP_GRAPH_ARCHS else 'has no'} "
-                    "MTP graph in llama.cpp", "src/models/*.cpp (LLM_GRAPH_TYPE_DECODER_MTP)"))
-        return out
-    if method == "mtp":  # Gemma-4's assistant: an MTP drafter for a Gemma-4 target
-        out.append(("target_arch", arch == "gemma4", f"a gemma4-assistant drafts for gemma4 targets (target: {arch})",
-                    "src/models/gemma4-assistant.cpp"))
-        w = head.get("embedding_length_out")
-        out.append(("hidden_size", w is None or width is None or w == width,
-                    f"the assistant's embedding_length_out {_said(w)} against the target's embedding_length "
-                    f"{_said(width)}",
-                    "common/speculative.cpp:1376-1377, src/models/gemma4-assistant.cpp:29-31"))
-        return out
-    out.append(("target_arch", arch in LAYER_INPUT_ARCHS,
-                f"the target's graph ({arch}) {'exports' if arch in LAYER_INPUT_ARCHS else 'does not export'} the "
-                "per-layer inputs the head reads", "src/llama-graph.cpp:1380-1386"))
-    ids = head.get("target_layers")
-    if not ids:
-        out.append(("aux_layers", False, f"the head has no {method}.target_layers: llama.cpp refuses to load it",
-                    "src/models/eagle3.cpp:6-8" if method == "eagle3" else "src/models/dflash.cpp:35-37"))
-        return out
-    if method == "eagle3":
-        out.append(("aux_layers", len(ids) == 3, f"{len(ids)} target layers (EAGLE-3 needs exactly 3)",
-                    "src/models/eagle3.cpp:9-11"))
-        out.append(("aux_layers", layers is None or max(ids) <= layers,  # id == n_layer: the last hidden state
-                    f"target layer ids {ids} against the target's {_said(layers)} layers",
-                    "common/speculative.cpp:540-548"))
-        w = head.get("target_hidden_size")
-        out.append(("hidden_size", w is None or width is None or w == width,
-                    f"the head reads hidden states of width {_said(w)}; the target's embedding_length is "
-                    f"{_said(width)}",
-                    "src/models/eagle3.cpp:16-22 (fc input = 3 x target_hidden_size)"))
-    return out
+class LlamaCppHeads(GGUFHeadRules):
+    """llama-server runs heads from GGUF files only, each with its --spec-type (common/speculative.cpp:33-45); the
+    facts come from the headers the crawl range-reads (indexer/gguf/file.py head_from_header)."""
 
+    engine = "llama.cpp"
+    methods = {  # --method -> (the --spec-type, where llama.cpp defines it)
+        "mtp": ("draft-mtp",
+                "common/speculative.cpp:2520-2567 (an MTP context on the target or on a -md assistant)"),
+        "eagle3": ("draft-eagle3", "common/speculative.cpp:503-548, src/models/eagle3.cpp:3-35"),
+        "dflash": ("draft-dflash", "common/speculative.cpp:1014-1023, src/models/dflash.cpp:7-60"),
+    }
 
-def head_launch(target: str, head: str | None, spec_type: str) -> str:
-    """llama-server with the head (-hfd for a Hub repo, -md for a file; none for the target's own MTP layers),
-    always with its --spec-type: a -md alone infers no type for EAGLE-3 (common/speculative.cpp:2270-2305)."""
-    def flag(name: str, file_flag: str, hub_flag: str) -> str:
-        return f"{file_flag} {name}" if name.lower().endswith(".gguf") else f"{hub_flag} {name}"
+    def fit(self, method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:
+        """llama-server's checks of a GGUF head (``head``: its ArchFacts.head; None: the target's own MTP layers) on a
+        GGUF target (its ArchFacts), as (check, ok, detail, source); every one must pass."""
+        arch, layers, width = target.gguf_arch, target.gguf_block_count, target.gguf_embedding_length
+        out = []
+        if head is None:  # --spec-type draft-mtp without -md: an MTP context on the target itself
+            n = (target.head or {}).get("nextn_predict_layers") or 0
+            out.append(("mtp", n > 0, f"{n} MTP layer(s) in the target's header (<arch>.nextn_predict_layers)"
+                        if n else "the target's header declares no MTP layers (<arch>.nextn_predict_layers): "
+                        "llama-server exits (\"failed to create MTP context\")", "src/llama-context.cpp:3880-3885"))
+            has = "has" if arch in MTP_GRAPH_ARCHS else "has no"
+            out.append(("target_arch", arch in MTP_GRAPH_ARCHS, f"{arch} {has} MTP graph in llama.cpp",
+                        "src/models/*.cpp (LLM_GRAPH_TYPE_DECODER_MTP)"))
+            return out
+        if method == "mtp":  # Gemma-4's assistant: an MTP drafter for a Gemma-4 target
+            out.append(("target_arch", arch == "gemma4",
+                        f"a gemma4-assistant drafts for gemma4 targets (target: {arch})",
+                        "src/models/gemma4-assistant.cpp"))
+            w = head.get("embedding_length_out")
+            out.append(("hidden_size", w is None or width is None or w == width,
+                        f"the assistant's embedding_length_out {_said(w)} against the target's embedding_length "
+                        f"{_said(width)}",
+                        "common/speculative.cpp:1376-1377, src/models/gemma4-assistant.cpp:29-31"))
+            return out
+        out.append(("target_arch", arch in LAYER_INPUT_ARCHS,
+                    f"the target's graph ({arch}) {'exports' if arch in LAYER_INPUT_ARCHS else 'does not export'} the "
+                    "per-layer inputs the head reads", "src/llama-graph.cpp:1380-1386"))
+        ids = head.get("target_layers")
+        if not ids:
+            out.append(("aux_layers", False, f"the head has no {method}.target_layers: llama.cpp refuses to load it",
+                        "src/models/eagle3.cpp:6-8" if method == "eagle3" else "src/models/dflash.cpp:35-37"))
+            return out
+        if method == "eagle3":
+            out.append(("aux_layers", len(ids) == 3, f"{len(ids)} target layers (EAGLE-3 needs exactly 3)",
+                        "src/models/eagle3.cpp:9-11"))
+            out.append(("aux_layers", layers is None or max(ids) <= layers,  # id == n_layer: the last hidden state
+                        f"target layer ids {ids} against the target's {_said(layers)} layers",
+                        "common/speculative.cpp:540-548"))
+            w = head.get("target_hidden_size")
+            out.append(("hidden_size", w is None or width is None or w == width,
+                        f"the head reads hidden states of width {_said(w)}; the target's embedding_length is "
+                        f"{_said(width)}",
+                        "src/models/eagle3.cpp:16-22 (fc input = 3 x target_hidden_size)"))
+        return out
 
-    parts = [flag(target, "-m", "-hf")] + ([flag(head, "-md", "-hfd")] if head else [])
-    return f"llama-server {' '.join(parts)} --spec-type {spec_type}"
+    def launch(self, target: str, head: str | None, spec_type: str) -> str:
+        """llama-server with the head (-hfd for a Hub repo, -md for a file; none for the target's own MTP layers),
+        always with its --spec-type: a -md alone infers no type for EAGLE-3 (common/speculative.cpp:2270-2305)."""
+        def flag(name: str, file_flag: str, hub_flag: str) -> str:
+            return f"{file_flag} {name}" if name.lower().endswith(".gguf") else f"{hub_flag} {name}"
+
+        parts = [flag(target, "-m", "-hf")] + ([flag(head, "-md", "-hfd")] if head else [])
+        return f"llama-server {' '.join(parts)} --spec-type {spec_type}"
 
 
 ENGINE = released(
@@ -318,8 +325,7 @@ ENGINE = released(
     },
     facts=("gguf",),
     rule=rule, class_key=GGUF_CLASS_KEY, launch=launch, sizes=sizes, fix=fix, gguf_rule=rule,
-    arch_rules=ARCH_RULES, gguf_arch_rules=ARCH_RULES, gguf_heads=GGUF_HEAD_METHODS, gguf_head_fit=head_fit,
-    gguf_head_launch=head_launch,
+    arch_rules=ARCH_RULES, gguf_arch_rules=ARCH_RULES, heads=LlamaCppHeads(),
     words={WORKS: "works", NO_SPECULATION: "starts and serves without speculation",
            REFUSED: "has no GGUF to load (the converter refuses the repo)",
            UNKNOWN: "unknown: the indexer does not model the converter's path for this repo"})

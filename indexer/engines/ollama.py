@@ -11,7 +11,7 @@ to create MTP context"). It runs MTP drafters (the target's own layers, a Gemma-
 from __future__ import annotations
 
 from .base import NO_SPECULATION, REFUSED, WORKS, Side, Verdict, released
-from .llamacpp import head_fit as llamacpp_head_fit
+from .llamacpp import LlamaCppHeads
 from .setup import Setup
 
 NAME = "ollama"
@@ -19,11 +19,6 @@ VERSION = "fb307609"  # github:ollama/ollama HEAD, 2026-08-21
 DRAFT_TYPE = "llm/llama_server.go:826-835"  # externalDraftType
 NO_MTP_CONTEXT = "llama.cpp src/llama-context.cpp:3880-3885"
 DRAFT_NUM_PREDICT = 4  # the Modelfile value the commands set (api/types.go default for a DRAFT)
-
-GGUF_HEAD_METHODS = {  # --method -> (the llama-server --spec-type Ollama passes, where it decides it)
-    "mtp": ("draft-mtp", "llm/llama_server.go:837-851, 897-913 (hasMTPDraft, externalDraftType)"),
-    "dflash": ("draft-dflash", DRAFT_TYPE),
-}
 
 
 def _kind(side: Side) -> str | None:
@@ -69,16 +64,38 @@ def modelfile(target: str, draft: str | None) -> list[str]:
     return [*lines, f"PARAMETER draft_num_predict {DRAFT_NUM_PREDICT}"]
 
 
-def head_launch(target: str, head: str | None, spec_type: str) -> str:
-    """Download the drafter (DRAFT takes local paths only), write the Modelfile, create the model."""
-    steps = []
-    if head:
-        repo, _, quant = head.partition(":")
-        steps.append(f"hf download {repo}" + (f" --include '*{quant}*.gguf'" if quant else "") + " --local-dir draft")
-    text = "\\n".join(modelfile(target, head))
-    name = target.split(":", 1)[0].rsplit("/", 1)[-1].lower()
-    steps.append(f"printf '{text}\\n' > Modelfile && ollama create {name} -f Modelfile")
-    return " && ".join(steps) + f"  # llama-server --spec-type {spec_type}"
+class OllamaHeads(LlamaCppHeads):
+    """Ollama's runner is llama-server, so its checks are llama.cpp's; it passes --spec-type itself: a DFlash DRAFT
+    is detected by its architecture, anything else runs as MTP (llm/llama_server.go:826-835)."""
+
+    engine = NAME
+    methods = {  # --method -> (the llama-server --spec-type Ollama passes, where it decides it)
+        "mtp": ("draft-mtp", "llm/llama_server.go:837-851, 897-913 (hasMTPDraft, externalDraftType)"),
+        "dflash": ("draft-dflash", DRAFT_TYPE),
+    }
+
+    def fit(self, method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:
+        """llama-server's checks, and embedded MTP needs draft_num_predict (the Modelfile sets it)."""
+        checks = super().fit(method, head, target)
+        if head is None:
+            checks.append(("mtp", True, "embedded MTP is off unless draft_num_predict is set: the Modelfile sets it",
+                           "server/routes.go:136-156, docs/modelfile.mdx:156"))
+        return checks
+
+    def launch(self, target: str, head: str | None, spec_type: str) -> str:
+        """Download the drafter (DRAFT takes local paths only), write the Modelfile, create the model."""
+        steps = []
+        if head:
+            repo, _, quant = head.partition(":")
+            steps.append(f"hf download {repo}" + (f" --include '*{quant}*.gguf'" if quant else "")
+                         + " --local-dir draft")
+        text = "\\n".join(modelfile(target, head))
+        name = target.split(":", 1)[0].rsplit("/", 1)[-1].lower()
+        steps.append(f"printf '{text}\\n' > Modelfile && ollama create {name} -f Modelfile")
+        return " && ".join(steps) + f"  # llama-server --spec-type {spec_type}"
+
+
+HEADS = OllamaHeads()
 
 
 def launch(setup: Setup) -> list[str]:
@@ -86,17 +103,7 @@ def launch(setup: Setup) -> list[str]:
     draft = setup.draft
     name = f"{draft.repo}:{draft.tag}" if draft is not None and draft.tag else (draft.repo if draft else None)
     target = f"{setup.target.repo}:{setup.target.tag}" if setup.target.tag else setup.target.repo
-    return [head_launch(target, name, "draft-mtp")]
-
-
-def head_fit(method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:
-    """llama-server's checks (Ollama's runner is llama-server); a DFlash DRAFT is detected by its architecture,
-    anything else runs as MTP (llm/llama_server.go:826-835)."""
-    checks = llamacpp_head_fit(method, head, target)
-    if head is None:
-        checks.append(("mtp", True, "embedded MTP is off unless draft_num_predict is set: the Modelfile sets it",
-                       "server/routes.go:136-156, docs/modelfile.mdx:156"))
-    return checks
+    return [HEADS.launch(target, name, "draft-mtp")]
 
 
 def sizes(t: Side, d: Side) -> tuple[int | None, int | None]:
@@ -120,4 +127,4 @@ ENGINE = released(
     refuses_drafts=("Ollama takes no separate draft models: a Modelfile DRAFT that is not a DFlash GGUF is launched "
                     f"as --spec-type draft-mtp ({DRAFT_TYPE}) and a model without MTP layers makes llama-server exit; "
                     "ask --method mtp or --method dflash"),
-    gguf_heads=GGUF_HEAD_METHODS, gguf_head_fit=head_fit, gguf_head_launch=head_launch)
+    heads=HEADS)
