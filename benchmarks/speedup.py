@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speedup_models import SHAPES, relation_of  # noqa: E402
 
+from indexer.engines import speed_profile  # noqa: E402
 from indexer.speed import calibrate as cal  # noqa: E402
 from indexer.speed import model  # noqa: E402
 
@@ -99,7 +100,7 @@ def main() -> int:
     if not args.measurements.exists():
         print(f"error: {args.measurements} is absent (the shared measurements sit beside the checkout)")
         return 2
-    cases = cal.load_cases(args.measurements, SHAPES, relation_of)
+    cases = cal.load_cases(args.measurements, SHAPES, relation_of, speed_profile)
     if args.catalog:
         from indexer.measure.calibration import cases as measured_cases
 

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from crawlkit import crawl, set_meta
 
 from indexer.cli import cli
+from indexer.engines import speed_profile
 from indexer.errors import BadInput
 from indexer.hubsim import HubServer
 from indexer.speed import calibrate, hardware, model, quant
@@ -214,7 +215,7 @@ def test_the_shipped_calibration_matches_the_measurements():
     """On the shared measurements the model beats Leviathan and DraftFinder, on the big sweep and elsewhere."""
     from speedup_models import SHAPES, relation_of
 
-    cases = calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of)
+    cases = calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of, speed_profile)
     assert len(cases) > 300
     preds = [calibrate.predict(c, model.CALIBRATION) for c in cases]
     sweep = [i for i, c in enumerate(cases) if c.hardware == "M4 Max"]
@@ -233,7 +234,7 @@ def test_the_shipped_calibration_matches_the_measurements():
 def test_a_calibration_improves_on_the_priors():
     from speedup_models import SHAPES, relation_of
 
-    cases = calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of)[::6]  # a sample keeps it short
+    cases = calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of, speed_profile)[::6]  # a sample keeps it short
     fitted = calibrate.calibrate(cases, model.PRIORS, iterations=120)
 
     def err(cal):
@@ -279,7 +280,7 @@ def test_decode_speeds_are_reproduced_once_unpacking_is_charged():
     Q3_K and Q2_K decodes are unpacking, not bytes), and better than bytes alone."""
     from speedup_models import SHAPES, relation_of
 
-    cases = [c for c in calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of) if c.baseline]
+    cases = [c for c in calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of, speed_profile) if c.baseline]
     fitted = calibrate.fit_decode(cases, model.PRIORS)
     assert fitted["unpack"]["Q3_K"] > fitted["unpack"]["Q4_K"] > fitted["unpack"]["Q8_0"]
 
@@ -463,7 +464,7 @@ def test_the_cli_answers_published_rows_as_the_library_does(qwen_catalog):
     measurement has (faster, same, slower) for the draftbench rows of these pairs."""
     from speedup_models import SHAPES, relation_of
 
-    cases = [c for c in calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of)
+    cases = [c for c in calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of, speed_profile)
              if c.row["target"] in QWEN and c.row["draft"] in QWEN and c.hardware == "M4 Max"][::12]
     assert len(cases) >= 8
     right = 0

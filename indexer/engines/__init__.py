@@ -27,6 +27,7 @@ from .base import (  # noqa: F401  (re-exported: the names the rest of the proje
     WRONG_OUTPUT,
     Engine,
     Side,
+    SpeedProfile,
     Verdict,
     loads_no_gguf,
     pair_agreement,
@@ -52,6 +53,15 @@ DEFAULT_ENGINE = "sglang"
 GGUF_ENGINE = next(name for name, e in ENGINES.items() if e.gguf_classes)
 # The engines that load speculator heads as Hugging Face checkpoints (heads from GGUF files: Engine.heads.from_gguf)
 HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if e.heads and not e.heads.from_gguf)
+
+
+def speed_profile(name: str, quant) -> SpeedProfile:
+    """How the engine ran weights of ``quant`` (a speed.quant.Quant), for the calibration: its runtime, draft-token
+    cap and default count; ValueError for an engine the speed model has no profile of."""
+    profile = engine(name).speed
+    if profile is None:
+        raise ValueError(f"{name} has no speed profile: the speed model does not estimate it")
+    return profile.running(quant.family)
 
 
 def engine(name: str) -> Engine:

@@ -115,6 +115,17 @@ class SpeedProfile:
     # None: the runtime above runs both.
     gguf: SpeedProfile | None = None
     source: str = ""  # where the engine says which kinds of device it runs on
+    # With a GGUF profile: the quantization families (speed/quant.py) this runtime runs; weights of any other run on
+    # the GGUF profile (the calibration picks the runtime of a measurement by its quantization).
+    families: tuple = ()
+    # The draft tokens per round a run that sets none drafts, when the engine drafts a fixed count (MLX), with the
+    # source; None: it drafts up to max_draft_tokens, stopping where the draft is unsure (llama-server).
+    default_draft_tokens: int | None = None
+    default_draft_source: str = ""
+
+    def running(self, family: str) -> SpeedProfile:
+        """The profile that runs weights of a quantization ``family``."""
+        return self.gguf if self.gguf is not None and family not in self.families else self
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -312,6 +312,9 @@ class LlamaCppHeads(GGUFHeadRules):
 ENGINE = released(
     releases=(LLAMACPP_COMMIT,),
     name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
+    # 16: the --draft-max default of the llama-server builds the published measurements ran (common/common.h
+    # common_params_speculative n_max = 16); at LLAMACPP_COMMIT it drafts 3 unless --spec-draft-n-max says otherwise
+    # (common/common.h:328, common/arg.cpp:4139-4148)
     speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16,
                        source="README.md 'Supported backends': Metal (Apple), CUDA (NVIDIA), HIP (AMD), CPU"),
     version=f"llama.cpp @{LLAMACPP_COMMIT} (llama-cpp-python 0.3.36)",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..speed.quant import AFFINE
 from .archrules import WRONG_OUTPUT, ArchRule, Sliding, StateIn, TypeIn
 from .base import (
     REFUSED,
@@ -94,9 +95,13 @@ def launch(setup: Setup) -> list[str]:
 ENGINE = released(
     releases=(VERSION,),
     name="lmstudio", display="LM Studio (mlx-engine)", version=f"mlx-engine {VERSION}",
+    # mlx-engine runs MLX's affine quantizations, the llama.cpp engine the rest; mlx-engine passes no draft count unless
+    # the user set one (mlx_engine/utils/speculative_decoding.py configure_num_draft_tokens_in_generate_args), so
+    # mlx-lm's default applies
     speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8,
                        gguf=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16),
-                       source=RUNS_ON),
+                       source=RUNS_ON, families=(AFFINE,), default_draft_tokens=2,
+                       default_draft_source="mlx_lm/generate.py:491 (speculative_generate_step num_draft_tokens=2)"),
     sources={
         "tokenizer.vocab_size equal": "mlx_engine/model_kit/model_kit.py:193-203",
         "vision_config target: no draft": "mlx_engine/generate.py:257-270, "

@@ -215,7 +215,8 @@ SOURCES = (
 
 ENGINE = released(
     releases=RELEASES, name="mlx", display="MLX-LM (mlx_lm.generate)", version=f"mlx-lm {VERSION}",
-    speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8,
+    speed=SpeedProfile("mlx", ("apple",), "4bit", "4bit", 8, default_draft_tokens=3,
+                       default_draft_source="mlx_lm/generate.py:225-228 (--num-draft-tokens, at 0.32.2)",
                        source="ml-explore/mlx README.md: 'an array framework for machine learning on Apple silicon'"),
     sources=SOURCES, facts=("tok.hf_vocab_size", "tok.vocab_sha256"),
     rule=RULES, class_key=("hf", "tok"), launch=launch, sizes=tokenizer_sizes,

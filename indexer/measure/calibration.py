@@ -31,7 +31,7 @@ def cases(db: str | None) -> list:
     """``calibrate.Case`` of each calibration-grade measurement whose models and quantization are known."""
     from ..answer.speedup import catalog_facts, relation
     from ..catalog.reader import Reader
-    from ..engines import ENGINES
+    from ..engines import ENGINES, speed_profile
     from ..errors import IndexerError
     from ..speed.calibrate import Case
 
@@ -46,7 +46,7 @@ def cases(db: str | None) -> list:
             row["draft_quant"] = row["draft_quant"] or (profile.draft_quant if profile else None)
             row["source"] = SOURCE  # one source for leave-one-source-out, whatever the release
             try:
-                out.append(Case(row, t["shape"], d["shape"], relation(t, d)))
+                out.append(Case(row, t["shape"], d["shape"], relation(t, d), speed_profile))
             except (IndexerError, KeyError, TypeError, ValueError):
                 continue  # a quantization or device the model does not know
     return out

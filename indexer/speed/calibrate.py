@@ -20,45 +20,31 @@ import copy
 import json
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from . import hardware as hw
 from . import model, quant
-from .model import EAGER, GGML, MLX, SERVING
-
-RUNTIME_OF_ENGINE = {"llama.cpp": GGML, "ollama": GGML, "mlx": MLX, "vllm": SERVING, "sglang": SERVING,
-                     "transformers": EAGER}
-# The draft-token cap of a measurement that names none: llama-server's --draft-max default at the builds the
-# published rows ran (common/common.h common_params_speculative n_max = 16; llama.cpp @0c1e57098 has 3, set by
-# --spec-draft-n-max) and mlx-lm's --num-draft-tokens default (mlx_lm/generate.py: 3).
-ENGINE_DRAFT_CAP = {GGML: 16, MLX: 3, SERVING: 8, EAGER: 8}
-# llama-server stops a draft where the draft model is unsure (--draft-p-min), so the best length up to its cap stands
-# for what ran; MLX drafts a fixed count. A row on MLX that names none ran the default: mlx_lm.generate's
-# --num-draft-tokens 3 (mlx_lm/generate.py:225-228, mlx-lm 0.32.2), and LM Studio's mlx-engine passes none unless
-# the user set one (mlx_engine/utils/speculative_decoding.py configure_num_draft_tokens_in_generate_args), so
-# mlx-lm's speculative_generate_step default of 2 applies (mlx_lm/generate.py:491).
-MLX_DEFAULT_DRAFT = {"mlx": 3, "lmstudio": 2}
-
-
-def runtime_for(engine: str, q: quant.Quant) -> str:
-    """LM Studio runs MLX models with mlx-engine and GGUF files with llama.cpp."""
-    if engine == "lmstudio":
-        return MLX if q.family == quant.AFFINE else GGML
-    return RUNTIME_OF_ENGINE[engine]
+from .model import EAGER, GGML, MLX
 
 
 class Case:
-    """One measurement made ready for the model: shapes, setup, relation, measured speed-up and per-token α."""
+    """One measurement made ready for the model: shapes, setup, relation, measured speed-up and per-token α.
 
-    def __init__(self, row: dict, target: model.Shape, draft: model.Shape, relation: str):
+    ``speed_of(engine, quant)`` says how the row's engine ran weights of that quantization (``engines.speed_profile``:
+    the engines sit above this layer): its ``runtime``, ``max_draft_tokens`` (the cap of a row that names no draft
+    length: llama-server stops a draft where the draft model is unsure, so the best length up to its cap stands for
+    what ran) and ``default_draft_tokens`` (the fixed count an engine drafts when none is set, MLX; else None)."""
+
+    def __init__(self, row: dict, target: model.Shape, draft: model.Shape, relation: str, speed_of: Callable):
         self.row = row
         self.target, self.draft, self.relation = target, draft, relation
         tq = quant.lookup(row["quant"])
         dq = quant.lookup(row["draft_quant"]) if row.get("draft_quant") else tq
-        runtime = runtime_for(row["engine"], tq)
-        cap = row.get("draft_tokens") or ENGINE_DRAFT_CAP[runtime]
-        fixed = MLX_DEFAULT_DRAFT.get(row["engine"]) if runtime == MLX and not row.get("draft_tokens") else None
-        self.setup = model.Setup(hw.lookup(row["hardware"]), runtime, tq, dq, task=row.get("task") or "chat",
+        profile = speed_of(row["engine"], tq)
+        cap = row.get("draft_tokens") or profile.max_draft_tokens
+        fixed = profile.default_draft_tokens if not row.get("draft_tokens") else None
+        self.setup = model.Setup(hw.lookup(row["hardware"]), profile.runtime, tq, dq, task=row.get("task") or "chat",
                                  max_draft_tokens=int(fixed or cap), draft_tokens=fixed)
         self.speedup = float(row["speedup"])
         self.baseline = row.get("tok_s_baseline")  # the target's own decode speed, where the source gives it
@@ -82,8 +68,9 @@ def measured_alpha(row: dict, gamma: int) -> float | None:
     return min(float(a), 0.98)
 
 
-def load_cases(path: Path, shapes: dict, relation_of) -> list[Case]:
-    """The usable rows of ``path`` whose two models ``shapes`` knows (``relation_of(target, draft)``)."""
+def load_cases(path: Path, shapes: dict, relation_of, speed_of: Callable) -> list[Case]:
+    """The usable rows of ``path`` whose two models ``shapes`` knows (``relation_of(target, draft)``), each run as
+    ``speed_of(engine, quant)`` says (:class:`Case`)."""
     rows = json.loads(Path(path).read_text())["rows"]
     cases = []
     for r in rows:
@@ -93,7 +80,8 @@ def load_cases(path: Path, shapes: dict, relation_of) -> list[Case]:
             continue
         if "+" in str((r.get("raw") or {}).get("hardware") or ""):  # a draft on a second device: not modelled
             continue
-        cases.append(Case(r, shapes[r["target"]], shapes[r["draft"]], relation_of(r["target"], r["draft"])))
+        cases.append(Case(r, shapes[r["target"]], shapes[r["draft"]], relation_of(r["target"], r["draft"]),
+                          speed_of))
     return cases
 
 
