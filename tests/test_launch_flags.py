@@ -22,7 +22,7 @@ from indexer import engines as registry
 from indexer.answer.query import run_query
 from indexer.answer.speedup import Options
 from indexer.engines import extract_flags, flags
-from indexer.engines.headrules import HeadFacts, TargetShape
+from indexer.engines.headrules import GGUFHeadRules, HeadFacts, TargetShape
 from indexer.errors import IndexerError
 
 DEVICES = (None, "H100 SXM", "RTX 4090", "M4 Max")
@@ -133,9 +133,10 @@ def test_every_head_command_parses():
                 checked[engine] += 1
     for engine in ("llama.cpp", "ollama"):
         e = registry.ENGINES[engine]
-        for spec_type, _ in e.gguf_heads.values():
+        assert isinstance(e.heads, GGUFHeadRules)
+        for spec_type, _ in e.heads.methods.values():
             for head in (None, "org/Head-GGUF:Q8_0"):
-                cmd = e.gguf_head_launch("org/T-GGUF:Q4_K_M", head, spec_type)
+                cmd = e.heads.launch("org/T-GGUF:Q4_K_M", head, spec_type)
                 server = cmd.split("  # llama-server ", 1)
                 if engine == "ollama":  # the llama-server it runs: the flags Ollama passes
                     assert f"--spec-type {spec_type}" in cmd and server[1].split()[-1] in flags.program(
