@@ -165,3 +165,57 @@ def test_the_site_leads_with_the_device_too(db):
     res = drafts(db, {"target": TARGET, "hardware": "M4 Max"})
     cli_res = query(db, "--target", TARGET, "--hardware", "M4 Max", as_json=True)[1]
     assert res["engine"] == cli_res["engine"] and res["hardware"]["lead"] == cli_res["hardware"]["lead"]
+
+
+# ---------------------------------------------------------------- what a newcomer met (issue 37, item 6)
+
+
+def test_a_check_of_the_target_with_itself_or_a_larger_model_says_not_a_draft(db):
+    code, text = run("check", "--db", db, TARGET, TARGET)
+    assert "NOT A DRAFT: the target itself" in text
+    code, text = run("check", "--db", db, "lumen-ai/Lumen-0.5B-Instruct", TARGET)
+    assert "NOT A DRAFT: larger than the target" in text
+    code, text = run("check", "--db", db, TARGET, "lumen-ai/Lumen-0.5B-Instruct")
+    assert "NOT A DRAFT" not in text
+
+
+def test_the_tli_line_names_an_engine_whose_release_has_tli(db):
+    pair = (TARGET, "lumen-ai/Lumen-1.5B-Instruct")
+    code, text = run("check", "--db", db, *pair)
+    assert "as vLLM" not in text and "(vLLM 0.34.0 has no TLI)" in text
+    code, text = run("check", "--db", db, *pair, "--engine-version", "vllm==0.33.0")
+    assert "TLI intersection: 558 tokens as vLLM 0.33.0 counts them" in text
+
+
+def test_demo_help_names_exit_130():
+    code, text = run("demo", "--help")
+    assert code == 0 and "130" in text
+
+
+def test_a_damaged_catalog_names_the_next_step(db, tmp_path):
+    bad = tmp_path / "bad.db"
+    data = bytearray(open(db, "rb").read())
+    data[100:3100] = b"\xff" * 3000
+    bad.write_bytes(bytes(data))
+    code, out = query(str(bad), "--target", TARGET)
+    assert code == 2 and out.count("\n") == 1 and "indexer pull" in out and "indexer demo" in out
+
+
+def test_a_gated_repo_without_files_is_not_sent_to_a_recrawl(db):
+    code, out = query(db, "--target", "corvid-labs/Corvid-70B-Instruct")
+    assert code == 3 and "request access" in out and "recrawl" not in out
+
+
+def test_the_site_shows_code_not_backticks():
+    from indexer.site.hooks import code_spans
+
+    assert str(code_spans("run `indexer pull` & <x>")) == "run <code>indexer pull</code> &amp; &lt;x&gt;"
+    assert str(code_spans("an odd ` one")) == "an odd ` one"
+    assert str(code_spans(None)) == ""
+
+
+def test_an_agreement_never_reads_100_percent_while_tokens_differ():
+    from indexer.vocab.agreement import percent
+
+    assert percent(0.99996, True) == "over 99.9%" and percent(0.99996, False) == "100.0%"
+    assert percent(0.987, True) == "98.7%"

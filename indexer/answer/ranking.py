@@ -82,7 +82,6 @@ DETAIL_KEYS = ("pk", "repo_id", "author", "family", "gated", "vocab_size", "voca
                "tokenizer_id", "disabled", "hub_params", "estimate_source", "params_active", "arch", "base_models",
                "gguf")
 POOL = 30  # drafts ranked by size and lineage that the speed model then orders (a page is at most this many)
-COPY_RATIO = 0.75  # a draft of at least 3/4 of the target's size is "of its size": never a ranked suggestion
 
 
 def _at(engine: str, release: str | None):
@@ -441,8 +440,11 @@ class Query:
     def _copy_of_target(self, r: dict) -> str | None:
         """Why a class member is the target itself in another form (a quant, a copy, its size), else None."""
         t = self.t
-        if r.get("params") is not None and t["params"] and r["params"] >= COPY_RATIO * t["params"]:
-            return "the target's size or larger" if r["params"] < t["params"] else "larger than the target"
+        from .speedup import size_not_a_draft
+
+        size = size_not_a_draft(t["params"], r.get("params"))
+        if size:
+            return size
         if self._target_stem is None:
             self._target_stem = _stem(t["repo_id"])
         stem = self._target_stem

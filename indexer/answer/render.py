@@ -414,6 +414,9 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
     if result.get("kind") == "head":
         return render_explain(result)
     lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
+    if result.get("not_a_draft"):
+        lines.append(f"NOT A DRAFT: {result['not_a_draft']} (query --all marks such repos not_a_draft): the "
+                     "verdicts say whether the engines start with the pair, the estimates are no speed-up")
     for name, verdict in result["verdicts"].items():
         lines.append(engine_line(name, verdict, verbose=verbose))
         if verdict.get("versions"):
@@ -433,9 +436,16 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
         lines.append(f"  id {diff['id']}: target {diff['target']!r}, draft {diff['draft']!r}")
     tli = result["tli"]
     if tli is not None:
-        both = "" if tli["same_count"] else f"; transformers counts {tli['intersection_transformers']}"
-        lines.append(f"  TLI intersection: {tli['intersection']} tokens as vLLM counts them "
-                     f"({tli['ratio']:.1%} of the draft){both}")
+        from ..engines.vllm import has_tli
+
+        release = (result["verdicts"].get("vllm") or {}).get("version")
+        if release in registry.ENGINES["vllm"].releases and has_tli(release):
+            both = "" if tli["same_count"] else f"; transformers counts {tli['intersection_transformers']}"
+            lines.append(f"  TLI intersection: {tli['intersection']} tokens as vLLM {release} counts them "
+                         f"({tli['ratio']:.1%} of the draft){both}")
+        else:  # this vLLM has no TLI: only transformers' assisted generation translates vocabularies
+            lines.append(f"  TLI intersection: {tli['intersection_transformers']} tokens as transformers' assisted "
+                         f"generation counts them (vLLM {release} has no TLI)")
     if result["agreement"] is not None and not result["agreement"]["identical"]:
         from ..vocab.agreement import summary
 

@@ -269,6 +269,24 @@ def side_facts(arg: str, shown: str, reader, result: dict, role: str) -> dict:
     return catalog_facts(reader, shown.split(" (")[0])
 
 
+COPY_RATIO = 0.75  # a draft of at least 3/4 of the target's size is "of its size": no draft (query --all says so)
+
+
+def size_not_a_draft(target_params, draft_params) -> str | None:
+    """Why a model this size is no draft for a target that size (the words ``query --all`` marks it with)."""
+    if draft_params is None or not target_params or draft_params < COPY_RATIO * target_params:
+        return None
+    return "the target's size or larger" if draft_params < target_params else "larger than the target"
+
+
+def not_a_draft(t: dict, d: dict) -> str | None:
+    """Why the draft of a check is no draft: the target itself, or a model of its size or larger."""
+    if t.get("repo_id") and t.get("repo_id") == d.get("repo_id"):
+        return "the target itself"
+    ts, ds = t.get("shape"), d.get("shape")
+    return size_not_a_draft(ts.params if ts else None, ds.params if ds else None)
+
+
 def agreement_share(result: dict) -> float:
     """The share of the target's tokens (over the reference text) that mean the same in the draft."""
     a = result.get("agreement")
@@ -304,6 +322,7 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
     finally:
         if reader is not None:
             reader.close()
+    result["not_a_draft"] = not_a_draft(t, d)
     share = agreement_share(result)
     for name, verdict in result["verdicts"].items():
         verdict["measured"] = _measured(measured, name, opts)

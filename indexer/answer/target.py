@@ -76,8 +76,13 @@ def resolve_target(cat: Reader, target: str) -> Target:
         base = dict(zip(TARGET_KEYS, base, strict=True)) if base else None
         if base is None or base["status"] != "ok":
             why = f" ({t['reason']})" if t["reason"] else ""
-            fix = (f"its base_model:quantized tag names {base_id}: add it with `indexer crawl --model {base_id}`"
-                   if base_id else f"recrawl it with `indexer crawl --model {t['repo_id']}`")
+            if base_id:
+                fix = f"its base_model:quantized tag names {base_id}: add it with `indexer crawl --model {base_id}`"
+            elif t["status"] == "gated":  # a recrawl without access changes nothing
+                fix = ("request access on the Hub, then crawl it with that account's token (HF_TOKEN): "
+                       f"`indexer crawl --model {t['repo_id']}`")
+            else:
+                fix = f"recrawl it with `indexer crawl --model {t['repo_id']}`"
             raise QueryError(f"{t['repo_id']} is in the catalog with status {t['status']}{why}, so it has no "
                              f"compatibility class; {fix}", EXIT_NOT_FOUND)
         t.update({k: base[k] for k in TOKENIZER_KEYS})

@@ -60,6 +60,8 @@ def explain(exc: BaseException, url: str | None) -> str:
     msg = _driver_message(exc)
     low = msg.lower()
     arg = db_arg(url) if url else "CATALOG"
+    rebuild = ("make a new one: `indexer pull` fetches the published catalog, `indexer demo` rebuilds the demo "
+               "catalog (it rebuilds a damaged one itself), `indexer nightly` crawls one")
     if "readonly database" in low or "read-only" in low or "read only" in low:
         return (f"{name} is read-only; this command writes it: fix the permissions or copy the catalog "
                 "somewhere writable")
@@ -71,7 +73,9 @@ def explain(exc: BaseException, url: str | None) -> str:
         return (f"{name} is locked by another writer (a crawl, compute or nightly still running?); "
                 "try again when it has finished")
     if "file is not a database" in low or "not a database" in low:
-        return f"{name} is not a SQLite database; point --db at a catalog file or a new path"
+        return f"{name} is not a SQLite database; point --db at a catalog file or a new path, or {rebuild}"
+    if "malformed" in low:  # SQLITE_CORRUPT: "database disk image is malformed"
+        return f"{name} is damaged (database disk image is malformed): delete it, then {rebuild}"
     if "unable to open database file" in low:
         return f"{name} cannot be opened (missing directory or no permission to read it)"
     if "no such table" in low or ("relation" in low and "does not exist" in low):

@@ -12,9 +12,32 @@ from .output import fail
 from .signals import SIGNALLED, long_run, stop_handling_signals
 
 
+def _activate_first() -> str:
+    """" (activate the venv first: . .venv/bin/activate)" when the shell's ``indexer`` is not this one (a venv
+    used by its path, not activated): the lines below then work as printed."""
+    import os
+    import shutil
+
+    here = os.path.dirname(os.path.abspath(sys.argv[0]))
+    found = shutil.which("indexer")
+    if found and os.path.dirname(os.path.abspath(found)) == here:
+        return ""
+    activate = os.path.join(sys.prefix, "bin", "activate")
+    rel = os.path.relpath(activate)
+    return f" (activate the venv first: . {rel if not rel.startswith('..') else activate})"
+
+
+def demo_db(ctx: click.Context, param, value):
+    """--db of the demo: a damaged demo catalog is deleted (the demo rebuilds it), then the usual checks."""
+    from ..jobs.demo import discard_damaged
+
+    discard_damaged(value, log=lambda m: click.echo(m, err=True))
+    return check_db(ctx, param, value)
+
+
 @click.command()
-@click.option("--db", default="data/demo.db", show_default=True, callback=check_db,
-              help="Catalog to build the demo into.")
+@click.option("--db", default="data/demo.db", show_default=True, callback=demo_db,
+              help="Catalog to build the demo into (a damaged one is rebuilt).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface datasette listens on.")
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8001, show_default=True,
               help="Port datasette listens on.")
@@ -23,7 +46,8 @@ from .signals import SIGNALLED, long_run, stop_handling_signals
 def demo(db, host, port, no_serve):
     """Offline tour: build a small demo hub, serve it locally, crawl it, compute, browse it in datasette.
 
-    Exit status: 0 done or stopped, 1 the demo failed, 2 busy port.
+    Exit status: 0 done or stopped, 1 the demo failed, 2 busy port, 130 interrupted (Ctrl-C; 143 on SIGTERM):
+    the next demo resumes.
     """
     from ..catalog.db import CatalogError
     from ..jobs.demo import DEMO_DRAFT, DEMO_TARGET, build_demo_catalog, urls
@@ -45,7 +69,7 @@ def demo(db, host, port, no_serve):
     except Exception as e:
         fail(f"demo failed: {type(e).__name__}: {e}", 1)
     click.echo(f"demo catalog: {db}")
-    click.echo("try:")
+    click.echo(f"try{_activate_first()}:")
     click.echo(f"  indexer query --db {db} --target {DEMO_TARGET}")
     click.echo(f"  indexer check --db {db} {DEMO_TARGET} {DEMO_DRAFT}")  # a clean first answer: exit 0
     if no_serve:

@@ -170,6 +170,14 @@ RULES = (Ranged(value=partial(rule, tli=True), until="0.34.0", source="vllm/conf
                 anchors=("if not self.use_heterogeneous_vocab:",)),
          Ranged(value=rule, since="0.34.0", source="vllm/config/speculative.py:1725-1740",
                 anchors=("def verify_equal_vocab_size_if_draft_model(",)))
+TLI_UNTIL = "0.34.0"  # the first release without TLI (RULES and FIXES change there)
+
+
+def has_tli(release: str | None) -> bool:
+    """Does this vLLM release (None: the newest we read) translate vocabularies (TLI)?"""
+    return RELEASES.index(release or VERSION) < RELEASES.index(TLI_UNTIL)
+
+
 FIXES = (Ranged(value=partial(fix, has_tli=True), until="0.34.0", source="vllm/v1/spec_decode/vocab_mapping.py:68",
                 anchors=("class VocabMapping",)),
          Ranged(value=fix, since="0.34.0"))

@@ -318,14 +318,17 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
         from ..crawl.loop import CrawlOptions, crawl
         from ..hubsim import HubServer
 
+        discard_damaged(db, log)
         upgrade(db)
         with HubServer(str(hub_dir)) as hub, _online_for_local_hub():
             log(f"Hub imitation serving at {hub.endpoint}")
             summary = crawl(db, CrawlOptions(all=True, endpoint=hub.endpoint, token=False, quiet=True),
                             progress=False)
-    statuses = ", ".join(f"{k} {v}" for k, v in summary["statuses"].items()) or "none"
+    held = _statuses(db)  # the catalog's state, not this run's: a rerun lists only what changed
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(held.items())) or "none"
     log(f"crawled: listed {summary['listed']}, new {summary['new']}, changed {summary['changed']}, "
-        f"unchanged {summary['unchanged']}, failed {summary['failed']}; statuses: {statuses}")
+        f"unchanged {summary['unchanged']}, failed {summary['failed']}; catalog: {sum(held.values())} repos, "
+        f"statuses: {statuses}")
     gated = _status_of(db, DEMO_GATED)
     if gated is not None:
         log(f"gated {DEMO_GATED}: {gated[0]} ({gated[1]})")
@@ -373,6 +376,48 @@ def round_trip(db: str, *, log=print) -> dict:
 def _empty(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def discard_damaged(db: str, log=print) -> bool:
+    """Delete the demo's SQLite catalog when SQLite cannot read it (the demo rebuilds its own catalog: a damaged
+    one is never a dead end); True when it did."""
+    damaged = _damaged_sqlite(db)
+    if damaged is None:
+        return False
+    log(f"the demo catalog {damaged[0]} was unreadable ({damaged[1]}): rebuilding it from scratch")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(damaged[0] + suffix).unlink(missing_ok=True)
+    return True
+
+
+def _damaged_sqlite(db: str) -> tuple[str, str] | None:
+    """(path, why) when the demo's SQLite catalog file exists but SQLite cannot read it whole."""
+    import sqlite3
+    from contextlib import closing
+
+    from ..catalog.db import resolve_url
+    from ..catalog.dburl import sqlite_file
+
+    path = sqlite_file(resolve_url(db))
+    if path is None or not os.path.exists(path):
+        return None
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            row = conn.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.DatabaseError as e:
+        return path, str(e)
+    return None if row and row[0] == "ok" else (path, str(row[0] if row else "no answer"))
+
+
+def _statuses(db) -> dict[str, int]:
+    """How many repos of the catalog hold each status."""
+    from sqlalchemy import func, select
+
+    from ..catalog.db import open_catalog, session_factory
+    from ..catalog.models import Repo
+
+    with session_factory(open_catalog(db))() as session:
+        return dict(session.execute(select(Repo.status, func.count()).group_by(Repo.status)).all())
 
 
 def _status_of(db, repo_id: str):

@@ -258,6 +258,28 @@ def prepare_jinja2_environment(env, datasette):
     env.filters["hub_url"] = hub_url
     env.filters["short_hash"] = lambda v: (v or "")[:SHORT_HASH]
     env.filters["speedup_words"] = _speedup_words
+    env.filters["code"] = code_spans
+    env.filters["agree_pct"] = _agree_pct
+
+
+def code_spans(text) -> Markup:
+    """The answer's words as HTML: escaped, each `span` in backticks a <code> element (never a literal
+    backtick on the page; an unpaired one stays as it is)."""
+    if text is None:
+        return Markup("")
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no pair
+        last = parts.pop()
+        parts[-1] += "`" + last
+    return Markup("".join(f"<code>{escape(p)}</code>" if i % 2 else str(escape(p)) for i, p in enumerate(parts)))
+
+
+def _agree_pct(a: dict) -> str:
+    """A draft's agreement figure as the CLI words it: never 100.0% while tokens differ."""
+    from ..vocab.agreement import percent
+
+    share = a["text_agreement"] if a["text_agreement"] is not None else a["ids_agreement"]
+    return percent(share, bool(a["differing_ids"]))
 
 
 def _speedup_words(s: dict) -> str:
@@ -267,10 +289,14 @@ def _speedup_words(s: dict) -> str:
     return words(s)
 
 
-def _hub_link(repo_id: str, datasette) -> Markup:
+def _hub_link(repo_id: str, datasette, status: str | None = None) -> Markup:
+    """The repo's Hub page, and its drafts page unless the catalog holds no files of it (a gated repo nobody
+    could read: that page would only say so)."""
+    hub = f'<a href="{escape(hub_url(repo_id))}" title="Hub page">{escape(repo_id)}</a>'
+    if status == "gated":
+        return Markup(f'{hub} <span class="dim" title="gated: no files read, so no drafts to show">gated</span>')
     drafts_url = datasette.urls.path("/drafts") + "?" + urlencode({"target": repo_id})
-    return Markup(f'<a href="{escape(hub_url(repo_id))}" title="Hub page">{escape(repo_id)}</a> '
-                  f'<a class="indexer-drafts-link" href="{escape(drafts_url)}">drafts</a>')
+    return Markup(f'{hub} <a class="indexer-drafts-link" href="{escape(drafts_url)}">drafts</a>')
 
 
 @hookimpl
@@ -281,7 +307,9 @@ def render_cell(row, value, column, table, database, datasette):
     if value is None or isinstance(value, bytes):
         return None
     if column == "repo_id" and table in REPO_ID_TABLES and isinstance(value, str):
-        return _hub_link(value, datasette)
+        keys = row.keys() if hasattr(row, "keys") else ()
+        status = row["status"] if "status" in keys else None
+        return _hub_link(value, datasette, status if isinstance(status, str) else None)
     if column in PARAM_COLUMNS and isinstance(value, int):
         return Markup(f'<span title="{value:,} parameters">{escape(fmt_params(value))}</span>')
     if column in COUNT_COLUMNS and isinstance(value, int):
