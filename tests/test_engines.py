@@ -241,7 +241,12 @@ def test_tli_counted_as_vllm_and_as_transformers(tmp_path):
     assert tli["intersection_transformers"] == 66  # ▁ -> Ġ, then exact lookup: x1, x2 also count
     assert not tli["same_count"] and tli["ratio"] == pytest.approx(64 / len(sp), abs=1e-4)
     text = CliRunner().invoke(cli, ["check", str(tmp_path / "t"), str(tmp_path / "d")]).stdout
-    assert "TLI intersection: 64 tokens as vLLM counts them" in text and "transformers counts 66" in text
+    # vLLM 0.34.0 has no TLI: only transformers' count is said; vLLM 0.33.0's is said with both
+    assert "TLI intersection: 66 tokens as transformers' assisted generation counts them" in text
+    assert "(vLLM 0.34.0 has no TLI)" in text and "as vLLM" not in text
+    text = CliRunner().invoke(cli, ["check", str(tmp_path / "t"), str(tmp_path / "d"),
+                                    "--engine-version", "vllm==0.33.0"]).stdout
+    assert "TLI intersection: 64 tokens as vLLM 0.33.0 counts them" in text and "transformers counts 66" in text
 
 
 def test_vllm_tli_first_id_wins(tmp_path):

@@ -399,13 +399,16 @@ def _damaged_sqlite(db: str) -> tuple[str, str] | None:
     from ..catalog.dburl import sqlite_file
 
     path = sqlite_file(resolve_url(db))
-    if path is None or not os.path.exists(path):
+    if path is None or not os.path.isfile(path):
         return None
+    with open(path, "rb") as f:
+        if f.read(16) != b"SQLite format 3\0":
+            return None  # not a SQLite file at all: someone else's, never deleted (preflight says so)
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             row = conn.execute("PRAGMA quick_check").fetchone()
     except sqlite3.DatabaseError as e:
-        return path, str(e)
+        return (path, str(e)) if "malformed" in str(e) else None  # else: locked, read-only... preflight says
     return None if row and row[0] == "ok" else (path, str(row[0] if row else "no answer"))
 
 
