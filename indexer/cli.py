@@ -8,6 +8,7 @@ import importlib
 import click
 
 from . import __version__
+from .catalog.db import as_catalog_error
 from .commands.checks import DB_META
 from .commands.output import fail
 from .commands.signals import LONG_COMMANDS
@@ -45,7 +46,6 @@ class IndexerGroup(click.Group):
                 raise
             fail(f"{ctx.invoked_subcommand} interrupted", 130)
         except Exception as e:
-            from .catalog.db import as_catalog_error
 
             err = as_catalog_error(e, ctx.meta.get(DB_META))
             if isinstance(err, IndexerError):

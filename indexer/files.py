@@ -6,13 +6,12 @@ repo statuses, so the crawler can record it and the CLI can print one clear line
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from pathlib import Path
 
 from .errors import InputError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 _UNSET = object()
 _orjson = _UNSET
@@ -56,7 +55,6 @@ WANTED_FILES = (CONFIG_FILE, *TOKENIZER_FILES)
 
 def check_dir(path: str | os.PathLike) -> Path:
     """The path as a directory, or an InputError naming what is wrong with it."""
-    from pathlib import Path
 
     p = Path(path)
     if not p.exists():
@@ -103,7 +101,6 @@ _FAILED = object()
 
 
 def _parse_stdlib(path: Path, raw: bytes):
-    import json  # here: the query path parses no files, and json imports re
 
     try:
         text = raw.decode("utf-8-sig")
@@ -130,7 +127,6 @@ def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_
 
 def sha256_file(path: Path) -> str:
     """The file's sha256, read in 1 MiB chunks so a big file is never held whole."""
-    import hashlib
 
     h = hashlib.sha256()
     with open(path, "rb") as f:

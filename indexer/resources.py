@@ -7,7 +7,10 @@ the working directory, see :data:`indexer.catalog.db.DEFAULT_DB`).
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
+
+import indexer
 
 
 def package_path(*parts: str) -> Path:
@@ -18,12 +21,10 @@ def package_path(*parts: str) -> Path:
     ``__init__.py``, which is taken as is when it exists (``importlib.resources`` is slow
     to import), else asked of ``importlib.resources``.
     """
-    import indexer
 
     origin = getattr(indexer.__spec__, "origin", None)
     if origin and Path(origin).is_file():
         return Path(origin).parent.joinpath(*parts)
-    from importlib.resources import files
 
     return Path(str(files("indexer").joinpath(*parts)))
 

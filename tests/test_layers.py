@@ -154,8 +154,8 @@ def test_the_graph_sees_real_imports():
     graph = import_graph()
     assert ("indexer.hub.pacing", True) in graph["indexer.hub.client"]  # relative, module level
     assert ("indexer.catalog.db", True) in graph["indexer.crawl.loop"]  # two dots up
-    assert ("indexer.vocab.modelconfig", False) in graph["indexer.catalog.compute"]  # function level
-    assert ("indexer.engines.rules", False) in graph["indexer.answer.query"]
+    assert ("indexer.crawl.loop", False) in graph["indexer.answer.live"]  # function level
+    assert ("indexer.gguf.file", False) in graph["indexer.answer.lookup"]
 
 
 if __name__ == "__main__":

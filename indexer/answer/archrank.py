@@ -11,6 +11,7 @@ miss, with the row's fix), a demoted one is ranked after the others.
 from __future__ import annotations
 
 from ..catalog.reader import Reader, json_value
+from ..engines import ENGINES
 from ..engines.archrules import Applied, matching, worst
 from ..vocab.archconfig import ArchFacts
 
@@ -60,7 +61,6 @@ class ArchJudge:
     def by_version(self, engine: str) -> dict[str, str] | None:
         """Where the engine's releases disagree on the target alone (a refusal, wrong output, or neither: a
         transformers 5.24 refusal of a stateful target that 5.25 starts): release -> what the target's rows say."""
-        from ..engines import ENGINES
 
         e = ENGINES[engine]
         if len(e.releases) < 2:

@@ -22,8 +22,12 @@ from __future__ import annotations
 import sys
 
 from .. import engines as registry
+from ..catalog.reader import Reader, in_list, json_value
+from ..crawl.families import family_of, load_families
+from ..errors import CatalogError
 from ..files import VOCAB_FILES, WANTED_FILES
-from ..hub.listed import Listed
+from ..hub.listed import Listed, base_models_from_tags
+from ..vocab.params import estimate_from_name
 from .ranking import RATIO_HIGH, RATIO_LOW
 
 LISTING_LIMIT = 50  # items per listing call (one page on the Hub and the imitation)
@@ -45,8 +49,6 @@ def _sources(target: dict, families) -> list[tuple[str, dict]]:
 
 
 def _target_facts(db: str | None, repo_id: str) -> dict | None:
-    from ..catalog.reader import Reader, json_value
-    from ..vocab.params import estimate_from_name
 
     cat = Reader(db, needs="repos")
     try:
@@ -65,8 +67,6 @@ def _target_facts(db: str | None, repo_id: str) -> dict | None:
 
 
 def _held(db: str | None, ids) -> set[str]:
-    from ..catalog.reader import Reader, in_list
-    from ..errors import CatalogError
 
     ids = sorted(set(ids))
     if not ids:
@@ -88,7 +88,6 @@ def _held(db: str | None, ids) -> set[str]:
 
 
 def _size(item) -> int | None:
-    from ..vocab.params import estimate_from_name
 
     if item.params:
         return int(item.params)
@@ -113,8 +112,6 @@ def worst_cost(item) -> int:
 
 def _item_facts(item, families) -> dict:
     """The target's facts from what the Hub said (model_info), as the crawl's writer derives them."""
-    from ..crawl.families import family_of
-    from ..hub.listed import base_models_from_tags
 
     bases = base_models_from_tags(item.tags)[0] or []
     return {"repo_id": item.id, "author": item.author or item.id.split("/")[0], "base_models": bases,
@@ -127,7 +124,6 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
 
     ``held``: the target is in the catalog (its facts are read there); else it is asked (model_info) and
     fetched in the first round with the candidates, so one crawl run and one scoped compute serve both."""
-    from ..crawl.families import load_families
 
     families = load_families()
     report: dict = {"budget": budget, "looked_in": [], "candidates": 0, "skipped": {}, "discovered": []}

@@ -18,6 +18,10 @@ from ..catalog.reader import json_value as _json
 from ..engines import heads as rules
 from ..engines.heads import HeadFacts, TargetShape
 from ..errors import EXIT_NOT_FOUND, QueryError
+from .ggufheads import gguf_target, hf_engine_refusal, target_block
+from .ggufheads import method_query as gguf_method_query
+from .lookup import find_repo_id
+from .speedup import Options, catalog_facts, head_estimate
 
 HEAD_METHODS = tuple(rules.METHOD_ALGORITHMS)  # eagle, eagle3, dflash
 MAX_CHAIN = 20  # base-model hops followed (the Hub allows cycles in hand-written cards)
@@ -41,7 +45,6 @@ class HeadCatalog:
 
     def resolve(self, text: str) -> dict:
         """The target's catalog row by repo id or near name, with ``note`` saying what was matched."""
-        from .lookup import find_repo_id
 
         match = find_repo_id(self.cat.all, text, self.cat.dialect)  # RepoNotFound is a QueryError (exit 3, 404)
         row = self.cat.one(f"SELECT {', '.join(TARGET_COLS)} FROM repos WHERE repo_id = :r", {"r": match.repo_id})
@@ -141,11 +144,9 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     if method not in heads:
         _not_loading(engine, method)
     if heads.from_gguf:  # heads the engine runs from GGUF files (llama.cpp)
-        from .ggufheads import method_query as gguf_method_query
 
         return gguf_method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
                                  all_members=all_members)
-    from .ggufheads import gguf_target, hf_engine_refusal, target_block
 
     g = gguf_target(cat, target)
     if g is not None:  # a GGUF repo: this engine loads Hugging Face checkpoints; say who runs the GGUF
@@ -204,7 +205,6 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
 
     ``drafts(repo_id, engine)`` gives the draft models (the answer API's ranking on the same reader); ``speed``: the
     speed question (answer/speedup.py ``Options``; None: the engines' reference devices)."""
-    from .ggufheads import gguf_target
 
     g = gguf_target(cat, target)
     if g is not None:
@@ -244,8 +244,6 @@ def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]
     """``--method all`` for a GGUF repo, from its header facts: the engines that run heads from GGUF files
     (llama.cpp, Ollama) give its MTP layers and the catalog's GGUF heads; the others say they load Hugging Face
     checkpoints; every engine's draft models as for any target."""
-    from .ggufheads import hf_engine_refusal, target_block
-    from .ggufheads import method_query as gguf_method_query
 
     views: dict[str, dict] = {}
     out = {"target": target_block(g), "method": "all", "engines": views}
@@ -289,7 +287,6 @@ class _Estimator:
         """``head`` None: the target's built-in MTP."""
         if registry.ENGINES[engine].speed is None:
             return None
-        from .speedup import Options, catalog_facts, head_estimate
 
         if self._facts is None:
             self._facts = catalog_facts(self.cat, self.shape.repo_id)

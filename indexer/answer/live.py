@@ -20,12 +20,20 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..catalog.db import immediate_transactions, missing_hint, open_catalog, resolve_url, sqlite_path
+from ..catalog.reader import Reader
 from ..engines import DEFAULT_ENGINE
-from ..errors import EXIT_NOT_FOUND, CatalogError, HubUnreachable, IndexerError, QueryError, RepoNotFound
+from ..engines.rules import check_pair
+from ..errors import EXIT_NOT_FOUND, CatalogError, CrawlFailed, HubUnreachable, IndexerError, QueryError, RepoNotFound
 from ..files import DEFAULT_MAX_FILE_BYTES
+from .candidates import discover_drafts
+from .lookup import find_repo_id, repo_ref
+from .query import _CheckCatalog, check, run_query
+from .sides import is_local, resolve_side
+from .validate import is_repo_id
 
 PULL_HINT = "`indexer pull` fetches the published catalog"
 DEFAULT_BUDGET = 60  # requests (API calls + downloads) of one `query --live`
@@ -87,7 +95,6 @@ class Live:
     def _engine(self):
         """The catalog, opened (and created or migrated) once for every crawl round of this answer."""
         if self._catalog is None:
-            from ..catalog.db import immediate_transactions, open_catalog
 
             self._catalog = open_catalog(self.db, create=True)  # as a crawl opens it (crawl/loop.py Crawler)
             immediate_transactions(self._catalog)
@@ -141,7 +148,6 @@ class Live:
         ``drafts_for``: a discovery for that target, recorded (its run's scope) even when it fetched nothing, so
         the catalog knows it has looked (answer/summary.py ``looked_for_drafts``)."""
         from ..crawl.loop import Crawler
-        from ..errors import CrawlFailed
 
         items = [i for i in listed if not i.private]
         if drafts_for is not None and getattr(self.items.get(drafts_for), "private", False):
@@ -193,7 +199,6 @@ class Live:
 
 def _rows(db: str | None, repo_ids) -> dict[str, str]:
     """Status of each of ``repo_ids`` the catalog holds."""
-    from ..catalog.reader import Reader
 
     ids = sorted(set(repo_ids))
     if not ids:
@@ -216,8 +221,6 @@ REFETCH = ("error", "gone")  # rows the crawl resolves again however unchanged (
 def in_catalog(db: str | None, arg: str, *, any_status: bool = False) -> str | None:
     """The catalog repo id ``arg`` names (any case, a Hub URL), else None (also when there is no catalog).
     A row the crawl would resolve again (a transient error, gone) counts as missing unless ``any_status``."""
-    from ..catalog.reader import Reader
-    from .lookup import find_repo_id
 
     try:
         cat = Reader(db, needs="repos")
@@ -237,8 +240,6 @@ def in_catalog(db: str | None, arg: str, *, any_status: bool = False) -> str | N
 
 def hub_id(arg: str) -> str | None:
     """The ``owner/name`` a target or draft names on the Hub (a repo id or Hub URL), None for a bare name."""
-    from .lookup import repo_ref
-    from .validate import is_repo_id
 
     try:
         ref = repo_ref(arg)
@@ -249,7 +250,6 @@ def hub_id(arg: str) -> str | None:
 
 def missing_catalog(db: str | None) -> bool:
     """No catalog file (a SQLite path that does not exist)."""
-    from ..catalog.db import resolve_url, sqlite_path
 
     try:
         path = sqlite_path(resolve_url(db))
@@ -268,8 +268,6 @@ def offline_refusal(db: str | None, args, first: IndexerError | None = None) -> 
 
 def sides_to_fetch(db: str | None, *args: str) -> list[str]:
     """The Hub repos among ``args`` that the catalog lacks (what a live answer would fetch, or refuse offline)."""
-    from ..catalog.reader import Reader
-    from .sides import is_local
 
     hub = [a for a in args if not is_local(a) and hub_id(a) is not None]
     if not hub or missing_catalog(db):
@@ -319,7 +317,6 @@ def unanswered(db: str | None, first: IndexerError | None, why: str) -> IndexerE
     """The catalog's own answer (``first``: not in the catalog, did you mean) with why the Hub did not answer
     either; with no catalog at all, one line saying how to get one."""
     if missing_catalog(db):
-        from ..catalog.db import missing_hint, resolve_url, sqlite_path
 
         path = sqlite_path(resolve_url(db))
         return CatalogError(f"catalog {path} does not exist, and {why}; {PULL_HINT}, or run `indexer crawl`"
@@ -344,7 +341,6 @@ def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes
                first: IndexerError | None = None, releases: dict | None = None) -> tuple[dict, dict]:
     """``indexer check`` for sides the catalog lacks: fetched first (unless offline); (result, live report).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
-    from .query import check
 
     hub_sides = sides_to_fetch(db, target, draft)
     if not hub_sides:
@@ -364,11 +360,7 @@ def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes
 
 def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes, releases=None) -> dict:
     """A check with a private side: that side read from its temporary directory, named by its repo id."""
-    from dataclasses import replace
 
-    from ..engines.rules import check_pair
-    from .query import _CheckCatalog
-    from .sides import is_local, resolve_side
 
     catalog = _CheckCatalog(db)
     try:
@@ -393,8 +385,6 @@ def live_query(target: str, *, db: str | None = None, engine: str | None, limit:
                first: IndexerError | None = None, speed=None, release: str | None = None) -> dict:
     """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
-    from .query import run_query
-    from .sides import is_local
 
     held = None if is_local(target) else in_catalog(db, target)
     rid = None if is_local(target) else hub_id(target) or held  # a bare name the catalog knows: its full id
@@ -411,7 +401,6 @@ def live_query(target: str, *, db: str | None = None, engine: str | None, limit:
     try:
         report: dict = {}
         if discover:
-            from .candidates import discover_drafts
 
             try:
                 report = discover_drafts(live, held or rid, engine or DEFAULT_ENGINE, budget, progress=progress,
@@ -432,7 +421,6 @@ def live_query(target: str, *, db: str | None = None, engine: str | None, limit:
                                all_members=all_members, db=db, method=method, speed=speed, release=release)
             if not discover and (result.get("summary") or {}).get("catalog_looked") is False:
                 # The target came in alone: the catalog's "no drafts" would be silence, so look.
-                from .candidates import discover_drafts
 
                 try:
                     found = discover_drafts(live, answered, engine or DEFAULT_ENGINE, budget, progress=progress)

@@ -14,13 +14,13 @@ import json
 import os
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
+from difflib import SequenceMatcher
+from pathlib import Path
 
 from ..errors import InputError, RepoNotFound
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
+from ..vocab.fingerprint import has_tokenizer
 
 Rows = Callable[[str, dict], list[tuple]]
 
@@ -56,7 +56,6 @@ _VARS: dict = {}
 def _local_dirs_var():
     var = _VARS.get("local_dirs")
     if var is None:
-        from contextvars import ContextVar
 
         var = _VARS.setdefault("local_dirs", ContextVar("indexer_local_dirs", default=True))
     return var
@@ -86,10 +85,8 @@ def looks_like_dir(arg: str) -> bool:
 def local_gguf_arg(arg: str) -> Path | None:
     """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
     files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
-    from pathlib import Path
 
     from ..gguf.file import local_gguf
-    from ..vocab.fingerprint import has_tokenizer
 
     p = Path(arg).expanduser()
     if p.is_dir() and has_tokenizer(p):
@@ -160,7 +157,6 @@ def _range(rows: Rows, expr: str, prefix: str) -> list[str]:
 def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS) -> list[str]:
     """The catalog ids closest to ``ref``: candidates from prefix ranges of the two lookup indexes
     (same organisation; same start of the id; the name's first 3/4, 1/2, ... characters), scored with difflib."""
-    from difflib import SequenceMatcher  # only on a miss: not on every query's start-up
 
     low = ref.lower()
     org, _, name = low.rpartition("/")

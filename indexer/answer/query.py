@@ -11,12 +11,23 @@ GGUF files) is imported only when a check runs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .. import engines as registry
 from ..catalog.reader import Reader
+from ..engines.rules import check_pair
 from ..errors import EXIT_NOT_FOUND, CatalogError, IndexerError, InputError, QueryError
+from ..files import DEFAULT_MAX_FILE_BYTES
+from . import headquery
+from .headquery import explain_head
+from .lead import device_block, lead
+from .lookup import looks_like_dir, repo_ids_only
 from .ranking import Query, launch
 from .render import fmt_params, fmt_ratio, fmt_size, render, render_check, render_explain
+from .sides import is_local, resolve_side
 from .summary import summarize
+from .target import resolve_target
+from .validate import target as valid_target
 
 ENGINES = tuple(registry.ENGINES)  # the names, re-exported from the registry (the site imports them)
 ENGINE_NAMES = registry.ENGINE_NAMES
@@ -64,7 +75,6 @@ def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limi
     cat = reader or open_reader(db)
     try:
         if method != "draft":
-            from . import headquery
 
             if method == "all":
                 return headquery.overview_all(cat, target, _drafts_per_engine(cat, speed), speed=speed)
@@ -73,7 +83,6 @@ def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limi
                                           all_members=all_members, release=release, speed=speed)
         resolved = _shown_as(cat, target, shown) if shown else None
         if engine is None:
-            from .lead import lead
 
             q, drafts, led = lead(cat, target, resolved, speed, limit, all_members)
         else:
@@ -95,7 +104,6 @@ def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limi
         if q.runs_as:  # LM Studio on a GGUF target: its llama.cpp engine answers
             out["runs_as"] = q.runs_as
         if device is not None:
-            from .lead import device_block
 
             out["hardware"] = device_block(q, speed, led)
         return out
@@ -106,7 +114,6 @@ def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limi
 
 def _shown_as(cat: Reader, path: str, shown: str):
     """A local directory target, named ``shown`` in the answer and its launch commands."""
-    from .target import resolve_target
 
     t = resolve_target(cat, path)
     t.facts["repo_id"] = shown
@@ -116,7 +123,6 @@ def _shown_as(cat: Reader, path: str, shown: str):
 
 def _drafts_per_engine(cat: Reader, speed=None, limit: int = 3):
     """``--method all``'s draft models per engine: the target resolved once, ranked on the same reader."""
-    from .target import resolve_target
 
     resolved: dict = {}
 
@@ -146,13 +152,10 @@ def check(target: str, draft: str, *, db: str | None = None, max_file_bytes: int
     files.DEFAULT_MAX_FILE_BYTES (read here: a query reads no files).
     """
     if max_file_bytes is None:
-        from ..files import DEFAULT_MAX_FILE_BYTES
 
         max_file_bytes = DEFAULT_MAX_FILE_BYTES
     if local_dirs:
         return _check(target, draft, db, max_file_bytes, releases)
-    from .lookup import repo_ids_only
-    from .validate import target as valid_target
 
     target, draft = valid_target(target, "target", local_dirs=False), valid_target(draft, "draft", local_dirs=False)
     with repo_ids_only():
@@ -192,10 +195,6 @@ class _CheckCatalog:
 
 
 def _check(target: str, draft: str, db: str | None, max_file_bytes: int, releases: dict | None = None) -> dict:
-    from ..engines.rules import check_pair
-    from .headquery import explain_head
-    from .lookup import looks_like_dir
-    from .sides import is_local, resolve_side
 
     catalog = _CheckCatalog(db)
     try:
@@ -213,7 +212,6 @@ def _check(target: str, draft: str, db: str | None, max_file_bytes: int, release
                 reader = None if is_local(arg) else catalog.get()
                 sides.append(resolve_side(arg, db=db, max_file_bytes=max_file_bytes, reader=reader))
             except IndexerError as e:  # InputError, RepoNotFound, CatalogError: same type, the side named
-                from pathlib import Path  # here: a check that answers loads no pathlib
 
                 if e.message.startswith(f"{role} "):
                     msg = e.message

@@ -17,12 +17,31 @@ import json
 import re
 
 from .. import engines as registry
-from ..catalog.reader import NOT_GATED, Reader, int_list
+from ..catalog.measurements import rows
+from ..catalog.reader import NOT_GATED, Reader, int_list, json_value
 from ..engines.archrules import SEVERITY
+from ..engines.rules import fix_for
+from ..engines.setup import plain, text
 from ..errors import QueryError
 from ..gguf import NOT_MODELLED
+from ..speed.facts import quant_from_facts, shape_from_facts
+from ..speed.model import Shape
+from ..vocab.agreement import by_added, special_ids, summary
+from ..vocab.params import estimate_from_name
 from .archrank import ArchJudge
 from .render import fmt_ratio, fmt_size
+from .setup import choose, copies, copies_among
+from .speedup import (
+    Options,
+    agreement_share,
+    catalog_facts,
+    estimate,
+    gguf_facts,
+    gguf_quant,
+    measured_alpha,
+    size_not_a_draft,
+    with_launch,
+)
 from .target import Target, hub_gguf, resolve_target
 
 ENGINES = tuple(registry.ENGINES)
@@ -33,7 +52,6 @@ RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5
 def launch(engine: str, target: str, draft: str, draft_tokens: int | None = None) -> str:
     """The engine's launch command for two sides known by name (as stored; ``draft_tokens``: per round), as one
     shell line. An answer's commands come from its setups (answer/setup.py), estimated and printed alike."""
-    from ..engines.setup import plain, text
 
     entry = registry.ENGINES[engine]
     return text(entry.launch(plain(engine, entry.release, target, draft, draft_tokens)))
@@ -228,7 +246,6 @@ class Query:
         the target's text counts on its added ids (catalog columns: the site needs no token store)."""
         if r["class_id"] not in self.grades:
             return None
-        from ..vocab.agreement import by_added, special_ids
 
         tid = self.t["tokenizer_id"]
         t_added, t_hf, t_len, eos, bos, pad, total, on_added = self._tokenizer_facts(tid)
@@ -440,7 +457,6 @@ class Query:
     def _copy_of_target(self, r: dict) -> str | None:
         """Why a class member is the target itself in another form (a quant, a copy, its size), else None."""
         t = self.t
-        from .speedup import size_not_a_draft
 
         size = size_not_a_draft(t["params"], r.get("params"))
         if size:
@@ -456,11 +472,9 @@ class Query:
         """The target's speed facts, with where it can come from: a local GGUF file or directory as it is, a
         catalog repo or one of its copies (answer/setup.py) where the engine would load a copy or convert."""
         if self._target_speed is None:
-            from .speedup import catalog_facts
 
             if self.target.gguf_file and self.t.get("pk", -1) == -1:  # a local file (a Hub one is REPO:QUANT)
                 from ..gguf.file import read_gguf
-                from .speedup import gguf_facts
 
                 try:
                     file_type = read_gguf(self.target.gguf_file).file_type
@@ -472,7 +486,6 @@ class Query:
             local = self.t.get("pk", -1) == -1
             facts = catalog_facts(self.cat, self.t["repo_id"]) if not local else {}
             if not facts.get("shape") and self.t["params"]:
-                from ..speed.model import Shape
 
                 facts = {"shape": Shape(params=int(self.t["params"]), active=self.t.get("params_active")),
                          "quant": facts.get("quant"), "bases": [], "kind": facts.get("kind"), "tag": facts.get("tag")}
@@ -480,7 +493,6 @@ class Query:
             if local:
                 facts["kind"] = "dir"
             elif self._wants_copies():
-                from .setup import copies
 
                 facts["copies"] = copies(self.cat, self.t["pk"], self.t["repo_id"], self.engine)
             self._target_speed = facts
@@ -490,7 +502,6 @@ class Query:
         """Each HF draft's copies the engine could load in its place (answer/setup.py), read at once."""
         hf = [r for r in rows if r.get("tokenizer_id") is not None or not self.entry.gguf_classes]
         if self._wants_copies(draft=True) and hf:
-            from .setup import copies_among
 
             found = copies_among(self.cat, hf, self.class_ids + self.degraded_ids)
             for r in hf:
@@ -508,9 +519,6 @@ class Query:
         """The draft's expected speed-up on the first device asked (or the engine's reference device)."""
         if self.entry.speed is None:
             return None
-        from ..catalog.reader import json_value
-        from ..speed.facts import quant_from_facts, shape_from_facts
-        from .speedup import Options, agreement_share, estimate, gguf_quant
 
         opts = self.speed or Options()
         bases = json_value(r.get("base_models")) or []
@@ -536,12 +544,10 @@ class Query:
         if not opts.measured:
             return None
         if self._measurements is None:
-            from ..catalog.measurements import rows
 
             self._measurements = rows(self.cat, self.t["repo_id"], None)
         if not self._measurements:
             return None
-        from .speedup import measured_alpha
 
         return measured_alpha([m for m in self._measurements if m["draft"] == draft], opts)
 
@@ -605,7 +611,6 @@ class Query:
         differs (the mapping, or the size), or whose llama.cpp check fails once; each with the fix that
         changes the outcome (rules.fix_for, the function `check` uses). Ranked like drafts, by one total
         order, so every --limit shows a prefix of the same list."""
-        from ..engines.rules import fix_for
 
         t = self.t
         out: list[dict] = []
@@ -697,7 +702,6 @@ class Query:
             return f"{name} works: {self.paired[r['class_id']] or 'the GGUF vocabularies pass its check'}"
         a = r.get("agreement")
         if a is not None:
-            from ..vocab.agreement import summary
 
             said = "works" if a["class"] == registry.WORKS else "starts, degraded"
             return (f"{name} {said}: {(self.label or '').split(' and get_vocab()')[0]} on both; "
@@ -749,7 +753,6 @@ class Query:
             return "safetensors"
         if r.get("estimate_source"):
             return r["estimate_source"]
-        from ..vocab.params import estimate_from_name  # compute took the size from the name
 
         named = estimate_from_name(r["repo_id"])
         r["params_active"] = named.active if named else None
@@ -786,8 +789,6 @@ class Query:
         if "launch" in s:
             e["setup"], e["launch"] = s.pop("setup"), s.pop("launch")
         elif self.entry.speed is not None and "_draft_facts" in r:
-            from .setup import choose
-            from .speedup import with_launch
 
             chosen = choose(self.engine, self.entry.release, self.entry.speed, None, self._speed_facts(),
                             r["_draft_facts"], self.speed)

@@ -6,6 +6,9 @@ so what the CLI prints is what the site's JSON says.
 from __future__ import annotations
 
 from .. import engines as registry
+from ..engines.vllm import has_tli
+from ..vocab.agreement import summary
+from .speedup import words
 
 ENGINE_NAMES = registry.ENGINE_NAMES
 
@@ -141,7 +144,6 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
             lines.append("(~ = estimated: from config.json, or from the size in the repo name)")
         speed = (drafts[0].get("speedup") or {}) if not all_members else {}
         if speed.get("estimate") is not None:
-            from .speedup import words
 
             lines.append(f"speed-up (ranked by it): {words(speed)}; {speed['why']}")
         elif speed:
@@ -278,7 +280,6 @@ def render_overview(result: dict) -> str:
             speed = best.get("speedup") or {}
             said = ""
             if speed.get("estimate") is not None:
-                from .speedup import words
 
                 said = f" ({words(speed)})"
             lines.append(f"  draft: {best['repo_id']}{said}\n    $ {best['launch']}")
@@ -297,7 +298,6 @@ def render_overview(result: dict) -> str:
 
 
 def _speed_words(speed: dict) -> str:
-    from .speedup import words
 
     return words(speed) if speed.get("estimate") is not None else speed["why"]
 
@@ -392,7 +392,6 @@ def launch_lines(entry: dict) -> str:
 
 def speed_line(speedups: list[dict]) -> str:
     """The expected speed-up under an engine's line: one fragment per device (answer/speedup.py words)."""
-    from .speedup import words
 
     parts: list[str] = []
     unknown: dict[str, list[str]] = {}  # why -> devices: one reason said once for every device it holds on
@@ -436,7 +435,6 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
         lines.append(f"  id {diff['id']}: target {diff['target']!r}, draft {diff['draft']!r}")
     tli = result["tli"]
     if tli is not None:
-        from ..engines.vllm import has_tli
 
         release = (result["verdicts"].get("vllm") or {}).get("version")
         if release in registry.ENGINES["vllm"].releases and has_tli(release):
@@ -447,7 +445,6 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
             lines.append(f"  TLI intersection: {tli['intersection_transformers']} tokens as transformers' assisted "
                          f"generation counts them (vLLM {release} has no TLI)")
     if result["agreement"] is not None and not result["agreement"]["identical"]:
-        from ..vocab.agreement import summary
 
         lines.append(f"  agreement: {summary(result['agreement'])}")
     stuck = []

@@ -6,7 +6,9 @@ from ..catalog.reader import Reader, json_value
 from ..catalog.tokenstore import TokenStore, default_dir
 from ..engines import Side
 from ..errors import CatalogError, InputError
+from ..vocab.agreement import reference_sha256
 from ..vocab.archconfig import ArchFacts
+from .lookup import find_repo_id, gguf_base
 from .target import hub_gguf_name
 
 TOKENIZER_FACTS = (
@@ -58,7 +60,6 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
             return side_from_catalog(repo_id, with_vocab=with_vocab, reader=cat)
         finally:
             cat.close()
-    from .lookup import find_repo_id, gguf_base
 
     cat = reader
     match = find_repo_id(cat.all, repo_id, cat.dialect)  # RepoNotFound: exit 3, HTTP 404
@@ -93,7 +94,6 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
             vocab = None
     counts = None
     if facts is not None:
-        from ..vocab.agreement import reference_sha256
 
         counts = store.get_counts(facts["vocab_sha256"], reference_sha256())
     side = Side(

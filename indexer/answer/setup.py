@@ -21,10 +21,14 @@ models name it (``copies``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+from ..catalog.reader import int_list, json_value
 from ..engines import ENGINES
+from ..engines.llamacpp import makeable
 from ..engines.setup import DIR, FILE, GGUF, HF, MLX, Setup, Source
 from ..speed import model, quant
+from ..speed.facts import quant_from_facts
 
 # Which kernel families each runtime loads, to tell whether a repo's own quantization applies on an engine.
 RUNTIME_FAMILIES = {
@@ -53,7 +57,6 @@ RUNTIME_KIND = {model.GGML: GGUF, model.MLX: MLX}  # the copy kind each runtime 
 def runs(runtime: str, q: quant.Quant, release: str) -> bool:
     """Whether the runtime can run an HF checkpoint at ``q`` by the steps or flags the commands give."""
     if runtime == model.GGML:
-        from ..engines.llamacpp import makeable
 
         return q.family in quant.GGUF_FAMILIES and makeable(q.name, release)
     if runtime == model.MLX:
@@ -128,18 +131,17 @@ def copies(cat, pk: int | None, repo_id: str, engine: str) -> list[dict]:
     return _copies(rows).get(repo_id, [])
 
 
-def copies_among(cat, members: list[dict], classes: list[int] = ()) -> dict[str, list[dict]]:
+def copies_among(cat, members: list[dict], classes: Iterable[int] = ()) -> dict[str, list[dict]]:
     """:func:`copies` of several class members at once (a query's ranked drafts: dicts with ``repo_id``,
     ``class_id`` and ``lineage_id``), from one query over their lineages in their classes and ``classes`` (the
     others the query ranks: a GGUF copy's own vocabulary may be another class that works with the target)."""
-    from ..catalog.reader import int_list
 
-    classes = {*classes, *(m["class_id"] for m in members if m.get("class_id") is not None)}
+    class_ids = {*classes, *(m["class_id"] for m in members if m.get("class_id") is not None)}
     lineages = {m["lineage_id"] for m in members if m.get("lineage_id") is not None}
-    if not classes or not lineages:
+    if not class_ids or not lineages:
         return {}
     rows = cat.all(
-        f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE rc.class_id IN {int_list(sorted(classes))} "
+        f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE rc.class_id IN {int_list(sorted(class_ids))} "
         f"AND rc.lineage_id IN {int_list(sorted(lineages))} AND NOT rc.disabled AND NOT rc.gated "
         "ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 500")
     return _copies(rows, {m["repo_id"] for m in members})
@@ -152,8 +154,6 @@ _COPY_JOIN = ("JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.f
 
 def _copies(rows, wanted: set[str] | None = None) -> dict[str, list[dict]]:
     """repo id -> its copies among ``rows`` (repos whose base models name it), each with its kind and quant."""
-    from ..catalog.reader import json_value
-    from ..speed.facts import quant_from_facts
 
     out: dict[str, list[dict]] = {}
     for rid, bases, gguf, arch in rows:

@@ -3,21 +3,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..catalog.reader import Reader
 from ..engines import Side
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
-from ..vocab.fingerprint import fingerprint_dir
+from ..gguf.predict import predict_gguf_facts
+from ..vocab.archconfig import ArchFacts
+from ..vocab.fingerprint import fingerprint_dir, transformers_version
 from ..vocab.modelconfig import read_config
 from .lookup import local_gguf_arg, looks_like_dir
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
+from .rule_inputs import side_from_catalog
 
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
     """A local model directory as the rules see it: its fingerprint, config vocab sizes and predicted GGUF."""
-    from ..gguf.predict import predict_gguf_facts  # deferred: a check of catalog repos needs no converter
 
     directory = check_dir(path)
     config = read_config(directory, max_file_bytes)
@@ -45,7 +45,6 @@ def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: 
 def side_from_gguf(path: Path, name: str | None = None) -> Side:
     """A local GGUF file as the rules see it: its own vocabulary facts, no HF config or tokenizer."""
     from ..gguf.file import read_gguf
-    from ..vocab.archconfig import ArchFacts
 
     f = read_gguf(path)
     return Side(name=name or str(path), vocab_size=None, vocab_size_transformers=None, tok=None,
@@ -66,7 +65,6 @@ def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAU
         if gguf_path is not None:
             return side_from_gguf(gguf_path, arg if arg.lower().endswith(".gguf") else str(gguf_path))
         return side_from_dir(arg, max_file_bytes=max_file_bytes)
-    from .rule_inputs import side_from_catalog
 
     return side_from_catalog(arg, db=db, reader=reader)
 
@@ -75,9 +73,7 @@ def local_facts(directory: str, *, reference: bool = False,
                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[dict, bool]:
     """``indexer fingerprint``: a local model directory's tokenizer and config facts, or (True) what llama.cpp
     reads from a GGUF file's key/value section (indexer/gguf/file.py). Errors name the directory once."""
-    from pathlib import Path
 
-    from ..vocab.fingerprint import transformers_version
 
     gguf_path = local_gguf_arg(directory)
     if gguf_path is not None:

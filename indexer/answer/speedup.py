@@ -8,13 +8,22 @@ shape from config.json or the Hub's parameter count, its declared quantization, 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+from ..catalog.measurements import rows, summary
+from ..catalog.reader import Reader, json_value
 from ..engines import ENGINES
+from ..engines import heads as rules
+from ..engines.heads import HeadFacts, TargetShape
 from ..engines.setup import DIR, FILE, GGUF, HF, text
+from ..errors import BadInput, CatalogError
 from ..speed import hardware as hw
 from ..speed import model, quant
 from ..speed.facts import quant_from_facts, shape_from_facts
-from .setup import RUNTIME_FAMILIES, choose, gguf_quant
+from ..vocab.params import estimate_from_name
+from .lookup import local_gguf_arg, looks_like_dir
+from .setup import RUNTIME_FAMILIES, choose, copies, gguf_quant
+from .sides import is_local
 
 DEFAULT_HARDWARE = {  # the reference device an engine's drafts are ranked on when no --hardware is given
     model.SERVING: "H100 SXM", model.EAGER: "RTX 4090", model.GGML: "RTX 4090", model.MLX: "M4 Max"}
@@ -31,13 +40,11 @@ class Options:
         if bandwidth is not None:
             device = hw.custom(bandwidth, device, device_kind)
         elif device_kind is not None:
-            from ..errors import BadInput
 
             raise BadInput("--device-kind describes a device given by --bandwidth GB/s; a named --hardware has its "
                            "own kind (`indexer hardware`)")
         self.device = device  # None: the reference devices
         if task not in model.TASKS:
-            from ..errors import BadInput
 
             raise BadInput(f"unknown task {task!r}; choose one of {', '.join(model.TASKS)}")
         self.task = task
@@ -67,7 +74,6 @@ class Options:
 def catalog_facts(cat, repo_id: str) -> dict:
     """A catalog repo's speed facts: shape, declared quantization, family, author and base models (one query; the
     config's part was derived by ``compute`` into ``engine_facts.arch``)."""
-    from ..catalog.reader import json_value
 
     row = cat.one("SELECT r.params, r.params_estimate, r.params_active_estimate, r.family, r.author, r.base_models, "
                   "r.repo_id, e.arch, e.gguf, r.id FROM repos r LEFT JOIN engine_facts e "
@@ -93,14 +99,12 @@ def arch_facts(result: dict, role: str, name: str) -> dict:
 
 def gguf_facts(path: str, file_type: str | None) -> dict:
     """A GGUF file's speed facts: its file type, and its size as parameters at that type's bits per weight."""
-    from pathlib import Path
 
     q = quant.from_gguf_file_type(file_type)
     try:
         size = Path(path).stat().st_size
     except OSError:
         size = 0
-    from ..vocab.params import estimate_from_name
 
     named = estimate_from_name(Path(path).name) or estimate_from_name(Path(path).parent.name)
     shape: model.Shape | None
@@ -250,8 +254,6 @@ RUNS = ("works", "degraded", "useless")  # outcomes where the engine drafts and 
 
 def side_facts(arg: str, shown: str, reader, result: dict, role: str) -> dict:
     """The speed facts of one side of a check: a GGUF file's header, a directory's config, or the catalog's row."""
-    from .lookup import local_gguf_arg, looks_like_dir
-    from .sides import is_local
 
     if is_local(arg) or looks_like_dir(arg):
         gguf_path = local_gguf_arg(arg)
@@ -300,8 +302,6 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
     """Each running verdict of a draft-model check gains ``speedup`` (the first device) and ``speedups`` (each)."""
     if result.get("kind") == "head":
         return _add_to_head_check(result, db, opts)
-    from ..catalog.reader import Reader
-    from ..errors import CatalogError
 
     try:
         reader = Reader(db, needs="repos")
@@ -313,7 +313,6 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         t = side_facts(target, result["target"], reader, result, "target")
         d = side_facts(draft, result["draft"], reader, result, "draft")
         if reader is not None:
-            from ..catalog.measurements import rows
 
             measured = rows(reader, result["target"].split(" (")[0], result["draft"].split(" (")[0])
             sides = {name: (with_copies(reader, t, name, opts.target_quant),
@@ -341,10 +340,9 @@ def with_copies(reader, facts: dict, engine: str, asked) -> dict:
     """A catalog HF repo's facts with its copies ``engine`` could load in its place (answer/setup.py), where they
     could change the setup: the engine loads GGUF or MLX files, or a quantization was asked."""
     profile = ENGINES[engine].speed
-    if facts.get("kind") != HF or not facts.get("pk") or not (
+    if profile is None or facts.get("kind") != HF or not facts.get("pk") or not (
             profile.runtime in (model.GGML, model.MLX) or profile.gguf is not None or asked is not None):
         return facts
-    from .setup import copies
 
     return {**facts, "copies": copies(reader, facts["pk"], facts["repo_id"], engine)}
 
@@ -361,7 +359,6 @@ def measured_alpha(found: list[dict], opts: Options) -> tuple[float, float] | No
 def _measured(found: list[dict], engine: str, opts: Options) -> dict | None:
     """The pair's measurements on ``engine`` (``indexer measure``), on the device asked for (else the one measured
     most) and the task asked for, when there are any."""
-    from ..catalog.measurements import summary
 
     mine = [r for r in found if r["engine"] == engine]
     if not mine:
@@ -373,9 +370,6 @@ def _measured(found: list[dict], engine: str, opts: Options) -> dict | None:
 def _add_to_head_check(result: dict, db: str | None, opts: Options) -> dict:
     """``check TARGET HEAD``: each engine the head fits gains ``speedups`` (per device) and ``speedup`` (the first),
     at the draft length of its launch command."""
-    from ..catalog.reader import Reader
-    from ..engines import heads as rules
-    from ..engines.heads import HeadFacts, TargetShape
 
     head, shape = HeadFacts(**result["head"]), TargetShape(**result["target"])
     reader = Reader(db, needs="repos")

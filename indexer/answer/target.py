@@ -6,10 +6,16 @@ model directory by its catalog twin, or a local GGUF file by its llama.cpp class
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import engines as registry
 from ..catalog.reader import Reader, json_value
 from ..errors import EXIT_NOT_FOUND, QueryError
+from ..files import InputError, check_dir
+from ..vocab.fingerprint import fingerprint_dir
+from ..vocab.modelconfig import read_config
+from ..vocab.params import best_params
+from .lookup import find_repo_id, gguf_base, local_gguf_arg, looks_like_dir
 
 TARGET_SQL = (
     "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
@@ -42,7 +48,6 @@ class Target:
 
 def _with_size(t: dict, name: str) -> dict:
     """The Hub's count, else the config estimate, else the size in the name (indexer/vocab/params.py)."""
-    from ..vocab.params import best_params
 
     est = best_params(t["params"], t["params_estimate"], t["params_estimate_source"], name,
                       t["params_active_estimate"])
@@ -53,10 +58,8 @@ def _with_size(t: dict, name: str) -> dict:
 
 def resolve_target(cat: Reader, target: str) -> Target:
     """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
-    from .lookup import find_repo_id, gguf_base, local_gguf_arg, looks_like_dir
 
     if looks_like_dir(target) or target.lower().endswith(".gguf"):
-        from ..files import InputError
 
         try:
             gguf_path = local_gguf_arg(target)
@@ -111,16 +114,12 @@ def hub_gguf_name(repo_id: str, facts) -> str | None:
 
 def _local_target(cat: Reader, path: str) -> Target:
     """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
-    from ..files import InputError, check_dir
-    from ..vocab.fingerprint import fingerprint_dir
-    from ..vocab.modelconfig import read_config
 
     try:
         directory = check_dir(path)
         config = read_config(directory)
         fp = fingerprint_dir(directory)
     except InputError as e:
-        from pathlib import Path
 
         said = e.message.removeprefix(f"{path}: ").removeprefix(f"{Path(path)}: ")  # the path said once
         raise QueryError(f"target {path}: {said}") from None
@@ -151,7 +150,6 @@ def _local_target(cat: Reader, path: str) -> Target:
 def _local_gguf_target(cat: Reader, arg: str, path) -> Target:
     """A local GGUF file, answered as the catalog repo whose llama.cpp class has the same GGUF signature
     (its own header's facts: vocab type, add_bos/eos with their ids, token texts)."""
-    from ..files import InputError
     from ..gguf.file import read_gguf
 
     try:

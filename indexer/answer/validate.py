@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from ..errors import BadInput
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
+from .lookup import hub_url_path
 
 # The Hub's repo id: huggingface_hub 2.4 utils/_validators.py:28 REPO_ID_REGEX and validate_repo_id (:97-152):
 # an optional namespace and a name of 1..96 ASCII letters, digits, "-", "_", "."; neither starting nor ending
@@ -47,7 +45,6 @@ def is_repo_id(text: str) -> bool:
 
 
 def _is_hub_url(text: str) -> bool:
-    from .lookup import hub_url_path
 
     return hub_url_path(text) is not None
 
@@ -88,7 +85,6 @@ def repo_id(value: str | None, role: str = "--model") -> str:
 def local_path(value: str | os.PathLike, role: str = "directory", _not: str = "is ") -> str:
     """A path the OS can take (no control characters, within PATH_MAX/NAME_MAX); whether it exists is the
     caller's to say."""
-    from pathlib import Path
 
     text = os.fspath(value)
     if any(c < " " or "\x7f" <= c <= "\x9f" for c in text):  # Unicode category Cc
@@ -114,7 +110,6 @@ def output_file(value: str | os.PathLike | None, role: str = "file") -> str | No
     """A file to (re)write atomically: not a directory, in an existing writable directory. None stays None."""
     if value is None or value == "":
         return value
-    from pathlib import Path
 
     path = Path(local_path(value, role)).expanduser()
     if path.is_dir():
@@ -133,7 +128,6 @@ def output_dir(value: str | os.PathLike, role: str = "OUTDIR", *, create: bool =
     ``create=False`` only checks (a command's options, before its work): the nearest existing ancestor of
     a missing directory must be a writable directory.
     """
-    from pathlib import Path
 
     out = Path(local_path(value, role)).expanduser()
     if out.exists() and not out.is_dir():

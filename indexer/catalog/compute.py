@@ -31,6 +31,7 @@ a size class a target's drafts may use (their vocabularies agree: works or degra
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -41,12 +42,17 @@ from sqlalchemy import text
 
 from ..engines import ENGINES, GGUF_CLASS_KEY, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..engines.llamacpp import speculative_compatible
+from ..files import InputError, read_json
+from ..gguf.predict import GGUFVocab, predict_gguf_facts
+from ..vocab.archconfig import arch_facts
 from ..vocab.fingerprint import transformers_version
+from ..vocab.modelconfig import read_config
 from ..vocab.params import estimate_from_name
 from . import db
 from .compute_agreement import compute_agreement
 from .compute_pairs import MAX_NEW_PAIRS, META_UPSERT, SKIP_EXISTING, compute_pairs
 from .db import open_catalog
+from .tokenstore import TokenStore, default_root
 
 # What each size column of tmp_ok means, for class labels.
 SIZE_WORDS = {"vs": "config vocab_size", "vst": "text-config vocab_size", "vllm_vs": "text-config vocab_size",
@@ -305,9 +311,6 @@ def write_lock(conn) -> None:
 
 def facts_of_dir(directory: Path, tokens) -> dict:
     """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
-    from ..files import InputError
-    from ..gguf.predict import predict_gguf_facts
-    from ..vocab.modelconfig import read_config
 
     row: dict = {"vllm": None, "tce": None, "vis": False, "arch": NO_ARCH}
     if (directory / "config.json").is_file():
@@ -334,7 +337,6 @@ def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS, repo_i
     (``repo_ids``: of those repos only; catalog/compute_scoped.py)."""
     from .blobstore import BlobStore
     from .blobstore import default_root as blob_root
-    from .tokenstore import TokenStore, default_root
 
     loads = _loads()
     only, params = "", {}
@@ -378,8 +380,6 @@ def backfill_arch(conn, db: str | None, blobs) -> int:
     """Architecture facts for engine_facts rows derived before they existed (catalog revision 0009): read again
     from the stored config blob and the file set's tokenizer_config.json, no converter and no re-crawl. A GGUF
     repo's row (no config blob) gets its facts from the stored header facts when they carry them."""
-    from ..files import InputError, read_json
-    from ..vocab.archconfig import arch_facts
 
     loads = _loads()
     todo = conn.exec_driver_sql(
@@ -413,7 +413,6 @@ def backfill_arch(conn, db: str | None, blobs) -> int:
 
 
 def _dumps(value) -> str | None:
-    import json
 
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
@@ -423,7 +422,6 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
 
     Candidates share a token-prefix bucket (``engines.gguf_buckets``): every passing pair does,
     so the cache holds every passing pair (up to ``limit`` new evaluations per run)."""
-    from .tokenstore import TokenStore, default_root
 
     loads = _loads()
     # One row per signature (its buckets follow from its tokens), so popular signatures do not multiply.
@@ -437,7 +435,6 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
         f"AND p.draft_signature = c.d WHERE p.target_signature IS NULL ORDER BY c.t, c.d LIMIT {int(limit) + 1}").all()
     if not todo:
         return {"candidates": 0, "computed": 0, "compatible": 0, "no_tokens": 0, "more_left": False}
-    from ..gguf.predict import GGUFVocab
 
     store = TokenStore(default_root(db))
     memo: dict[str, object] = {}

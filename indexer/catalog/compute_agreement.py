@@ -22,8 +22,9 @@ from pathlib import Path
 from sqlalchemy import text
 
 from ..vocab import agreement as agr
-from ..vocab.tokenbox import TokenizerBox
+from ..vocab.tokenbox import FAILED, TokenizerBox
 from .compute_pairs import META_UPSERT, SKIP_EXISTING, candidate_pairs
+from .tokenstore import TokenStore, default_root
 
 MAX_NEW_AGREEMENTS = 5000  # pair measurements per compute run (the rest next run)
 MAX_NEW_COUNTS = 50  # tokenizers counted from the blob store per run (catalogs crawled before counts existed)
@@ -51,7 +52,6 @@ def note_failure(conn, file_set_id: int, reason: str) -> list[str]:
     """Say on a file set and on its ok repos that its tokenizer failed on the reference text (their agreement
     rests on ids): "tokenizer failed on the reference text: REASON", after any reason they had. ``conn``: a
     Connection or a Session. Returns the repos' ids."""
-    from ..vocab.tokenbox import FAILED
 
     note = f"{FAILED}: {reason}"
     args = {"f": file_set_id, "n": note, "like": f"%{FAILED}%"}
@@ -89,7 +89,6 @@ def _recount(conn, db: str | None, store, tid: int, sha: str, box) -> dict[int, 
 def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit: int = MAX_NEW_AGREEMENTS,
                       max_counts: int = MAX_NEW_COUNTS) -> dict:
     """Flag new tokenizers, then measure the pairs the flag does not settle (at most ``limit`` per run)."""
-    from .tokenstore import TokenStore, default_root
 
     started = time.perf_counter()
     store, ref = TokenStore(default_root(db)), agr.reference_sha256()

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from ..engines.rules import Side, tli
+from .tokenstore import TokenStore, default_root
+
 MAX_PARTNERS = 32  # candidate tokenizer pairs per tokenizer
 MAX_NEW_PAIRS = 5000  # token-list evaluations per compute run
 
@@ -58,8 +61,6 @@ def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
 
     ``llamacpp_ok`` / ``llamacpp_reason`` stay NULL: llama.cpp is decided on GGUF vocabularies
     (``llamacpp_pairs``), not on get_vocab() mappings."""
-    from ..engines.rules import Side, tli
-    from .tokenstore import TokenStore, default_root
 
     store = TokenStore(default_root(db))
     toks = conn.exec_driver_sql(

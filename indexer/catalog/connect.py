@@ -6,8 +6,12 @@ catalog before a command starts. Importable from ``indexer.catalog.db``.
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
+from urllib.parse import quote
 
 from ..errors import CatalogError
+from .dberrors import as_catalog_error
 from .dburl import (
     busy_timeout,
     check_folder,
@@ -37,8 +41,6 @@ def _switch_to_wal(cur) -> None:
     crawls started together on a catalog an older version made: 7 of 120 trials of four processes failed, none
     with the retry). The mode is persistent (https://www.sqlite.org/pragma.html#pragma_journal_mode), so this
     happens once per catalog; new catalogs are made in WAL mode (``migrate``)."""
-    import sqlite3
-    import time
 
     give_up = time.monotonic() + busy_timeout()
     while True:
@@ -83,7 +85,6 @@ def _sqlite_read_pragmas(dbapi_conn, _record):
 
 def make_engine(db: str | None = None, *, read_only: bool = False):
     """A SQLAlchemy engine; a SQLite file we cannot write is opened read-only (queries still answer)."""
-    from urllib.parse import quote
 
     from sqlalchemy import create_engine, event
 
@@ -126,7 +127,6 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
             try:
                 engine.connect().close()
             except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
-                from .dberrors import as_catalog_error  # here: only a failure needs the driver's words
 
                 raise as_catalog_error(e, url) from None
             finally:
@@ -145,7 +145,6 @@ def preflight(db: str | None = None, *, write: bool = False, connect: bool = Tru
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
                 conn.exec_driver_sql("ROLLBACK")
     except Exception as e:  # noqa: BLE001 - translated below, or re-raised if not the database's
-        from .dberrors import as_catalog_error
 
         raise as_catalog_error(e, url) from None
     finally:

@@ -10,12 +10,10 @@ without pathlib. Everything here is importable from ``indexer.catalog.db``.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from urllib.parse import quote
 
 from ..errors import CatalogError
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 DEFAULT_DB = "data/catalog.db"
 DEFAULT_DEMO_DB = "data/demo.db"  # where `indexer demo` builds its catalog (missing_hint points there)
@@ -110,7 +108,6 @@ def sqlite_file(url: str) -> str | None:
 
 def sqlite_path(url: str) -> Path | None:
     """:func:`sqlite_file` as a Path."""
-    from pathlib import Path
 
     path = sqlite_file(url)
     return Path(path) if path is not None else None
@@ -124,7 +121,6 @@ def db_arg(url: str) -> str:
 
 def missing_hint(path: str | Path | None) -> str:
     """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
-    from pathlib import Path
 
     demo = Path(DEFAULT_DEMO_DB)
     if (path is not None and Path(path) == Path(DEFAULT_DB).resolve() and demo.exists()
@@ -193,7 +189,6 @@ def read_only_uri(path: str | Path) -> str | None:
     """
     if writable(path):
         return None
-    from urllib.parse import quote
 
     shm = os.fspath(path) + "-shm"
     needs_immutable = _is_wal(path) and not os.access(_parent(path), os.W_OK) and not os.path.exists(shm)
@@ -215,6 +210,5 @@ def check_sqlite_file(path: str | Path) -> None:
 
 def readonly_url(path: str | Path) -> str:
     """A SQLAlchemy URL that opens a SQLite file read-only: no journal-mode switch, no -wal beside it."""
-    from pathlib import Path
 
     return f"sqlite:///file:{Path(path).resolve()}?mode=ro&uri=true"

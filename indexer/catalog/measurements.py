@@ -6,6 +6,11 @@ A pair's measurements on one engine are summed per device and task, each weighin
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
+from .. import __version__
+from .db import open_catalog
+
 COLUMNS = ("target", "draft", "engine", "engine_version", "hardware", "target_quant", "draft_quant", "task",
            "draft_tokens", "acceptance", "drafted", "accepted", "rounds", "tokens", "tok_s", "tok_s_baseline",
            "speedup", "estimate", "runs", "prompts", "max_tokens", "same_text", "calibration", "measured_at",
@@ -14,9 +19,7 @@ COLUMNS = ("target", "draft", "engine", "engine_version", "hardware", "target_qu
 
 def row_of(result: dict) -> dict:
     """The table row of one ``measure`` result."""
-    from datetime import datetime, timezone
 
-    from .. import __version__
 
     m = result["measured"]
     return {"target": result["target"], "draft": result["draft"], "engine": result["engine"],
@@ -36,7 +39,6 @@ def save(result: dict, db: str | None) -> int:
     """Write the measurement into the catalog (made or migrated to head first); returns its row id."""
     from sqlalchemy import insert
 
-    from .db import open_catalog
     from .models import Measurement
 
     engine = open_catalog(db, create=True)

@@ -7,25 +7,27 @@ advisory lock for PostgreSQL). Importable from ``indexer.catalog.db``.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import secrets
+import sqlite3
+import time
 from contextlib import contextmanager
+from pathlib import Path
 
 from ..errors import CatalogError
 from ..files import fsync_dir
+from ..lockfile import lock_holder
+from ..resources import MIGRATIONS_DIR
 from .connect import preflight
 from .dberrors import as_catalog_error
 from .dburl import busy_timeout, sqlite_path
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 
 def alembic_config(url: str):
     """Alembic's Config for ``url``, pointed at the migrations shipped inside the package."""
     from alembic.config import Config
 
-    from ..resources import MIGRATIONS_DIR
 
     if not (MIGRATIONS_DIR / "env.py").exists():
         raise CatalogError(f"migrations not found at {MIGRATIONS_DIR}; reinstall the package (`pip install .`)")
@@ -72,7 +74,6 @@ def _holds_nothing(path: Path) -> bool:
     Any other SQLite file is left to the migration, which refuses what it cannot upgrade."""
     if not path.exists() or path.stat().st_size == 0:
         return True
-    import sqlite3
 
     from .models import Base
 
@@ -96,7 +97,6 @@ def _holds_nothing(path: Path) -> bool:
 
 def _build_new(path: Path, revision: str) -> None:
     """Migrate a fresh SQLite file beside ``path``, then rename it into place (atomic on POSIX)."""
-    import secrets
 
     from alembic import command
 
@@ -119,7 +119,6 @@ def _to_wal(path: Path) -> None:
     being set it stays in effect across multiple database connections" (https://www.sqlite.org/pragma.html
     #pragma_journal_mode). Two crawls started at once on a new catalog then never race to switch it, a change
     that needs the database to itself (one of them failed with "database is locked")."""
-    import sqlite3
 
     con = sqlite3.connect(path)
     try:
@@ -145,8 +144,6 @@ def upgrade_lock(path: Path):
     A separate file from the nightly's ``<catalog>.lock`` (flock locks of one process on two
     descriptors of the same file conflict). The kernel drops it when the process dies.
     """
-    import fcntl
-    import time
 
     lock = path.with_name(path.name + ".upgrade-lock")
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -158,7 +155,6 @@ def upgrade_lock(path: Path):
                 break
             except BlockingIOError:
                 if time.monotonic() >= give_up:
-                    from ..lockfile import lock_holder
 
                     holder = lock_holder(lock, os.pread(fd, 200, 0).decode(errors="replace").strip())
                     raise CatalogError(f"catalog {path} is being upgraded by another process ({holder}); try "

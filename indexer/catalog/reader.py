@@ -14,6 +14,8 @@ import sqlite3
 from typing import Any
 
 from ..errors import CatalogError
+from .dberrors import as_catalog_error
+from .dburl import busy_timeout, db_arg, missing_hint, read_only_uri, resolve_url, sqlite_file
 
 # repos.gated values that mean "not gated" (the Hub answers False, or "auto"/"manual"); compute's SQL and
 # the query's ranking both read these (here, so that a query does not load catalog.db and its migrations).
@@ -39,7 +41,6 @@ class Reader:
         answer's thirty statements cannot mix the states before and after a crawl's write, and SQLite takes its
         file locks once instead of per statement. For a request's reader only: it
         does not see writes made after it opened. (PostgreSQL reads through SQLAlchemy's connection as before.)"""
-        from .dburl import busy_timeout, db_arg, missing_hint, read_only_uri, resolve_url, sqlite_file
 
         table, missing_fix, unmigrated = NEEDS[needs]
         url = resolve_url(db)  # CatalogError: an unknown scheme or a missing driver
@@ -62,7 +63,6 @@ class Reader:
         except CatalogError:
             raise
         except Exception as e:  # noqa: BLE001 - the database layer's, in words
-            from .dberrors import as_catalog_error  # here: only a failure needs the driver's words
 
             raise CatalogError(str(as_catalog_error(e, url))) from None
         if snapshot and self.sa is None:
@@ -73,7 +73,6 @@ class Reader:
             msg = str(getattr(e, "orig", None) or e).lower()
             self.close()
             if "no such table" not in msg and "does not exist" not in msg:
-                from .dberrors import as_catalog_error
 
                 raise CatalogError(str(as_catalog_error(e, url))) from None
             raise CatalogError(f"catalog {db_arg(url)} " + unmigrated.format(arg=db_arg(url))) from None

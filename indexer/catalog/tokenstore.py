@@ -14,15 +14,14 @@ idempotent and reading can verify the content against its name:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
 import zlib
+from pathlib import Path
 
 from .dburl import resolve_url, sqlite_file
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 DEFAULT_ROOT = "data/tokens"
 
@@ -37,7 +36,6 @@ def default_dir(db: str | None = None) -> str:
 
 def default_root(db: str | None = None) -> Path:
     """:func:`default_dir` as a Path."""
-    from pathlib import Path
 
     return Path(default_dir(db))
 
@@ -52,7 +50,6 @@ class TokenStore:
     @property
     def root(self) -> Path:
         """The store's directory."""
-        from pathlib import Path
 
         return Path(self._dir)
 
@@ -65,7 +62,6 @@ class TokenStore:
 
     def path(self, sha: str) -> Path:
         """Where a vocabulary is stored."""
-        from pathlib import Path
 
         return Path(self._file(sha, ".json.z"))
 
@@ -78,7 +74,6 @@ class TokenStore:
         dest = self.path(sha)
         if dest.exists():
             return False
-        import hashlib  # here, not at import: a check loads this module and hashes nothing
 
         if hashlib.sha256(canonical).hexdigest() != sha:
             raise ValueError("canonical bytes do not match their fingerprint")
@@ -154,7 +149,6 @@ def check_item(name: str, compressed: bytes) -> None:
     """Check a store file from elsewhere (a pulled ``tokens.tar``) against its name ``<sha[:2]>/<sha>.<kind>.z``:
     a vocabulary must hash to ``sha``, a token list's ``tokens_sha256`` must be ``sha``, id counts must be counts.
     Raises ValueError saying what is wrong; decompression stops at :data:`MAX_ITEM_BYTES`."""
-    import hashlib
 
     folder, _, file = name.partition("/")
     sha, _, kind = file.partition(".")
@@ -193,7 +187,6 @@ def _read(path: str) -> bytes:
 
 def tokens_sha256(tokens) -> str:
     """sha256 over each token's UTF-8 text + b"\\0", in id order (oracle-engines.json ``rules``)."""
-    import hashlib
 
     h = hashlib.sha256()
     for tok in tokens:
@@ -205,7 +198,6 @@ def tokens_sha256(tokens) -> str:
 def _write_compressed(dest: Path, data: bytes) -> None:
     """zlib-compress ``data`` into ``dest`` atomically (temp file + rename): readers never see half a file."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    import tempfile  # here: a check reads the store and never writes it
 
     fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as f:

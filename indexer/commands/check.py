@@ -6,6 +6,10 @@ import sys
 
 import click
 
+from ..answer.query import check as check_pair
+from ..answer.query import render_check, works_on
+from ..answer.speedup import Options, add_to_check
+from ..errors import IndexerError
 from .checks import valid_target
 from .options import db_option, engine_option, engine_version_option, max_bytes_option, speed_options
 from .output import print_json
@@ -40,10 +44,6 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
     A Hub repo the catalog lacks is fetched as the crawl fetches it (at most 2 API calls and one download per
     file the blob store lacks) and written into the catalog, so the next check costs no request.
     """
-    from ..answer.query import check as check_pair
-    from ..answer.query import render_check, works_on
-    from ..answer.speedup import Options, add_to_check
-    from ..errors import IndexerError
 
     speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens,
                     device_kind=device_kind)  # bad names: exit 2

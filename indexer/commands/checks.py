@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import click
 
+from ..answer.validate import ANSWER_MAX_LIMIT, limit, local_path, output_dir, output_file, repo_id, target
+from ..catalog.db import check_folder, preflight, resolve_url, sqlite_path
+
 # Commands that write the catalog: their --db is checked for write access (and a free lock) up front.
 WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}
 # Commands that make a new catalog, its folder included (nightly is the scheduled crawl); any other refuses a --db
@@ -17,7 +20,6 @@ DB_META = "indexer.catalog.db"
 
 def check_db(ctx: click.Context, _param, value):
     """--db callback: refuse a bad catalog before the command starts, and remember it for error messages."""
-    from ..catalog.db import preflight
 
     ctx.meta[DB_META] = value
     ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
@@ -28,7 +30,6 @@ def check_db(ctx: click.Context, _param, value):
 
 def check_db_folder(_ctx, _param, value):
     """--db of ``pull``: a catalog path in a folder that does not exist is refused before anything is fetched."""
-    from ..catalog.db import check_folder, resolve_url, sqlite_path
 
     check_folder(value, sqlite_path(resolve_url(value)))
     return value
@@ -36,28 +37,24 @@ def check_db_folder(_ctx, _param, value):
 
 def valid_target(ctx: click.Context, param: click.Parameter, value):
     """Callback of every TARGET/DRAFT: checked once (answer.validate), one line and exit 2 when it cannot be right."""
-    from ..answer.validate import target
 
     return None if value is None else target(value, param.name)
 
 
 def valid_repo_ids(_ctx, _param: click.Parameter, values):
     """Callback of --model: each a valid Hub repo id (answer.validate), one line and exit 2 otherwise."""
-    from ..answer.validate import repo_id
 
     return tuple(repo_id(v) for v in values)
 
 
 def valid_path(_ctx, param: click.Parameter, value):
     """Callback of a local DIRECTORY/FILE argument: it exists and is readable, else one line and exit 2."""
-    from ..answer.validate import local_path
 
     return local_path(value, param.name)
 
 
 def valid_output_file(_ctx, param: click.Parameter, value):
     """An output file whose directory is writable, checked before the work, not after."""
-    from ..answer.validate import output_file
 
     output_file(value, param.opts[0])
     return value
@@ -65,7 +62,6 @@ def valid_output_file(_ctx, param: click.Parameter, value):
 
 def valid_output_dir(_ctx, param: click.Parameter, value):
     """An output directory, checked before hours of work, not after (created when it is written)."""
-    from ..answer.validate import output_dir
 
     if value:
         output_dir(value, param.opts[0], create=False)
@@ -74,13 +70,11 @@ def valid_output_dir(_ctx, param: click.Parameter, value):
 
 def valid_answer_limit(_ctx, _param: click.Parameter, value):
     """``query --limit``: 1..validate.ANSWER_MAX_LIMIT, the site's bound too."""
-    from ..answer.validate import ANSWER_MAX_LIMIT, limit
 
     return None if value is None else limit(value, ANSWER_MAX_LIMIT, name="--limit")
 
 
 def valid_limit(_ctx, _param: click.Parameter, value):
     """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
-    from ..answer.validate import limit
 
     return None if value is None else limit(value, name="--limit")

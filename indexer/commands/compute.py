@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..catalog.db import CatalogError
 from .options import db_option
 from .output import fail, print_json
 from .signals import long_run
@@ -17,7 +18,6 @@ from .signals import long_run
 def compute(as_json, quiet, db):
     """Rebuild the compatibility classes per engine and the cached pair verdicts."""
     from ..catalog.compute import compute as run_compute
-    from ..catalog.db import CatalogError
 
     try:
         stats = run_compute(db, progress=not quiet and not as_json)

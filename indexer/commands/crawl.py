@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from ..catalog.db import CatalogError
+from ..runlog import route_logs
 from .checks import valid_limit, valid_repo_ids
 from .options import db_option, max_bytes_option, request_timeout_option, verbose_option
 from .output import fail, print_json
@@ -56,10 +58,8 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
     (every listing failed, the Hub cannot be reached, a catalog write failed, or nothing resolved and
     every repo failed), 2 bad input, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
-    from ..catalog.db import CatalogError
     from ..crawl.loop import CrawlFailed, CrawlInterrupted, CrawlOptions
     from ..crawl.loop import crawl as run_crawl
-    from ..runlog import route_logs
 
     if not (families or author or search or models or all_):
         fail("give a scope: --family, --author, --search, --model or --all")

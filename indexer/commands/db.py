@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..catalog.db import safe_url, upgrade
 from .options import db_option
 
 
@@ -16,6 +17,5 @@ def db():
 @db_option
 def db_upgrade(db):
     """Create the catalog or migrate it to the newest schema."""
-    from ..catalog.db import safe_url, upgrade
 
     click.echo(f"catalog at head: {safe_url(upgrade(db))}")

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import click
 
+from ..catalog.db import CatalogError
+from ..errors import CrawlInterrupted
+from ..jobs.demo import DEMO_DRAFT, DEMO_TARGET, build_demo_catalog, discard_damaged, urls
+from ..jobs.publish import PublishError, check_port, free_port
+from ..jobs.publish import serve as run_serve
 from .checks import check_db
 from .output import fail
 from .signals import SIGNALLED, long_run, stop_handling_signals
@@ -15,8 +22,6 @@ from .signals import SIGNALLED, long_run, stop_handling_signals
 def _activate_first() -> str:
     """" (activate the venv first: . .venv/bin/activate)" when the shell's ``indexer`` is not this one (a venv
     used by its path, not activated): the lines below then work as printed."""
-    import os
-    import shutil
 
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     found = shutil.which("indexer")
@@ -29,7 +34,6 @@ def _activate_first() -> str:
 
 def demo_db(ctx: click.Context, param, value):
     """--db of the demo: a damaged demo catalog is deleted (the demo rebuilds it), then the usual checks."""
-    from ..jobs.demo import discard_damaged
 
     discard_damaged(value, log=lambda m: click.echo(m, err=True))
     return check_db(ctx, param, value)
@@ -49,10 +53,6 @@ def demo(db, host, port, no_serve):
     Exit status: 0 done or stopped, 1 the demo failed, 2 busy port, 130 interrupted (Ctrl-C; 143 on SIGTERM):
     the next demo resumes.
     """
-    from ..catalog.db import CatalogError
-    from ..jobs.demo import DEMO_DRAFT, DEMO_TARGET, build_demo_catalog, urls
-    from ..jobs.publish import PublishError, check_port, free_port
-    from ..jobs.publish import serve as run_serve
 
     if not no_serve:
         port = port or free_port(host)
@@ -60,7 +60,6 @@ def demo(db, host, port, no_serve):
             check_port(host, port)  # before minutes of work, and before any URL is printed
         except PublishError as e:
             fail(str(e))
-    from ..errors import CrawlInterrupted
 
     try:
         build_demo_catalog(db, log=lambda m: click.echo(m, err=True))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..answer.render import render_fingerprint, render_gguf_facts
+from ..answer.sides import local_facts
 from .checks import valid_path
 from .options import max_bytes_option
 from .output import print_json
@@ -17,8 +19,6 @@ from .output import print_json
 def fingerprint(directory, as_json, reference, max_file_bytes):
     """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
     (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
-    from ..answer.render import render_fingerprint, render_gguf_facts
-    from ..answer.sides import local_facts
 
     facts, is_gguf = local_facts(directory, reference=reference, max_file_bytes=max_file_bytes)  # errors: exit 2
     if as_json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..answer.devices import devices_json, render_devices
 from .output import print_json
 
 
@@ -15,7 +16,6 @@ def hardware(as_json):
 
     Exit status: 0.
     """
-    from ..answer.devices import devices_json, render_devices
 
     result = devices_json()
     if as_json:

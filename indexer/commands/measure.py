@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import click
 
+from ..catalog.measurements import save
+from ..errors import BadInput
+from ..measure.local import measure_local
+from ..measure.run import measure as measure_pair
+from ..measure.run import render
+from ..speed import hardware as hw
+from ..speed import quant
 from .options import db_option
 from .output import print_json
 from .signals import long_run
@@ -47,9 +54,6 @@ def measure(target, draft, engine, url, baseline_url, hardware, task, max_tokens
     The measurement is written into the catalog (`indexer check TARGET DRAFT` then shows it), once it is complete.
     Exit status: 0 measured, 1 the server failed or did not answer, 2 bad input, 130 interrupted (nothing kept).
     """
-    from ..errors import BadInput
-    from ..speed import hardware as hw
-    from ..speed import quant
 
     if hardware:
         hw.lookup(hardware)  # an unknown device: one line before any request
@@ -57,25 +61,21 @@ def measure(target, draft, engine, url, baseline_url, hardware, task, max_tokens
         if q:
             quant.lookup(q)
     if engine == "transformers":
-        from ..measure.local import measure_local
 
         result = measure_local(target, draft, hardware=hardware, task=task, max_tokens=max_tokens, runs=runs,
                                draft_tokens=draft_tokens, db=db)
     else:
         if not url:
             raise BadInput(f"--url is needed: the {engine} server running the pair")
-        from ..measure.run import measure as measure_pair
 
         result = measure_pair(target, draft, engine, url, baseline_url=baseline_url, hardware=hardware, task=task,
                               max_tokens=max_tokens, runs=runs, draft_tokens=draft_tokens,
                               target_quant=target_quant, draft_quant=draft_quant, db=db, timeout=timeout)
     if not no_save:
-        from ..catalog.measurements import save
 
         result["id"] = save(result, db)
     if as_json:
         print_json(result)
     else:
-        from ..measure.run import render
 
         click.echo(render(result))

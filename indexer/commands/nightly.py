@@ -6,6 +6,9 @@ import sys
 
 import click
 
+from ..jobs.nightly import EXIT_FAILED, EXIT_LOCKED, LockBusy
+from ..jobs.nightly import nightly as run_nightly
+from ..runlog import route_logs
 from .checks import valid_output_dir, valid_output_file
 from .options import db_option, request_timeout_option, verbose_option
 from .output import fail
@@ -40,9 +43,6 @@ def nightly(db, families, endpoint, publish_dir, to_hub, report, lock_file, max_
     Exit status: 0 ok, 1 a step failed (see the report), 75 another run holds the lock, 130/143 stopped by
     SIGINT/SIGTERM (the crawl run is marked interrupted and the report written).
     """
-    from ..jobs.nightly import EXIT_FAILED, EXIT_LOCKED, LockBusy
-    from ..jobs.nightly import nightly as run_nightly
-    from ..runlog import route_logs
 
     names = [n.strip() for item in families for n in item.split(",") if n.strip()]
     route_logs(verbose)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..engines import DEFAULT_ENGINE, ENGINE_NAMES
+from ..engines import DEFAULT_ENGINE, ENGINE_NAMES, parse_versions
 from ..files import DEFAULT_MAX_FILE_BYTES
 from .checks import check_db
 
@@ -63,7 +63,6 @@ def verbose_option(f):
 
 def _engine_versions(_ctx, _param, values):
     """Callback of --engine-version: {engine: release}; an unknown engine or release is one line, exit 2."""
-    from ..engines import parse_versions
 
     return parse_versions(values)
 

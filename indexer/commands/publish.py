@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from ..jobs.hubpublish import publish_to_hub
+from ..jobs.publish import publish as run_publish
 from .options import db_option
 from .output import fail, print_json
 from .signals import long_run
@@ -29,12 +31,10 @@ def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
 
     Exit status: 0 published (or unchanged), 1 the upload failed on the way, 2 bad catalog, OUTDIR, token or repo.
     """
-    from ..jobs.publish import publish as run_publish
 
     if not outdir and not to_hub:
         fail("give OUTDIR, or --to-hub ORG/NAME")
     if to_hub:
-        from ..jobs.hubpublish import publish_to_hub
 
         done = publish_to_hub(db, to_hub, endpoint=endpoint, log=lambda m: click.echo(m, err=True),
                               progress=sys.stderr.isatty() and not as_json)  # one bar, on a terminal only

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..jobs.pull import pull as run_pull
 from .checks import check_db_folder
 from .output import print_json
 from .signals import long_run
@@ -27,7 +28,6 @@ def pull(repo, revision, db, endpoint, as_json, quiet):
 
     Exit status: 0 pulled or unchanged, 1 the download failed (the old catalog is kept), 2 bad input.
     """
-    from ..jobs.pull import pull as run_pull
 
     done = run_pull(db, repo=repo, revision=revision, endpoint=endpoint,
                     progress=not (quiet or as_json) and sys.stderr.isatty())  # a log gets no bar

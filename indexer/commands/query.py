@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
+from ..answer.query import render, run_query
+from ..answer.speedup import Options
 from ..engines import DEFAULT_ENGINE, QUERY_METHODS
+from ..errors import IndexerError
 from .checks import valid_answer_limit, valid_target
 from .options import db_option, engine_option, engine_version_option, speed_options
 from .output import print_json
@@ -44,9 +47,6 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     Exit status: 0 answered, 2 bad input or catalog, 3 target neither in the catalog nor on the Hub
     (or --offline).
     """
-    from ..answer.query import render, run_query
-    from ..answer.speedup import Options
-    from ..errors import IndexerError
 
     speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens,
                     device_kind=device_kind)  # bad names: exit 2

@@ -6,6 +6,9 @@ import sys
 
 import click
 
+from ..catalog.db import CatalogError
+from ..jobs.publish import PublishError, safe_url
+from ..jobs.publish import serve as run_serve
 from .options import db_option
 from .output import fail
 
@@ -20,9 +23,6 @@ def serve(host, port, db):
 
     Exit status: 0 stopped, 2 bad catalog or busy port.
     """
-    from ..catalog.db import CatalogError
-    from ..jobs.publish import PublishError, safe_url
-    from ..jobs.publish import serve as run_serve
 
     def ready(url):
         shown = safe_url(db) if db and "://" in db else db or "the catalog"

@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+import os
+import signal
 import sys
+import threading
+import time
 
 import click
 
@@ -19,8 +25,6 @@ def interrupt_on_signals() -> dict:
     A KeyboardInterrupt raised where Python cannot propagate it (a weakref finalizer, a ``__del__``) is
     printed by ``sys.unraisablehook`` as a traceback and then lost: the hook drops it silently here, and
     :func:`long_run` still sees the signal in the dict."""
-    import os
-    import signal
 
     def handler(signum, _frame):
         if "signum" in SIGNALLED:
@@ -46,7 +50,6 @@ def long_run(name: str):
     line, ``error: NAME interrupted``, and exit 130 (143), never a traceback, and never lost. Each command
     writes in transactions or renames into place, so an interrupted run leaves nothing half-written and the
     next run resumes."""
-    import functools
 
     def deco(f):
         @functools.wraps(f)
@@ -69,7 +72,6 @@ def long_run(name: str):
 def stop_handling_signals() -> None:
     """Back to Python's own Ctrl-C (KeyboardInterrupt) and SIGTERM before a long command serves until stopped
     (demo): stopping a server is its normal end, not an interruption."""
-    import signal
 
     SIGNALLED.clear()
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -79,11 +81,6 @@ def stop_handling_signals() -> None:
 def exit_interrupted(got: dict, message: str | None = None) -> None:
     """Exit 128 + the signal (143 SIGTERM, 130 SIGINT). Everything worth keeping is committed and reported
     by now; crawl workers still stuck in a stalled request are not waited for."""
-    import logging
-    import os
-    import signal
-    import threading
-    import time
 
     if message:
         click.echo(message, err=True)

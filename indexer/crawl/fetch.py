@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..catalog.blobstore import BlobStore
+from ..engines.heads import head_candidate
 from ..errors import UnsafeName
 from ..files import CONFIG_FILE, VOCAB_FILES, WANTED_FILES
 from ..gguf.hub import GGUFHeaderReader, GGUFRead, gguf_names
@@ -65,7 +66,6 @@ def _sha(item: Listed) -> str:
 
 def _maybe_head(item: Listed) -> bool:
     """A speculator head holds no tokenizer: its config.json decides (indexer/engines/heads.py, head_candidate)."""
-    from ..engines.heads import head_candidate
 
     return head_candidate(item.id, item.config)
 

@@ -38,7 +38,8 @@ from ..catalog.db import (
     session_factory,
     sqlite_path,
 )
-from ..catalog.models import BlobWait, CrawlQueue, CrawlRun, Repo, ScopeCursor
+from ..catalog.models import BlobWait, CrawlQueue, CrawlRun, FileSet, Repo, ScopeCursor
+from ..catalog.tokenstore import TokenStore, default_root
 from ..errors import CrawlFailed, CrawlInterrupted
 from ..hub.client import BudgetExhausted, HubClient, HubUnreachable, Listed
 from ..vocab.tokenbox import FAILED
@@ -114,14 +115,12 @@ class Crawler(RunRecord):
         self._listings: list[ScopeListing] = []
         self._written_gated: set[str] = set()
         self._gated_listed: dict[str, Listed] = {}  # this run's listing of gated repos (fresher than a wait's)
-        from ..catalog.tokenstore import TokenStore, default_root
 
         self.writer = CatalogWriter(self.store, TokenStore(default_root(db)), self.families, options.max_file_bytes)
         self.fetcher = Fetcher(self.client, self.store, options.max_file_bytes, gguf_known=self._gguf_known())
 
     def _gguf_known(self) -> set[str]:
         """file_sets keys without a tokenizer: GGUF files already read (by LFS sha256) among failed sets."""
-        from ..catalog.models import FileSet
 
         with self.Session() as session:
             return set(session.scalars(select(FileSet.key).where(FileSet.tokenizer_id.is_(None))))

@@ -28,12 +28,14 @@ from ..catalog.blobstore import BlobStore
 from ..catalog.compute_agreement import note_failure
 from ..catalog.db import insert_or_skip, is_write_conflict
 from ..catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
+from ..engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
 from ..vocab.agreement import reference_sha256
-from ..vocab.modelconfig import ConfigFacts, check_dimensions
+from ..vocab.fingerprint import fingerprint_dir, transformers_version
+from ..vocab.modelconfig import ConfigFacts, check_dimensions, read_config
 from ..vocab.tokenbox import TokenizerBox
 from .families import family_of
 from .fetch import COPY_NOTE, MISSING_MARK, Entry, Fetched, describe
@@ -295,7 +297,6 @@ class CatalogWriter:
         return status, (read.reason() if status == "ok" else fs_reason)
 
     def _gguf_facts(self, session, fs_id: int, file, now) -> None:
-        from ..engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 
         v = file.vocab
         tsha = sig = hi = lo = None
@@ -464,7 +465,6 @@ class CatalogWriter:
         return hit
 
     def _fingerprint(self, tok_files: dict[str, str]) -> tuple:
-        from ..vocab.fingerprint import fingerprint_dir
 
         tmp = self._scratch_dir("fs")
         self.store.export(tok_files, tmp)
@@ -484,7 +484,6 @@ class CatalogWriter:
         tok = session.execute(q).scalar_one_or_none()
         if tok is not None:
             return tok.id
-        from ..vocab.fingerprint import transformers_version
 
         facts = fp.to_dict()
         cols = {c.key for c in Tokenizer.__table__.columns}
@@ -495,7 +494,6 @@ class CatalogWriter:
     def _config(self, blob_id: str):
         if blob_id in self._config_memo:
             return self._config_memo[blob_id]
-        from ..vocab.modelconfig import read_config
 
         tmp = self._scratch_dir("cfg")
         self.store.export({CONFIG_FILE: blob_id}, tmp)

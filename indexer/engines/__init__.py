@@ -12,6 +12,7 @@ docs/engines.md explains every rule; :mod:`indexer.engines.base` the seven outco
 
 from __future__ import annotations
 
+from ..errors import BadInput
 from ..gguf import LLAMACPP_COMMIT  # noqa: F401  (re-exported: compute and the crawl writer stamp it)
 from . import llamacpp, lmstudio, mlx, ollama, sglang, transformers, vllm
 from .base import (  # noqa: F401  (re-exported: the names the rest of the project imports from the registry)
@@ -80,7 +81,6 @@ def at(name: str, release: str | None = None) -> Engine:
 def parse_versions(specs) -> dict[str, str]:
     """``--engine-version ENGINE==VERSION`` values (repeatable) as {engine: release}; BadInput (exit 2, one line)
     names the known engines or releases."""
-    from ..errors import BadInput
 
     out: dict[str, str] = {}
     for spec in specs or ():

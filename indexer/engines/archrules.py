@@ -10,7 +10,7 @@ others). The facts are :class:`indexer.vocab.archconfig.ArchFacts`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..vocab.archconfig import ArchFacts
 
@@ -172,7 +172,6 @@ class Ranged:
 def relined(row, release: str, source: str) -> tuple:
     """A row whose rule holds on at ``release`` but whose cited lines moved: the row until then, and the same row
     from then with the new source (the anchors stay)."""
-    from dataclasses import replace
 
     return replace(row, until=release), replace(row, since=release, source=source)
 

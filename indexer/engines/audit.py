@@ -41,6 +41,7 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
+from . import ENGINES
 from .archrules import ArchRule
 from .archrules import holds as row_holds
 
@@ -395,7 +396,6 @@ def render(engine, results: list[dict], release: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status."""
-    from . import ENGINES
 
     p = argparse.ArgumentParser(prog="python -m indexer.engines.audit",
                                 description="Check every cited file:line of an engine's module in a release's source "

@@ -28,8 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..errors import InputError
 from ..gguf.predict import GGUFVocab
+from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
+from ..vocab.tokenbox import FAILED, TokenizerBox, TokenizerFailed
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import NO_HEADS, Heads
 
@@ -321,8 +324,6 @@ def target_counts(t: Side) -> dict[int, int] | None:
     tokenizer box (vocab/tokenbox.py: the files are the user's, and may be anyone's). A tokenizer that transformers
     cannot load leaves the grade to ids (and says so); one that fails on the text is one InputError line."""
     if t.counts is None and t.source_dir is not None:
-        from ..errors import InputError
-        from ..vocab.tokenbox import FAILED, TokenizerBox, TokenizerFailed
 
         try:
             with TokenizerBox() as box:
@@ -339,7 +340,6 @@ def pair_agreement(t: Side, d: Side) -> dict | None:
     key = (d.name, (d.tok or {}).get("vocab_sha256"))
     if key in t.agreements:
         return t.agreements[key]
-    from ..vocab import agreement as _agreement  # here: a query's answer reads stored grades
 
     if t.vocab is not None and d.vocab is not None:
         a = _agreement.agreement(t.vocab, d.vocab, target_counts(t), _agreement.special_ids(t.tok))
@@ -361,7 +361,6 @@ def mapping_differs(t: Side, d: Side, size: int | None, starts: str, notes: Sequ
     if a is None:
         return Verdict(USELESS, [f"{starts}; the get_vocab() mappings differ and a vocabulary is missing from the "
                                  f"token store, so how far they agree is unknown: assume {SLOWER}", *notes])
-    from ..vocab import agreement as _agreement
 
     grades = {_agreement.WORKS: WORKS, _agreement.DEGRADED: DEGRADED, _agreement.USELESS: USELESS}
     outcome = grades[a["class"]] if not a["identical"] else WORKS

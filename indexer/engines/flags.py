@@ -5,6 +5,9 @@ no removed option, every value a choice the source lists. The launch commands ar
 
 from __future__ import annotations
 
+import json
+import os
+
 _TABLES: dict[tuple[str, str], dict | None] = {}
 
 
@@ -12,8 +15,6 @@ def table(engine: str, release: str) -> dict | None:
     """The flag table of ``engine`` at ``release`` (None: not extracted)."""
     key = (engine, release)
     if key not in _TABLES:
-        import json
-        import os
 
         path = os.path.join(os.path.dirname(__file__), "data", "flags", f"{engine}-{release}.json")  # package data
         try:

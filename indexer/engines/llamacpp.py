@@ -3,6 +3,9 @@ predicted from what convert_hf_to_gguf.py would write, at the commit the GGUF la
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 # the llama.cpp version the GGUF layer transcribes (one place), and the error prefix of a converter path the
 # indexer does not reproduce
 from ..gguf import LLAMACPP_COMMIT, NOT_MODELLED
@@ -141,8 +144,6 @@ def gguf_signature(g, tokens_sha256: str) -> str:
     added. Equal signatures pass (same type, same flags, same token list, so same n_vocab)."""
     parts = [g.vocab_type, bool(g.add_bos), g.bos if g.add_bos else None, bool(g.add_eos),
              g.eos if g.add_eos else None, tokens_sha256]
-    import hashlib  # here: the query path hashes nothing
-    import json
 
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
@@ -151,7 +152,6 @@ def gguf_buckets(tokens) -> tuple[str, str]:
     """Two token-prefix keys (hi, lo) such that every pair passing llama.cpp's size and text checks
     shares one: with k = n // 128, hi hashes tokens[5 : k*128] and lo tokens[5 : (k-1)*128]. Two lists
     within 128 of each other have k equal or one apart, and agree on [5, min(n)) ⊇ [5, k_min*128)."""
-    import hashlib
 
     k = len(tokens) // LLAMACPP_MAX_VOCAB_DIFF
 

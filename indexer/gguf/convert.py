@@ -11,16 +11,14 @@ with gguf-py's SpecialVocab).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import is_panic
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError
 from .archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
 from .hf import ConverterError, NotModelled, read_json
 from .vocabpaths import PATHS, fail, find_hparam
 from .written import Written
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 # ---------------------------------------------------------------- hparams (conversion/base.py:1271-1305)
 

@@ -20,6 +20,7 @@ needs.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -406,7 +407,6 @@ def read_kv_section(read: Callable[[int, int], bytes], file_size: int | None, *,
 
 def read_local(path, *, max_bytes: int = DEFAULT_MAX_KV_BYTES) -> Read:
     """The key/value section of a local .gguf file (only the prefix it needs is read)."""
-    import os
 
     size = os.path.getsize(path)
     with open(path, "rb") as f:

@@ -28,6 +28,8 @@ import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConverterError, NotModelled
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
@@ -35,10 +37,7 @@ from ..files import read_json as _read_json
 from .tfconfig import CONFIG_MODEL_TYPES
 from .tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
-
     from tokenizers import Tokenizer
 
 _CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)

@@ -10,14 +10,16 @@ The rule that compares two of them, ``common_speculative_are_compatible``, is th
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_dir
 from . import LLAMACPP_COMMIT, NOT_MODELLED  # the pin and the not-modelled prefix (indexer/gguf/__init__.py)
+from .convert import convert
+from .hf import ConverterError, NotModelled, file_cache
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
 if TYPE_CHECKING:
     from .written import Written
 
@@ -70,7 +72,6 @@ class GGUFVocab:
             return None
         if self.stored_sha256 is not None:
             return self.stored_sha256
-        import hashlib  # here, not at import: a check loads this module and hashes nothing
 
         h = hashlib.sha256()
         for text in self.tokens:
@@ -169,9 +170,6 @@ def predict_gguf(directory, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
     Bad files raise :class:`InputError`; what the converter itself refuses comes back as ``converted=False``.
     """
     # The converter (convert, hf, vocabpaths, written and their tables: about half a bare Python's start) only
-    # here: a check of two catalog repos reads GGUFVocab from the catalog and predicts nothing.
-    from .convert import convert
-    from .hf import ConverterError, NotModelled, file_cache
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     d = check_dir(directory)

@@ -7,14 +7,13 @@ conversion/*.py, gguf-py/gguf/vocab.py); line numbers are of those files. ``conv
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from ..files import check_size
 from .hf import ConverterError, NotModelled, load_hf_tokenizer, read_json, read_optional_json
 from .prehash import CHKTXT, PRE_BY_HASH
 from .written import SpecialVocab, Written
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -154,7 +153,6 @@ def _llama_hf_tokens(directory: Path, max_bytes: int) -> list[str]:
 
 def pre_tokenizer_hash(tok) -> str:
     """chkhsh of get_vocab_base_pre (base.py:1637-1638): sha256 of str(tokenizer.encode(chktxt))."""
-    import hashlib  # here, not at import: a check loads this module and hashes nothing
 
     return hashlib.sha256(str(tok.encode(CHKTXT)).encode()).hexdigest()
 

@@ -17,6 +17,8 @@ import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
+from urllib.parse import urlencode
 
 from .. import __version__
 from ..errors import TransientError
@@ -70,7 +72,6 @@ class HubClient(HubSession):
         """The first page of a listing, built as ``HfApi.list_models`` builds it (hf_api.py:2435-2490, sort names
         mapped as it maps them): the Hub sorts descending (``direction`` is gone, HUB-API §0.1.13) and pages by
         keyset on (key, _id)."""
-        from urllib.parse import urlencode
 
         sort = SORT_NAMES.get(sort, sort)
         filters = [filter] if isinstance(filter, str) else list(filter or ())
@@ -124,7 +125,6 @@ class HubClient(HubSession):
         """The repo's files at commit ``sha`` (RepoFile entries with size, blob id and LFS sha256), from the
         tree listing ``snapshot_download`` trusts where a listing's ``siblings`` may be lossy (HUB-API §0.1.11;
         hf_api.py ``list_repo_tree``, paged by the client). Capped at ``limit`` entries."""
-        from itertools import islice
 
         return self._with_retries(f"tree {repo_id}", lambda: list(islice(
             self.api.list_repo_tree(repo_id, revision=sha, recursive=True), limit)))

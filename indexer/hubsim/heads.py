@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engines.heads import parse_head
 from .repos import HUB_META_FILE
 
 DECOY = b"decoy: a speculator head's weights are never downloaded by the indexer\n"
@@ -227,7 +228,6 @@ def _card(spec: HeadSpec) -> str:
 
 def decoy_size(spec: HeadSpec) -> int:
     """The listed size of the decoy weights file: the head's own parameter estimate in bf16."""
-    from ..engines.heads import parse_head
 
     head = parse_head(spec.config, spec.repo_id)
     return 2 * (head.params or 1) if head else len(DECOY)

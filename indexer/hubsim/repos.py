@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -220,7 +221,6 @@ class RepoStore:
 
     def delete(self, repo_id: str) -> None:
         """Remove a repo's folder and its metadata, as a deleted repo disappears from the Hub."""
-        import shutil
 
         shutil.rmtree(self.repos[repo_id].dir)
         self._edit_meta(lambda meta: meta.pop(repo_id, None))

@@ -35,11 +35,21 @@ import math
 import os
 import random
 import shutil
-from contextlib import contextmanager
+import sqlite3
+import tempfile
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from ..catalog.db import DEFAULT_DEMO_DB
+from ..catalog.db import DEFAULT_DEMO_DB, open_catalog, resolve_url, session_factory, sqlite_path, upgrade
+from ..catalog.dburl import sqlite_file
+from ..gguf.predict import predict_gguf
+from ..hubsim import HubServer
+from ..hubsim.repos import HUB_META_FILE, hub_date
+from ..hubsim.synthetic import build_bpe_tokenizer, random_merges
+from .hubpublish import publish_to_hub
+from .pull import pull
 
 DEMO_TARGET = "lumen-ai/Lumen-7B-Instruct"
 DEMO_DRAFT = "lumen-ai/Lumen-0.5B-Instruct"  # the pair the demo suggests checking: it works on every draft engine
@@ -104,7 +114,6 @@ def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
     """tokenizer.json + tokenizer_config.json + special_tokens_map.json for a family (deterministic)."""
     from tokenizers import Tokenizer
 
-    from ..hubsim.synthetic import build_bpe_tokenizer
 
     _, _, _, seed, merges, (bos, eos, unk) = FAMILIES[family]
     specials = list(dict.fromkeys(t for t in (bos, eos, unk) if t))
@@ -136,7 +145,6 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    from ..hubsim.synthetic import random_merges
 
     vocab = {t: i for i, t in enumerate(specials)}
     vocab.update({f"<0x{b:02X}>": len(vocab) + b for b in range(256)})
@@ -165,7 +173,6 @@ def _shape_for(params: int) -> dict:
 
 def build_demo_hub(out_dir) -> dict:
     """Write the demo hub (``owner/name/...`` + ``hub.json``) into ``out_dir``; returns its metadata."""
-    from ..hubsim.repos import HUB_META_FILE, hub_date
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -229,7 +236,6 @@ def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
     written with the gguf package's GGUFWriter and padded like real multi-GB files (sparse)."""
     from gguf.constants import GGUFValueType
 
-    from ..gguf.predict import predict_gguf
     from ..hubsim.gguf_repos import write_vocab_gguf
 
     vocab = predict_gguf(out / base)
@@ -288,7 +294,6 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
     It stays after the demo so the README's examples (``fingerprint``, ``crawl --family Lumen`` with
     ``INDEXER_FAMILIES=data/demo-hub/families.toml``) have real directories and families to work on.
     """
-    from ..catalog.db import resolve_url, sqlite_path
 
     db = db or DEFAULT_DEMO_DB
     if "://" not in db:
@@ -305,7 +310,6 @@ def demo_datasets_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
 
 def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
-    from ..catalog.db import resolve_url, upgrade
 
     db = db or DEFAULT_DEMO_DB
     hub_dir = demo_hub_dir(db)
@@ -316,7 +320,6 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     with _env(INDEXER_FAMILIES=str(hub_dir / "families.toml"), HF_HUB_OFFLINE=None,
               HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1"):
         from ..crawl.loop import CrawlOptions, crawl
-        from ..hubsim import HubServer
 
         discard_damaged(db, log)
         upgrade(db)
@@ -345,13 +348,9 @@ DEMO_DATASET = "demo/catalog"
 
 def round_trip(db: str, *, log=print) -> dict:
     """Publish the catalog to a dataset of an empty Hub imitation and pull it into a temp dir: one log line."""
-    import tempfile
 
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-    from ..hubsim import HubServer
-    from .hubpublish import publish_to_hub
-    from .pull import pull
 
     token = "demo-write-token"  # the imitation's own; never written anywhere
     bars_were_off = are_progress_bars_disabled()
@@ -392,11 +391,7 @@ def discard_damaged(db: str, log=print) -> bool:
 
 def _damaged_sqlite(db: str) -> tuple[str, str] | None:
     """(path, why) when the demo's SQLite catalog file exists but SQLite cannot read it whole."""
-    import sqlite3
-    from contextlib import closing
 
-    from ..catalog.db import resolve_url
-    from ..catalog.dburl import sqlite_file
 
     path = sqlite_file(resolve_url(db))
     if path is None or not os.path.isfile(path):
@@ -416,7 +411,6 @@ def _statuses(db) -> dict[str, int]:
     """How many repos of the catalog hold each status."""
     from sqlalchemy import func, select
 
-    from ..catalog.db import open_catalog, session_factory
     from ..catalog.models import Repo
 
     with session_factory(open_catalog(db))() as session:
@@ -426,7 +420,6 @@ def _statuses(db) -> dict[str, int]:
 def _status_of(db, repo_id: str):
     from sqlalchemy import select
 
-    from ..catalog.db import open_catalog, session_factory
     from ..catalog.models import Repo
 
     with session_factory(open_catalog(db))() as session:
@@ -435,7 +428,6 @@ def _status_of(db, repo_id: str):
 
 def urls(host: str, port: int, db_name: str) -> dict:
     """The pages the demo points at (printed once datasette answers)."""
-    from urllib.parse import quote
 
     base = f"http://{host}:{port}"
     return {

@@ -28,13 +28,21 @@ import json
 import sqlite3
 import tarfile
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from ..answer.query import open_reader, run_query
+from ..catalog.db import resolve_url, sqlite_path
 from ..catalog.published import token_sha
-from ..errors import DatasetError
+from ..catalog.snapshot import freshness, older_than, schema_revision
+from ..catalog.tokenstore import default_root
+from ..engines import ENGINES
+from ..errors import DatasetError, IndexerError
 from ..files import sha256_file
+from ..hub.dataset import DatasetRepo, StaleParent
+from .publish import catalog_file, compact_into, export_sqlite
 
 SNAPSHOT = "catalog.sqlite"
 TOKENS = "tokens.tar"
@@ -138,9 +146,6 @@ def export_drafts(db: str, dest: Path, targets: int = DRAFT_TARGETS) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..answer.query import open_reader, run_query
-    from ..engines import ENGINES
-    from ..errors import IndexerError
 
     rows = []
     reader = open_reader(db)
@@ -223,10 +228,6 @@ def card(repo_id: str, manifest: dict) -> str:
 
 def build(db: str | None, out: Path) -> dict:
     """Write every file of the commit into ``out``; returns the manifest (also written as manifest.json)."""
-    from ..catalog.db import resolve_url, sqlite_path
-    from ..catalog.snapshot import freshness, schema_revision
-    from ..catalog.tokenstore import default_root
-    from .publish import catalog_file, compact_into, export_sqlite
 
     if sqlite_path(resolve_url(db)) is None:
         src = out / ".export.sqlite"
@@ -275,12 +276,9 @@ def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None,
                    sleep=None, log=lambda _m: None, progress: bool = False) -> dict:
     """Build the snapshot and commit it to the dataset ``repo_id``; returns what was done (``status``
     ``published`` or ``unchanged``, the commit, the manifest). ``progress``: one upload bar (a terminal's)."""
-    import time
 
     from huggingface_hub import get_token
 
-    from ..catalog.snapshot import older_than
-    from ..hub.dataset import DatasetRepo, StaleParent
 
     token = token or get_token()
     hub = DatasetRepo(repo_id, endpoint=endpoint, token=token)  # a mistyped id or offline: refused here

@@ -14,12 +14,14 @@ import tempfile
 import time
 import traceback
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ..catalog.db import resolve_url, sqlite_path
+from ..catalog.db import open_catalog, resolve_url, session_factory, sqlite_path, upgrade
 from ..errors import EXIT_FAILED, EXIT_LOCKED, LockBusy  # noqa: F401  (re-exported: the CLI imports them here)
 from ..lockfile import lock_holder
+from .hubpublish import publish_to_hub
+from .publish import integrity_check, publish
 
 EXIT_OK = 0
 DEFAULT_PUBLISH_DIR = "data/publish"
@@ -84,11 +86,9 @@ def full_listing_due(db: str | None, days: float | None) -> bool:
     listing is complete anyway, nothing to force)."""
     if not days:
         return False
-    from datetime import timedelta
 
     from sqlalchemy import select
 
-    from ..catalog.db import open_catalog, session_factory
     from ..catalog.models import ScopeCursor
 
     with session_factory(open_catalog(db))() as session:
@@ -125,7 +125,6 @@ def nightly(
 
 def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=None, max_api_calls=None,
          request_timeout=None, full_listing=False, full_listing_every=None, to_hub=None) -> dict:
-    from ..catalog.db import upgrade
 
     started = time.perf_counter()
     if not families:
@@ -171,20 +170,17 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         from ..catalog.compute import compute
 
         step("compute", lambda: compute(db))
-        from .publish import integrity_check
 
         integrity = step("integrity_check", lambda: integrity_check(db))
         if integrity not in ("ok", "skipped"):
             raise RuntimeError(f"integrity_check failed: {integrity}")
         if publish_dir and sqlite_path(resolve_url(db)) is not None:
-            from .publish import publish
 
             step("publish", lambda: publish(db, publish_dir))
         else:
             why = "no --publish-dir" if not publish_dir else "not a SQLite catalog"
             rep["steps"]["publish"] = {"status": "skipped", "reason": why}
         if to_hub:
-            from .hubpublish import publish_to_hub
 
             step("publish_hub", lambda: _hub_summary(publish_to_hub(db, to_hub, endpoint=endpoint)))
         rep["status"] = "ok"

@@ -9,6 +9,8 @@ exact command line, ``requirements.txt``, a ``Dockerfile`` and ``manifest.json``
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import shlex
@@ -23,14 +25,19 @@ import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from ..catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path
+from ..answer.query import open_reader
+from ..answer.validate import output_dir
+from ..catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path, upgrade
 from ..catalog.published import public_token_shas, redact, token_sha
 from ..catalog.tokenstore import default_root
+from ..engines import ENGINES
 from ..errors import PortBusy, PublishError
 from ..files import fsync_dir, sha256_file
 from ..resources import METADATA_PATH, package_path
+from ..site import PLUGINS_DIR
 
 METADATA_DB_KEY = "catalog"
 PUBLISHED_DB = "catalog.db"
@@ -48,7 +55,6 @@ def catalog_file(db: str | None) -> Path:
     if not path.exists():
         raise CatalogError(f"catalog {path} does not exist; run `indexer crawl` or `indexer demo` first"
                            + missing_hint(path))
-    from ..answer.query import open_reader
 
     open_reader(url).close()  # not a database, or not a catalog: refused in the words `indexer query` uses
     return path
@@ -65,7 +71,6 @@ def export_sqlite(db: str | None, dest: Path) -> dict:
     """
     from sqlalchemy import create_engine, select
 
-    from ..catalog.db import upgrade
     from ..catalog.models import Base
 
     url = resolve_url(db)
@@ -102,7 +107,6 @@ def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
     and the engine lists taken from the registry, so the home page names every engine."""
     import yaml
 
-    from ..engines import ENGINES
 
     names = [e.display for e in ENGINES.values()]
     text = METADATA_PATH.read_text(encoding="utf-8")
@@ -126,7 +130,6 @@ def write_metadata(path: Path, db_name: str = METADATA_DB_KEY) -> Path:
 def datasette_args(db_file: str, metadata: str, host: str = DEFAULT_HOST, port=DEFAULT_PORT,
                    plugins_dir: str | None = None) -> list:
     """``datasette serve`` arguments: immutable catalog, our metadata and the site plugin (indexer/site)."""
-    from ..site import PLUGINS_DIR
 
     args = ["serve", "-i", str(db_file), "--metadata", str(metadata), "--host", host, "--port", str(port),
             "--plugins-dir", str(plugins_dir or PLUGINS_DIR)]
@@ -154,7 +157,6 @@ def check_port(host: str, port: int) -> None:
     """Bind the port as uvicorn will (SO_REUSEADDR, uvicorn 0.54 config.py:601, so a TIME_WAIT socket is no
     obstacle) and let it go. Only a port in use is blamed on another server; an address that is not this
     machine's, or a privileged port, is named as such."""
-    import errno
 
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -187,7 +189,6 @@ def free_port(host: str = DEFAULT_HOST) -> int:
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     """Linux: datasette gets SIGTERM if `indexer serve` itself is killed (prctl PR_SET_PDEATHSIG)."""
     try:
-        import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
     except (OSError, AttributeError):
@@ -373,7 +374,6 @@ SITE_REQUIREMENTS = ("datasette", "datasette-pretty-json", "sqlalchemy", "orjson
 
 def _requirements() -> str:
     """What the bundled site imports: datasette and the modules behind /drafts and /explain."""
-    from importlib.metadata import PackageNotFoundError, version
 
     lines = []
     for dist in SITE_REQUIREMENTS:
@@ -415,8 +415,6 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     copies the token store too (``tokens/`` beside ``catalog.db``), so the site's explain view can
     run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
     """
-    from ..answer.validate import output_dir
-    from ..site import PLUGINS_DIR
 
     url = resolve_url(db)
     out = output_dir(outdir)  # a file in the way, no permission: one line, exit 2

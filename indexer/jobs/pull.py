@@ -36,8 +36,13 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..catalog.db import resolve_url, sqlite_path, upgrade
+from ..catalog.measurements import COLUMNS
+from ..catalog.snapshot import check_revision, integrity, schema_differences
+from ..catalog.tokenstore import check_item, default_root
 from ..errors import DatasetError
 from ..files import fsync_dir, sha256_file
+from ..hub.dataset import DatasetRepo
 from .hubpublish import MANIFEST, SNAPSHOT, TOKENS
 
 DEFAULT_CATALOG_REPO = "indexer-project/catalog"  # the published catalog; INDEXER_CATALOG_REPO overrides it
@@ -104,7 +109,6 @@ def _verify(file: Path, sha256: str, size: int, name: str) -> None:
 def check_staged(staged: Path) -> dict:
     """Integrity, schema revision and schema of the staged snapshot (every table, column, index, view and trigger
     as the migrations make them at its revision); an older revision is migrated in place."""
-    from ..catalog.snapshot import check_revision, integrity, schema_differences
 
     ok = integrity(staged)
     if ok != "ok":
@@ -121,7 +125,6 @@ def check_staged(staged: Path) -> dict:
                            exit_code=1)
     out = {"schema_revision": rev, "migrated_from": None}
     if older:
-        from ..catalog.db import upgrade
 
         upgrade(str(staged))
         _journal_delete(staged)
@@ -133,7 +136,6 @@ def keep_measurements(old: Path, staged: Path) -> int:
     """Copy into the staged snapshot the local catalog's measurements (``indexer measure``) it lacks: a pull brings
     the published ones and never loses those made here. A row is the same when its pair, engine, device, task and
     time are. Returns how many were kept."""
-    from ..catalog.measurements import COLUMNS
 
     if not old.exists():
         return 0
@@ -174,7 +176,6 @@ def merge_tokens(archive: Path, root: Path) -> int:
     """Merge the published token store into ``root``: every new or changed file checked against its name (the
     store is content-addressed: ``tokenstore.check_item``) before any is written, then each written beside its
     place and renamed into it; returns how many files were new or changed."""
-    from ..catalog.tokenstore import check_item
 
     with tarfile.open(archive, "r:") as tar:
         for member in tar:
@@ -224,9 +225,6 @@ def _pull(db: str | None, *, repo: str | None, revision: str, endpoint: str | No
     from huggingface_hub import get_token
     from huggingface_hub.utils import disable_progress_bars
 
-    from ..catalog.db import resolve_url, sqlite_path
-    from ..catalog.tokenstore import default_root
-    from ..hub.dataset import DatasetRepo
 
     path = sqlite_path(resolve_url(db))
     if path is None:

@@ -8,12 +8,18 @@ was measured), a quantization the model knows, and both models' shapes in the ca
 
 from __future__ import annotations
 
+from ..answer.speedup import catalog_facts, relation
+from ..catalog.measurements import COLUMNS
+from ..catalog.reader import Reader
+from ..engines import ENGINES, speed_profile
+from ..errors import IndexerError
+from ..speed.calibrate import Case
+
 SOURCE = "indexer measure"  # the source of these rows: one source, for leave-one-source-out
 
 
 def calibration_rows(reader) -> list[dict]:
     """The catalog's calibration-grade measurements as rows of the shared measurements' shape."""
-    from ..catalog.measurements import COLUMNS
 
     try:
         found = [dict(zip(COLUMNS, r)) for r in reader.all(
@@ -29,11 +35,6 @@ def calibration_rows(reader) -> list[dict]:
 
 def cases(db: str | None) -> list:
     """``calibrate.Case`` of each calibration-grade measurement whose models and quantization are known."""
-    from ..answer.speedup import catalog_facts, relation
-    from ..catalog.reader import Reader
-    from ..engines import ENGINES, speed_profile
-    from ..errors import IndexerError
-    from ..speed.calibrate import Case
 
     out = []
     with Reader(db, needs="repos") as reader:

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 from ..engines.server import Exchange
-from ..errors import MeasureFailed
+from ..errors import BadInput, MeasureFailed
 
 MAX_BODY = 16 * 1024 * 1024  # an answer of a few hundred tokens is kilobytes; a metrics page tens of kilobytes
 
@@ -24,7 +24,6 @@ class Client:
 
     def __init__(self, url: str, timeout: float = 600.0):
         if not url.startswith(("http://", "https://")):
-            from ..errors import BadInput
 
             raise BadInput(f"--url must start with http:// or https://, not {url!r}")
         self.url, self.timeout = url.rstrip("/"), timeout

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..answer.query import check as check_pair
+from ..answer.speedup import Options, add_to_check, words
+from ..engines import SERVERS
 from ..engines.server import Reading, Server, prometheus
+from ..errors import BadInput, IndexerError
+from ..speed import hardware as hw
+from ..speed import quant as quants
 from .client import Client
 from .prompts import prompts
 
@@ -87,8 +93,6 @@ def measure(target: str, draft: str, engine: str, url: str, *, baseline_url: str
             db: str | None = None, timeout: float = 600.0) -> dict:
     """Measure the pair on the engine's server at ``url`` (and ``baseline_url`` without speculation) and put the
     estimate beside it."""
-    from ..engines import SERVERS
-    from ..errors import BadInput
 
     if engine not in SERVERS:
         raise BadInput(f"{engine} has no server to measure through; --engine is one of "
@@ -114,7 +118,6 @@ def result(target: str, draft: str, engine: str, spec: Totals, base: Totals | No
            target_quant: str | None, draft_quant: str | None, db: str | None, sources: dict,
            not_reported: str | None = None, note: str | None = None) -> dict:
     """The JSON of one measurement and its estimate."""
-    from ..speed import hardware as hw
 
     device = hw.lookup(hardware).name if hardware else None
     acceptance = round(spec.accepted / spec.drafted, 4) if spec.drafted and spec.accepted is not None else None
@@ -155,10 +158,6 @@ def estimate(target: str, draft: str, engine: str, *, hardware: str | None, task
              target_quant: str | None, draft_quant: str | None, db: str | None) -> dict:
     """``check``'s ``speedup`` object for the same setup (its verdict on the engine decides whether there is
     one), or ``{"estimate": None, "why": ...}`` when the pair cannot be checked from the catalog."""
-    from ..answer.query import check as check_pair
-    from ..answer.speedup import Options, add_to_check
-    from ..errors import IndexerError
-    from ..speed import quant as quants
 
     def known(q: str | None) -> str | None:
         try:
@@ -203,7 +202,6 @@ def render(r: dict) -> str:
         lines.append("note: the answers with and without the draft differ (greedy decoding should make them equal; "
                      "numerics or a sampling setting of the server)")
     if e.get("estimate") is not None:
-        from ..answer.speedup import words
 
         lines.append(f"estimated: {words(e)}, α {e['acceptance']:.2f}")
     else:

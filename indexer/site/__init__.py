@@ -18,7 +18,13 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from ..answer.validate import ANSWER_MAX_LIMIT
+from ..answer import query
+from ..answer.lookup import repo_ids_only
+from ..answer.query import check, open_reader, run_query
+from ..answer.speedup import Options, add_to_check
+from ..answer.validate import ANSWER_MAX_LIMIT, limit, target
+from ..catalog.db import readonly_url
+from ..engines import parse_versions
 from ..errors import IndexerError, SiteError  # noqa: F401  (re-exported: the hooks and tests import them here)
 
 SITE_DIR = Path(__file__).resolve().parent
@@ -40,7 +46,6 @@ def _flag(value: str | None) -> bool:
 
 def _repo_id(args: dict, name: str) -> str:
     """A repo id (or Hub URL) from the URL, by its form alone: the server's disk is never consulted."""
-    from ..answer.validate import target
 
     if not (args.get(name) or "").strip():
         raise SiteError(f"give ?{name}=owner/name")
@@ -51,8 +56,6 @@ def speed_options(args: dict):
     """URL parameters -> the :class:`~indexer.answer.speedup.Options` the CLI builds from its speed options; an
     unknown hardware, quantization or task is the CLI's one line (BadInput: exit 2, HTTP 400). Blank means not given
     (the form's "reference devices")."""
-    from ..answer.speedup import Options
-    from ..answer.validate import limit
 
     given = {key: args[name].strip() for name, key in SPEED_ARGS.items() if (args.get(name) or "").strip()}
     if "bandwidth" in given:
@@ -74,7 +77,6 @@ def speed_query(args: dict) -> dict:
 
 def query_kwargs(args: dict) -> dict:
     """URL parameters -> the keyword arguments of ``run_query`` exactly as the CLI passes them."""
-    from ..answer import query
 
     by_device = not (args.get("engine") or "").strip() and (args.get("hardware") or "").strip()
     kwargs = {
@@ -84,7 +86,6 @@ def query_kwargs(args: dict) -> dict:
         "limit": DEFAULT_LIMIT,
     }
     if args.get("limit"):
-        from ..answer.validate import limit
 
         kwargs["limit"] = limit(args["limit"], MAX_LIMIT)
     if kwargs["engine"] not in query.ENGINES:
@@ -109,7 +110,6 @@ def query_kwargs(args: dict) -> dict:
 def engine_versions(args: dict) -> dict[str, str]:
     """``?engine_version=vllm==0.33.0`` (several: comma-separated) -> {engine: release}, as --engine-version;
     an unknown engine or release is the CLI's one line (HTTP 400)."""
-    from ..engines import parse_versions
 
     given = [v.strip() for v in (args.get("engine_version") or "").split(",") if v.strip()]
     return parse_versions(given)
@@ -118,7 +118,6 @@ def engine_versions(args: dict) -> dict[str, str]:
 def available_methods() -> tuple:
     """Speculation methods the query can be asked for: ``answer.query.METHODS`` (else ``engines.heads``'),
     and only once ``run_query`` takes ``method`` (otherwise the drop-down would promise what it cannot do)."""
-    from ..answer import query
 
     if "method" not in inspect.signature(query.run_query).parameters:
         return ()
@@ -135,8 +134,6 @@ def available_methods() -> tuple:
 
 def drafts(db: str, args: dict, reader=None) -> dict:
     """``GET /drafts.json``: the JSON of ``indexer query --target T --engine E [--all] --json``."""
-    from ..answer.lookup import repo_ids_only
-    from ..answer.query import run_query
 
     target = _repo_id(args, "target")
     kwargs = query_kwargs(args)
@@ -147,7 +144,6 @@ def drafts(db: str, args: dict, reader=None) -> dict:
 def drafts_with_summary(db: str, args: dict) -> tuple[dict, list[dict] | None]:
     """``GET /drafts``: the answer with its near misses and, unless it is the all-methods overview, the
     per-engine summary; every question through one reader, opened once the URL parameters are valid."""
-    from ..answer.query import open_reader
 
     page_args = {**args, "near_misses": "1"}  # the page always shows near misses with their fix
     _repo_id(page_args, "target")  # bad parameters first, in the words /drafts.json has for them
@@ -161,7 +157,6 @@ def drafts_with_summary(db: str, args: dict) -> tuple[dict, list[dict] | None]:
 
 def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
     """How many ranked drafts and near misses each engine has for ``target`` (one line per engine)."""
-    from ..answer import query
 
     out: list[dict] = []
     for engine in query.ENGINES:
@@ -177,10 +172,6 @@ def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
 
 def explain(db: str, args: dict) -> dict:
     """``GET /explain.json``: the JSON of ``indexer check T D --json`` with the same speed options."""
-    from ..answer.lookup import repo_ids_only
-    from ..answer.query import check
-    from ..answer.speedup import add_to_check
-    from ..catalog.db import readonly_url
 
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
     speed = speed_options(args)  # bad names first, as the CLI checks them before the pair

@@ -14,13 +14,21 @@ from datasette.utils.asgi import Response
 from datasette.views.special import JsonDataView
 from markupsafe import Markup, escape
 
+from .. import __version__
+from ..answer import query
+from ..answer.query import fmt_params, fmt_ratio
+from ..answer.speedup import words
 from ..engines import DEFAULT_ENGINE
 from ..errors import IndexerError
+from ..speed.hardware import DEVICES, REFERENCE, lookup
+from ..speed.model import DEFAULT_TASK, TASKS
+from ..vocab.agreement import percent
 from . import (
     SPEED_ARGS,
     STATIC_DIR,
     TEMPLATES_DIR,
     SiteError,
+    available_methods,
     drafts,
     drafts_with_summary,
     explain,
@@ -72,13 +80,11 @@ def _json(payload, status: int = 200) -> Response:
 
 
 def _engines():
-    from ..answer import query
 
     return [(e, query.ENGINE_NAMES.get(e, e)) for e in query.ENGINES]
 
 
 def _methods():
-    from . import available_methods
 
     return list(available_methods())
 
@@ -86,8 +92,6 @@ def _methods():
 def _speed_form(args: dict) -> dict:
     """The speed pickers' choices (every device of ``speed.hardware.DEVICES``, the tasks) and the speed parameters
     the request gave, as a query-string tail for the page's links."""
-    from ..speed.hardware import DEVICES, REFERENCE, lookup
-    from ..speed.model import DEFAULT_TASK, TASKS
 
     given = speed_query(args)
     devices: dict[str, list[str]] = {}  # kind -> names, in DEVICES' order
@@ -141,7 +145,6 @@ async def drafts_page(request, datasette):
 
 async def explain_page(request, datasette):
     """``GET /explain``: the pair form and, given a target and a draft, the check as a page."""
-    from ..answer import query
 
     args = _args(request)
     ctx = {"args": args, "result": None, "error": None, "engine_names": query.ENGINE_NAMES, **_speed_form(args)}
@@ -158,7 +161,6 @@ async def explain_page(request, datasette):
 
 async def about_page(request, datasette):
     """``GET /about``: what the site answers, with this version and the engines."""
-    from .. import __version__
 
     return Response.html(await datasette.render_template(
         "indexer_about.html", {"version": __version__, "engines": _engines()}, request=request))
@@ -250,7 +252,6 @@ def prepare_jinja2_environment(env, datasette):
     """Put the plugin's templates first (index.html override, the question pages) and add filters."""
     from jinja2 import ChoiceLoader, FileSystemLoader
 
-    from ..answer.query import fmt_params, fmt_ratio
 
     env.loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES_DIR)), env.loader])
     env.filters["params"] = fmt_params
@@ -276,7 +277,6 @@ def code_spans(text) -> Markup:
 
 def _agree_pct(a: dict) -> str:
     """A draft's agreement figure as the CLI words it: never 100.0% while tokens differ."""
-    from ..vocab.agreement import percent
 
     share = a["text_agreement"] if a["text_agreement"] is not None else a["ids_agreement"]
     return percent(share, bool(a["differing_ids"]))
@@ -284,7 +284,6 @@ def _agree_pct(a: dict) -> str:
 
 def _speedup_words(s: dict) -> str:
     """check's speed-up line (answer/speedup.py ``words``), loaded when a page shows one."""
-    from ..answer.speedup import words
 
     return words(s)
 
@@ -302,7 +301,6 @@ def _hub_link(repo_id: str, datasette, status: str | None = None) -> Markup:
 @hookimpl
 def render_cell(row, value, column, table, database, datasette):
     """Human labels on the raw tables: params in words, Hub links, short hashes; the raw value stays in JSON."""
-    from ..answer.query import fmt_params
 
     if value is None or isinstance(value, bytes):
         return None

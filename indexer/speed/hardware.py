@@ -8,6 +8,7 @@ and CPUs are measured alike); the model's calibrated efficiencies (``model.py``)
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, replace
 
@@ -176,7 +177,6 @@ def lookup(name: str) -> Hardware:
     for k in (key, bare, _compact(key), _compact(bare)):
         if k in keys:
             return keys[k]
-    import difflib  # only for a name we do not know
 
     close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
     names = list(dict.fromkeys(keys[c].name for c in close)) or [d.name for d in DEVICES[:3]]

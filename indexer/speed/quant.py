@@ -8,6 +8,7 @@ weights feed matrix units directly, block-quantized ones are unpacked per use.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -117,7 +118,6 @@ def _lookup(name: str) -> Quant:
     q = _BY_NAME.get(s.upper())
     if q is not None:
         return q
-    import difflib  # only for a name we do not know
 
     close = difflib.get_close_matches(s.upper(), list(_BY_NAME), n=3, cutoff=0.5)
     names = [_BY_NAME[c].name for c in close] or ["Q4_K_M", "Q8_0", "4bit"]

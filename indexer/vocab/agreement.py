@@ -21,6 +21,9 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
+from ..resources import package_path
+from .fingerprint import TRANSFORMERS_LOCK
+
 WORKS_AT = 0.99  # text_agreement from which a started pair works (docs/engines.md "Outcomes")
 DEGRADED_AT = 0.5  # ... from which it still pays, below which it is useless
 EXAMPLES = 5  # differing ids shown with both strings
@@ -42,7 +45,6 @@ def grade(figure: float) -> str:
 @lru_cache(maxsize=1)
 def reference_parts() -> tuple[str, ...]:
     """The reference text's parts, in order (package data, found with importlib.resources)."""
-    from ..resources import package_path  # not at import: the query path reads no reference text
 
     root = package_path("vocab", "reference_text")
     return tuple(root.joinpath(name).read_text("utf-8") for name in REFERENCE_PARTS)
@@ -63,7 +65,6 @@ def load_tokenizer(directory):
     only). Raises whatever transformers raises."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from .fingerprint import TRANSFORMERS_LOCK
 
     with TRANSFORMERS_LOCK:  # the load; the tokenizers library then encodes without the GIL
         from transformers import AutoTokenizer

@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
 from ..errors import AmbiguousTextConfig
+from .fingerprint import TRANSFORMERS_LOCK
 from .params import speed_facts
+from .textconfig import sglang_text_config, transformers_text_config, vllm_text_config
 
 # Model types whose layers keep a recurrent state (the model code of transformers 5.24.0, vLLM 0.33.0, mlx-lm
 # d78bf58e): the family of their state layers. Jamba and Zamba run Mamba-1 mixers; Falcon-H1, Granite-4.0-H,
@@ -130,7 +132,6 @@ def _int(v) -> int | None:
 
 def _text(config: dict) -> dict:
     """The text config the facts are read from: transformers' get_text_config(), else SGLang's pick."""
-    from .textconfig import sglang_text_config, transformers_text_config  # here: a query reads stored facts
 
     try:
         return transformers_text_config(config)[1]
@@ -222,7 +223,6 @@ def _class_default(text: dict, config: dict) -> int | None:
 
 @lru_cache(maxsize=256)
 def _type_default(model_type: str) -> int | None:
-    from .fingerprint import TRANSFORMERS_LOCK  # a crawl thread may be loading transformers' lazy modules
 
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # as vocab/fingerprint.py: no banner in the output
     try:
@@ -238,7 +238,6 @@ def _type_default(model_type: str) -> int | None:
 def sglang_context(config: dict) -> int:
     """SGLang's get_context_length on its hf_text_config (common.py:677-694): the first context key, times the
     rope factor unless the rope parameters carry original_max_position_embeddings or are llama3."""
-    from .textconfig import sglang_text_config  # here: a query reads stored facts, a crawl the configs
 
     text = sglang_text_config(config)[1]
     rope = _rope(text)
@@ -259,7 +258,6 @@ def vllm_context(config: dict, tokenizer_config: dict | None = None) -> int | No
     """vLLM's max_model_len from its hf_text_config (model_arch_config_convertor.py:374-403, config/model.py:
     2545-2640): the smallest context key, tokenizer_config's model_max_length as a cap, the rope factor except
     for the types in VLLM_UNSCALED_ROPE and Gemma-3. None when get_text_config() raises (vLLM refuses)."""
-    from .textconfig import vllm_text_config  # here: a query reads stored facts, a crawl the configs
 
     try:
         text = vllm_text_config(config)[1]

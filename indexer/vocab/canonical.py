@@ -5,6 +5,7 @@ so catalogs built by either fingerprint path, and the token store, agree byte fo
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from ..files import orjson_module
@@ -28,7 +29,6 @@ def _sorted_canonical(vocab: dict[str, int]) -> bytes:
 
 def vocab_sha256(vocab: dict[str, int]) -> str:
     """The fingerprint of a token->id mapping: sha256 of its canonical bytes."""
-    import hashlib  # here, not at import: a check loads this module and hashes nothing
 
     return hashlib.sha256(canonical_bytes(vocab)).hexdigest()
 
@@ -65,7 +65,7 @@ def _dense_canonical(by_id: list[str]) -> bytes:
     n = len(by_id)
     if n == 0:
         return b"[]"
-    orjson = orjson_module()  # on first use: its import loads dataclasses, uuid and platform
+    orjson = orjson_module()
     awkward = [i for i, token in enumerate(by_id) if token[-2:] == '",']
     tokens = list(by_id) if awkward else by_id
     for k, i in enumerate(awkward):
@@ -94,7 +94,6 @@ def fingerprints(base: dict[str, int], extra: list[tuple[str, int]], by_id: list
     full = {**base, **dict(extra)} if extra else base
     if by_id is None or any(i < len(base) for _, i in extra) or len(full) != len(base) + len(extra):
         return vocab_sha256(full), vocab_sha256(base), full
-    import hashlib
 
     base_text = _dense_canonical(by_id)
     base_sha = hashlib.sha256(base_text).hexdigest()

@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field, fields
+from importlib.metadata import version
+from pathlib import Path
 
 from ..errors import NeedsReference, is_panic
 from ..files import (
@@ -44,10 +46,6 @@ from .tokenizer_files import (
     resolve_class,
     resolve_specials,
 )
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 # transformers loads its modules lazily, and two threads that load at once can see a half-made module ("cannot
 # import name 'AutoTokenizer' from 'transformers'"): the crawl counts the reference text on a thread of its own
@@ -307,7 +305,6 @@ def fingerprint_dir(
 def transformers_version() -> str | None:
     """The installed transformers' version, recorded beside fingerprints (its rules are what they follow)."""
     try:
-        from importlib.metadata import version
 
         return version("transformers")
     except Exception:

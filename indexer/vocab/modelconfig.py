@@ -9,16 +9,14 @@ The size estimate when the Hub has no count is ``params.estimate_from_config``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from ..errors import AmbiguousTextConfig
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
 from .archconfig import ArchFacts, arch_facts
+from .fingerprint import TRANSFORMERS_LOCK
 from .params import estimate_from_config
 from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_text_config, vllm_text_config
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 
 @dataclass
@@ -55,7 +53,6 @@ def _vocab_size(value, where: str) -> int | None:
 def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> tuple[int | None, int | None]:
     """(SGLang, transformers) vocab_size as transformers' config classes fill them in, for
     configs that leave vocab_size to a class default (AutoConfig, never remote code)."""
-    from .fingerprint import TRANSFORMERS_LOCK
 
     try:
         with TRANSFORMERS_LOCK:
@@ -100,7 +97,6 @@ def check_dimensions(config: dict, where: str = "", depth: int = 0) -> None:
 
 def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
     """Every fact the engines' rules take from a directory's ``config.json``, read once (size-capped)."""
-    from pathlib import Path
 
     directory = Path(directory)
     path = directory / "config.json"

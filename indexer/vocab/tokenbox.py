@@ -14,6 +14,7 @@ once, not per tokenizer.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -206,7 +207,6 @@ def _die_with_parent() -> None:
     """Linux: killed when the process that started it dies (prctl PR_SET_PDEATHSIG), even by SIGKILL, so a count
     never outlives the crawl that asked for it (its time limit is the parent's to enforce)."""
     try:
-        import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import NeedsReference
 from ..files import InputError
@@ -16,10 +17,6 @@ from .hf_tables import (
     MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS,
     TOKENIZER_CLASS_BY_MODEL_TYPE,
 )
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; type checkers take it as True
-if TYPE_CHECKING:
-    from pathlib import Path  # not at run time: pathlib loads urllib.parse, ipaddress, fnmatch
 
 SPECIAL_NAMES = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
 SPECIAL_LISTS = ("additional_special_tokens", "extra_special_tokens")
