@@ -7,7 +7,6 @@ the working directory, see :data:`indexer.catalog.db.DEFAULT_DB`).
 
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
 import indexer
@@ -25,6 +24,7 @@ def package_path(*parts: str) -> Path:
     origin = getattr(indexer.__spec__, "origin", None)
     if origin and Path(origin).is_file():
         return Path(origin).parent.joinpath(*parts)
+    from importlib.resources import files  # here: slow to import, and a checkout or wheel never needs it
 
     return Path(str(files("indexer").joinpath(*parts)))
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field, fields
-from importlib.metadata import version
 from pathlib import Path
 
 from ..errors import NeedsReference, is_panic
@@ -304,8 +303,9 @@ def fingerprint_dir(
 
 def transformers_version() -> str | None:
     """The installed transformers' version, recorded beside fingerprints (its rules are what they follow)."""
-    try:
+    from importlib.metadata import version  # here: it imports email and socket, a third of a query's start
 
+    try:
         return version("transformers")
     except Exception:
         return None
