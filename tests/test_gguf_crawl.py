@@ -180,8 +180,10 @@ def test_gguf_repos_on_postgresql(hub, pg_url, tmp_path, monkeypatch):
 
 def test_a_gguf_repo_whose_listing_lost_its_siblings_is_read_from_the_tree(tmp_path):
     """HUB-API §0.1.11: a listing's siblings may come back empty or cut short. GGUF names cannot be asked of
-    paths-info, so a repo whose siblings show no weights at all is listed once (the tree) and read as usual;
-    a repo whose siblings show weights but no tokenizer costs no tree call and stays no_tokenizer."""
+    paths-info, so a repo whose siblings show no weights at all is listed once (the tree) and read as usual; a
+    repo whose siblings show GGUF files and no tokenizer is listed by the tree in place of paths-info (its siblings
+    may be cut short: the tree counts every quant), one call either way; a repo whose siblings show other weights
+    but no tokenizer costs no tree call and stays no_tokenizer."""
     hub = tmp_path / "hub"
     make_spm(hub / "spm/Big-7B")
     big = predict_gguf(hub / "spm/Big-7B")
@@ -200,6 +202,7 @@ def test_a_gguf_repo_whose_listing_lost_its_siblings_is_read_from_the_tree(tmp_p
     for repo, name in (("quant/Lost-7B-GGUF", "Lost-7B-Q4_K_M.gguf"), ("quant/Cut-7B-GGUF", "Cut-7B-Q8_0.gguf")):
         assert r[repo]["status"] == "ok" and name in r[repo]["reason"], r[repo]
     assert r["plain/weights-only"]["status"] == "no_tokenizer"
-    # one tree listing: the repo that lost every sibling (the cut one still shows its GGUF; weights-only shows
-    # weights, so its absent tokenizer is paths-info's word alone)
-    assert summary["gguf"]["headers_read"] == 2 and tree_calls == 1, (summary["gguf"], dict(server.counts))
+    # two tree listings: the repo that lost every sibling (after its paths-info) and the cut one (instead of
+    # paths-info); weights-only shows weights, so its absent tokenizer is paths-info's word alone
+    assert summary["gguf"]["headers_read"] == 2 and tree_calls == 2, (summary["gguf"], dict(server.counts))
+    assert server.counts["paths_info"] == 3, dict(server.counts)  # Big-7B, Lost-7B-GGUF, weights-only

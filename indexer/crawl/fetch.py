@@ -140,9 +140,15 @@ class Fetcher:
         entries: dict[str, Entry] = {}
         ggufs = _gguf_candidates(item)
         gguf_files: dict[str, tuple[int, str | None]] = {}
-        # Every wanted name, whatever ``siblings`` says (one call either way): siblings never prove absence.
-        for it in self.client.paths_info(item.id, _sha(item), [*WANTED_FILES, *ggufs]):
-            if isinstance(it, RepoFile) and it.path in ggufs:  # size and LFS sha256 before any byte is read
+        # Every wanted name, whatever ``siblings`` says (one call either way): siblings never prove absence. Where
+        # they show GGUF files and no tokenizer, they may still be truncated (HUB-API §0.1.11), so the tree (one
+        # call too) names every file at this commit, each quant included.
+        sha = _sha(item)
+        listed = self.client.list_files(item.id, sha) if ggufs else self.client.paths_info(item.id, sha, WANTED_FILES)
+        for it in listed:
+            if isinstance(it, RepoFile) and gguf_names([it.path]):  # size and LFS sha256 before any byte is read
+                if len(gguf_files) >= MAX_GGUF_NAMES:
+                    continue
                 lfs = getattr(it, "lfs", None)
                 gguf_files[safe_name(it.path)] = (int(it.size or 0), safe_blob_id(lfs.sha256) if lfs else None)
                 continue
