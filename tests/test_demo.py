@@ -89,9 +89,10 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     out = json.loads(res.output)
     drafts = {d["repo_id"]: d for d in out["drafts"]}
     assert "lumen-ai/Lumen-0.5B-Instruct-GGUF" in drafts and "quietfox/Lumen-0.5B-Instruct-sft-GGUF" not in drafts
-    assert drafts["lumen-ai/Lumen-0.5B-Instruct-GGUF"]["launch"] == (
+    best = drafts["lumen-ai/Lumen-0.5B-Instruct-GGUF"]
+    assert best["launch"] == (  # the draft tokens the estimate assumed
         "llama-server -hf lumen-ai/Lumen-7B-Instruct-GGUF:Q4_K_M -hfd lumen-ai/Lumen-0.5B-Instruct-GGUF:Q8_0 "
-        "--spec-type draft-simple")
+        f"--spec-type draft-simple --spec-draft-n-max {best['speedup']['draft_tokens']}")
     misses = run_query("lumen-ai/Lumen-7B-Instruct-GGUF", engine="llama.cpp", db=str(db), near_misses=True)
     sft = next(m for m in misses["near_misses"] if m["repo_id"] == "quietfox/Lumen-0.5B-Instruct-sft-GGUF")
     assert sft["outcome"] == "no_speculation" and "converted from the target's tokenizer" in sft["fix"]
