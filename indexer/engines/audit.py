@@ -230,6 +230,7 @@ class Trees:
         self._text: dict[Path, list[str]] = {}
 
     def files(self) -> list[tuple[Path, str]]:
+        """Every source file under the roots with its path relative to its root, listed once."""
         if self._files is None:
             self._files = []
             for root in self.roots:
@@ -251,6 +252,7 @@ class Trees:
         return under[:1] if len(under) == 1 else sorted((p for p, _ in ends), key=lambda p: len(p.parts))
 
     def lines(self, path: Path) -> list[str]:
+        """A file's lines, read once (a citation's anchor is matched against them)."""
         if path not in self._text:
             self._text[path] = path.read_text(encoding="utf-8", errors="replace").splitlines()
         return self._text[path]
@@ -288,6 +290,7 @@ def _word_hits(lines: list[str], anchor: str) -> list[int]:
 
 
 def key_of(c: dict) -> str:
+    """A citation's ``file:line`` or ``file:a-b`` key, as pins.json records it."""
     a, b = c["lines"]
     return f"{c['file']}:{a}" + (f"-{b}" if b != a else "")
 

@@ -237,6 +237,8 @@ def quantize_cpp(root: Path) -> dict:
 
 
 def llamacpp(root: Path) -> dict:
+    """llama-server's options (common/arg.cpp, removed ones included), the converter's argparse and
+    llama-quantize's types."""
     convert = argparse_table(root / "convert_hf_to_gguf.py", within="parse_args")
     convert["source"] = "convert_hf_to_gguf.py"
     return {"llama-server": arg_cpp(root), "convert_hf_to_gguf.py": convert, "llama-quantize": quantize_cpp(root)}
@@ -341,6 +343,7 @@ def speculative_algorithms(srt: Path) -> dict:
 
 
 def sglang(root: Path) -> dict:
+    """SGLang's server arguments, read from its annotated argument-group fields and their choices."""
     server_args = _find(root, "srt/server_args.py")
     srt = server_args.parent
     choices = module_names(ast.parse((srt / "arg_groups" / "choices.py").read_text(encoding="utf-8")))
@@ -367,6 +370,7 @@ def _class_fields(tree: ast.Module, name: str) -> dict:
 
 
 def vllm(root: Path) -> dict:
+    """vLLM's engine arguments and the keys and methods ``--speculative-config`` takes."""
     args = _find(root, "vllm/engine/arg_utils.py")
     table = argparse_table(args, within="add_cli_args")
     table["source"] = "vllm/engine/arg_utils.py"
@@ -403,6 +407,7 @@ def vllm(root: Path) -> dict:
 # ---------------------------------------------------------------------------------------------- mlx-lm, LM Studio
 
 def mlx(root: Path) -> dict:
+    """mlx-lm's generate, server and convert argparse tables."""
     out = {}
     for program, rel, within in (("mlx_lm.generate", "mlx_lm/generate.py", "setup_arg_parser"),
                                  ("mlx_lm.server", "mlx_lm/server.py", "main"),
@@ -446,6 +451,7 @@ def extract(root: Path, engine: str, release: str, read_from: str = "") -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write one release's flag table from its source tree (the command line of this module)."""
     p = argparse.ArgumentParser(prog="python -m indexer.engines.extract_flags", description=__doc__.split("\n")[0])
     p.add_argument("source", type=Path, help="the unpacked source tree of the release")
     p.add_argument("--engine", required=True, help="ENGINE==RELEASE, e.g. llama.cpp==0c1e57098")

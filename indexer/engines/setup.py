@@ -37,6 +37,7 @@ class Source:
     stored: str | None = None
 
     def to_dict(self) -> dict:
+        """The source as the JSON answer and the measurements table keep it."""
         return {"repo": self.repo, "kind": self.kind, "quant": self.quant, "tag": self.tag, "stored": self.stored}
 
 
@@ -61,6 +62,7 @@ class Setup:
 
 
 def source_from_dict(d: dict | None) -> Source | None:
+    """A source from its ``to_dict`` form (None stays None)."""
     return Source(**d) if d else None
 
 
