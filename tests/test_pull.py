@@ -423,3 +423,21 @@ def test_a_dataset_info_answer_past_its_cap_is_one_line_and_the_old_catalog_kept
     code, out, err = pull(dest, hub, monkeypatch)
     assert code == 1 and err.count("\n") == 1 and f"{MAX_ANSWER_BYTES}-byte cap" in err, err
     assert sha256(dest) == before and _answers(dest)
+
+
+def test_a_manifest_past_its_cap_is_one_line_and_the_old_catalog_kept(db, hub, monkeypatch, tmp_path):
+    """manifest.json is read into memory: one past MAX_JSON_BYTES (a valid JSON document padded with spaces) is
+    refused in one line before it is parsed, and the old catalog is kept."""
+    from indexer.hub.dataset import MAX_JSON_BYTES, DatasetRepo
+
+    dest, before = _two_versions(db, hub, monkeypatch, tmp_path)
+    big = tmp_path / "big" / "manifest.json"
+    big.parent.mkdir()
+    with big.open("w") as f:
+        f.write("{}")
+        f.truncate(MAX_JSON_BYTES + 1)  # NUL padding: never parsed, since it is refused by its size first
+    repo = DatasetRepo(REPO, endpoint=hub.endpoint, token=WRITE)
+    repo.commit({"manifest.json": big}, repo.info().sha, "hostile")
+    code, out, err = pull(dest, hub, monkeypatch)
+    assert code == 1 and err.count("\n") == 1 and f"{MAX_JSON_BYTES}-byte cap" in err, err
+    assert sha256(dest) == before and _answers(dest)

@@ -33,6 +33,7 @@ from ..errors import DatasetError
 LIBRARY_NAME = "indexer"
 MAX_COMMIT_WAITS = 5  # 429s on the commit POST waited out before giving up
 MAX_WAIT_SECONDS = 900.0
+MAX_JSON_BYTES = 16 << 20  # a JSON file of the dataset repo read into memory (manifest.json)
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EROFS, errno.EPERM)
 
 
@@ -137,6 +138,10 @@ class DatasetRepo:
             return None
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, f"read {path} of") from None
+        size = Path(local).stat().st_size
+        if size > MAX_JSON_BYTES:  # a manifest is a few KB: a bigger file is not one, and is not read into memory
+            raise DatasetError(f"{self.repo_id}: {path} is {size} bytes, over the {MAX_JSON_BYTES}-byte cap of a "
+                               "manifest", exit_code=1)
         try:
             return json.loads(Path(local).read_text("utf-8"))
         except ValueError:
