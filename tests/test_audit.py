@@ -144,15 +144,20 @@ def test_a_module_s_citations_each_at_the_release_it_was_read_at(tmp_path):
 
 
         class Heads:
-            release = "2.0"
+            release = "1.1"
             source = "models/x.py:1-2"
+
+
+        class Heads2(Heads):  # takes over at 2.0: the citations Heads states hold until then
+            release = "2.0"
+            source = "models/x.py:3-4"
     '''))
     got = {(c["file"], c["lines"]): (c["read_at"], c["until"]) for c in module_citations(module, ("1.0", "1.1", "2.0"))}
     assert got == {("src/a.py", (10, 12)): ("1.0", None), ("src/a.py", (40, 40)): ("1.0", None),
                    ("src/b.py", (5, 5)): ("1.0", "2.0"), ("src/b.py", (9, 9)): ("2.0", None),
                    ("src/c.py", (3, 3)): ("1.1", None), ("src/d.py", (4, 4)): ("1.0", "2.0"),
                    ("src/e.py", (7, 7)): ("2.0", None), ("src/f.py", (8, 8)): ("2.0", None),
-                   ("models/x.py", (1, 2)): ("2.0", None)}
+                   ("models/x.py", (1, 2)): ("1.1", "2.0"), ("models/x.py", (3, 4)): ("2.0", None)}
 
 
 def test_every_engine_s_citations_are_pinned_or_anchored():

@@ -6,7 +6,8 @@ depends on?
 Every ``file:line`` the engine module states (its rows, sources, fixes, head rules, launch commands, comments) is a
 citation. Each is read at one release (the ``since`` of the row it is in, the ``release`` of the head-rules class it
 is in, the release its comment names, else the module's ``READ_AT`` or the engine's oldest release) and holds until
-the row's ``until`` (or the release its row was re-lined at). What a citation depends on is pinned two ways:
+the row's ``until`` (or the release its row was re-lined at, or the ``release`` of a subclass of its head-rules
+class). What a citation depends on is pinned two ways:
 
 * a **pin**: the text of the cited lines at the release it was read at (``--pin`` records it from that release's
   tree into ``indexer/engines/data/<engine>/pins.json``, with its first and last line): the condition, the
@@ -76,7 +77,7 @@ def _ranges(text: str) -> list[tuple[int, int]]:
 def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]]:
     """(first line, last line, read at, until) of the module's release scopes: a call with ``since=``/``until=``
     (ArchRule, Ranged, replace), ``relined(row, R, source)`` (the source from R, the row until R), a class with a
-    ``release = "R"`` attribute."""
+    ``release = "R"`` attribute (until the release of a subclass in the module that has a later one)."""
     until_of: dict[str, Any] = {}  # a row's variable -> the release it was re-lined or replaced at
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
@@ -86,6 +87,9 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]
             kw = {k.arg: k.value.value for k in n.keywords if isinstance(k.value, ast.Constant)}
             if func == "replace" and "until" in kw and "source" not in kw:
                 until_of[n.args[0].id] = kw["until"]
+    class_release = {n.name: s.value.value for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for s in n.body
+                     if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value in releases
+                     and any(isinstance(t, ast.Name) and t.id == "release" for t in s.targets)}
     out: list[tuple[int, int | None, Any, Any]] = []
     for n in ast.walk(tree):
         if isinstance(n, ast.Assign):
@@ -103,11 +107,13 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]
                 out.append((n.args[2].lineno, n.args[2].end_lineno, n.args[1].value, None))
             elif "since" in kw or "until" in kw:
                 out.append((n.lineno, n.end_lineno, kw.get("since"), kw.get("until")))
-        elif isinstance(n, ast.ClassDef):
-            for s in n.body:
-                if (isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "release" for t in s.targets)
-                        and isinstance(s.value, ast.Constant) and s.value.value in releases):
-                    out.append((n.lineno, n.end_lineno, s.value.value, None))
+        elif isinstance(n, ast.ClassDef) and n.name in class_release:
+            # a subclass with a later release supersedes the class's own citations from then
+            later = sorted((class_release[c.name] for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                            and c.name in class_release and any(getattr(b, "id", None) == n.name for b in c.bases)
+                            and releases.index(class_release[c.name]) > releases.index(class_release[n.name])),
+                           key=releases.index)
+            out.append((n.lineno, n.end_lineno, class_release[n.name], later[0] if later else None))
     return [(first, last if last is not None else first, at, until) for first, last, at, until in out]
 
 

@@ -45,6 +45,13 @@ def tli_constraints(t: Side, d: Side) -> list[str]:
     return out
 
 
+_MAMBA1 = ArchRule(
+    "Mamba-1 target", TypeIn("target", frozenset({"jamba", "mamba", "falcon_mamba"})), WRONG_OUTPUT,
+    "vLLM's Mamba-1 metadata builder never passes the accepted-token counts, so a verify is run as a prefill "
+    "and rejected draft tokens stay in the state (unverified: read from the code, not run; no refusal)",
+    "vllm/v1/attention/backends/mamba1_attn.py:38-45, vllm/v1/attention/backends/mamba_attn.py:400-406",
+    anchors=("return self._compute_common_metadata(common_attn_metadata)",
+             "self.reorder_batch_threshold if num_accepted_tokens is not None else 1"))
 _HYBRID_TARGET, _SHORTER, _MULTIMODAL = (
     ArchRule("hybrid target", StateIn("target", frozenset({"mamba2", "gated_deltanet", "short_conv"})), None,
              "vLLM gives these layers one state slot per speculative token and runs the pair",
@@ -111,12 +118,8 @@ def _dropped_rows(release: str, until: str | None) -> tuple:
 ARCH_RULES = (
     *(row for i, r in enumerate(RELEASES) for row in _dropped_rows(r, RELEASES[i + 1] if i + 1 < len(RELEASES)
                                                                   else None)),
-    ArchRule("Mamba-1 target", TypeIn("target", frozenset({"jamba", "mamba", "falcon_mamba"})), WRONG_OUTPUT,
-             "vLLM's Mamba-1 metadata builder never passes the accepted-token counts, so a verify is run as a prefill "
-             "and rejected draft tokens stay in the state (unverified: read from the code, not run; no refusal)",
-             "vllm/v1/attention/backends/mamba1_attn.py:38-45, vllm/v1/attention/backends/mamba_attn.py:400-406",
-             anchors=("return self._compute_common_metadata(common_attn_metadata)",
-                                      "self.reorder_batch_threshold if num_accepted_tokens is not None else 1")),
+    *relined(_MAMBA1, "0.34.0",
+             "vllm/v1/attention/backends/mamba1_attn.py:38-45, vllm/v1/attention/backends/mamba_attn.py:398-404"),
     *relined(_HYBRID_TARGET, "0.34.0", "vllm/model_executor/layers/mamba/abstract.py:78-98"),
     ArchRule("hybrid draft", StateIn("draft"), REFUSED,
              "vLLM's KV-cache manager assumes \"draft models have no mamba layers\", and support for hybrid drafts "
@@ -213,15 +216,10 @@ def _registry_span(release: str) -> str:
 
 VLLM_HEAD_REGISTRY = tables.heads(NAME, "0.33.0")
 # vLLM's speculators-format loader: speculators_model_type -> allowed transformer_layer_config.model_type
-# (None: not restricted). transformers_utils/configs/speculators/algos.py:15-209.
-VLLM_SPECULATORS_TYPES = {
-    "eagle3": ("llama", "qwen3"),  # algos.py:39-45
-    "peagle": ("llama", "qwen3"),  # algos.py:75-81
-    "dflash": None,  # algos.py:90-126
-    "dflash2": None,  # algos.py:129-149
-    "dspark": None,  # algos.py:152-209
-}
-# vLLM: the target class must implement SupportsEagle3 (v1/worker/gpu_model_runner.py:5173-5177). Llama's does
+# (None: not restricted); each head-rules class cites its release's loader.
+VLLM_SPECULATORS_TYPES = {"eagle3": ("llama", "qwen3"), "peagle": ("llama", "qwen3"), "dflash": None, "dflash2": None,
+                          "dspark": None}
+# vLLM: the target class must implement SupportsEagle3 (each head-rules class's eagle3_source). Llama's does
 # (model_executor/models/llama.py:464), and Mistral's and Phi-3's subclass it (model_executor/models/mistral.py:236,
 # model_executor/models/phi3.py:10).
 VLLM_EAGLE3_TARGET_TYPES = (
@@ -231,10 +229,10 @@ VLLM_EAGLE3_TARGET_TYPES = (
     "kimi_k25", "apertus", "nemotron_h", "mistral3", "llava", "pixtral", "qwen3_5_moe", "qwen3_5_text",
     "qwen3_5_moe_text", "gemma4_text", "granitemoeshared",
 )
-# vLLM's DFlash proposer turns on aux hidden-state outputs (v1/worker/gpu_model_runner.py:645-647), which need
-# SupportsEagle3 like EAGLE-3 (gpu_model_runner.py:5173-5177): VLLM_EAGLE3_TARGET_TYPES applies.
-# vLLM: SpeculativeConfig.hf_config_override rewrites the target config into its MTP model
-# (config/speculative.py:711-1170); keyed by model_type, value: the line.
+# vLLM's DFlash proposer turns on aux hidden-state outputs, which need SupportsEagle3 like EAGLE-3
+# (dflash_capture_source): VLLM_EAGLE3_TARGET_TYPES applies.
+# vLLM: SpeculativeConfig.hf_config_override rewrites the target config into its MTP model (mtp_lines of each
+# head-rules class); keyed by model_type, value: the line at 0.33.0.
 VLLM_MTP_MODEL_TYPES = {
     "deepseek_v3": 749, "deepseek_v32": 749, "glm_moe_dsa": 749, "deepseek_mtp": 755, "deepseek_v4": 765,
     "dots3_note": 734, "pangu_ultra_moe": 777, "kimi_k3": 785, "ernie4_5_moe": 880, "nemotron_h": 896,
@@ -277,8 +275,15 @@ class VLLMHeads(HeadRules):
     registry_source = _registry_span("0.33.0")
     speculators_types = VLLM_SPECULATORS_TYPES
     refused_speculators: dict = {}  # speculators_model_type -> (why, source): the loader raises
+    # the speculators types: eagle3 algos.py:39-45, peagle algos.py:75-81, dflash algos.py:90-126, dflash2
+    # algos.py:129-149, dspark algos.py:152-209
+    speculators_source = "transformers_utils/configs/speculators/algos.py:15-209"
     eagle3_source = "v1/worker/gpu_model_runner.py:5173-5177"
     dflash_capture_source = "v1/worker/gpu_model_runner.py:645-647, 5173-5177"
+    dflash_hidden_source = "model_executor/models/qwen3_dflash.py:89-93 (target_hidden_size or hidden_size)"
+    dflash_vocab_source = "model_executor/models/qwen3_dflash.py:444 (embedding of vocab_size)"
+    eagle3_vocab_source = "model_executor/models/llama_eagle3.py:338-392 (logits scattered into vocab_size)"
+    aux_limit_source = "model_executor/models/llama.py:429-441, model_executor/models/interfaces.py:1647"
     mtp_model_types = VLLM_MTP_MODEL_TYPES
     mtp_archs = VLLM_MTP_ARCHS
     mtp_lines = "711-1170"
@@ -313,8 +318,8 @@ class VLLMHeads(HeadRules):
                 return (False, f"speculators {kind} with a {head.layer_model_type} layer: vLLM maps only "
                         f"{' / '.join(allowed)} layers", "transformers_utils/configs/speculators/algos.py:39-45", None)
             method = "eagle3" if head.algorithm == "peagle" else head.algorithm  # speculators/base.py:133-136
-            return (True, f"speculators format, speculators_model_type {head.algorithm}",
-                    "transformers_utils/configs/speculators/algos.py:15-209", method)
+            return (True, f"speculators format, speculators_model_type {head.algorithm}", self.speculators_source,
+                    method)
         # EAGLEConfig renames architectures for the chosen method (transformers_utils/configs/eagle.py:46-76),
         # then the registry must know the name.
         method = "eagle3" if head.algorithm == "peagle" else head.algorithm
@@ -343,8 +348,7 @@ class VLLMHeads(HeadRules):
                     "model_executor/models/llama_eagle3.py:218-221 (fc input = target_hidden_size or hidden_size)")
         if head.algorithm == "eagle":
             return head.hidden_size, "model_executor/models/llama_eagle.py:110-130 (fc input = 2*hidden_size)"
-        return (head.target_hidden_size or head.hidden_size,
-                "model_executor/models/qwen3_dflash.py:89-93 (target_hidden_size or hidden_size)")
+        return head.target_hidden_size or head.hidden_size, self.dflash_hidden_source
 
     def target_vocab(self, target: TargetShape) -> int | None:
         """get_text_config(), what vLLM reads."""
@@ -353,15 +357,14 @@ class VLLMHeads(HeadRules):
     def vocab_source(self, head: HeadFacts) -> str:
         """Every vLLM head embeds (or scatters logits into) its own vocab_size."""
         if head.algorithm in ("dflash", "dspark"):
-            return "model_executor/models/qwen3_dflash.py:444 (embedding of vocab_size)"
+            return self.dflash_vocab_source
         if head.algorithm == "eagle":
             return "model_executor/models/llama_eagle.py:88-95 (embedding of vocab_size)"
-        return "model_executor/models/llama_eagle3.py:338-392 (logits scattered into vocab_size)"
+        return self.eagle3_vocab_source
 
     def eagle_aux_limit(self, head: HeadFacts, layers: int) -> tuple[int, int, str] | None:
-        """vLLM collects id k after layer k-1 and at the start (model_executor/models/llama.py:429-441,
-        interfaces.py:1647), so k <= L."""
-        return 0, layers, "model_executor/models/llama.py:429-441, model_executor/models/interfaces.py:1647"
+        """vLLM collects id k after layer k-1 and at the start (aux_limit_source), so k <= L."""
+        return 0, layers, self.aux_limit_source
 
     def mtp_support(self, target: TargetShape, arch: str | None) -> tuple[bool, str, str]:
         """SpeculativeConfig.hf_config_override rewrites the target config into its MTP model."""
@@ -404,9 +407,35 @@ class VLLMHeads034(VLLMHeads):
     architectures. A configured method is never changed: a draft that declares its method (DFlash, DSpark, Gemma-4
     MTP) refuses a contradicting one (v1/worker/gpu/spec_decode/speculator_config.py:404-430); the launch commands
     here always pass the head's own method. The EAGLE config's renaming is unchanged (transformers_utils/configs/
-    eagle.py:40-80 is the same text); the model files' lines (hidden sizes, embeddings) are cited at 0.33.0."""
+    eagle.py:40-80 is the same text). The launch commands hold: ``method`` is a field
+    (config/speculative.py:461); a speculators checkpoint whose verifier names a Hub repo serves that repo
+    (transformers_utils/config.py:833-921, engine/arg_utils.py:2296-2310); MTP without a model drafts from the target
+    (config/speculative.py:1386-1389, v1/worker/gpu/spec_decode/mtp/config.py:43-55); ngram's window defaults to 5
+    (v1/worker/gpu/spec_decode/ngram/config.py:21-24)."""
 
     release = "0.34.0"
+    # unchanged at 0.34.0 (the lines the inherited rules cite): transformers_utils/configs/eagle.py:46-76,
+    # transformers_utils/configs/speculators/base.py:51-56, model_executor/models/llama_eagle.py:88-95,
+    # model_executor/models/llama_eagle.py:110-130, model_executor/models/llama_eagle3.py:218-221,
+    # model_executor/models/llama_eagle3.py:338-345, model_executor/models/llama.py:429-441
+    # the speculators types: eagle3 algos.py:39-45, dflash algos.py:58-94, dflash2 algos.py:97-117, dspark
+    # algos.py:120-177
+    speculators_source = "transformers_utils/configs/speculators/algos.py:15-177"
+    dflash_hidden_source = "model_executor/models/qwen3_dflash.py:130-134 (target_hidden_size or hidden_size)"
+    dflash_vocab_source = "model_executor/models/qwen3_dflash.py:486 (embedding of vocab_size)"
+    eagle3_vocab_source = "model_executor/models/llama_eagle3.py:338-384 (logits scattered into vocab_size)"
+    aux_limit_source = "model_executor/models/llama.py:429-441, model_executor/models/interfaces.py:1660"
+    methods = {
+        "eagle": ("eagle", "config/speculative.py:87-88, transformers_utils/configs/eagle.py:46-53"),
+        "eagle3": ("eagle3", "config/speculative.py:87-88, transformers_utils/configs/speculators/algos.py:15-50"),
+        "dflash": ("dflash / dspark",
+                   "config/speculative.py:85-86, transformers_utils/configs/speculators/algos.py:58-177"),
+        "mtp": ("mtp", "config/speculative.py:54-82, 779-1305"),
+        "ngram": ("ngram", "config/speculative.py:1368-1369, v1/worker/gpu/spec_decode/ngram/config.py:21-24"),
+    }
+    mtp_layers_source = "config/speculative.py:853-858"
+    aux_any_depth_source = "model_executor/models/interfaces.py:1764"
+    aux_default_source = "model_executor/models/interfaces.py:1764-1785"
     head_classes = tables.heads(NAME, "0.34.0")
     registry_source = _registry_span("0.34.0")
     speculators_types = {k: v for k, v in VLLM_SPECULATORS_TYPES.items() if k != "peagle"}
