@@ -495,7 +495,13 @@ ENGINE = released(
 
 # ---------------------------------------------------------------- what vLLM's server reports (indexer measure)
 # Paths are relative to the vllm wheels of 0.33.0 (the oldest release read, where the audit reads a module's
-# citations) and 0.34.0: the same lines in both, but ignore_eos, two lines further down at 0.34.0 (296).
+# citations) and 0.34.0: the same lines in both, but ignore_eos, two lines further down at 0.34.0.
+IGNORE_EOS = (Ranged(value="ignore_eos", until="0.34.0",
+                     source="vllm/entrypoints/openai/chat_completion/protocol.py:294"),
+              Ranged(value="ignore_eos", since="0.34.0",
+                     source="vllm/entrypoints/openai/chat_completion/protocol.py:296"))
+
+
 def _server_release(get_json) -> str | None:
     """``GET /version``: ``{"version": VLLM_VERSION}`` (vllm/entrypoints/serve/instrumentator/basic.py:53-56)."""
     answer = get_json("/version")
@@ -504,8 +510,7 @@ def _server_release(get_json) -> str | None:
 
 
 def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
-    """A greedy chat completion of exactly ``max_tokens`` tokens (``ignore_eos``: vllm/entrypoints/openai/
-    chat_completion/protocol.py:294)."""
+    """A greedy chat completion of exactly ``max_tokens`` tokens (``ignore_eos``: :data:`IGNORE_EOS`)."""
     from .server import Exchange, chat_body
 
     return Exchange("/v1/chat/completions", chat_body(prompt, max_tokens, ignore_eos=True))
