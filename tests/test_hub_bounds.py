@@ -127,7 +127,7 @@ def test_a_paths_info_bomb_is_the_repos_error_and_the_others_are_crawled(hub_dir
     assert got.pop("meta-llama/model-3").startswith("error: ") and len(got) == 5
     (reason,) = query(db, "select reason from repos where repo_id = 'meta-llama/model-3'")[0]
     assert "cap (decoded)" in reason
-    assert all(v == "ok: " for v in got.values()), got
+    assert all(v.startswith("ok: ") for v in got.values()), got  # (these word lists lack the <unk> they name)
 
 
 @pytest.mark.parametrize("kind", ["gzip_bomb", "endless"])
