@@ -76,7 +76,7 @@ def test_the_site_ranks_by_the_speed_question(site):
     assert all(d["speedup"]["slower"] for d in on_h100["drafts"])
     _, fixed = site.json("/drafts.json", target=DEMO_TARGET, engine="llama.cpp", draft_tokens="5")
     assert {d["speedup"]["draft_tokens"] for d in fixed["drafts"]} == {5}
-    assert all("--draft-max 5" in d["launch"] for d in fixed["drafts"])
+    assert all("--spec-draft-n-max 5" in d["launch"] for d in fixed["drafts"])
 
 
 def test_explain_json_is_check_json_with_the_same_speed_options(site):
@@ -148,7 +148,7 @@ def test_drafts_page_has_the_pickers_and_the_speed_up_column(site):
         assert cell == f"≈{s['estimate']:.1f}× ({s['low']:.1f}–{s['high']:.1f}×)"
     best = expected["drafts"][0]
     n = best["speedup"]["draft_tokens"]
-    assert f"--draft-max {n}" in best["launch"]
+    assert f"--spec-draft-n-max {n}" in best["launch"]
     block = page.split('id="best"', 1)[1].split("</div>", 1)[0]
     assert f"({n} draft token{'' if n == 1 else 's'})" in block and str(escape(best["launch"])) in block
     assert "Expected speed-up (ranked by it): ≈" in block and "on M4 Max" in block
