@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from tokfactory import make_model
@@ -93,3 +95,19 @@ def hermetic_env(tmp: Path) -> dict:
         env.pop(var, None)
     env["HF_ENDPOINT"] = NO_HUB  # never the real Hub (tests/conftest.py)
     return env
+
+
+CLI = [sys.executable, "-c", "from indexer.cli import cli; cli()"]  # the command line, in a subprocess
+
+
+def run_cli(args: list[str], tmp: Path, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    """``indexer ARGS`` in a subprocess with :func:`hermetic_env`, its output captured as text."""
+    return subprocess.run(CLI + args, env=hermetic_env(tmp), capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def six_repo_hub(tmp: Path) -> Path:
+    """Six small meta-llama repos, each with a vocabulary of its own, in ``tmp/hub``."""
+    d = tmp / "hub"
+    for i in range(6):
+        write_repo(d, f"meta-llama/model-{i}", words=[f"w{i}x{j}" for j in range(40)])
+    return d

@@ -16,24 +16,18 @@ import sys
 import time
 
 import pytest
-from crawlkit import hermetic_env, write_repo
+from crawlkit import CLI, hermetic_env, run_cli, six_repo_hub, write_repo
 
 from indexer.hubsim import HubServer
-
-CLI = [sys.executable, "-c", "from indexer.cli import cli; cli()"]
 
 
 @pytest.fixture
 def hub_dir(tmp_path):
-    d = tmp_path / "hub"
-    for i in range(6):
-        write_repo(d, f"meta-llama/model-{i}", words=[f"w{i}x{j}" for j in range(40)])
-    return d
+    return six_repo_hub(tmp_path)
 
 
 def run(args, tmp_path, timeout=60, **kw):
-    return subprocess.run(CLI + args, env=hermetic_env(tmp_path), capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    return run_cli(args, tmp_path, timeout, **kw)
 
 
 def rows(db) -> dict[str, tuple]:

@@ -9,30 +9,24 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 import pytest
-from crawlkit import hermetic_env, set_meta, write_repo
+from crawlkit import run_cli, set_meta, six_repo_hub, write_repo
 
 from indexer.errors import AnswerRefused, BudgetExhausted
 from indexer.hub.guard import MAX_ANSWER_BYTES
 from indexer.hubsim import HubServer
 
-CLI = [sys.executable, "-c", "from indexer.cli import cli; cli()"]
 BOMB = MAX_ANSWER_BYTES * 2  # inflated; about a thousandth of it is sent
 
 
 @pytest.fixture
 def hub_dir(tmp_path):
-    d = tmp_path / "hub"
-    for i in range(6):
-        write_repo(d, f"meta-llama/model-{i}", words=[f"w{i}x{j}" for j in range(40)])
-    return d
+    return six_repo_hub(tmp_path)
 
 
-def run(args, tmp_path, timeout=90):
-    return subprocess.run(CLI + args, env=hermetic_env(tmp_path), capture_output=True, text=True, timeout=timeout)
+def run(args, tmp_path, timeout=90, **kw):
+    return run_cli(args, tmp_path, timeout, **kw)
 
 
 def query(db, sql):
