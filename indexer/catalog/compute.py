@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,7 +41,7 @@ from sqlalchemy import text
 
 from ..engines import ENGINES, GGUF_CLASS_KEY, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..engines.llamacpp import speculative_compatible
-from ..files import InputError, read_json
+from ..files import InputError, read_json, scratch_dir
 from ..gguf.predict import GGUFVocab, predict_gguf_facts
 from ..vocab.archconfig import arch_facts
 from ..vocab.fingerprint import transformers_version
@@ -355,7 +354,7 @@ def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS, repo_i
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     for fsid, config_blob, files in todo[:limit]:
         files = loads(files) if isinstance(files, (str, bytes)) else files
-        with tempfile.TemporaryDirectory(prefix="indexer-facts-") as tmp:
+        with scratch_dir(prefix="indexer-facts-") as tmp:
             try:
                 blobs.export(files, tmp)
                 if config_blob:
@@ -393,7 +392,7 @@ def backfill_arch(conn, db: str | None, blobs) -> int:
             wanted = {"config.json": config_blob}
             if isinstance(files, dict) and files.get("tokenizer_config.json"):
                 wanted["tokenizer_config.json"] = files["tokenizer_config.json"]
-            with tempfile.TemporaryDirectory(prefix="indexer-arch-") as tmp:
+            with scratch_dir(prefix="indexer-arch-") as tmp:
                 try:
                     blobs.export(wanted, tmp)
                     config = read_json(Path(tmp) / "config.json")

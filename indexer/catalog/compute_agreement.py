@@ -15,12 +15,12 @@ Different base vocabularies outside a family are recognised early as useless and
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 
 from sqlalchemy import text
 
+from ..files import scratch_dir
 from ..vocab import agreement as agr
 from ..vocab.tokenbox import FAILED, TokenizerBox
 from .compute_pairs import META_UPSERT, SKIP_EXISTING, candidate_pairs
@@ -74,7 +74,7 @@ def _recount(conn, db: str | None, store, tid: int, sha: str, box) -> dict[int, 
     files = _json(row[1]) if row else None
     if not files:
         return None
-    with tempfile.TemporaryDirectory(prefix="indexer-count-") as tmp:
+    with scratch_dir(prefix="indexer-count-") as tmp:
         try:
             BlobStore(blob_root(db)).export(files, tmp)
         except KeyError:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import tempfile
 from pathlib import Path
 
 from ..errors import CatalogError
+from ..files import scratch_dir
 from .migrate import alembic_config, upgrade
 
 
@@ -133,7 +133,7 @@ def _squash(sql: str | None) -> str | None:
 def reference_schema(revision: str) -> dict:
     """The schema the project's own migrations make at ``revision``, built in a temporary file."""
 
-    with tempfile.TemporaryDirectory(prefix="indexer-schema-") as tmp:
+    with scratch_dir(prefix="indexer-schema-") as tmp:
         ref = Path(tmp) / "reference.db"
         upgrade(str(ref), revision)
         return schema_of(ref)

@@ -36,7 +36,6 @@ import os
 import random
 import shutil
 import sqlite3
-import tempfile
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from urllib.parse import quote
 
 from ..catalog.db import DEFAULT_DEMO_DB, open_catalog, resolve_url, session_factory, sqlite_path, upgrade
 from ..catalog.dburl import sqlite_file
+from ..files import scratch_dir
 from ..gguf.predict import predict_gguf
 from ..hubsim import HubServer
 from ..hubsim.repos import HUB_META_FILE, hub_date
@@ -357,7 +357,7 @@ def round_trip(db: str, *, log=print) -> dict:
     disable_progress_bars()
     datasets = demo_datasets_dir(db)  # kept: `indexer pull --from demo/catalog` can be tried afterwards
     try:
-        with tempfile.TemporaryDirectory(prefix="indexer-demo-dataset-") as tmp, _online_for_local_hub(), \
+        with scratch_dir(prefix="indexer-demo-dataset-") as tmp, _online_for_local_hub(), \
                 HubServer(str(_empty(Path(tmp) / "models")), tokens={token: "write"},
                           dataset_dir=str(_empty(datasets))) as hub:
             done = publish_to_hub(db, DEMO_DATASET, endpoint=hub.endpoint, token=token)

@@ -27,7 +27,6 @@ import io
 import json
 import sqlite3
 import tarfile
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,7 +39,7 @@ from ..catalog.snapshot import freshness, older_than, schema_revision
 from ..catalog.tokenstore import default_root
 from ..engines import ENGINES
 from ..errors import DatasetError, IndexerError
-from ..files import sha256_file
+from ..files import scratch_dir, sha256_file
 from ..hub.dataset import DatasetRepo, StaleParent
 from .publish import catalog_file, compact_into, export_sqlite
 
@@ -284,7 +283,7 @@ def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None,
     hub = DatasetRepo(repo_id, endpoint=endpoint, token=token)  # a mistyped id or offline: refused here
     if not token:
         raise DatasetError(f"no token: set HF_TOKEN to a token that can write to {repo_id}")
-    with tempfile.TemporaryDirectory(prefix="indexer-hub-publish-") as tmp:
+    with scratch_dir(prefix="indexer-hub-publish-") as tmp:
         out = Path(tmp)
         try:
             manifest = build(db, out)

@@ -35,7 +35,7 @@ from ..catalog.published import public_token_shas, redact, token_sha
 from ..catalog.tokenstore import default_root
 from ..engines import ENGINES
 from ..errors import PortBusy, PublishError
-from ..files import fsync_dir, sha256_file
+from ..files import fsync_dir, scratch_dir, sha256_file
 from ..resources import METADATA_PATH, package_path
 from ..site import PLUGINS_DIR
 
@@ -247,7 +247,7 @@ def serve(db: str | None = None, host: str = DEFAULT_HOST, port: int = DEFAULT_P
     check_port(host, port)
     probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
     url = f"http://{host}:{port}/"
-    with stop_on_signals(), tempfile.TemporaryDirectory(prefix="indexer-serve-") as tmp:
+    with stop_on_signals(), scratch_dir(prefix="indexer-serve-") as tmp:
         cmd = serve_command(db, host, port, Path(tmp))
         # The site's explain view reads token lists from the catalog's token store, not the snapshot's.
         env = {**os.environ, "INDEXER_TOKENS": str(default_root(db))}
@@ -418,7 +418,7 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
 
     url = resolve_url(db)
     out = output_dir(outdir)  # a file in the way, no permission: one line, exit 2
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=out) as tmp:
+    with scratch_dir(prefix=".export-", dir=out) as tmp:
         if sqlite_path(url) is None:
             src = Path(tmp) / PUBLISHED_DB
             export_sqlite(db, src)
