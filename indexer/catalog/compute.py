@@ -41,8 +41,9 @@ from sqlalchemy import text
 
 from ..engines import ENGINES, GGUF_CLASS_KEY, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..engines.llamacpp import speculative_compatible
-from ..files import InputError, read_json, scratch_dir
+from ..files import InputError, read_json
 from ..gguf.predict import GGUFVocab, predict_gguf_facts
+from ..scratch import scratch_dir
 from ..vocab.archconfig import arch_facts
 from ..vocab.fingerprint import transformers_version
 from ..vocab.modelconfig import read_config

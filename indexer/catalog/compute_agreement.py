@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from ..files import scratch_dir
+from ..scratch import scratch_dir
 from ..vocab import agreement as agr
 from ..vocab.tokenbox import FAILED, TokenizerBox
 from .compute_pairs import META_UPSERT, SKIP_EXISTING, candidate_pairs

@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from ..errors import CatalogError
-from ..files import scratch_dir
+from ..scratch import scratch_dir
 from .migrate import alembic_config, upgrade
 
 

@@ -43,11 +43,11 @@ from urllib.parse import quote
 
 from ..catalog.db import DEFAULT_DEMO_DB, open_catalog, resolve_url, session_factory, sqlite_path, upgrade
 from ..catalog.dburl import sqlite_file
-from ..files import scratch_dir
 from ..gguf.predict import predict_gguf
 from ..hubsim import HubServer
 from ..hubsim.repos import HUB_META_FILE, hub_date
 from ..hubsim.synthetic import build_bpe_tokenizer, random_merges
+from ..scratch import scratch_dir
 from .hubpublish import publish_to_hub
 from .pull import pull
 

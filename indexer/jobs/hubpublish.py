@@ -39,8 +39,9 @@ from ..catalog.snapshot import freshness, older_than, schema_revision
 from ..catalog.tokenstore import default_root
 from ..engines import ENGINES
 from ..errors import DatasetError, IndexerError
-from ..files import scratch_dir, sha256_file
+from ..files import sha256_file
 from ..hub.dataset import DatasetRepo, StaleParent
+from ..scratch import scratch_dir
 from .publish import catalog_file, compact_into, export_sqlite
 
 SNAPSHOT = "catalog.sqlite"

@@ -35,8 +35,9 @@ from ..catalog.published import public_token_shas, redact, token_sha
 from ..catalog.tokenstore import default_root
 from ..engines import ENGINES
 from ..errors import PortBusy, PublishError
-from ..files import fsync_dir, scratch_dir, sha256_file
+from ..files import fsync_dir, sha256_file
 from ..resources import METADATA_PATH, package_path
+from ..scratch import scratch_dir
 from ..site import PLUGINS_DIR
 
 METADATA_DB_KEY = "catalog"
