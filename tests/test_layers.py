@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "indexer"
 
 # Bottom to top: a module may import its own layer and the layers below it, never one above.
 LAYERS = [
-    ("base", ("indexer", "indexer.errors", "indexer.files", "indexer.resources", "indexer.runlog",
+    ("base", ("indexer", "indexer.errors", "indexer.files", "indexer.resources", "indexer.runlog", "indexer.scratch",
               "indexer.lockfile")),
     ("hub", ("indexer.hub",)),
     ("vocab", ("indexer.vocab",)),
