@@ -8,7 +8,7 @@ import importlib
 import click
 
 from . import __version__
-from .catalog.db import as_catalog_error
+from .catalog.dberrors import as_catalog_error
 from .commands.checks import DB_META
 from .commands.output import fail
 from .commands.signals import LONG_COMMANDS

@@ -149,3 +149,7 @@ def fsync_dir(directory: Path) -> None:
     finally:
         os.close(fd)
 
+
+def has_tokenizer(directory: Path) -> bool:
+    """Whether a directory holds any file a vocabulary is read from (else it has nothing to fingerprint)."""
+    return any((directory / name).is_file() for name in VOCAB_FILES)

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from indexer.answer.sides import side_from_dir
+from indexer.answer.localdir import side_from_dir
 from indexer.engines import ENGINES
 from indexer.engines.archrules import ArchRule, at_release
 from indexer.engines.rules import check_pair

@@ -8,7 +8,7 @@ import pytest
 from conftest import CORPUS, MODELS
 from tokfactory import make_text_model
 
-from indexer.answer.sides import side_from_dir
+from indexer.answer.localdir import side_from_dir
 from indexer.catalog.tokenstore import TokenStore
 from indexer.engines.rules import check_pair
 from indexer.vocab import agreement as agr

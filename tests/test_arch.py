@@ -15,8 +15,8 @@ from gguf.constants import GGUFValueType
 from ggufkit import write_gguf
 from test_engines import SPM_WORDS, make_spm
 
+from indexer.answer.localdir import side_from_dir, side_from_gguf
 from indexer.answer.query import QueryError, run_query
-from indexer.answer.sides import side_from_dir, side_from_gguf
 from indexer.catalog.compute import compute
 from indexer.cli import cli
 from indexer.engines import ENGINES, verdicts

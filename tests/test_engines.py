@@ -14,7 +14,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
 from tokfactory import BASE_WORDS, make_model, make_text_model
 
 from indexer import engines as registry
-from indexer.answer.sides import side_from_dir
+from indexer.answer.localdir import side_from_dir
 from indexer.cli import cli
 from indexer.engines.rules import check_pair
 from indexer.engines.setup import HF, MLX, Source, plain, text

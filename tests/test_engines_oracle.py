@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import CORPUS, MODELS, needs_corpus
 
+from indexer.answer.localdir import side_from_dir
 from indexer.answer.query import QueryError, run_query
 from indexer.answer.rule_inputs import side_from_catalog
-from indexer.answer.sides import side_from_dir
 from indexer.catalog.compute import compute
 from indexer.cli import cli
 from indexer.engines import ENGINES, Verdict, verdicts

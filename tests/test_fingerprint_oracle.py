@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import CORPUS, needs_corpus
 
-from indexer.answer.sides import side_from_dir
+from indexer.answer.localdir import side_from_dir
 from indexer.engines.rules import sglang
 from indexer.vocab.fingerprint import fingerprint_dir
 

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from crawlkit import crawled_catalog, set_meta
 from hybridkit import CASES, CORPUS, ORACLE, write_case
 
+from indexer.answer.localdir import side_from_dir
 from indexer.answer.query import run_query
 from indexer.answer.render import render, render_check
-from indexer.answer.sides import side_from_dir
 from indexer.cli import cli
 from indexer.engines import ENGINES, UNKNOWN, verdicts
 from indexer.engines.archrules import SEVERITY, worst

@@ -5,7 +5,7 @@ import json
 import pytest
 from tokfactory import BASE_WORDS, make_model
 
-from indexer.answer.sides import side_from_dir
+from indexer.answer.localdir import side_from_dir
 from indexer.engines.rules import check_pair
 from indexer.vocab.fingerprint import fingerprint_dir
 

@@ -20,7 +20,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from ..errors import InputError, RepoNotFound
-from ..vocab.fingerprint import has_tokenizer
+from ..files import has_tokenizer
 
 Rows = Callable[[str, dict], list[tuple]]
 

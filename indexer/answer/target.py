@@ -11,9 +11,7 @@ from pathlib import Path
 from .. import engines as registry
 from ..catalog.reader import Reader, json_value
 from ..errors import EXIT_NOT_FOUND, QueryError
-from ..files import InputError, check_dir
-from ..vocab.fingerprint import fingerprint_dir
-from ..vocab.modelconfig import read_config
+from ..files import InputError
 from ..vocab.params import best_params
 from .lookup import find_repo_id, gguf_base, local_gguf_arg, looks_like_dir
 
@@ -115,10 +113,10 @@ def hub_gguf_name(repo_id: str, facts) -> str | None:
 def _local_target(cat: Reader, path: str) -> Target:
     """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
 
+    from .localdir import read_dir  # the tokenizer and config readers: never loaded for catalog repos
+
     try:
-        directory = check_dir(path)
-        config = read_config(directory)
-        fp = fingerprint_dir(directory)
+        directory, config, fp = read_dir(path)
     except InputError as e:
 
         said = e.message.removeprefix(f"{path}: ").removeprefix(f"{Path(path)}: ")  # the path said once

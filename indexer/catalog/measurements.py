@@ -1,4 +1,5 @@
-"""The catalog's ``measurements`` table (migration 0011): written by ``indexer measure``, read by ``check``.
+"""The catalog's ``measurements`` table (migration 0011), read by ``check``; ``indexer measure`` writes it
+(:mod:`indexer.measure.store`).
 
 A pair's measurements on one engine are summed per device and task, each weighing as many runs as it made:
 ``summary`` is what ``check --json`` shows under ``verdicts.<engine>.measured`` (its words: answer/render.py).
@@ -6,47 +7,10 @@ A pair's measurements on one engine are summed per device and task, each weighin
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from .. import __version__
-from .db import open_catalog
-
 COLUMNS = ("target", "draft", "engine", "engine_version", "hardware", "target_quant", "draft_quant", "task",
            "draft_tokens", "acceptance", "drafted", "accepted", "rounds", "tokens", "tok_s", "tok_s_baseline",
            "speedup", "estimate", "runs", "prompts", "max_tokens", "same_text", "calibration", "measured_at",
            "tool_version")
-
-
-def row_of(result: dict) -> dict:
-    """The table row of one ``measure`` result."""
-
-
-    m = result["measured"]
-    return {"target": result["target"], "draft": result["draft"], "engine": result["engine"],
-            "engine_version": m.get("engine_version"), "hardware": m.get("hardware"),
-            "target_quant": m.get("target_quant"), "draft_quant": m.get("draft_quant"), "task": m["task"],
-            "draft_tokens": m.get("draft_tokens"), "acceptance": m.get("acceptance"), "drafted": m.get("drafted"),
-            "accepted": m.get("accepted"), "rounds": m.get("rounds"), "tokens": m.get("tokens"),
-            "tok_s": m.get("tok_s"), "tok_s_baseline": m.get("tok_s_baseline"), "speedup": m.get("speedup"),
-            "estimate": (result.get("estimate") or {}).get("estimate"), "runs": m["runs"],
-            "prompts": m.get("prompts"), "max_tokens": m.get("max_tokens"), "same_text": m.get("same_text"),
-            "calibration": bool(m.get("calibration")),
-            "measured_at": datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0),
-            "tool_version": __version__}
-
-
-def save(result: dict, db: str | None) -> int:
-    """Write the measurement into the catalog (made or migrated to head first); returns its row id."""
-    from sqlalchemy import insert
-
-    from .models import Measurement
-
-    engine = open_catalog(db, create=True)
-    try:
-        with engine.begin() as conn:
-            return conn.execute(insert(Measurement).values(**row_of(result))).inserted_primary_key[0]
-    finally:
-        engine.dispose()
 
 
 def rows(reader, target: str, draft: str | None, engine: str | None = None) -> list[dict]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from ..answer.validate import ANSWER_MAX_LIMIT, limit, local_path, output_dir, output_file, repo_id, target
-from ..catalog.db import check_folder, preflight, resolve_url, sqlite_path
+from ..catalog.connect import preflight
+from ..catalog.dburl import check_folder, resolve_url, sqlite_path
 
 # Commands that write the catalog: their --db is checked for write access (and a free lock) up front.
 WRITES_CATALOG = {"upgrade", "crawl", "compute", "nightly", "demo"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..answer.localdir import local_facts
 from ..answer.render import render_fingerprint, render_gguf_facts
-from ..answer.sides import local_facts
 from .checks import valid_path
 from .options import max_bytes_option
 from .output import print_json

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ..catalog.measurements import save
 from ..errors import BadInput
 from ..measure.local import measure_local
 from ..measure.run import measure as measure_pair
 from ..measure.run import render
+from ..measure.store import save
 from ..speed import hardware as hw
 from ..speed import quant
 from .options import db_option

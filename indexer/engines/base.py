@@ -27,14 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from ..gguf.predict import GGUFVocab
 from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
-from ..vocab.tokenbox import FAILED, TokenizerBox, TokenizerFailed
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import NO_HEADS, Heads
+
+if TYPE_CHECKING:  # a Side holds one; the predictor is crawl-time code the query path never runs
+    from ..gguf.predict import GGUFVocab
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 UNKNOWN = "unknown"  # a gap in the indexer's model, not the engine's answer
@@ -61,7 +62,7 @@ class Side:
     gguf_file: str | None = None  # a GGUF file whose own header gave ``gguf`` (read, not predicted)
     arch: ArchFacts | None = None  # the architecture facts (indexer.vocab.archconfig), None when unknown
     counts: dict[int, int] | None = None  # id counts of this tokenizer over the reference text (agreement)
-    source_dir: str | None = None  # a local directory to count in when ``counts`` is None
+    count_text: Callable[[], dict[int, int] | None] | None = None  # counts ``counts`` when None (a local side)
     agreements: dict = field(default_factory=dict, compare=False, repr=False)  # draft name -> agreement (memo)
 
 
@@ -320,18 +321,10 @@ def size_differs(what: str, ts, ds) -> str:
 
 
 def target_counts(t: Side) -> dict[int, int] | None:
-    """The target's id counts over the reference text: stored ones, else counted once in its directory, in a
-    tokenizer box (vocab/tokenbox.py: the files are the user's, and may be anyone's). A tokenizer that transformers
-    cannot load leaves the grade to ids (and says so); one that fails on the text is one InputError line."""
-    if t.counts is None and t.source_dir is not None:
-
-        try:
-            with TokenizerBox() as box:
-                t.counts = box.count_text(t.source_dir)
-        except TokenizerFailed as e:
-            if not e.loading:
-                raise InputError("malformed", f"{t.source_dir}: {FAILED}: {e.reason}") from None
-            t.source_dir = None
+    """The target's id counts over the reference text: stored ones, else counted once by the side's own counter
+    (a local directory's tokenizer box, answer/localdir.py). None leaves the grade to ids (and says so)."""
+    if t.counts is None and t.count_text is not None:
+        t.counts, t.count_text = t.count_text(), None
     return t.counts
 
 

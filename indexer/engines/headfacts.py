@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..vocab.modelconfig import AmbiguousTextConfig, sglang_text_config, transformers_text_config
+from ..errors import AmbiguousTextConfig
+from ..vocab.textconfig import sglang_text_config, transformers_text_config
 from . import ENGINES, HEAD_ENGINES
 from .headrules import MTP_LAYER_KEYS, HeadFacts, HeadRules, TargetShape
 

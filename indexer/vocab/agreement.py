@@ -22,7 +22,7 @@ import os
 from functools import lru_cache
 
 from ..resources import package_path
-from .fingerprint import TRANSFORMERS_LOCK
+from . import TRANSFORMERS_LOCK
 
 WORKS_AT = 0.99  # text_agreement from which a started pair works (docs/engines.md "Outcomes")
 DEGRADED_AT = 0.5  # ... from which it still pays, below which it is useless

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
 from ..errors import AmbiguousTextConfig
-from .fingerprint import TRANSFORMERS_LOCK
+from . import TRANSFORMERS_LOCK
 from .params import speed_facts
 from .textconfig import sglang_text_config, transformers_text_config, vllm_text_config
 

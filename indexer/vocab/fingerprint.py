@@ -17,7 +17,6 @@ How transformers reads each tokenizer file, which the fast path follows, is ``to
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -28,9 +27,11 @@ from ..files import (
     InputError,
     check_dir,
     check_size,
+    has_tokenizer,
     read_json,
     read_optional_json,
 )
+from . import TRANSFORMERS_LOCK
 from .canonical import canonical_bytes, dense_tokens, fingerprints, vocab_sha256
 from .tokenizer_files import (
     BYTE_LEVEL_CLASSES,
@@ -45,11 +46,6 @@ from .tokenizer_files import (
     resolve_class,
     resolve_specials,
 )
-
-# transformers loads its modules lazily, and two threads that load at once can see a half-made module ("cannot
-# import name 'AutoTokenizer' from 'transformers'"): the crawl counts the reference text on a thread of its own
-# (crawl.writer) while the main thread may load a config or a tokenizer. Every load a crawl makes holds this.
-TRANSFORMERS_LOCK = threading.RLock()
 
 
 @dataclass
@@ -277,11 +273,6 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
         tokenizer_class=type(tok).__name__,
         method="reference",
     )
-
-
-def has_tokenizer(directory: Path) -> bool:
-    """Whether a directory holds any file a vocabulary is read from (else it has nothing to fingerprint)."""
-    return any((directory / name).is_file() for name in VOCAB_FILES)
 
 
 def fingerprint_dir(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..errors import AmbiguousTextConfig
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
+from . import TRANSFORMERS_LOCK
 from .archconfig import ArchFacts, arch_facts
-from .fingerprint import TRANSFORMERS_LOCK
 from .params import estimate_from_config
 from .textconfig import VLLM_TEXT_KEY_REMAPS, sglang_text_config, transformers_text_config, vllm_text_config
 
