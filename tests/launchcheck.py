@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shlex
 
-from indexer.engines import flags
+from indexer.engines import ENGINES, flags
+from indexer.engines.lmstudio import LMS, MODELS, SDK, on_gguf
 from indexer.engines.setup import DIR, FILE, GGUF, HF, MLX, from_dict, is_float, requantized
+
+MLX_RELEASE = ENGINES["mlx"].release
 
 # The argv prefix of each program, and the table that parses it: (engine, program) or, for huggingface_hub's CLI,
 # None (checked by its own click command below).
@@ -27,9 +31,11 @@ PROGRAMS = (
     (("mlx_lm.generate",), ("mlx", "mlx_lm.generate")),
     (("mlx_lm.server",), ("mlx", "mlx_lm.server")),
     (("mlx_lm.convert",), ("mlx", "mlx_lm.convert")),
+    (("lms", "import"), ("lms", "lms import")),
     (("hf", "download"), None),
 )
 LLAMACPP_RELEASE = "0c1e57098"  # the convert and quantize steps are llama.cpp's, whatever engine runs the file
+OTHER_RELEASES = {"llama.cpp": LLAMACPP_RELEASE, "lms": LMS, "mlx": MLX_RELEASE}  # steps of another engine's tools
 
 
 def hf_download_options() -> set[str]:
@@ -46,7 +52,8 @@ _HF_OPTIONS: set[str] | None = None
 
 
 def words_of(step: str) -> list[str]:
-    return shlex.split(step)
+    """The words of a step, without the note a launch may end with (``  # ...``, a shell comment)."""
+    return shlex.split(step.split("  # ", 1)[0])
 
 
 def program_of(argv: list[str], engine: str, release: str) -> tuple[tuple | None, list[str], dict | None]:
@@ -56,7 +63,7 @@ def program_of(argv: list[str], engine: str, release: str) -> tuple[tuple | None
             if key is None:
                 return prefix, argv[len(prefix):], None
             eng, prog = key
-            rel = release if eng == engine else (LLAMACPP_RELEASE if eng == "llama.cpp" else None)
+            rel = release if eng == engine else OTHER_RELEASES.get(eng)
             return prefix, argv[len(prefix):], flags.program(eng, rel, prog)
     return None, argv, None
 
@@ -129,7 +136,18 @@ def _llama_side(parsed, server, src, file_flags, hub_flags) -> list[str]:
     if src.kind == GGUF:
         want = f"{src.repo}:{src.tag}" if src.tag else src.repo
         ok = hub_v == want and (src.tag or "").upper() == (src.quant or "").upper()
-        return [] if ok else [f"{hub_flags[0]} {hub_v} for {want} at {src.quant}"]
+        return ([] if ok else [f"{hub_flags[0]} {hub_v} for {want} at {src.quant}"]) + _listed(src)
+    return _made_side(parsed, server, src, file_flags, file_v)
+
+
+def _listed(src) -> list[str]:
+    """A GGUF repo's tag must be the file the catalog lists (``stored``: the one whose header it read)."""
+    if src.stored is not None and (src.tag or "").upper() != src.stored.upper():
+        return [f"{src.repo}:{src.tag}: the catalog lists only its {src.stored} file"]
+    return []
+
+
+def _made_side(parsed, server, src, file_flags, file_v) -> list[str]:
     if src.kind == FILE:
         return [] if file_v == src.repo else [f"{file_flags[0]} {file_v} for {src.repo}"]
     if file_v is None:
@@ -252,22 +270,78 @@ def transformers_checks(setup, parsed) -> list[str]:
     return diffs
 
 
+STDLIB = {"exit", "upper", "startswith"}  # the names the script takes from Python itself (sys.exit, str methods)
+
+
+def _calls(tree, name: str) -> list[list]:
+    """The literal arguments of every call of ``name`` in the script."""
+    return [[ast.literal_eval(a) for a in n.args] for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+
+
+def _assigned(tree, var: str):
+    """The call assigned to ``var`` (``target = get(...)``)."""
+    return next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == var for t in n.targets))
+
+
+def _lms_side(parsed, src, gguf: bool, expr) -> list[str]:
+    """One side: downloaded by ``get`` at its tag (GGUF) or as it is (MLX, float), else made by the steps and
+    found by ``find`` at the path they put it."""
+    name, args = expr.func.id, [ast.literal_eval(a) for a in expr.args]
+    if src.kind == GGUF:
+        ok = name == "get" and args[:2] == [src.repo, "gguf"] and (args[2:] or [""])[0].upper() == (
+            src.quant or "").upper() and (src.tag or "").upper() == (src.quant or "").upper()
+        return ([] if ok else [f"{src.repo}: {name}{tuple(args)} for its {src.quant} file"]) + _listed(src)
+    if not gguf and src.kind != DIR and (src.kind == MLX or is_float(src.quant) or src.quant == src.stored):
+        return [] if (name, args) == ("get", [src.repo, "safetensors"]) else [f"{src.repo}: {name}{tuple(args)}"]
+    if name != "find":
+        return [f"{src.repo} at {src.quant} is downloaded as it is"]
+    path = args[0]
+    if gguf:
+        folder, file_name = path.rsplit("/", 1)
+        imports = [p for k, a, p in parsed if k == ("lms", "import") and p.value("--user-repo") == folder
+                   and os.path.basename(p.positionals[0]) == file_name]
+        if not imports:
+            return [f"no lms import puts {path}"]
+        file = imports[0].positionals[0]
+        return [] if src.kind == FILE and file == src.repo else _made(parsed, src, file) if src.kind != FILE else [
+            f"imports {file} for {src.repo}"]
+    conv = [p for k, a, p in parsed if k == ("mlx_lm.convert",) and p.value("--mlx-path") == f"{MODELS}/{path}"]
+    if not conv:
+        return [f"nothing makes {path} in LM Studio's models folder"]
+    return _mlx_side(parsed, conv[0].value("--mlx-path"), src) if not is_float(src.quant) else (
+        [] if conv[0].value("--hf-path") == src.repo and "-q" not in conv[0].options else ["converts another"])
+
+
 def lmstudio_checks(setup, parsed) -> list[str]:
-    keys = flags.program("lmstudio", "1.5.0", "lmstudio.respond")["config_keys"]
+    """The script: only lmstudio-python's names (flags/lmstudio-1.5.0: its sync client's functions, methods and
+    properties, a search hit's and a download option's fields) and prediction-config keys; each side's key from
+    the download or the step that makes it; the draft and its tokens in respond(config=...)."""
+    sdk = flags.program("lmstudio", SDK, "lmstudio")
+    keys = flags.program("lmstudio", SDK, "lmstudio.respond")["config_keys"]
     tree = _python(parsed)
+    defined = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    used |= {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    diffs = [f"{n} is not lmstudio-python {SDK}'s" for n in sorted(used - set(sdk["api"]) - STDLIB - defined
+                                                                    - {"next", "print"})]
+    diffs += [f"compatibility type {k} is not the SDK's" for _, k, *_ in _calls(tree, "get")
+              if k not in sdk["compatibility_types"]]
+    config = next(k.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords if k.arg == "config")
+    cfg = {ast.literal_eval(k): v for k, v in zip(config.keys, config.values)}
+    diffs += [f"config key {k} is not lmstudio-python's" for k in cfg if k not in keys]
     llm = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and n.func.attr == "llm")
-    config = next(k.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
-                  if k.arg == "config")
-    cfg = ast.literal_eval(config)
-    diffs = [f"config key {k} is not lmstudio-python's" for k in cfg if k not in keys]
-    if llm.args[0].value != setup.target.repo or cfg.get("draftModel") != setup.draft.repo:
+    draft = cfg.get("draftModel")
+    if ast.unparse(llm.args[0]) != "target" or draft is None or ast.unparse(draft) != "draft":
         diffs.append("other model keys")
-    if cfg.get("speculativeDecodingNumDraftTokensExact") != setup.draft_tokens:
+    n = cfg.get("speculativeDecodingNumDraftTokensExact")
+    if (ast.literal_eval(n) if n is not None else None) != setup.draft_tokens:
         diffs.append("draft tokens differ")
-    for src in (setup.target, setup.draft):  # LM Studio loads GGUF and MLX repos as they are: no conversion
-        if src.kind == HF and not is_float(src.quant):
-            diffs.append(f"{src.repo} is an HF repo, estimated as {src.quant}: LM Studio does not convert it")
+    gguf = on_gguf(setup)
+    diffs += _lms_side(parsed, setup.target, gguf, _assigned(tree, "target"))
+    diffs += _lms_side(parsed, setup.draft, gguf, _assigned(tree, "draft"))
     return diffs
 
 

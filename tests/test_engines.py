@@ -336,8 +336,9 @@ def test_launch_commands_use_current_syntax():
     mlx = _launch("mlx", "org/T", "org/D", target=Source("org/T", HF, "4bit"), draft=Source("org/D", MLX, "4bit"))
     assert mlx.startswith("mlx_lm.convert --hf-path org/T -q --q-bits 4 --mlx-path T-4bit && ")
     assert "--model T-4bit --draft-model org/D" in mlx
-    assert "lms.llm('org/T')" in _launch("lmstudio", "org/T", "org/D")
-    assert "config={'draftModel': 'org/D'}" in _launch("lmstudio", "org/T", "org/D")
+    lms = _launch("lmstudio", "org/T", "org/D")  # float checkpoints on mlx-engine: LM Studio downloads them
+    assert "target = get('org/T', 'safetensors'); draft = get('org/D', 'safetensors')" in lms
+    assert "lms.llm(target).respond('Hello', config={'draftModel': draft})" in lms
     assert "assistant_model=assistant" in _launch("transformers", "org/T", "org/D")
 
 

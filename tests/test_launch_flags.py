@@ -103,7 +103,7 @@ def test_every_draft_command_parses_and_runs_the_estimated_setup(demo_catalog, a
         print(engine, launch[:160], errs, diffs)
     assert set(total) >= {"sglang", "vllm", "llama.cpp", "mlx", "transformers", "lmstudio"}
     assert all(valid[e] == total[e] for e in total), [b for b in bad if b[2]][:5]
-    assert all(exact[e] == total[e] for e in total if e != "lmstudio"), [b for b in bad if b[3]][:5]
+    assert all(exact[e] == total[e] for e in total), [b for b in bad if b[3]][:5]
 
 
 HEADS = {
@@ -159,6 +159,38 @@ def test_removed_and_unknown_flags_and_choices_are_caught():
     assert ok.errors == [] and ok.value("--spec-draft-n-max") == "3"
     assert "Q4_K_M" in flags.quantize_types(registry.ENGINES["llama.cpp"].release)
     assert "q8_0" in flags.convert_outtypes(registry.ENGINES["llama.cpp"].release)
+
+
+def test_lmstudio_scripts_ask_lm_studio_for_the_keys():
+    from dataclasses import replace
+
+    from indexer.engines.setup import FILE, GGUF, HF, MLX, Setup, Source, text
+
+    lms = registry.ENGINES["lmstudio"]
+    gguf = Setup("lmstudio", lms.release, Source("org/T-GGUF", GGUF, "Q4_K_M", tag="Q4_K_M"),
+                 Source("org/D", HF, "Q8_0"), draft_tokens=3)
+    mlx = Setup("lmstudio", lms.release, Source("org/T", HF, "4bit"), Source("org/D-4bit", MLX, "4bit"),
+                draft_tokens=2)
+    local = replace(gguf, draft=Source("/models/d.gguf", FILE, "Q8_0"))
+    for setup in (gguf, mlx, local):
+        steps = lms.launch(setup)
+        assert check(setup.to_dict(), steps) == ([], []), steps
+    steps = lms.launch(gguf)  # the draft is made by llama.cpp's chain, imported, then found by its path
+    assert steps[-2] == "lms import D-Q8_0.gguf --user-repo local/D-Q8_0-GGUF -y"
+    assert "target = get('org/T-GGUF', 'gguf', 'Q4_K_M'); draft = find('local/D-Q8_0-GGUF/D-Q8_0.gguf')" in steps[-1]
+    assert "'speculativeDecodingNumDraftTokensExact': 3" in steps[-1]
+    assert lms.launch(mlx)[0] == ("mlx_lm.convert --hf-path org/T -q --q-bits 4 --mlx-path "
+                                  "~/.lmstudio/models/local/T-4bit")
+    assert "get('org/D-4bit', 'safetensors')" in text(lms.launch(mlx))
+    assert lms.launch(local)[0] == "lms import /models/d.gguf --user-repo local/d-GGUF -y --copy"
+    # what the check catches: another quantization, a name lmstudio-python lacks, a key respond() does not take
+    script = steps[-1]
+    for bad in (script.replace("'Q4_K_M')", "'Q5_K_M')"), script.replace("search_models", "find_models"),
+                script.replace("'draftModel'", "'draft_model'"), script.replace("Exact': 3", "Exact': 4")):
+        errs, diffs = check(gguf.to_dict(), [*steps[:-1], bad])
+        assert errs or diffs, bad
+    errs, _ = check(gguf.to_dict(), [s.replace("--user-repo", "--repo") for s in steps])
+    assert any("--repo" in e for e in errs)
 
 
 def test_every_claimed_release_has_its_table():
@@ -354,3 +386,26 @@ def test_catalog_copies_replace_the_conversion_chain(demo_catalog):
     mlx = run_query("lumen-ai/Lumen-7B-Instruct", engine="mlx", db=db, speed=Options(target_quant="8bit"))
     assert mlx["drafts"][0]["setup"]["steps"][0] == ("mlx_lm.convert --hf-path lumen-ai/Lumen-7B-Instruct -q "
                                                      "--q-bits 8 --mlx-path Lumen-7B-Instruct-8bit")
+
+
+def test_a_gguf_repo_runs_only_the_file_the_catalog_lists(demo_catalog):
+    db, gguf = str(demo_catalog), "lumen-ai/Lumen-7B-Instruct-GGUF"  # the catalog read its Q4_K_M file
+    for engine in ("llama.cpp", "lmstudio"):
+        asked = run_query(gguf, engine=engine, db=db, speed=Options(hardware="RTX 4090", target_quant="Q5_K_M"))
+        best = asked["drafts"][0]
+        steps, target = best["setup"]["steps"], best["setup"]["target"]
+        assert ":Q5_K_M" not in best["launch"] and "'Q5_K_M')" not in best["launch"]
+        assert steps[0] == "hf download lumen-ai/Lumen-7B-Instruct --local-dir Lumen-7B-Instruct"  # the base, made
+        assert target["repo"] == "lumen-ai/Lumen-7B-Instruct" and best["speedup"]["target_quant"] == "Q5_K_M"
+        assert steps[-1].endswith(f"  # {gguf}: the catalog lists no Q5_K_M file (only Q4_K_M); made from "
+                                  "lumen-ai/Lumen-7B-Instruct") and target["note"]
+        assert check(best["setup"], steps) == ([], [])
+    mlx_name = run_query(gguf, engine="llama.cpp", db=db, speed=Options(hardware="RTX 4090", target_quant="8bit"))
+    best = mlx_name["drafts"][0]  # no GGUF type of that name: the listed file, said
+    assert best["launch"].startswith(f"llama-server -hf {gguf}:Q4_K_M ") and "run at Q4_K_M" in best["launch"]
+    assert best["speedup"]["target_quant"] == "Q4_K_M"
+    as_listed = run_query(gguf, engine="llama.cpp", db=db, speed=Options(hardware="RTX 4090", target_quant="q4_k_m"))
+    assert "note" not in as_listed["drafts"][0]["setup"]["target"]
+    # the check catches a tag the catalog does not list
+    setup = {**best["setup"], "target": {**best["setup"]["target"], "tag": "Q5_K_M", "quant": "Q5_K_M"}}
+    assert any("lists only its Q4_K_M" in d for d in check(setup, [best["launch"].replace(":Q4_K_M", ":Q5_K_M")])[1])

@@ -163,7 +163,7 @@ def test_json_shape(catalog):
     ("transformers", "assistant = AutoModelForCausalLM.from_pretrained('Qwen/small-chat', "),
     # MLX also accepts the 0.5B with its smaller config vocab_size, and it has more downloads.
     ("mlx", "mlx_lm.convert --hf-path Qwen/Qwen2.5-0.5B-Instruct -q --q-bits 4"),  # to the estimate's 4 bits
-    ("lmstudio", "'draftModel': 'Qwen/Qwen2.5-0.5B-Instruct'"),
+    ("lmstudio", "--hf-path Qwen/Qwen2.5-0.5B-Instruct -q --q-bits 4 --mlx-path ~/.lmstudio/models/local/"),
 ])
 def test_launch_flags_per_engine(catalog, engine, flag):
     res = CliRunner().invoke(cli, ["query", "--target", TARGET, "--engine", engine, "--db", catalog])

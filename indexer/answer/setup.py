@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..catalog.reader import int_list, json_value
 from ..engines import ENGINES
@@ -76,9 +77,12 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
     wanted = (quant.for_runtime(override, families) or override) if override is not None else None
     if kind == FILE:  # a local GGUF file runs as it is
         return Source(repo, FILE, stored or default, stored=stored)
-    if kind == GGUF:  # a GGUF repo: the file of the tag asked, else the one whose header was read
-        tag = wanted.name if wanted is not None else facts.get("tag")
-        return Source(repo, GGUF, tag or stored or default, tag=tag, stored=stored)
+    if kind == GGUF:  # a GGUF repo: the file whose header was read, the one file of it the catalog lists
+        listed = facts.get("tag")
+        if wanted is None or listed is None or wanted.name.upper() == listed.upper():
+            tag = wanted.name if wanted is not None else listed
+            return Source(repo, GGUF, tag or stored or default, tag=tag, stored=stored)
+        return _unlisted(facts, runtime, wanted, release, Source(repo, GGUF, listed, tag=listed, stored=stored))
     loads_as_stored = declared is not None and runtime != model.GGML and quant.for_runtime(declared, families)
     if declared is not None and loads_as_stored and (wanted is None or wanted.name == declared.name):
         # a quantized checkpoint the runtime loads as it is: an MLX conversion, an FP8 or AWQ checkpoint
@@ -101,6 +105,17 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
     return Source(repo, kind, default, stored=stored)  # asked for what these steps cannot make: the usual one
 
 
+def _unlisted(facts: dict, runtime: str, wanted: quant.Quant, release: str, as_stored: Source) -> Source:
+    """A GGUF repo asked at a type the catalog lists no file of (it holds the name of the file it read): the
+    model the repo was made from, converted to the type by the launch steps, when the repo names one base and the
+    steps can make the type; else the listed file. Either way the source says so (``note``)."""
+    repo, bases = facts.get("repo_id") or "?", facts.get("bases") or []
+    missing = f"{repo}: the catalog lists no {wanted.name} file (only {as_stored.tag})"
+    if bases and runtime == model.GGML and wanted.family in quant.GGUF_FAMILIES and runs(runtime, wanted, release):
+        return Source(bases[0], HF, wanted.name, note=f"{missing}; made from {bases[0]}")
+    return replace(as_stored, note=f"{missing}; run at {as_stored.tag}")
+
+
 def _families(runtime: str) -> tuple:
     return RUNTIME_FAMILIES[runtime]
 
@@ -110,8 +125,9 @@ def choose(engine: str, release: str | None, profile, device, t: dict, d: dict, 
     """The setup of a draft-model pair on ``engine`` at ``release`` on ``device`` (a ``speed.hardware.Hardware``, or
     None), with ``profile`` the engine's ``SpeedProfile`` there; ``t``/``d`` the sides' speed facts (speedup.py)."""
     release = release or ENGINES[engine].release
-    target = side_source(t, profile.runtime, opts.target_quant if opts else None, profile.target_quant, release)
-    draft = side_source(d, profile.runtime, opts.draft_quant if opts else None, profile.draft_quant, release)
+    steps = release if engine == "llama.cpp" else ENGINES["llama.cpp"].release  # whose tools make a GGUF file
+    target = side_source(t, profile.runtime, opts.target_quant if opts else None, profile.target_quant, steps)
+    draft = side_source(d, profile.runtime, opts.draft_quant if opts else None, profile.draft_quant, steps)
     return Setup(engine, release, target, draft, draft_tokens or (opts.draft_tokens if opts else None),
                  hardware=device.name if device is not None else None)
 

@@ -17,7 +17,8 @@ What is read, per engine:
   ``--speculative-config``;
 * ``mlx``: the argparse of ``mlx_lm/generate.py``, ``server.py`` and ``convert.py``;
 * ``lmstudio``: the Python SDK's prediction-config keys (``lmstudio/_kv_config.py``), what
-  ``respond(config=...)`` takes.
+  ``respond(config=...)`` takes, and the public names of its sync client (:func:`sdk_api`);
+* ``lms``: LM Studio's CLI, ``lms import``'s options (``src/subcommands/importCmd.ts``, commander).
 
 Python is parsed with ``ast`` (nothing is imported or run); ``arg.cpp`` and ``quantize.cpp`` by balanced-paren
 scanning. Every entry keeps the line it was read from. The output is
@@ -436,10 +437,68 @@ def lmstudio(root: Path) -> dict:
                 and node.func.id in ("ConfigField", "CheckboxField") and node.args
                 and isinstance(node.args[0], ast.Constant)):
             keys[node.args[0].value] = {"line": node.lineno}
-    return {"lmstudio.respond": {"source": rel, "config_keys": dict(sorted(keys.items()))}}
+    return {"lmstudio.respond": {"source": rel, "config_keys": dict(sorted(keys.items()))},
+            "lmstudio": sdk_api(root)}
 
 
-READERS = {"llama.cpp": llamacpp, "sglang": sglang, "vllm": vllm, "mlx": mlx, "lmstudio": lmstudio}
+SDK_FILES = ("lmstudio/sync_api.py", "lmstudio/json_api.py")  # the sync client and the data wrappers it returns
+SDK_STRUCTS = ("ModelSearchResultEntryData", "ModelSearchResultDownloadOptionData")  # a search hit, a download
+
+
+def sdk_api(root: Path) -> dict:
+    """lmstudio-python's public names a script may use: every public function, method and property of the sync
+    client and its data wrappers, the fields of a search result and of a download option
+    (``lmstudio/_sdk_models``), and the ``compatibility_types`` a search takes (ModelCompatibilityType)."""
+    names: dict = {}
+    for rel in SDK_FILES:
+        tree = ast.parse(_find(root, rel).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                names.setdefault(node.name, {"line": node.lineno, "file": rel})
+    rel = "lmstudio/_sdk_models/__init__.py"
+    tree = ast.parse(_find(root, rel).read_text(encoding="utf-8"))
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in SDK_STRUCTS):
+        for node in cls.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.setdefault(node.target.id, {"line": node.lineno, "file": rel})
+    kinds = module_names(tree)["ModelCompatibilityType"]
+    return {"source": ", ".join((*SDK_FILES, rel)), "api": dict(sorted(names.items())),
+            "compatibility_types": _literal_values(kinds, {}),
+            "compatibility_types_line": kinds.lineno}
+
+
+# ---------------------------------------------------------------------------------------------- lms (LM Studio's CLI)
+
+_COMMANDER_OPTION = re.compile(r'(?:\.option|\bnew Option)\(\s*"([^"]+)"')
+_COMMANDER_ARGUMENT = re.compile(r'\.argument\(\s*"([^"]+)"')
+
+
+def commander_table(path: Path, rel: str) -> dict:
+    """A commander command's options (``.option("-y, --yes", ...)``, ``new Option("--gpu <ratio>", ...)``: the
+    names before the value, which takes one word when written ``<v>`` or ``[v]``) and its ``.argument``s."""
+    text = path.read_text(encoding="utf-8")
+    options, positionals = {}, []
+    for m in _COMMANDER_OPTION.finditer(text):
+        spec = m.group(1)
+        takes = 1 if re.search(r"[<\[]", spec) else 0
+        line = text.count("\n", 0, m.start()) + 1
+        for name in re.findall(r"(-{1,2}[\w-]+)", spec.split("<")[0].split("[")[0]):
+            options[name] = {"values": takes, "line": line}
+    for m in _COMMANDER_ARGUMENT.finditer(text):
+        name = m.group(1)
+        positionals.append({"name": name.strip("<>[]"), "values": 1 if name.startswith("<") else "?",
+                            "line": text.count("\n", 0, m.start()) + 1})
+    return {"source": rel, "options": dict(sorted(options.items())), "positionals": positionals}
+
+
+def lms(root: Path) -> dict:
+    """lms, LM Studio's CLI (lmstudio-ai/lms): ``lms import``'s options (src/subcommands/importCmd.ts), the step
+    that puts a local GGUF file in LM Studio's models folder."""
+    rel = "src/subcommands/importCmd.ts"
+    return {"lms import": commander_table(_find(root, rel), rel)}
+
+
+READERS = {"llama.cpp": llamacpp, "sglang": sglang, "vllm": vllm, "mlx": mlx, "lmstudio": lmstudio, "lms": lms}
 
 
 def extract(root: Path, engine: str, release: str, read_from: str = "") -> dict:

@@ -13,7 +13,7 @@ from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, UNKNOWN, WORKS, Side, SpeedProfile, Verdict, released
 from .flags import convert_outtypes, quantize_types
 from .headrules import GGUFHeadRules
-from .setup import FILE, GGUF, HF, Setup, Source
+from .setup import FILE, GGUF, HF, Setup, Source, noted
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
 LLAMACPP_CHECK_START_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID, common/speculative.cpp:31
@@ -220,7 +220,7 @@ def launch(setup: Setup) -> list[str]:
         args.append(f"{flag_file if how == 'file' else flag_hub} {name}")
     spec_type = setup.method if setup.method.startswith("draft-") else "draft-simple"
     flags = f" --spec-draft-n-max {setup.draft_tokens}" if setup.draft_tokens else ""
-    return [*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}{flags}"]
+    return noted(setup, [*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}{flags}"])
 
 
 # ---------------------------------------------------------------- GGUF speculator heads and embedded MTP

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from ..speed.quant import AFFINE
+import os
+
+from ..speed.quant import AFFINE, GGUF_FAMILIES, lookup
 from .archrules import WRONG_OUTPUT, ArchRule, Sliding, StateIn, TypeIn
 from .base import (
     REFUSED,
@@ -20,9 +22,11 @@ from .base import (
     tokenizer_sizes,
 )
 from .llamacpp import ARCH_RULES as LLAMACPP_ARCH_RULES
+from .llamacpp import LLAMACPP_COMMIT
+from .llamacpp import _gguf_side as gguf_side
 from .llamacpp import rule as llamacpp_rule
 from .mlx import MLX_ARRAYS_CACHE, MLX_ROTATING, MLX_ROTATING_LISTED
-from .setup import Setup
+from .setup import DIR, FILE, GGUF, MLX, Setup, Source, is_float, noted
 
 VERSION = "08f0c075"  # mlx-engine
 # Where LM Studio runs what: GGUF models on its llama.cpp engine on every system, Hugging Face checkpoints
@@ -77,18 +81,83 @@ def gguf_rule(t: Side, d: Side) -> Verdict:
     return Verdict(v.outcome, ["LM Studio's GGUF engine is llama.cpp", *v.reasons])
 
 
-SDK = "1.5.0"  # lmstudio-python, whose prediction-config keys the command uses (engines/data/flags/lmstudio-1.5.0)
+SDK = "1.5.0"  # lmstudio-python: the calls and prediction-config keys the script uses (flags/lmstudio-1.5.0)
+LMS = "07b7252"  # lmstudio-ai/lms, LM Studio's CLI: `lms import` puts a local GGUF in LM Studio (flags/lms-07b7252)
+MODELS = "~/.lmstudio/models"  # LM Studio's default models folder (lms src/lmstudioPaths.ts defaultModelsFolder)
+LOCAL = "local"  # the user part of what this tool puts there (models/<user>/<repo>/<file>: lms importCmd.ts:176)
+# The helpers of the script, each used only where a side needs it. `get` downloads one side through LM Studio and
+# returns the model key LM Studio gives it: search_models -> the exact hit (as `lms get` picked it, lms
+# src/subcommands/get.ts:220, 270 at 34dcdc4) -> the download option of the quantization (get.ts:296, 316) ->
+# download(), "a model ... and its path for loading" (sync_api.py:656-665, json_api.py:885 defaultIdentifier).
+# `find` looks up the key of a model this tool's steps put in the models folder, by its path
+# (list_downloaded_models, DownloadedModel.path and model_key: json_api.py:2270-2276).
+GET = ("get = lambda repo, kind, quant=None: (next((o for m in c.repository.search_models(repo, "
+       "compatibility_types=[kind]) if m.search_result.exact for o in m.get_download_options() if quant is None or "
+       "(o.info.quantization or '').upper() == quant.upper()), None) or sys.exit(f'LM Studio finds no {quant or kind} "
+       "download of {repo}')).download()")
+FIND = ("find = lambda path: next((m.model_key for m in c.list_downloaded_models('llm') "
+        "if (m.path + '/').startswith(path + '/')), None) or sys.exit(f'LM Studio lists no model at {path}')")
+
+
+def on_gguf(setup: Setup) -> bool:
+    """Whether the setup runs on LM Studio's llama.cpp engine (GGUF, any system) rather than mlx-engine (Apple):
+    a GGUF side, or a side at a GGUF type (float weights run on either)."""
+    sides = [s for s in (setup.target, setup.draft) if s is not None]
+    if any(s.kind in (GGUF, FILE) for s in sides):
+        return True
+    return not any(s.kind == MLX for s in sides) and any(_gguf_type(s.quant) for s in sides)
+
+
+def _gguf_type(name: str | None) -> bool:
+    if name is None or is_float(name):
+        return False
+    q = lookup(name)
+    return q.family in GGUF_FAMILIES
+
+
+def _side(src: Source, gguf: bool, steps: list[str], taken: set[str]) -> str:
+    """The script's expression for one side's model key, after the shell steps that make its weights."""
+    if src.kind == GGUF:  # a GGUF repo: the file of the tag, downloaded by LM Studio
+        return f"get('{src.repo}', 'gguf', '{src.tag or src.quant}')"
+    if not gguf and src.kind != DIR and (src.kind == MLX or is_float(src.quant) or src.quant == src.stored):
+        return f"get('{src.repo}', 'safetensors')"  # an MLX repo or float checkpoint (`lms get --mlx`, get.ts:131)
+    if gguf:  # a local GGUF file, or one the conversion chain makes (llama.cpp's), imported into LM Studio
+        path = src.repo if src.kind == FILE else gguf_side(src, LLAMACPP_COMMIT, steps, taken)[1]
+        name = os.path.basename(path)
+        user_repo = f"{LOCAL}/{name.removesuffix('.gguf')}-GGUF"
+        steps.append(f"lms import {path} --user-repo {user_repo} -y" + (" --copy" if src.kind == FILE else ""))
+        return f"find('{user_repo}/{name}')"
+    name = f"{src.repo.rstrip('/').rsplit('/', 1)[-1]}-{src.quant}"  # mlx_lm.convert straight into the folder
+    while name in taken:
+        name += "-draft"
+    taken.add(name)
+    how = ("" if is_float(src.quant) else " -q --q-mode mxfp4" if src.quant == "mxfp4"
+           else f" -q --q-bits {(src.quant or '').removesuffix('bit')}")
+    steps.append(f"mlx_lm.convert --hf-path {src.repo}{how} --mlx-path {MODELS}/{LOCAL}/{name}")
+    return f"find('{LOCAL}/{name}')"
 
 
 def launch(setup: Setup) -> list[str]:
-    """lmstudio-python's documented form (lmstudio.ai/docs/python/llm-prediction/speculative-decoding): the model
-    keys are the sources' repos (a GGUF repo on LM Studio's llama.cpp engine, an MLX one on a Mac); ``draftModel``
-    and ``speculativeDecodingNumDraftTokensExact`` are prediction-config keys of lmstudio/_kv_config.py
-    (SUPPORTED_SERVER_KEYS "llm.prediction"), else LM Studio picks its own count."""
+    """A script of lmstudio-python's calls that runs the setup, after the shell steps that make the weights LM
+    Studio cannot download as they are. LM Studio gives a model its key when it downloads or finds it, so the
+    script asks for the keys rather than guessing them: ``get`` (a GGUF repo's file of the tag on its llama.cpp
+    engine; an MLX repo or a float checkpoint on mlx-engine, Apple only) or ``find`` (a file ``lms import`` put in
+    the models folder, or an ``mlx_lm.convert`` output written there). Then ``llm(target)`` and
+    ``respond(config=...)`` with ``draftModel`` and ``speculativeDecodingNumDraftTokensExact``, prediction-config keys
+    of lmstudio/_kv_config.py (SUPPORTED_SERVER_KEYS "llm.prediction"); without a count LM Studio picks its own."""
     assert setup.draft is not None  # a draft-model launch
-    exact = (f", 'speculativeDecodingNumDraftTokensExact': {setup.draft_tokens}" if setup.draft_tokens else "")
-    return [f"python -c \"import lmstudio as lms; print(lms.llm('{setup.target.repo}').respond('...', "
-            f"config={{'draftModel': '{setup.draft.repo}'{exact}}}))\""]
+    gguf = on_gguf(setup)
+    steps: list[str] = []
+    taken: set[str] = set()
+    target = _side(setup.target, gguf, steps, taken)
+    draft = _side(setup.draft, gguf, steps, taken)
+    exact = f", 'speculativeDecodingNumDraftTokensExact': {setup.draft_tokens}" if setup.draft_tokens else ""
+    used = f"{target} {draft}"
+    lines = ["import sys, lmstudio as lms", "c = lms.get_default_client()",
+             *([GET] if "get(" in used else []), *([FIND] if "find(" in used else []),
+             f"target = {target}", f"draft = {draft}",
+             f"print(lms.llm(target).respond('Hello', config={{'draftModel': draft{exact}}}))"]
+    return noted(setup, [*steps, f'python -c "{"; ".join(lines)}"'])
 
 
 # No fix: mlx-engine has no vocabulary translation, and tokenizer.vocab_size is the base vocabulary.

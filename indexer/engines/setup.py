@@ -35,10 +35,12 @@ class Source:
     quant: str | None = None
     tag: str | None = None
     stored: str | None = None
+    note: str | None = None  # why the side is not what was asked (a GGUF repo without the asked type's file)
 
     def to_dict(self) -> dict:
-        """The source as the JSON answer and the measurements table keep it."""
-        return {"repo": self.repo, "kind": self.kind, "quant": self.quant, "tag": self.tag, "stored": self.stored}
+        """The source as the JSON answer and the measurements table keep it (``note`` only when there is one)."""
+        d = {"repo": self.repo, "kind": self.kind, "quant": self.quant, "tag": self.tag, "stored": self.stored}
+        return {**d, "note": self.note} if self.note else d
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,12 @@ def plain(engine: str, release: str, target: str, draft: str | None, draft_token
           method: str = "draft_model") -> Setup:
     """A setup of two sides known only by name (:func:`named`), at the quantizations they are stored in."""
     return Setup(engine, release, named(target), named(draft) if draft else None, draft_tokens, method)
+
+
+def noted(setup: Setup, steps: list[str]) -> list[str]:
+    """The steps with the sources' notes as a shell comment after the last one (what differs from what was asked)."""
+    notes = [s.note for s in (setup.target, setup.draft) if s is not None and s.note]
+    return [*steps[:-1], f"{steps[-1]}  # {'; '.join(notes)}"] if notes and steps else steps
 
 
 def is_float(quant: str | None) -> bool:
