@@ -11,12 +11,13 @@ from . import __version__
 from .catalog.dberrors import as_catalog_error
 from .commands.checks import DB_META
 from .commands.output import fail
-from .commands.signals import LONG_COMMANDS
 from .errors import IndexerError
 
 # Every command: the module of indexer.commands that defines it, under the same name.
 COMMANDS = ("check", "compute", "crawl", "db", "demo", "fingerprint", "hardware", "measure", "nightly", "publish",
             "pull", "query", "serve")
+# The long ones, each decorated with commands.signals.long_run: Ctrl-C is one line and exit 130.
+LONG_COMMANDS = {"demo", "crawl", "compute", "nightly", "pull", "publish", "measure"}
 
 
 class IndexerGroup(click.Group):

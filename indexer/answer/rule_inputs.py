@@ -6,6 +6,7 @@ from ..catalog.reader import Reader, json_value
 from ..catalog.tokenstore import TokenStore, default_dir
 from ..engines import Side
 from ..errors import CatalogError, InputError
+from ..gguf.vocab import GGUFVocab
 from ..vocab.agreement import reference_sha256
 from ..vocab.archconfig import ArchFacts
 from .lookup import find_repo_id, gguf_base
@@ -123,10 +124,6 @@ def gguf_from_facts(ef: dict, store: TokenStore):
     """The stored GGUF vocabulary (token list from the token store) as the rule reads it."""
     if ef["gguf"] is None:
         return None, ef["gguf_error"] or "no GGUF prediction"
-    try:
-        from ..gguf.predict import GGUFVocab
-    except ImportError as e:
-        return None, f"the GGUF prediction (indexer.gguf.predict) is not available: {e}"
     tokens = None
     if ef["gguf_converted"] and ef["gguf_tokens_sha256"]:
         try:

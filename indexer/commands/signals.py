@@ -13,7 +13,6 @@ import time
 
 import click
 
-LONG_COMMANDS = {"demo", "crawl", "compute", "nightly", "pull", "publish", "measure"}  # each decorated with long_run
 SIGNALLED: dict = {}  # the first SIGINT/SIGTERM a long command received ({"signum": n}), see interrupt_on_signals
 
 

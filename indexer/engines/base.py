@@ -27,15 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
+from ..gguf.vocab import GGUFVocab
 from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import NO_HEADS, Heads
-
-if TYPE_CHECKING:  # a Side holds one; the predictor is crawl-time code the query path never runs
-    from ..gguf.predict import GGUFVocab
 
 WORKS, DEGRADED, USELESS, REFUSED, NO_SPECULATION = "works", "degraded", "useless", "refused", "no_speculation"
 UNKNOWN = "unknown"  # a gap in the indexer's model, not the engine's answer

@@ -1,6 +1,6 @@
 """The GGUF layer: reading a GGUF file's header and facts (header, file, hub) and predicting the vocabulary
-llama.cpp's convert_hf_to_gguf.py writes for an HF model (predict, convert, vocabpaths, written, hf,
-archs, tfmap, tfconfig, prehash).
+llama.cpp's convert_hf_to_gguf.py writes for an HF model (predict, convert, vocabpaths, written, hf, archs, tfmap,
+tfconfig, prehash); ``vocab`` holds the vocabulary value both give.
 
 Every file:line these modules cite is at :data:`LLAMACPP_COMMIT`, so the pin lives here; the engine
 registry (``indexer.engines``) names llama.cpp's version from it.

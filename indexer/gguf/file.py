@@ -22,7 +22,7 @@ from ..files import InputError
 from ..vocab.archconfig import ArchFacts
 from . import NOT_MODELLED
 from .header import DEFAULT_MAX_KV_BYTES, Header, read_local
-from .predict import KNOWN_BPE_PRE, LLAMA_TOKEN_NULL, PRE_ADD_BOS, PRE_NO_BOS, GGUFVocab, refused
+from .vocab import KNOWN_BPE_PRE, LLAMA_TOKEN_NULL, PRE_ADD_BOS, PRE_NO_BOS, GGUFVocab, refused
 
 CANNOT_LOAD = "llama.cpp cannot load the GGUF: "
 _SPLIT = re.compile(r"^(.+)-([0-9]{5})-of-([0-9]{5})$", re.IGNORECASE)  # common/download.cpp:483
