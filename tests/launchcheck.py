@@ -206,8 +206,54 @@ def _serving_quant(src, given: str | None) -> list[str]:
     return []
 
 
+def sglang_head_checks(setup, p) -> list[str]:
+    """A head, MTP or n-gram serve command: the setup's target, head, algorithm, chain and quantizations."""
+    from indexer.engines.sglang import SGLANG_ALGORITHM
+
+    want = "NGRAM" if setup.method == "ngram" else SGLANG_ALGORITHM.get(setup.method, setup.method.upper())
+    diffs = [] if p.value("--model-path", "--model") == setup.target.repo else ["another target"]
+    if (p.value("--speculative-algorithm") or "").upper() != want:
+        diffs.append(f"--speculative-algorithm {p.value('--speculative-algorithm')} for {setup.method}")
+    if p.value("--speculative-draft-model-path") != (setup.draft.repo if setup.draft else None):
+        diffs.append("another head")
+    n = setup.draft_tokens if setup.method not in ("dflash", "dspark", "ngram") else None
+    chain = (p.value("--speculative-num-steps"), p.value("--speculative-eagle-topk"),
+             p.value("--speculative-num-draft-tokens"))
+    if chain != ((str(n), "1", str(n + 1)) if n else (None, None, None)):
+        diffs.append(f"not a chain of {n}")
+    diffs += _serving_quant(setup.target, p.value("--quantization"))
+    if setup.draft is not None:
+        diffs += _serving_quant(setup.draft, p.value("--speculative-draft-model-quantization"))
+    return diffs
+
+
+def vllm_head_checks(setup, p) -> list[str]:
+    """A head, MTP or n-gram serve command: a speculators head served as the verifier's, else the config's method,
+    model and num_speculative_tokens, with SpeculativeConfig's keys and methods only."""
+    table = flags.program("vllm", setup.release, "vllm serve")["speculative_config"]
+    if setup.method == "speculators":
+        ok = p.positionals[:1] == [setup.draft.repo] and p.value("--speculative-config") is None
+        return ([] if ok else ["not served from the head"]) + _serving_quant(setup.target, p.value("--quantization"))
+    diffs = [] if p.positionals[:1] == [setup.target.repo] else ["another target"]
+    cfg = json.loads(p.value("--speculative-config"))
+    diffs += [f"--speculative-config key {k} is not a SpeculativeConfig field" for k in set(cfg) - set(table["keys"])]
+    if cfg.get("method") not in table["methods"] or cfg["method"] != ("eagle3" if setup.method == "peagle"
+                                                                        else setup.method):
+        diffs.append(f"method {cfg.get('method')} for {setup.method}")
+    if cfg.get("model") != (setup.draft.repo if setup.draft else None):
+        diffs.append("another head")
+    if cfg.get("num_speculative_tokens") != setup.draft_tokens:
+        diffs.append(f"num_speculative_tokens {cfg.get('num_speculative_tokens')}, estimated at {setup.draft_tokens}")
+    diffs += _serving_quant(setup.target, p.value("--quantization"))
+    if setup.draft is not None:
+        diffs += _serving_quant(setup.draft, cfg.get("quantization"))
+    return diffs
+
+
 def sglang_checks(setup, parsed) -> list[str]:
     p = parsed[-1][2]
+    if setup.method != "draft_model":
+        return sglang_head_checks(setup, p)
     diffs = []
     if p.value("--model-path", "--model") != setup.target.repo:
         diffs.append(f"--model-path {p.value('--model-path')} for {setup.target.repo}")
@@ -226,6 +272,8 @@ def sglang_checks(setup, parsed) -> list[str]:
 
 def vllm_checks(setup, parsed) -> list[str]:
     p = parsed[-1][2]
+    if setup.method != "draft_model":
+        return vllm_head_checks(setup, p)
     table = flags.program("vllm", setup.release, "vllm serve")["speculative_config"]
     diffs = []
     if p.positionals[:1] != [setup.target.repo]:

@@ -191,13 +191,20 @@ def test_method_all_compares_heads_with_drafts_by_the_estimate(synthetic):
     assert "does not run on apple devices" in res["engines"]["sglang"]["mtp"]["speedup"]["why"]
     code, res, _ = query_json(db, TINY, "eagle3", "vllm")
     assert res["drafts"][0]["speedup"]["draft_tokens"] == 3
+    # the command is the estimated setup's: asked at FP8, the target is quantized at load and estimated so
+    code, fp8, _ = query_json(db, TINY, "eagle3", "vllm", "--quant", "fp8")
+    entry = fp8["drafts"][0]
+    assert entry["speedup"]["target_quant"] == "fp8" and entry["speedup"]["setup"]["target"]["quant"] == "fp8"
+    assert entry["launch"] == entry["speedup"]["launch"] and " --quantization fp8 " in entry["launch"]
+    assert " --quantization " not in res["drafts"][0]["launch"]
     head = res["drafts"][0]["repo_id"]
     code, out, _ = invoke("check", TINY, head, "--db", db, "--json", "--hardware", "H200")
     explained = json.loads(out)
     assert explained["kind"] == "head"
     assert explained["engines"]["vllm"]["speedup"] == {**res["drafts"][0]["speedup"], "hardware": "H200",
                                                        **{k: explained["engines"]["vllm"]["speedup"][k]
-                                                          for k in ("estimate", "low", "high", "target_tok_s", "why")}}
+                                                          for k in ("estimate", "low", "high", "target_tok_s", "why",
+                                                                    "setup")}}
     code, out, _ = invoke("check", TINY, head, "--db", db)
     assert code == 0 and "speed-up ≈" in out and "3 draft tokens" in out
 

@@ -23,6 +23,7 @@ from indexer.answer.query import run_query
 from indexer.answer.speedup import Options
 from indexer.engines import extract_flags, flags
 from indexer.engines.headrules import GGUFHeadRules, HeadFacts, TargetShape
+from indexer.engines.setup import text
 from indexer.errors import IndexerError
 
 DEVICES = (None, "H100 SXM", "RTX 4090", "M4 Max")
@@ -114,6 +115,36 @@ HEADS = {
     "dflash": HeadFacts("org/dflash-head", "dflash", "native", ["DFlashDraftModel"], "qwen3", None, [], 64, 64, 256,
                         None, None, None, 4, None, 15, 1_000_000),
 }
+
+
+def test_every_head_command_is_made_from_its_setup():
+    """The heads' commands (EAGLE, EAGLE-3, P-EAGLE, DFlash, a speculators head naming its verifier, MTP, n-gram) are
+    made from a Setup, as the estimate's: parsed against the release's table and compared with the setup, also
+    with the target run at FP8 (quantized at load)."""
+    from dataclasses import replace
+
+    from indexer.engines.setup import Source
+
+    target = TargetShape("org/T", "llama", ["LlamaForCausalLM"], 64, 4, 256, 256, 1, None, None)
+    heads = [*HEADS.values(), replace(HEADS["eagle3"], repo_id="org/peagle-head", algorithm="peagle"),
+             replace(HEADS["eagle3"], repo_id="org/spec-head", format="speculators", verifier="org/T")]
+    checked = Counter()
+    for engine in ("sglang", "vllm"):
+        for release in registry.ENGINES[engine].releases:
+            rules = registry.ENGINES[engine].at(release).heads
+            setups = [rules.head_setup(h, "org/T") for h in heads]
+            setups += [rules.mtp_setup(target), rules.ngram_setup("org/T")]
+            for setup in setups:
+                for variant in (setup, replace(setup, target=Source("org/T", quant="fp8"))):
+                    steps = registry.ENGINES[engine].launch(variant)
+                    assert check(variant.to_dict(), steps) == ([], []), (variant, steps)
+                    checked[engine] += 1
+            # the command a query prints is the setup's
+            assert rules.launch(heads[1], "org/T") == text(rules.launch_setup(setups[1]))
+            wrong = replace(setups[1], draft_tokens=(setups[1].draft_tokens or 0) + 2)
+            assert check(wrong.to_dict(), registry.ENGINES[engine].launch(setups[1]))[1], wrong
+    print(dict(checked))
+    assert checked["sglang"] == 2 * 7 and checked["vllm"] == 2 * 2 * 7
 
 
 def test_every_head_command_parses():

@@ -191,6 +191,7 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
         facts = {} if method == "mtp" else {h.repo_id: h for h in candidates}
         for e in found:
             e["speedup"] = estimate.head(engine, None if method == "mtp" else facts[e["repo_id"]])
+            e["launch"] = (e["speedup"] or {}).get("launch") or e["launch"]  # the estimated setup's command
     return {"target": target_info(t, shape, known), "engine": engine, "method": method,
             "drafts": found, "near_misses": misses, "note": note,
             "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "engines_unknown": [],
@@ -223,9 +224,11 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
             view.update(mtp=ov["mtp"], heads={m: hs[:limit] for m, hs in ov["heads"].items()}, ngram=ov["ngram"])
             if view["mtp"]["fits"]:
                 view["mtp"]["speedup"] = estimate.head(engine, None)
+                view["mtp"]["launch"] = (view["mtp"]["speedup"] or {}).get("launch") or view["mtp"]["launch"]
             for hs in view["heads"].values():
                 for h in hs:
                     h["speedup"] = estimate.head(engine, facts[h["repo_id"]])
+                    h["launch"] = (h["speedup"] or {}).get("launch") or h["launch"]
         elif entry.heads:
             view.update(mtp=None, heads=None, ngram=None, note="runs speculator heads from GGUF files only: ask "
                         f"--method {'|'.join(entry.heads)} --engine {engine} with a GGUF repo as the target")
@@ -291,7 +294,8 @@ class _Estimator:
         if self._facts is None:
             self._facts = catalog_facts(self.cat, self.shape.repo_id)
         tokens = rules.launch_tokens(head, self.shape, engine, self.release)
-        figures = head_estimate(engine, self._facts, head, self.speed or Options(), tokens)
+        figures = head_estimate(engine, self._facts, head, self.speed or Options(), tokens,
+                                rules.setup(head, self.shape, engine, self.release))
         return figures[0] if figures else None
 
 

@@ -22,7 +22,7 @@ from ..speed import model, quant
 from ..speed.facts import quant_from_facts, shape_from_facts
 from ..vocab.params import estimate_from_name
 from .lookup import local_gguf_arg, looks_like_dir
-from .setup import RUNTIME_FAMILIES, choose, copies, gguf_quant
+from .setup import RUNTIME_FAMILIES, choose, copies, gguf_quant, side_source
 from .sides import is_local
 
 DEFAULT_HARDWARE = {  # the reference device an engine's drafts are ranked on when no --hardware is given
@@ -154,10 +154,11 @@ def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.
     return _per_device(engine, t, d, opts, one, first_only, release=release)
 
 
-def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) -> list[dict]:
+def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int, setup=None) -> list[dict]:
     """One estimate per device for a speculator head (its ``engines.heads.HeadFacts``) or, ``head`` None, the
     target's MTP layers, at the ``draft_tokens`` its launch command runs; a method without an acceptance figure gets
-    a reason, not a number."""
+    a reason, not a number. With ``setup`` (the head rules' ``head_setup`` / ``mtp_setup``) each figure carries the
+    setup it estimates, at the quantizations chosen for the device, and its launch command."""
     ts = t.get("shape")
     if head is None:
         method, shape = "mtp", model.mtp_shape(ts) if ts is not None else None
@@ -173,7 +174,19 @@ def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int) 
         return model.estimate_head(target, drafting, setup, method=method)
 
     return _per_device(engine, t, {"shape": shape, "quant": None}, opts, one, first_only=False, side="head",
-                       draft_tokens=draft_tokens, separate=head is not None)
+                       draft_tokens=draft_tokens, separate=head is not None, head_setup=setup)
+
+
+def _head_runs_as(setup, profile, device, t: dict, opts: Options):
+    """A head's setup on a device: the target as a draft model's would run (answer/setup.py), the head at the
+    draft quantization asked when the engine makes it (else its own weights); MTP drafts from the target as is."""
+    llama = ENGINES["llama.cpp"].release
+    target = side_source(t, profile.runtime, opts.target_quant, profile.target_quant, llama)
+    draft = setup.draft
+    if draft is not None and setup.method != "mtp":
+        draft = side_source({"repo_id": draft.repo, "kind": HF, "quant": None}, profile.runtime, opts.draft_quant,
+                            profile.draft_quant, llama)
+    return replace(setup, target=target, draft=draft, hardware=device.name)
 
 
 def _runs_at(side, families) -> quant.Quant:
@@ -183,7 +196,8 @@ def _runs_at(side, families) -> quant.Quant:
 
 
 def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: bool, side: str = "draft",
-                draft_tokens: int | None = None, separate: bool = True, release: str | None = None) -> list[dict]:
+                draft_tokens: int | None = None, separate: bool = True, release: str | None = None,
+                head_setup=None) -> list[dict]:
     """``separate``: the drafting side is weights of its own beside the target's (a draft model, a head's file),
     not layers inside the target (MTP). Whether the pair's weights fit one device is said, not used: a weight
     count above the device's memory cannot run there as modelled (the KV cache and the runtime need more still),
@@ -203,6 +217,8 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
         runs_as = None
         if side == "draft":  # the setup the command runs: its quantizations are the estimate's
             runs_as = choose(engine, release, profile, device, t, d, opts, draft_tokens)
+        elif head_setup is not None:
+            runs_as = _head_runs_as(head_setup, profile, device, t, opts)
         if ts is None or ds is None:
             which = "target" if ts is None else side
             out.append({"hardware": device.name, "estimate": None, "why": f"speed-up unknown: no size for the {which}"})
@@ -210,7 +226,9 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
         if runs_as is not None:
             families = RUNTIME_FAMILIES[profile.runtime]
 
-            tq, dq = _runs_at(runs_as.target, families), _runs_at(runs_as.draft, families)
+            tq = _runs_at(runs_as.target, families)
+            dq = (_runs_at(runs_as.draft, families) if runs_as.draft is not None and runs_as.draft.quant else
+                  _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime))
         else:
             tq = _quant_for(t.get("quant"), opts.target_quant, profile.target_quant, profile.runtime)
             dq = _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime)
@@ -382,6 +400,7 @@ def _add_to_head_check(result: dict, db: str | None, opts: Options) -> dict:
             verdict["speedup"], verdict["speedups"] = None, []
             continue
         tokens = rules.launch_tokens(head, shape, engine, verdict.get("version"))
-        verdict["speedups"] = head_estimate(engine, t, head, opts, tokens)
+        verdict["speedups"] = head_estimate(engine, t, head, opts, tokens,
+                                            rules.setup(head, shape, engine, verdict.get("version")))
         verdict["speedup"] = verdict["speedups"][0] if verdict["speedups"] else None
     return result

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from .setup import Setup, Source, text
+
 METHODS = ("draft", "eagle", "eagle3", "dflash", "mtp", "ngram", "all")
 ALGORITHMS = ("eagle", "eagle3", "dflash", "dspark", "peagle", "mtp")
 FORMATS = ("sglang-native", "speculators", "eagle-legacy")
@@ -257,22 +259,55 @@ class HeadRules(Heads):
         """Whether the engine has an MTP model for the target: (ok, detail, source)."""
         raise NotImplementedError
 
+    # Each launch command is made from a Setup (engines/setup.py), as a draft model's is: the setup's target, head
+    # (its ``draft``), draft tokens and ``method`` (the head's algorithm, "mtp", "ngram", or a subclass's own),
+    # so the estimate at that setup and the command cannot disagree. A subclass prints it (``launch_setup``).
+    release = ""  # the release these rules are of
+
+    def launch_setup(self, setup: Setup) -> list[str]:
+        """The serve command of a head, MTP or n-gram setup (quantized at load as the setup's target says)."""
+        raise NotImplementedError
+
+    def head_method(self, head: HeadFacts, target_id: str) -> str:
+        """The setup's ``method`` for a head: its algorithm (a subclass may name a form of its own)."""
+        return head.algorithm
+
+    def mtp_draft(self, target: TargetShape) -> Source | None:
+        """What the engine is told to draft from for built-in MTP (None: the target itself, by default)."""
+        return None
+
+    ngram_tokens: int | None = None  # the draft tokens an n-gram launch states (None: the engine's own)
+
+    def head_setup(self, head: HeadFacts, target_id: str) -> Setup:
+        """The setup of target + head at the draft tokens its launch states."""
+        return Setup(self.engine, self.release, Source(target_id), Source(head.repo_id),
+                     self.launch_tokens(head, None), self.head_method(head, target_id))
+
+    def mtp_setup(self, target: TargetShape) -> Setup:
+        """The setup of the target's built-in MTP."""
+        return Setup(self.engine, self.release, Source(target.repo_id), self.mtp_draft(target),
+                     self.launch_tokens(None, target), "mtp")
+
+    def ngram_setup(self, target_id: str) -> Setup:
+        """The setup of n-gram (prompt lookup) drafting: no draft."""
+        return Setup(self.engine, self.release, Source(target_id), None, self.ngram_tokens, "ngram")
+
     def launch(self, head: HeadFacts, target_id: str) -> str:
         """The serve command for target + head."""
-        raise NotImplementedError
+        return text(self.launch_setup(self.head_setup(head, target_id)))
 
     def mtp_launch(self, target: TargetShape) -> str:
         """The serve command for built-in MTP."""
-        raise NotImplementedError
+        return text(self.launch_setup(self.mtp_setup(target)))
 
-    def launch_tokens(self, head: HeadFacts | None, target: TargetShape) -> int:
+    def launch_tokens(self, head: HeadFacts | None, target: TargetShape | None) -> int:
         """The draft tokens per round the launch command runs (``head`` None: built-in MTP); the speed model
         estimates at this count."""
         raise NotImplementedError
 
     def ngram_launch(self, target_id: str) -> str:
         """The serve command for n-gram (prompt lookup) drafting."""
-        raise NotImplementedError
+        return text(self.launch_setup(self.ngram_setup(target_id)))
 
     # ----------------------------------------------------------------------- the algorithm
     def fit(self, head: HeadFacts, target: TargetShape, *, target_lineage: Iterable[str] = (),

@@ -93,6 +93,12 @@ def launch_tokens(head: HeadFacts | None, target: TargetShape, engine: str, rele
     return rules_of(engine, release).launch_tokens(head, target)
 
 
+def setup(head: HeadFacts | None, target: TargetShape, engine: str, release: str | None = None):
+    """The Setup a head's launch command is made from (``head`` None: the target's built-in MTP)."""
+    r = rules_of(engine, release)
+    return r.mtp_setup(target) if head is None else r.head_setup(head, target.repo_id)
+
+
 def ngram_launch(target_id: str, engine: str, release: str | None = None) -> str:
     """N-gram (prompt lookup) needs no draft: the engine's serve command for it."""
     return rules_of(engine, release).ngram_launch(target_id)

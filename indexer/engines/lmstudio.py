@@ -91,12 +91,12 @@ LOCAL = "local"  # the user part of what this tool puts there (models/<user>/<re
 # download(), "a model ... and its path for loading" (sync_api.py:656-665, json_api.py:885 defaultIdentifier).
 # `find` looks up the key of a model this tool's steps put in the models folder, by its path
 # (list_downloaded_models, DownloadedModel.path and model_key: json_api.py:2270-2276).
-GET = ("get = lambda repo, kind, quant=None: (next((o for m in c.repository.search_models(repo, "
-       "compatibility_types=[kind]) if m.search_result.exact for o in m.get_download_options() if quant is None or "
-       "(o.info.quantization or '').upper() == quant.upper()), None) or sys.exit(f'LM Studio finds no {quant or kind} "
+GET = ("get = lambda repo, kind, quant='': (next((o for m in c.repository.search_models(repo, "
+       "compatibility_types=[kind]) if m.search_result.exact for o in m.get_download_options() if not quant or "
+       "(o.info.quantization or '').upper() == quant.upper()), False) or sys.exit(f'LM Studio finds no {quant or kind} "
        "download of {repo}')).download()")
 FIND = ("find = lambda path: next((m.model_key for m in c.list_downloaded_models('llm') "
-        "if (m.path + '/').startswith(path + '/')), None) or sys.exit(f'LM Studio lists no model at {path}')")
+        "if (m.path + '/').startswith(path + '/')), '') or sys.exit(f'LM Studio lists no model at {path}')")
 
 
 def on_gguf(setup: Setup) -> bool:

@@ -21,7 +21,7 @@ from .base import (
     tokenizer_missing,
 )
 from .headrules import HeadFacts, HeadRules, TargetShape, check
-from .setup import Setup, requantized
+from .setup import Setup, Source, requantized
 
 NAME = "sglang"  # the registry key: --engine sglang
 # The PyPI wheel (no sdist of 0.5.23 is published); head-rule paths are relative to python/sglang/srt/.
@@ -92,6 +92,8 @@ def launch(setup: Setup) -> list[str]:
     its N tokens and the bonus one, arg_groups/fields/spec.py); without a count SGLang's own tree of 4 steps, top-k
     2 and 7 tokens. A side that runs at FP8 from a float checkpoint gets --quantization fp8 (target) or
     --speculative-draft-model-quantization fp8 (draft; arg_groups/fields/model.py, spec.py)."""
+    if setup.method != "draft_model":  # a head, built-in MTP or n-gram
+        return SGLangHeads().launch_setup(setup)
     assert setup.draft is not None  # a draft-model launch
     n = setup.draft_tokens
     tree = ("--speculative-num-steps 4 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7" if not n
@@ -170,6 +172,7 @@ class SGLangHeads(HeadRules):
     """SGLang's head rules (paths relative to python/sglang/srt/ at :data:`VERSION`)."""
 
     engine = NAME
+    release = VERSION
     head_classes = SGLANG_HEAD_ARCHS
     methods = {
         "eagle": ("EAGLE", "speculative/spec_info.py:42, models/llama_eagle.py:153"),
@@ -261,28 +264,28 @@ class SGLangHeads(HeadRules):
         return (line is not None, f"SGLang {'has an' if line else 'has no'} MTP draft class for {arch}",
                 f"configs/model_config.py:{line or '1010-1200'}")
 
-    def launch(self, head: HeadFacts, target_id: str) -> str:
-        """The serve command (arg_groups/fields/spec.py:31-40), an EAGLE chain of HEAD_CHAIN steps (DFlash drafts its
-        block: SGLang sets its own steps)."""
-        chain = "" if head.algorithm == "dflash" else f" {_chain_flags(HEAD_CHAIN)}"
-        return (f"python -m sglang.launch_server --model-path {target_id} "
-                f"--speculative-algorithm {SGLANG_ALGORITHM.get(head.algorithm, head.algorithm.upper())} "
-                f"--speculative-draft-model-path {head.repo_id}{chain}")
-
-    def mtp_launch(self, target: TargetShape) -> str:
-        """NEXTN, naming the target as draft path unless SGLang defaults to it; a chain of HEAD_CHAIN steps."""
+    def mtp_draft(self, target: TargetShape) -> Source | None:
+        """NEXTN names the target as draft path unless SGLang defaults to it (SGLANG_MTP_SELF_DRAFT_ARCHS)."""
         arch = target.architectures[0] if target.architectures else ""
-        draft = "" if arch in SGLANG_MTP_SELF_DRAFT_ARCHS else f" --speculative-draft-model-path {target.repo_id}"
-        return (f"python -m sglang.launch_server --model-path {target.repo_id} --speculative-algorithm NEXTN{draft} "
-                f"{_chain_flags(HEAD_CHAIN)}")
+        return None if arch in SGLANG_MTP_SELF_DRAFT_ARCHS else Source(target.repo_id)
 
-    def launch_tokens(self, head: HeadFacts | None, target: TargetShape) -> int:
+    def launch_setup(self, setup: Setup) -> list[str]:
+        """The serve command (arg_groups/fields/spec.py:31-40): the method's --speculative-algorithm, the head (or the
+        MTP draft path) as --speculative-draft-model-path, a chain of the setup's draft tokens (DFlash drafts its
+        block and NGRAM its own: SGLang sets their steps), --quantization fp8 for a float target run at FP8."""
+        algorithm = "NGRAM" if setup.method == "ngram" else SGLANG_ALGORITHM.get(setup.method, setup.method.upper())
+        draft = f" --speculative-draft-model-path {setup.draft.repo}" if setup.draft is not None else ""
+        chain = f" {_chain_flags(setup.draft_tokens)}" if setup.draft_tokens and setup.method not in (
+            "dflash", "dspark", "ngram") else ""
+        quant = "".join(f" {flag} {q}" for flag, src in (("--quantization", setup.target),
+                                                         ("--speculative-draft-model-quantization", setup.draft))
+                        if (q := requantized(src)))
+        return [f"python -m sglang.launch_server --model-path {setup.target.repo} --speculative-algorithm "
+                f"{algorithm}{draft}{chain}{quant}"]
+
+    def launch_tokens(self, head: HeadFacts | None, target: TargetShape | None) -> int:
         """The chain the launch command states (HEAD_CHAIN)."""
         return HEAD_CHAIN
-
-    def ngram_launch(self, target_id: str) -> str:
-        """NGRAM needs no draft (speculative/spec_info.py:46)."""
-        return f"python -m sglang.launch_server --model-path {target_id} --speculative-algorithm NGRAM"
 
 
 ENGINE = released(

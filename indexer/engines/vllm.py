@@ -190,6 +190,10 @@ def launch(setup: Setup, *, heterogeneous: bool = False) -> list[str]:
     """The draft_model serve command: --speculative-config's method, model and num_speculative_tokens (5 when no
     count is given), TLI on request (0.33.0); a side that runs at FP8 from a float checkpoint gets --quantization
     fp8 (target) or the config's quantization (draft): both are keys of SpeculativeConfig / EngineArgs."""
+    if setup.method != "draft_model":  # a head, built-in MTP or n-gram: the release's head rules print it
+        heads = ENGINE.at(setup.release).heads
+        assert isinstance(heads, VLLMHeads)
+        return heads.launch_setup(setup)
     assert setup.draft is not None  # a draft-model launch
     cfg: dict = {"method": "draft_model", "model": setup.draft.repo, "num_speculative_tokens": setup.draft_tokens or 5}
     if requantized(setup.draft):
@@ -372,34 +376,42 @@ class VLLMHeads(HeadRules):
         return (line is not None, f"vLLM {'has an' if line else 'has no'} MTP model for {target.model_type} ({arch})",
                 f"config/speculative.py:{line or self.mtp_lines}")
 
-    def launch(self, head: HeadFacts, target_id: str) -> str:
-        """The --speculative-config JSON (config/speculative.py:419)."""
-        if head.format == "speculators" and head.verifier and head.verifier.lower() == target_id.lower():
-            # The speculators config names its verifier: vLLM serves the target from it
-            # (transformers_utils/config.py:800-870, engine/arg_utils.py:2263-2277).
-            return f"vllm serve {head.repo_id}"
-        cfg: dict = {"method": "eagle3" if head.algorithm == "peagle" else head.algorithm, "model": head.repo_id,
-                     "num_speculative_tokens": head.speculative_tokens or DEFAULT_SPEC_TOKENS}
-        if head.algorithm == "peagle":
-            cfg["parallel_drafting"] = True  # transformers_utils/configs/speculators/base.py:133-134
-        return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
+    ngram_tokens = DEFAULT_SPEC_TOKENS
 
-    def launch_tokens(self, head: HeadFacts | None, target: TargetShape) -> int:
+    def head_method(self, head: HeadFacts, target_id: str) -> str:
+        """``speculators``: a speculators config that names this target as its verifier, which vLLM serves from the
+        head (transformers_utils/config.py:800-870, engine/arg_utils.py:2263-2277); else the head's algorithm."""
+        if head.format == "speculators" and head.verifier and head.verifier.lower() == target_id.lower():
+            return "speculators"
+        return head.algorithm
+
+    def launch_setup(self, setup: Setup) -> list[str]:
+        """The --speculative-config JSON (config/speculative.py:419): the method (P-EAGLE is eagle3 with parallel
+        drafting, transformers_utils/configs/speculators/base.py:133-134), the head as ``model``, the setup's
+        num_speculative_tokens (ngram: its default lookup window of 5, config/speculative.py:1300-1305); MTP needs
+        num_speculative_tokens for the draft to default to the target (config/speculative.py:1252-1263). A float
+        side run at FP8 gets --quantization fp8 (target) or the config's ``quantization`` (head)."""
+        quant = f" --quantization {requantized(setup.target)}" if requantized(setup.target) else ""
+        if setup.method == "speculators":
+            assert setup.draft is not None  # the head names its verifier: vLLM serves the target from it
+            return [f"vllm serve {setup.draft.repo}{quant}"]
+        cfg: dict = {"method": "eagle3" if setup.method == "peagle" else setup.method}
+        if setup.draft is not None:
+            cfg["model"] = setup.draft.repo
+        cfg["num_speculative_tokens"] = setup.draft_tokens
+        if setup.method == "peagle":
+            cfg["parallel_drafting"] = True
+        if setup.method == "ngram":
+            cfg["prompt_lookup_max"] = 5
+        if requantized(setup.draft):
+            cfg["quantization"] = requantized(setup.draft)
+        return [f"vllm serve {setup.target.repo}{quant} --speculative-config '{json.dumps(cfg)}'"]
+
+    def launch_tokens(self, head: HeadFacts | None, target: TargetShape | None) -> int:
         """num_speculative_tokens of the launch command: the MTP layers, or the head's own count, or 3."""
         if head is None:
-            return target.mtp_layers or 1
+            return (target.mtp_layers if target is not None else None) or 1
         return head.speculative_tokens or DEFAULT_SPEC_TOKENS
-
-    def mtp_launch(self, target: TargetShape) -> str:
-        """Method mtp; num_speculative_tokens must be given for the draft to default to the target
-        (config/speculative.py:1252-1263)."""
-        cfg = {"method": "mtp", "num_speculative_tokens": target.mtp_layers or 1}
-        return f"vllm serve {target.repo_id} --speculative-config '{json.dumps(cfg)}'"
-
-    def ngram_launch(self, target_id: str) -> str:
-        """Method ngram with its default lookup window of 5 (config/speculative.py:1300-1305)."""
-        cfg = {"method": "ngram", "num_speculative_tokens": DEFAULT_SPEC_TOKENS, "prompt_lookup_max": 5}
-        return f"vllm serve {target_id} --speculative-config '{json.dumps(cfg)}'"
 
 
 class VLLMHeads034(VLLMHeads):
