@@ -182,6 +182,15 @@ def test_method_all_compares_heads_with_drafts_by_the_estimate(synthetic):
         assert view["heads"]["dflash"][0]["speedup"]["why"].endswith("no measured acceptance for dflash heads")
         best = view["best"]
         assert best["estimate"] == max(mtp["estimate"], eagle3["estimate"]) and best["compared"] == 2
+    # every head's and MTP's command is its estimated setup's, valid against the release's flags
+    from launchcheck import check
+
+    commands = [(e["launch"], e["speedup"]) for v in res["engines"].values() if v.get("heads") is not None
+                for e in [v["mtp"], *(h for hs in v["heads"].values() for h in hs)] if (e.get("speedup") or {})
+                .get("setup")]
+    assert len(commands) >= 4
+    for launch, figure in commands:
+        assert launch == figure["launch"] and check(figure["setup"], figure["setup"]["steps"]) == ([], []), launch
     # each head's estimate is at the draft-token count its launch runs
     assert res["engines"]["vllm"]["mtp"]["speedup"]["draft_tokens"] == 1
     assert res["engines"]["sglang"]["mtp"]["speedup"]["draft_tokens"] == 3
