@@ -7,6 +7,7 @@ import json
 import math
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,10 +154,13 @@ def test_moe_verify_reads_the_union_of_experts():
     s = setup(device="RTX 3090", tq="UD-Q4_K_XL")
     dense = model.Shape(params=int(3e9), layers=40)
 
-    def growth(shape):
-        return model.forward_seconds(shape, s.target_quant, 8, s) / model.forward_seconds(shape, s.target_quant, 1, s)
+    def growth(shape):  # what a verify of 8 tokens adds to a step of one
+        return model.forward_seconds(shape, s.target_quant, 8, s) - model.forward_seconds(shape, s.target_quant, 1, s)
 
-    assert growth(moe) > 1.5 * growth(dense)
+    p = model._Pass(moe, s.target_quant, s, model.CALIBRATION)
+    union = 256 * (1 - (1 - 8 / 256) ** 8)  # distinct experts 8 tokens route to, 8 each at random
+    assert (p.read(8) - p.read(1)) / p.per_expert == pytest.approx(union - 8)
+    assert growth(moe) - growth(dense) == pytest.approx((p.read(8) - p.read(1)) * (p.seconds_per_param + p.unpack))
 
 
 def test_the_published_moe_slowdown_is_predicted():
@@ -206,6 +210,55 @@ def test_shape_from_a_real_config():
            "tie_word_embeddings": False}
     s = shape_from_config(cfg)
     assert 7.0e9 < s.params < 8.0e9 and s.layers == 28 and s.kv_per_token == 2 * 28 * 4 * 128 and s.tied is False
+
+
+# ---- llama-server's draft gate -----------------------------------------------------------------------------------
+
+def test_the_gate_reproduces_the_published_p_min_run():
+    """llama.cpp#25908 (Qwen3-4B, Qwen3-0.6B, n_max 64): p_min 0 accepted 96 of 1378 drafted; p_min 0.75 gave
+    accepted/drafted 0.90 and an accept length of 3.7-3.9 at n_max 8, 16 and 64 alike."""
+    from indexer.speed.gate import DraftGate, drafted_acceptance, round_of
+
+    alpha = 0.817  # the per-token α of the p_min 0 run: α / (1 - α) = 96 / (1378 / 64) accepted a round
+    assert drafted_acceptance(alpha, 64, None) == pytest.approx(96 / 1378, abs=0.005)
+    for n in (8, 16, 64):
+        assert drafted_acceptance(alpha, n, DraftGate(0.75)) == pytest.approx(0.90, abs=0.025)
+    assert 3.7 <= round_of(alpha, 64, DraftGate(0.75)).tokens <= 3.9
+
+
+def test_a_gate_at_p_min_zero_drafts_the_full_count():
+    from indexer.speed.gate import DraftGate, round_of
+
+    r = round_of(0.7, 5, DraftGate(0.0))
+    assert r.tokens == pytest.approx(model.tokens_per_round(0.7, 5)) and r.drafted == 5 and r.verify == {6: 1.0}
+
+
+def test_a_gate_stops_drafts_early_and_yields_fewer_tokens():
+    from indexer.speed.gate import DraftGate, round_of
+
+    gated, full = round_of(0.7, 16, DraftGate(0.75, keeps_unsure=True)), round_of(0.7, 16, None)
+    assert gated.drafted < 4 < full.drafted and gated.tokens < full.tokens
+    assert sum(gated.verify.values()) == pytest.approx(1.0) and max(gated.verify) == 17
+
+
+def test_llama_servers_reported_acceptance_inverts_to_the_per_token_alpha():
+    from indexer.speed.gate import DraftGate, drafted_acceptance, per_token_alpha
+
+    kept = DraftGate(0.75, keeps_unsure=True)
+    assert per_token_alpha(drafted_acceptance(0.72, 16, kept), 16, kept) == pytest.approx(0.72, abs=1e-3)
+    assert per_token_alpha(0.9, 64, DraftGate(0.75)) is None  # a dropping gate reports ~0.9 at any α
+
+
+@needs_measurements
+def test_published_llama_server_rows_run_their_builds_gate():
+    from speedup_models import SHAPES, relation_of
+
+    by_id = {c.row["id"]: c for c in calibrate.load_cases(MEASUREMENTS, SHAPES, relation_of, speed_profile)}
+    sweep = by_id["draftbench-7B-FP16-0.5B-FP16"].setup
+    assert (sweep.gate.p_min, sweep.gate.keeps_unsure, sweep.draft_tokens) == (0.75, True, 16)
+    assert by_id["lcpp-10664-m2pro-q25-7b-05b-pmin0.6"].setup.gate.p_min == 0.6
+    assert by_id["thc1006-3090-qwen36-35b-a3b-draftspec-codejson"].setup.gate.n_min == 2
+    assert by_id["specbench-sps-a100-7b"].setup.gate is None  # transformers drafts its count
 
 
 # ---- against the published measurements ---------------------------------------------------------------------------
@@ -474,6 +527,8 @@ def test_the_cli_answers_published_rows_as_the_library_does(qwen_catalog):
                             "--hardware", r["hardware"], "--quant", r["quant"], "--draft-quant", r["draft_quant"],
                             "--task", r["task"])
         got = json.loads(out)["verdicts"]["llama.cpp"]["speedup"]["estimate"]
+        # the rows ran llama-server's p-min gate of their builds; the release drafts the count the launch sets
+        c.setup = replace(c.setup, gate=None, draft_tokens=None, max_draft_tokens=16)
         assert got == pytest.approx(calibrate.predict(c, model.CALIBRATION), rel=0.06), r["id"]
         right += calibrate.speed_class(got) == calibrate.speed_class(c.speedup)
     assert right / len(cases) >= 0.75

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..gguf.vocab import GGUFVocab
+from ..speed.gate import DraftGate
 from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
@@ -123,6 +124,11 @@ class SpeedProfile:
     # source; None: it drafts up to max_draft_tokens, stopping where the draft is unsure (llama-server).
     default_draft_tokens: int | None = None
     default_draft_source: str = ""
+    # How the drafting of the builds that published measurements ran ends a draft early (speed.gate.DraftGate) and
+    # their draft-token cap, where they differ from the release's (llama-server before its speculative refactor);
+    # the calibration runs rows that name no other settings so. None: as the release.
+    published_gate: DraftGate | None = None
+    published_draft_tokens: int | None = None
 
     def running(self, family: str) -> SpeedProfile:
         """The profile that runs weights of a quantization ``family``."""

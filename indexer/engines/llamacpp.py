@@ -9,6 +9,7 @@ import json
 # the llama.cpp version the GGUF layer transcribes (one place), and the error prefix of a converter path the
 # indexer does not reproduce
 from ..gguf import LLAMACPP_COMMIT, NOT_MODELLED
+from ..speed.gate import DraftGate
 from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, UNKNOWN, WORKS, Side, SpeedProfile, Verdict, released
 from .flags import convert_outtypes, quantize_types
@@ -312,11 +313,17 @@ class LlamaCppHeads(GGUFHeadRules):
 ENGINE = released(
     releases=(LLAMACPP_COMMIT,),
     name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
-    # 16: the --draft-max default of the llama-server builds the published measurements ran (common/common.h
-    # common_params_speculative n_max = 16); at LLAMACPP_COMMIT it drafts 3 unless --spec-draft-n-max says otherwise
-    # (common/common.h:328, common/arg.cpp:4139-4148)
+    # At LLAMACPP_COMMIT llama-server drafts --spec-draft-n-max tokens (default 3, common/common.h:328; arg.cpp:
+    # 4139-4148) every round: p_min defaults to 0 (common.h:332), so the gate that ends a draft at an unsure token
+    # (common/speculative.cpp:366) never closes; the estimate tries caps up to 16 and the launch sets the best.
+    # The builds the published measurements ran (2025 to early 2026, before the speculative refactor; llama.cpp
+    # @4227c9be4 as llama-cpp-python 0.3.16 vendors it): --draft-max 16, --draft-min 0, --draft-p-min 0.75
+    # (common/common.h:203-207), and the unsure token is drafted before the test stops the draft
+    # (common/speculative.cpp:332-341); llama-server counts drafted and accepted tokens of kept drafts
+    # (tools/server/server.cpp:3699-3728).
     speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16,
-                       source="README.md 'Supported backends': Metal (Apple), CUDA (NVIDIA), HIP (AMD), CPU"),
+                       source="README.md 'Supported backends': Metal (Apple), CUDA (NVIDIA), HIP (AMD), CPU",
+                       published_gate=DraftGate(p_min=0.75, n_min=0, keeps_unsure=True), published_draft_tokens=16),
     version=f"llama.cpp @{LLAMACPP_COMMIT} (llama-cpp-python 0.3.36)",
     sources={
         "common_speculative_are_compatible": "common/speculative.cpp:67-130",

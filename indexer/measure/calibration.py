@@ -30,7 +30,7 @@ def calibration_rows(reader) -> list[dict]:
              "quant": r["target_quant"], "draft_quant": r["draft_quant"], "task": r["task"],
              "draft_tokens": r["draft_tokens"], "speedup": r["speedup"], "acceptance": r["acceptance"],
              "acceptance_def": "accepted / drafted", "tok_s_baseline": r["tok_s_baseline"],
-             "source": f"{SOURCE} {r['engine_version']}", "usable": True} for r in found]
+             "source": f"{SOURCE} {r['engine_version']}", "usable": True, "ran_release": True} for r in found]
 
 
 def cases(db: str | None) -> list:

@@ -19,12 +19,15 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from . import hardware as hw
 from . import model, quant
+from .gate import DraftGate, per_token_alpha
 from .model import EAGER, GGML, MLX
 
 
@@ -42,19 +45,40 @@ class Case:
         tq = quant.lookup(row["quant"])
         dq = quant.lookup(row["draft_quant"]) if row.get("draft_quant") else tq
         profile = speed_of(row["engine"], tq)
-        cap = row.get("draft_tokens") or profile.max_draft_tokens
-        fixed = profile.default_draft_tokens if not row.get("draft_tokens") else None
+        gate = row_gate(row, profile)
+        cap = row.get("draft_tokens") or (gate and profile.published_draft_tokens) or profile.max_draft_tokens
+        fixed = cap if gate else profile.default_draft_tokens if not row.get("draft_tokens") else None
         self.setup = model.Setup(hw.lookup(row["hardware"]), profile.runtime, tq, dq, task=row.get("task") or "chat",
-                                 max_draft_tokens=int(fixed or cap), draft_tokens=fixed)
+                                 max_draft_tokens=int(fixed or cap), draft_tokens=fixed, gate=gate)
         self.speedup = float(row["speedup"])
         self.baseline = row.get("tok_s_baseline")  # the target's own decode speed, where the source gives it
-        self.alpha = measured_alpha(row, int(fixed or cap))
+        self.alpha = measured_alpha(row, int(fixed or cap), gate, fixed=bool(fixed))
         self.source = row["source"].split("/blob/")[0].split("/tree/")[0].split("/issues/")[0].split("/pull/")[0]
         self.hardware = self.setup.device.name
 
 
-def measured_alpha(row: dict, gamma: int) -> float | None:
-    """A per-token α from the row's acceptance and its definition (``formulas`` of the measurements file)."""
+_FLAG = re.compile(r"--(?:spec-)?draft-(p-min|min|n-min)\s+([0-9.]+)")
+
+
+def row_gate(row: dict, profile) -> DraftGate | None:
+    """How the row's run ended its drafts: the gate of the builds that published measurements ran
+    (``profile.published_gate``), with the p-min and minimum the row's flags set; None for an engine that drafts
+    its full count, a row whose flags are the release's spelling (--spec-draft-*) or a row measured on the release
+    (``ran_release``: `indexer measure` reads the release from the server): the release's own drafting."""
+    gate = profile.published_gate
+    flags = str((row.get("raw") or {}).get("num_draft_tokens") or "")
+    if gate is None or "--spec-draft-" in flags or row.get("ran_release"):
+        return None
+    for name, value in _FLAG.findall(flags):
+        gate = replace(gate, p_min=float(value)) if name == "p-min" else replace(gate, n_min=int(value))
+    return gate
+
+
+def measured_alpha(row: dict, gamma: int, gate: DraftGate | None = None, *, fixed: bool = False) -> float | None:
+    """A per-token α from the row's acceptance and its definition (``formulas`` of the measurements file): tokens
+    per round inverted with Leviathan's E(α, γ); accepted / drafted of a run that drafted a known count a round
+    (``fixed``, or up to its cap under ``gate``) inverted through that round (``gate.per_token_alpha``: a round that
+    stops at its first rejection drafts tokens after it, so accepted / drafted is below α); else taken as α."""
     a, definition = row.get("acceptance"), (row.get("acceptance_def") or "").lower()
     if a is None:
         return None
@@ -65,6 +89,9 @@ def measured_alpha(row: dict, gamma: int) -> float | None:
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if model.tokens_per_round(mid, g) < a else (lo, mid)
         return lo
+    if (gate is not None or fixed) and float(a) < 0.98:
+        found = per_token_alpha(float(a), gamma, gate)
+        return None if found is None else min(found, 0.98)
     return min(float(a), 0.98)
 
 

@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 
 from . import hardware as hw
+from .gate import DraftGate, round_of, tokens_per_round
 from .quant import AFFINE, FLOAT, FP8, INT4, IQUANT, KQUANT, LEGACY, Q8, Quant, block
 
 GGML, MLX, SERVING, EAGER = "ggml", "mlx", "serving", "eager"  # runtimes: how an engine runs a forward pass
@@ -75,24 +76,24 @@ PRIORS = {
 CALIBRATION = {
     "eta": {hw.APPLE: 0.923, hw.NVIDIA: 0.8, hw.AMD: 0.7, hw.CPU: 0.7},
     "tau": {
-        (GGML, hw.APPLE): 51.864,
-        (GGML, hw.NVIDIA): 17.124,
+        (GGML, hw.APPLE): 69.097,
+        (GGML, hw.NVIDIA): 19.574,
         (GGML, hw.AMD): 40.0,
         (GGML, hw.CPU): 10.0,
-        (MLX, hw.APPLE): 60.281,
+        (MLX, hw.APPLE): 57.922,
         (SERVING, hw.NVIDIA): 10.0,
         (SERVING, hw.AMD): 15.0,
-        (EAGER, hw.NVIDIA): 447.3,
+        (EAGER, hw.NVIDIA): 430.3,
         (EAGER, hw.AMD): 450.0,
         (EAGER, hw.APPLE): 600.0,
         (EAGER, hw.CPU): 300.0,
     },
     "overhead": {
-        (GGML, hw.APPLE): 2.376,
-        (GGML, hw.NVIDIA): 1.268,
+        (GGML, hw.APPLE): 2.52,
+        (GGML, hw.NVIDIA): 1.092,
         (GGML, hw.AMD): 1.5,
         (GGML, hw.CPU): 2.0,
-        (MLX, hw.APPLE): 2.016,
+        (MLX, hw.APPLE): 1.994,
         (SERVING, hw.NVIDIA): 1.0,
         (SERVING, hw.AMD): 1.5,
         (EAGER, hw.NVIDIA): 3.0,
@@ -100,8 +101,8 @@ CALIBRATION = {
         (EAGER, hw.APPLE): 5.0,
         (EAGER, hw.CPU): 3.0,
     },
-    "kappa": {FLOAT: 0.05, Q8: 0.948, KQUANT: 3.172, LEGACY: 2.873, IQUANT: 4.0, AFFINE: 1.69, FP8: 0.3, INT4: 0.6},
-    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 0.605, hw.AMD: 0.5, hw.CPU: 1.0},
+    "kappa": {FLOAT: 0.049, Q8: 1.254, KQUANT: 6.231, LEGACY: 3.275, IQUANT: 4.0, AFFINE: 1.893, FP8: 0.3, INT4: 0.6},
+    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 2.247, hw.AMD: 0.5, hw.CPU: 1.0},
     "unpack": {
         "Q8_0": 0.36,
         "Q6_K": 1.73,
@@ -114,12 +115,12 @@ CALIBRATION = {
     },
     "bf16_emulation": 2.2,
     "accept": {
-        "base": 1.276,
-        "per_ln_size": 0.263,
-        "quant_penalty": 0.133,
+        "base": 1.676,
+        "per_ln_size": 0.358,
+        "quant_penalty": 0.176,
         "task": {"code": 0.0, "reasoning": -0.2, "chat": -0.3, "prose": -0.6},
         "relation": {SIBLING: 0.0, FAMILY: -0.4, OTHER: -1.5},
-        "spread": 0.327,
+        "spread": 0.43,
     },
     "cost_spread": 0.1,
 }
@@ -153,6 +154,8 @@ class Setup:
     max_draft_tokens: int = 8
     draft_tokens: int | None = None  # fixed by the user (--draft-tokens), else the best is chosen
     batch: int = 1  # sequences decoded together: each reads its own KV cache, all share one read of the weights
+    gate: DraftGate | None = None  # how the engine ends a draft early; None: it drafts the full count every round
+
 
 
 @dataclass(frozen=True)
@@ -218,13 +221,6 @@ def forward_seconds(s: Shape, q: Quant, n_tokens: int, setup: Setup, cal: dict =
     return _Pass(s, q, setup, cal).seconds(n_tokens)
 
 
-def tokens_per_round(alpha: float, gamma: int) -> float:
-    """Leviathan's expected tokens per round: accepted drafts plus the target's own token."""
-    if alpha >= 0.9999:
-        return gamma + 1.0
-    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
-
-
 def speedup_at(alpha: float, gamma: int, t_target: float, t_draft: float, t_verify: float, overhead: float) -> float:
     """Tokens per second with speculation over tokens per second without, for one round shape."""
     return tokens_per_round(alpha, gamma) * t_target / (gamma * t_draft + t_verify + overhead)
@@ -234,27 +230,36 @@ def best_speedup(target: Shape, draft: Shape, alpha: float, setup: Setup,
                  cal: dict = CALIBRATION) -> tuple[float, int, float]:
     """The best speed-up over draft-token counts 1..cap (or the user's count): (speed-up, γ, target step seconds)."""
     passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
-    return _best_of(alpha, _round_costs(setup, passes, cal))
+    return _best_of(alpha, _round_costs(setup, passes, cal), setup.gate)
 
 
-def _round_costs(setup: Setup, passes: tuple, cal: dict) -> tuple[float, float, float, dict[int, float]]:
-    """What a round costs apart from α: the target and draft steps, the overhead, and the verify pass per γ
-    (computed once per pair: the estimate tries three α on them)."""
+Costs = tuple[float, float, float, tuple[int, ...], dict[int, float]]  # t1, draft step, overhead, γs, pass by k
+
+
+def _round_costs(setup: Setup, passes: tuple, cal: dict) -> Costs:
+    """What a round costs apart from α: the target and draft steps, the overhead, the draft lengths to try and the
+    target's pass over k tokens per k (computed once per pair: the estimate tries three α on them)."""
     pt, pd = passes
     overhead = cal["overhead"].get((setup.runtime, setup.device.kind), 2.0) * 1e-3
-    gammas = (setup.draft_tokens,) if setup.draft_tokens else range(1, setup.max_draft_tokens + 1)
-    return pt.seconds(1), pd.seconds(1), overhead, {g: pt.seconds(g + 1) for g in gammas}
+    gammas = (setup.draft_tokens,) if setup.draft_tokens else tuple(range(1, setup.max_draft_tokens + 1))
+    sizes = range(1, max(gammas) + 2) if setup.gate is not None else [g + 1 for g in gammas]
+    return pt.seconds(1), pd.seconds(1), overhead, gammas, {k: pt.seconds(k) for k in sizes}
 
 
-def _best_of(alpha: float, costs: tuple) -> tuple[float, int, float]:
+def _speedup(alpha: float, gamma: int, costs: Costs, gate: DraftGate | None) -> float:
+    t1, td, overhead, _, seconds = costs
+    r = round_of(alpha, gamma, gate)
+    return r.tokens * t1 / (r.passes * td + sum(p * seconds[k] for k, p in r.verify.items()) + overhead)
+
+
+def _best_of(alpha: float, costs: Costs, gate: DraftGate | None = None) -> tuple[float, int, float]:
     """The best speed-up over the γ of ``costs``: (speed-up, γ, target step seconds)."""
-    t1, td, overhead, verify = costs
     best = (0.0, 1)
-    for g, tv in verify.items():
-        s = speedup_at(alpha, g, t1, td, tv, overhead)
+    for g in costs[3]:
+        s = _speedup(alpha, g, costs, gate)
         if s > best[0]:
             best = (s, g)
-    return best[0], best[1], t1
+    return best[0], best[1], costs[0]
 
 
 def _sigmoid(x: float) -> float:
@@ -314,16 +319,20 @@ def _estimate(alphas: tuple[float, float, float], passes: tuple, setup: Setup, c
     """The best draft length at α, then the range: α's low and high at that length, widened by the cost spread."""
     alpha, a_low, a_high = alphas
     costs = _round_costs(setup, passes, cal)
-    s, gamma, t1 = _best_of(alpha, costs)
-    _, t_draft, overhead, verify = costs
-    t_verify = verify[gamma]
+    s, gamma, t1 = _best_of(alpha, costs, setup.gate)
+    t_draft, seconds = costs[1], costs[4]
     spread = math.exp(cal["cost_spread"])
-    low = speedup_at(a_low, gamma, t1, t_draft, t_verify, overhead) / spread
-    high = speedup_at(a_high, gamma, t1, t_draft, t_verify, overhead) * spread
+    low = _speedup(a_low, gamma, costs, setup.gate) / spread
+    high = _speedup(a_high, gamma, costs, setup.gate) * spread
     load = "one stream (batch 1)" if setup.batch == 1 else f"{setup.batch} streams decoded together"
+    if setup.gate is None:
+        rounds = f"verify of {gamma + 1} tokens {seconds[gamma + 1] * 1e3:.1f} ms"
+    else:
+        r = round_of(alpha, gamma, setup.gate)
+        rounds = (f"up to {gamma} drafted, {r.drafted:.1f} on average (p-min {setup.gate.p_min:g}), "
+                  f"{r.tokens:.1f} tokens a round")
     why = (f"α {alpha:.2f} ({kind}, {setup.task}); target step {t1 * 1e3:.1f} ms ({1 / t1:.0f} tok/s), "
-           f"draft step {t_draft * 1e3:.1f} ms, verify of {gamma + 1} tokens {t_verify * 1e3:.1f} ms on "
-           f"{setup.device.name}; {load}")
+           f"draft step {t_draft * 1e3:.1f} ms, {rounds} on {setup.device.name}; {load}")
     return Estimate(round(s, 2), round(min(low, s), 2), round(max(high, s), 2), gamma, round(alpha, 3),
                     round(1 / t1, 1), why)
 
