@@ -14,6 +14,10 @@ where t(n) is the time of one forward pass over n tokens, from first principles:
   read, only one row of it; a tied table is read once as the output head), the KV cache at the stated context, and
   for mixture-of-experts models only the active experts, except that a pass over n tokens reads the *union* of
   the experts its tokens route to: E_total * (1 - (1 - k/E_total)^n) expert blocks for random routing of k each.
+- mixture-of-experts layers add their routing: at one token a routed FFN is a chain of small kernels (router,
+  softmax, top-k, gather and normalisation of the weights, three expert matmuls, the weighting, and one add per
+  used expert after the first: llama.cpp src/llama-graph.cpp:2039-2360 at 0c1e57098), k + 7 more than a dense
+  FFN's four, each waiting on the last: ``moe_layer_seconds``. A pass pays it once, whatever its tokens.
 - ``τ``: the fixed cost per layer of one forward pass (kernel launches, synchronisation) of the runtime on that
   kind of device; ``η``: the share of peak bandwidth the runtime's kernels reach; ``κ``: the arithmetic a verify
   pass adds per extra token, relative to plain FP32 multiply-adds, by kernel family (block-quantized weights are
@@ -46,6 +50,15 @@ SIBLING, FAMILY, OTHER = "sibling", "family", "other"  # the draft's relation to
 # bandwidth, tau microseconds per layer per forward pass, overhead milliseconds per speculation round (both per
 # runtime and kind of device), kappa multiples of 2 * active params FP32 operations per extra verified token;
 # acceptance in logits.
+# Seconds a dependent small kernel costs beyond its bytes, for the routing of mixture-of-experts layers (k + 7
+# kernels a layer, module docstring). From the one published decode speed of a small-active MoE in the shared
+# measurements: Qwen3.6-35B-A3B (40 MoE layers, 8 routed experts) at UD-Q4_K_XL on an RTX 3090 under llama-server
+# decodes at 139.22 tok/s (thc1006/qwen3.6-speculative-decoding-rtx3090, "baseline 139.22 ± 0.46 tok/s"), 7.18 ms
+# a token where its bytes and dense layer costs take 3.05 ms: 4.13 ms over 40 x 15 kernels. No Apple or AMD MoE
+# decode speed is published there: the same latency stands for every kind of device.
+KERNEL_LATENCY = 6.9e-6
+MOE_EXTRA_KERNELS = 7  # per MoE layer beyond one per used expert (module docstring)
+
 PRIORS = {
     "eta": {hw.APPLE: 0.88, hw.NVIDIA: 0.8, hw.AMD: 0.7, hw.CPU: 0.7},
     "tau": {(GGML, hw.APPLE): 60.0, (GGML, hw.NVIDIA): 20.0, (GGML, hw.AMD): 40.0, (GGML, hw.CPU): 10.0,
@@ -68,6 +81,7 @@ PRIORS = {
                "relation": {SIBLING: 0.0, FAMILY: -0.4, OTHER: -1.5},
                "spread": 0.5},
     "cost_spread": 0.1,
+    "kernel_latency": KERNEL_LATENCY,
 }
 
 # The factors calibrated from PRIORS on the shared measurements (``python benchmarks/speedup.py --fit`` prints
@@ -123,6 +137,7 @@ CALIBRATION = {
         "spread": 0.43,
     },
     "cost_spread": 0.1,
+    "kernel_latency": 6.9e-06,
 }
 
 
@@ -197,13 +212,20 @@ class _Pass:
         tau = cal["tau"].get((setup.runtime, d.kind), 50.0) * 1e-6
         layers = s.layers or max(8, round(4 * math.log2(max(s.params, 1e8) / 1e8)) + 12)
         self.layer_seconds = layers * tau
-        self.fixed = self.layer_seconds + kv / bandwidth
+        self.fixed = self.layer_seconds + kv / bandwidth + self.moe_layer_seconds(s, layers, cal)
         kappa = cal["kappa"][q.family] * cal["kappa_scale"][d.kind]
         if setup.runtime == MLX and not d.bf16:
             kappa *= cal.get("bf16_emulation", 1.0)
         # a pass unpacks each weight it reads once, whatever its tokens (the small-batch kernels reuse the block)
         self.unpack = cal.get("unpack", {}).get(block(q), 0.0) * cal["kappa_scale"][d.kind] / (d.tflops * 1e12)
         self.slope = kappa * 2 * max(active - self.untied, active * 0.3) / (d.tflops * 1e12)
+
+    @staticmethod
+    def moe_layer_seconds(s: Shape, layers: int, cal: dict) -> float:
+        """The routing of a pass through a mixture-of-experts model: k + 7 dependent kernels a layer."""
+        if not (s.experts and s.experts_per_token):
+            return 0.0
+        return layers * (s.experts_per_token + MOE_EXTRA_KERNELS) * cal.get("kernel_latency", KERNEL_LATENCY)
 
     def read(self, n_tokens: int) -> float:
         """The weights a pass over ``n_tokens`` tokens in all reads: the union of their experts' (random routing)."""
