@@ -145,7 +145,8 @@ def test_drafts_page_has_the_pickers_and_the_speed_up_column(site):
     for row, d in zip(rows, expected["drafts"]):
         s = d["speedup"]
         cell = re.sub(r"<[^>]+>", "", row.split('class="speedup-cell">', 1)[1].split("</td>", 1)[0])
-        assert cell == f"≈{s['estimate']:.1f}× ({s['low']:.1f}–{s['high']:.1f}×)"
+        slower = " slower than no draft" if s["slower"] else ""
+        assert cell == f"≈{s['estimate']:.1f}× ({s['low']:.1f}–{s['high']:.1f}×){slower}"
     best = expected["drafts"][0]
     n = best["speedup"]["draft_tokens"]
     assert f"--spec-draft-n-max {n}" in best["launch"]
