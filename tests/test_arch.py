@@ -375,7 +375,9 @@ def test_check_and_query_all_agree_for_every_pair_and_engine(catalog, releases):
 def test_the_summary_probe_agrees_with_the_listed_drafts_where_rows_refuse_some(catalog):
     """The summary line's yes/no per engine (``has_candidates``: a few members unranked, then more, then the ranked
     pages) is whether ``query`` lists any draft, here where the engines' rows refuse or demote some of them."""
-    from indexer.answer.ranking import Query
+    from indexer.answer.members import has_candidates
+    from indexer.answer.pipeline import drafts as listed_drafts
+    from indexer.answer.scope import engine_at, resolve
     from indexer.catalog.reader import Reader
 
     refusing = 0
@@ -383,11 +385,12 @@ def test_the_summary_probe_agrees_with_the_listed_drafts_where_rows_refuse_some(
         for engine in ENGINES:
             for t in HUB:
                 try:
-                    full = Query(cat, t, engine)
+                    full = resolve(cat, t, engine_at(engine, None))
                 except QueryError:
                     continue
-                listed = bool(full.drafts(10))
-                assert Query(cat, t, engine, probe_only=True).has_candidates() == listed, (engine, t)
+                listed = bool(listed_drafts(cat, full, None, 10))
+                assert has_candidates(cat, resolve(cat, t, engine_at(engine, None), probe_only=True)) == listed, \
+                    (engine, t)
                 refusing += full.arch.per_draft
     assert refusing  # rows that read the draft were in play
 

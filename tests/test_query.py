@@ -297,8 +297,9 @@ def build_big_class(path) -> str:
 
 
 def head_and_full_rankings_agree(db: str) -> tuple[int, int]:
-    """Every page _head_rows answers is the first rows of the full ranking; (pages answered, pages declined)."""
-    from indexer.answer.ranking import WINDOW, Query
+    """Every page head_rows answers is the first rows of the full ranking; (pages answered, pages declined)."""
+    from indexer.answer.scope import engine_at, resolve
+    from indexer.catalog.classes import WINDOW, head_rows, rank_rows, ranked
     from indexer.catalog.reader import Reader
 
     answered, declined = 0, 0
@@ -307,30 +308,32 @@ def head_and_full_rankings_agree(db: str) -> tuple[int, int]:
         stranger = cat.one("SELECT repo_id FROM repos WHERE author = 'third' AND family IS NULL AND is_chat IS NULL "
                            "AND params = :p ORDER BY id LIMIT 1", {"p": int(3 * B)})[0]
         for target in (TARGET, stranger):
-            q = Query(cat, target, "sglang")
+            q = resolve(cat, target, engine_at("sglang", None))
             assert len(q.class_ids) == 2 and sum(r[0] for r in cat.all(
                 "SELECT members FROM compat_classes WHERE engine = 'sglang'")) == 301
             for where in ("AND rc.params * 4 < :tp3 AND NOT rc.disabled", "AND NOT rc.disabled"):
-                whole = q._ranked(q.class_ids, where, {}, None)
+                whole = ranked(cat, q.keys, q.sizes, q.class_ids, where, None)
                 for limit in (1, 2, 3, 5, 8, 13, 30):
-                    assert q._ranked(q.class_ids, where, {}, limit) == whole[:limit], (target, where, limit)
+                    got = ranked(cat, q.keys, q.sizes, q.class_ids, where, limit)
+                    assert got == whole[:limit], (target, where, limit)
                     for part in (f"AND rc.params BETWEEN :lo AND :hi AND {WINDOW}",
                                  f"AND (CASE WHEN {WINDOW} THEN 1 ELSE 0 END) = 0"):
-                        rows = q._head_rows(q.class_ids, f"{where} {part}", q.rank_params(), limit)
+                        rows = head_rows(cat, q.sizes, q.class_ids, f"{where} {part}", q.keys.sql_params(), limit)
                         if rows is None:
                             declined += 1
                         else:
                             answered += 1
-                            full = q._rank_rows(q.class_ids, f"{where} {part}", q.rank_params(), limit)
+                            full = rank_rows(cat, q.class_ids, f"{where} {part}", q.keys.sql_params(), limit)
                             assert rows == full, (target, where, part, limit)
     return answered, declined
 
 
 def test_ranking_from_the_head_of_a_class_is_the_full_ranking(tmp_path):
-    """_head_rows reads a few rows of each class in download order (ix_repo_classes_class_rank) instead of sorting
+    """head_rows reads a few rows of each class in download order (ix_repo_classes_class_rank) instead of sorting
     the class: every page it answers must be the first rows of the full ranking, and it must say so when it cannot
     know (then the range query answers)."""
-    from indexer.answer.ranking import WINDOW, Query
+    from indexer.answer.scope import engine_at, resolve
+    from indexer.catalog.classes import WINDOW, head_rows, ranked
     from indexer.catalog.reader import Reader
 
     db = build_big_class(tmp_path / "big.db")
@@ -340,15 +343,17 @@ def test_ranking_from_the_head_of_a_class_is_the_full_ranking(tmp_path):
     cases = [(f"AND NOT rc.disabled {part}", n) for n in (1, 2, 3, 5)
              for part in (f"AND rc.params BETWEEN :lo AND :hi AND {WINDOW}", f"AND ({WINDOW}) = 0")]
     with Reader(db) as cat:
-        q = Query(cat, TARGET, "sglang")
-        assert any(q._head_rows(q.class_ids, where, q.rank_params(), n) is not None for where, n in cases)
+        q = resolve(cat, TARGET, engine_at("sglang", None))
+        assert any(head_rows(cat, q.sizes, q.class_ids, where, q.keys.sql_params(), n) is not None
+                   for where, n in cases)
     with sa.create_engine(f"sqlite:///{db}").begin() as conn:
         conn.exec_driver_sql("DROP INDEX ix_repo_classes_class_rank")
     with Reader(db) as cat:
-        q = Query(cat, TARGET, "sglang")
-        assert all(q._head_rows(q.class_ids, where, q.rank_params(), n) is None for where, n in cases)
-        assert q._ranked(q.class_ids, "AND NOT rc.disabled", {}, 3) == q._ranked(q.class_ids, "AND NOT rc.disabled",
-                                                                                 {}, None)[:3]
+        q = resolve(cat, TARGET, engine_at("sglang", None))
+        assert all(head_rows(cat, q.sizes, q.class_ids, where, q.keys.sql_params(), n) is None for where, n in cases)
+        where = "AND NOT rc.disabled"
+        assert (ranked(cat, q.keys, q.sizes, q.class_ids, where, 3)
+                == ranked(cat, q.keys, q.sizes, q.class_ids, where, None)[:3])
 
 
 def test_ranking_from_the_head_on_postgresql(pg_url):

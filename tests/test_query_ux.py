@@ -342,11 +342,14 @@ def test_class_size_and_ratio_bounds_are_worded_right(tmp_path):
 
 
 def test_the_summary_probe_reads_agreeing_classes_only_when_the_target_s_own_class_has_no_draft(catalog):
-    """Query(probe_only=True), as the summary line asks each other engine: the same yes/no as a full query, and as
+    """A scope resolved probe_only, as the summary line asks each other engine: the same yes/no as a full query, and as
     the drafts it lists, for every repo as target on every engine; and a target whose drafts all sit in classes
     that agree with its own is a yes."""
-    from indexer.answer.ranking import ENGINES, Query
+    from indexer.answer.members import _probe, has_candidates
+    from indexer.answer.pipeline import drafts
+    from indexer.answer.scope import engine_at, resolve
     from indexer.catalog.reader import Reader
+    from indexer.engines import ENGINES
     from indexer.errors import QueryError
 
     through_agreement = 0
@@ -354,12 +357,13 @@ def test_the_summary_probe_reads_agreeing_classes_only_when_the_target_s_own_cla
         for (repo_id,) in cat.all("SELECT repo_id FROM repos ORDER BY repo_id"):
             for engine in ENGINES:
                 try:
-                    full = Query(cat, repo_id, engine)
+                    full = resolve(cat, repo_id, engine_at(engine, None))
                 except QueryError:
                     continue
-                probe = Query(cat, repo_id, engine, probe_only=True)
-                assert probe.has_candidates() == full.has_candidates() == bool(full.drafts(10)), (repo_id, engine)
-                own = Query(cat, repo_id, engine, probe_only=True)
-                if full.has_candidates() and not own._probe(list(own.class_ids)):
+                probe = resolve(cat, repo_id, engine_at(engine, None), probe_only=True)
+                listed = bool(drafts(cat, full, None, 10))
+                assert has_candidates(cat, probe) == has_candidates(cat, full) == listed, (repo_id, engine)
+                own = resolve(cat, repo_id, engine_at(engine, None), probe_only=True)
+                if has_candidates(cat, full) and not _probe(cat, own, list(own.class_ids)):
                     through_agreement += 1
     assert through_agreement

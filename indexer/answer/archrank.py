@@ -10,20 +10,32 @@ miss, with the row's fix), a demoted one is ranked after the others.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..catalog.classes import Member, engine_fact
 from ..catalog.reader import Reader, json_value
 from ..engines import ENGINES
 from ..engines.archrules import Applied, matching, worst
 from ..vocab.archconfig import ArchFacts
 
 REFUSED = "refused"
+
+
+@dataclass
+class ArchVerdict:
+    """The architecture rows' verdict on one draft: the outcome, the words of the rows that decided it (they go
+    right after the accept reason), the other rows as notes, and whether a row ranks it after the others."""
+
+    outcome: str
+    deciding: list[str]
+    notes: list[str]
+    demoted: bool
 MAX_PAGES = 20  # pages of ranked members scanned for drafts no architecture row refuses
 
 
 def arch_of(cat: Reader, repo_pk: int) -> ArchFacts | None:
     """A catalog repo's stored architecture facts (None: not derived yet, or no engine facts)."""
-    row = cat.one("SELECT e.arch FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
-                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": repo_pk})
-    return ArchFacts.from_dict(json_value(row[0])) if row else None
+    return ArchFacts.from_dict(json_value(engine_fact(cat, repo_pk, "arch")))
 
 
 def pages(ranked, page: int):
@@ -57,6 +69,7 @@ class ArchJudge:
             self.t = memo["arch", target_pk]
         self.target_rows = matching(rules, self.t, None, ("target",))
         self.draft_rules = tuple(r for r in rules if r.side != "target")
+        self._rows: dict[int, list[Applied]] = {}  # member pk -> its rows
 
     def by_version(self, engine: str) -> dict[str, str] | None:
         """Where the engine's releases disagree on the target alone (a refusal, wrong output, or neither: a
@@ -82,52 +95,46 @@ class ArchJudge:
         """The words of a target row that refuses every draft."""
         return next((a.words for a in self.target_rows if a.rule.outcome == REFUSED), None)
 
-    def rows(self, r: dict) -> list[Applied]:
-        """Every row that matches the target and this draft (``r["arch"]``: its stored facts). Worked out once per
-        ranked row (its ranking and its entry both ask), kept on the row with the judge that made it; the facts
-        stay parsed in ``r["arch"]`` for the speed-up."""
-        memo = r.get("_arch_rows")
-        if memo is not None and memo[0] is self:
-            return memo[1]
-        r["arch"] = json_value(r.get("arch"))
-        rows = [*self.target_rows, *matching(self.draft_rules, self.t, ArchFacts.from_dict(r["arch"]),
+    def rows(self, m: Member) -> list[Applied]:
+        """Every row that matches the target and this draft (its stored facts), worked out once per member (its
+        ranking and its verdict both ask)."""
+        if m.pk not in self._rows:
+            self._rows[m.pk] = self.rows_of(m.arch)
+        return self._rows[m.pk]
+
+    def rows_of(self, arch) -> list[Applied]:
+        """Every row that matches the target and a draft with these stored facts (``engine_facts.arch``)."""
+        return [*self.target_rows, *matching(self.draft_rules, self.t, ArchFacts.from_dict(json_value(arch)),
                                              ("draft", "pair"))]
-        r["_arch_rows"] = (self, rows)
-        return rows
 
-    def refused(self, r: dict) -> Applied | None:
+    def refused(self, m: Member) -> Applied | None:
         """The draft row that refuses this draft, if one does."""
-        return next((a for a in self.rows(r) if a.rule.outcome == REFUSED), None)
+        return next((a for a in self.rows(m) if a.rule.outcome == REFUSED), None)
 
-    def apply(self, entry: dict, r: dict) -> dict:
-        """The entry with the rows' outcome (the worse wins, its words right after the accept reason), the other rows
-        as notes after, and
-        ``demoted`` (a row says to rank it after the others), as ``engines.base.with_arch`` words a verdict."""
-        rows = self.rows(r)
-        base = entry["outcome"]
+    def judge(self, base: str, m: Member) -> ArchVerdict:
+        """The rows' verdict on a draft the vocabulary rule gave ``base``: the worse outcome wins, as
+        ``engines.base.with_arch`` words a verdict."""
+        rows = self.rows(m)
         outcome = base
         for a in rows:
             outcome = worst(outcome, a.rule.outcome)
         deciding = [a for a in rows if a.rule.outcome and a.rule.outcome == outcome != base]
-        first, rest = entry["reasons"][:1], entry["reasons"][1:]  # the first stays why the class accepts it
-        entry["reasons"] = [*first, *(a.words for a in deciding), *rest,
-                            *(f"{'also' if a.rule.outcome else 'note'}: {a.words}" for a in rows if a not in deciding)]
-        entry["outcome"] = outcome
-        entry["demoted"] = any(a.rule.demote for a in rows)
-        return entry
+        return ArchVerdict(outcome, [a.words for a in deciding],
+                           [f"{'also' if a.rule.outcome else 'note'}: {a.words}" for a in rows if a not in deciding],
+                           any(a.rule.demote for a in rows))
 
-    def miss(self, r: dict) -> tuple[str, str, str | None] | None:
+    def miss(self, m: Member) -> tuple[str, str, str | None] | None:
         """(failed check, reason, fix) of a draft a draft row refuses; None when none does."""
-        a = self.refused(r)
+        a = self.refused(m)
         if a is None:
             return None
-        return a.rule.check, a.words, a.fix(self.t, ArchFacts.from_dict(json_value(r.get("arch"))))
+        return a.rule.check, a.words, a.fix(self.t, ArchFacts.from_dict(json_value(m.arch)))
 
-    def take(self, ranked, need: int) -> tuple[list[dict], list[dict]]:
+    def take(self, ranked, need: int) -> tuple[list[Member], list[Member]]:
         """Up to ``need`` members, in rank order, that no row refuses, and the demoted ones apart (up to ``need``).
         ``ranked(n, offset)``: the next ``n`` ranked members."""
-        good: list[dict] = []
-        later: list[dict] = []
+        good: list[Member] = []
+        later: list[Member] = []
         for rows in pages(ranked, max(need, 20)):
             for r in rows:
                 applied = self.rows(r)
@@ -138,7 +145,7 @@ class ArchJudge:
                 break
         return good[:need], later[:need]
 
-    def misses(self, ranked, limit: int) -> list[tuple[dict, tuple[str, str, str | None]]]:
+    def misses(self, ranked, limit: int) -> list[tuple[Member, tuple[str, str, str | None]]]:
         """Up to ``limit`` members, in rank order, that a draft row refuses, each with (check, reason, fix)."""
         out = []
         for rows in pages(ranked, max(limit, 20)):

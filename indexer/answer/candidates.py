@@ -22,13 +22,13 @@ from __future__ import annotations
 import sys
 
 from .. import engines as registry
+from ..catalog.classes import RATIO_HIGH, RATIO_LOW
 from ..catalog.reader import Reader, in_list, json_value
 from ..crawl.families import family_of, load_families
 from ..errors import CatalogError
 from ..files import VOCAB_FILES, WANTED_FILES
 from ..hub.listed import Listed, base_models_from_tags
 from ..vocab.params import estimate_from_name
-from .ranking import RATIO_HIGH, RATIO_LOW
 
 LISTING_LIMIT = 50  # items per listing call (one page on the Hub and the imitation)
 GGUF_READS = 2  # resolver calls of one GGUF header read, at most (gguf/header.py: a first read, one extension)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .. import engines as registry
 from ..catalog.reader import Reader
-from .ranking import Query
+from .pipeline import drafts as answer_drafts
+from .scope import Scope, engine_at, resolve
 from .target import Target, resolve_target
 
 
@@ -21,18 +22,18 @@ def engines_on(kind: str, gguf: bool) -> list[str]:
 
 
 def lead(cat: Reader, target: str, resolved: Target | None, speed, limit: int,
-         all_members: bool = False) -> tuple[Query, list[dict], list[dict]]:
+         all_members: bool = False) -> tuple[Scope, list[dict], list[dict]]:
     """Every engine that runs on ``speed.device`` ranked by its best draft's tokens per second there (the target's
     speed times the estimate; unknown last): the
-    best engine's query, its drafts, and the ranking (one row per engine: its best draft and estimate)."""
+    best engine's scope, its drafts, and the ranking (one row per engine: its best draft and estimate)."""
     device = speed.device
     resolved = resolved or resolve_target(cat, target)
     gguf = bool(resolved.gguf_file)
     rows: list[dict] = []
-    answers: dict[str, tuple[Query, list[dict]]] = {}
+    answers: dict[str, tuple[Scope, list[dict]]] = {}
     for order, name in enumerate(engines_on(device.kind, gguf)):
-        q = Query(cat, target, name, resolved, speed=speed)
-        drafts = q.all_members() if all_members else q.drafts(limit)
+        q = resolve(cat, resolved, engine_at(name, None))
+        drafts = answer_drafts(cat, q, speed, limit, all_members)
         answers[name] = (q, drafts)
         best = next((d for d in drafts if (d.get("speedup") or {}).get("estimate") is not None), None)
         s = (best or {}).get("speedup") or {}
@@ -51,19 +52,19 @@ def lead(cat: Reader, target: str, resolved: Target | None, speed, limit: int,
     for r in rows:
         r.pop("_order")
     if not rows:  # no engine runs draft models there: the default engine's answer, which says so
-        q = Query(cat, target, registry.DEFAULT_ENGINE, resolved, speed=speed)
-        return q, (q.all_members() if all_members else q.drafts(limit)), rows
+        q = resolve(cat, resolved, engine_at(registry.DEFAULT_ENGINE, None))
+        return q, answer_drafts(cat, q, speed, limit, all_members), rows
     q, drafts = answers[rows[0]["engine"]]
     return q, drafts, rows
 
 
-def device_block(q: Query, speed, led: list[dict] | None) -> dict:
+def device_block(q: Scope, speed, led: list[dict] | None) -> dict:
     """The ``hardware`` block of a query's answer: the device, whether the engine answered runs on it (and why
     not), the engines that do, and the lead's ranking when the engine was chosen for the device."""
     device = speed.device
     gguf = bool(q.target.gguf_file)
     here = engines_on(device.kind, gguf)
-    runs = q.entry.profile_on(device.kind, gguf) is not None
+    runs = q.engine.profile_on(device.kind, gguf) is not None
     return {"name": device.name, "kind": device.kind, "note": speed.hardware_note, "runs": runs,
-            "why": None if runs else q.entry.not_on(device.kind, gguf), "engines": here,
+            "why": None if runs else q.engine.not_on(device.kind, gguf), "engines": here,
             "not_here": [n for n in registry.ENGINES if n not in here], "lead": led}

@@ -3,7 +3,8 @@
 ``run_query`` answers ``indexer query`` and ``/drafts.json``; ``check`` answers ``indexer check`` and
 ``/explain.json``; ``render`` and ``render_explain`` print them. Each opens one read-only
 :class:`~indexer.catalog.reader.Reader` per request (or takes the caller's) and passes it down to the pieces
-below, which never import back up: ``target`` (whom the answer is for), ``ranking`` (the ranked drafts),
+below, which never import back up: ``target`` (whom the answer is for), ``scope`` (the engine and the target's
+classes on it, resolved once) and ``pipeline`` (the drafts: candidates, verdict, setup and estimate, order, render),
 ``headquery`` (speculator heads, MTP, n-gram), ``sides`` and ``rule_inputs`` (the two sides of a check),
 ``render`` (the words). On the interactive path: what ``check`` needs beyond the catalog (tokenizers,
 GGUF files) is imported only when a check runs.
@@ -22,8 +23,11 @@ from . import headquery
 from .headquery import explain_head
 from .lead import device_block, lead
 from .lookup import looks_like_dir, repo_ids_only
-from .ranking import Query, launch
+from .pipeline import drafts as answer_drafts
+from .pipeline import near_misses as answer_near_misses
 from .render import fmt_params, fmt_ratio, fmt_size, render, render_check, render_explain
+from .scope import engine_at, resolve, target_info
+from .setup import launch
 from .sides import is_local, resolve_side
 from .summary import summarize
 from .target import resolve_target
@@ -34,7 +38,7 @@ ENGINE_NAMES = registry.ENGINE_NAMES
 DEFAULT_ENGINE = registry.DEFAULT_ENGINE
 # --method: "draft" (separate draft models, the default) or a speculator head method (indexer/answer/headquery.py).
 METHODS = registry.QUERY_METHODS
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENGINE_NAMES", "EXIT_NOT_FOUND", "METHODS", "Query", "QueryError", "check",
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENGINE_NAMES", "EXIT_NOT_FOUND", "METHODS", "QueryError", "check",
            "fmt_params", "fmt_ratio", "fmt_size", "launch", "open_reader", "render", "render_check", "render_explain",
            "run_query", "works_on"]
 
@@ -86,20 +90,20 @@ def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limi
 
             q, drafts, led = lead(cat, target, resolved, speed, limit, all_members)
         else:
-            q = Query(cat, target, engine, resolved, release, speed=speed)
-            drafts = q.all_members() if all_members else q.drafts(limit)
+            q = resolve(cat, resolved or target, engine_at(engine, release))
+            drafts = answer_drafts(cat, q, speed, limit, all_members)
             led = None
-        misses = q.near_misses(limit) if near_misses else []
+        misses = answer_near_misses(cat, q, limit) if near_misses else []
         out = {
-            "target": q.target_info(),
-            "engine": q.engine,
+            "target": target_info(cat, q),
+            "engine": q.name,
             "drafts": drafts,
             "near_misses": misses,
-            "summary": summarize(q, misses if near_misses else None),
+            "summary": summarize(cat, q, misses if near_misses else None),
             "refused": None if q.unknown_target else q.refused_target,
             "unknown": q.refused_target if q.unknown_target else None,  # the indexer cannot say (not a refusal)
-            "version": q.entry.release,
-            "by_version": q.arch.by_version(q.engine),
+            "version": q.engine.release,
+            "by_version": q.arch.by_version(q.name),
         }
         if q.runs_as:  # LM Studio on a GGUF target: its llama.cpp engine answers
             out["runs_as"] = q.runs_as
@@ -134,7 +138,7 @@ def _drafts_per_engine(cat: Reader, speed=None, limit: int = 3):
                 resolved[repo_id] = e
         if isinstance(resolved[repo_id], QueryError):
             raise resolved[repo_id]
-        return Query(cat, repo_id, engine, resolved[repo_id], speed=speed).drafts(limit)
+        return answer_drafts(cat, resolve(cat, resolved[repo_id], engine_at(engine, None)), speed, limit)
 
     return drafts
 

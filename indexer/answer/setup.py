@@ -24,10 +24,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ..catalog.classes import Member
 from ..catalog.reader import int_list, json_value
 from ..engines import ENGINES
 from ..engines.llamacpp import makeable
-from ..engines.setup import DIR, FILE, GGUF, HF, MLX, Setup, Source
+from ..engines.setup import DIR, FILE, GGUF, HF, MLX, Setup, Source, plain, text
 from ..speed import model, quant
 from ..speed.facts import quant_from_facts
 
@@ -132,6 +133,14 @@ def choose(engine: str, release: str | None, profile, device, t: dict, d: dict, 
                  hardware=device.name if device is not None else None)
 
 
+def launch(engine: str, target: str, draft: str, draft_tokens: int | None = None) -> str:
+    """The engine's launch command for two sides known by name (as stored; ``draft_tokens``: per round), as one
+    shell line: an engine without a speed model. An answer's other commands come from its setups (:func:`choose`),
+    estimated and printed alike."""
+    entry = ENGINES[engine]
+    return text(entry.launch(plain(engine, entry.release, target, draft, draft_tokens)))
+
+
 def copies(cat, pk: int | None, repo_id: str, engine: str) -> list[dict]:
     """The catalog's copies of a repo an engine can load in its place: members of the repo's class and lineage on
     ``engine`` whose base models name it, with what each is (GGUF repo and tag, MLX conversion, quantized HF
@@ -147,20 +156,20 @@ def copies(cat, pk: int | None, repo_id: str, engine: str) -> list[dict]:
     return _copies(rows).get(repo_id, [])
 
 
-def copies_among(cat, members: list[dict], classes: Iterable[int] = ()) -> dict[str, list[dict]]:
-    """:func:`copies` of several class members at once (a query's ranked drafts: dicts with ``repo_id``,
-    ``class_id`` and ``lineage_id``), from one query over their lineages in their classes and ``classes`` (the
+def copies_among(cat, members: list[Member], classes: Iterable[int] = ()) -> dict[str, list[dict]]:
+    """:func:`copies` of several class members at once (a query's ranked drafts), from one query over their
+    lineages in their classes and ``classes`` (the
     others the query ranks: a GGUF copy's own vocabulary may be another class that works with the target)."""
 
-    class_ids = {*classes, *(m["class_id"] for m in members if m.get("class_id") is not None)}
-    lineages = {m["lineage_id"] for m in members if m.get("lineage_id") is not None}
+    class_ids = {*classes, *(m.class_id for m in members if m.class_id is not None)}
+    lineages = {m.lineage_id for m in members if m.lineage_id is not None}
     if not class_ids or not lineages:
         return {}
     rows = cat.all(
         f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE rc.class_id IN {int_list(sorted(class_ids))} "
         f"AND rc.lineage_id IN {int_list(sorted(lineages))} AND NOT rc.disabled AND NOT rc.gated "
         "ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 500")
-    return _copies(rows, {m["repo_id"] for m in members})
+    return _copies(rows, {m.repo_id for m in members})
 
 
 _COPY_SELECT = "SELECT r.repo_id, r.base_models, e.gguf, e.arch"

@@ -1,12 +1,18 @@
 """The summary line of a query: which engines have drafts for the target, and the cheapest fix among the near
-misses (split out of :mod:`indexer.answer.ranking`)."""
+misses. Every engine in one pass: the target's classes on all of them are read at once, and each engine's scope
+is only probed for a draft (:func:`indexer.answer.members.has_candidates`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .. import engines as registry
+from ..catalog.classes import target_classes
+from ..catalog.reader import Reader
 from ..errors import QueryError
-from .ranking import ENGINES, Query
+from .members import has_candidates
+from .pipeline import near_misses
+from .scope import Scope, engine_at, resolve
 
 # Which near-miss fix costs least: an environment variable (SGLang's shorter draft context), resizing embeddings
 # (vocab_size), re-converting a GGUF (token list), then TLI (a mapping that disagrees: only an engine with TLI has
@@ -15,32 +21,34 @@ FIX_COST = {"vocab_size": 1, "token list": 2, "mapping": 3, "shorter draft conte
 SUMMARY_NEAR_MISSES = 3
 
 
-def summarize(q: Query, misses: list[dict] | None = None) -> dict:
+def summarize(cat: Reader, s: Scope, misses: list[dict] | None = None) -> dict:
     """Across engines: which have drafts for this target, and the cheapest fix among the near misses."""
     with_drafts: list[str] = []
     without: list[str] = []
     unknown: list[str] = []
-    for engine in ENGINES:
+    classes = target_classes(cat, s.target.class_pk)
+    for engine in registry.ENGINES:
         try:
-            other = q if engine == q.engine else Query(q.cat, q.t["repo_id"], engine, q.target, probe_only=True)
+            other = s if engine == s.name else resolve(cat, s.target, engine_at(engine, None), probe_only=True,
+                                                       classes=classes)
         except QueryError:  # no class on this engine (its facts are missing)
             without.append(engine)
             continue
         if other.unknown_target:  # the indexer does not model the engine's path for the target: counted as neither
             unknown.append(engine)
             continue
-        (with_drafts if other.has_candidates() else without).append(engine)
-    if misses is None and q.engine not in with_drafts:  # a fix matters when there is no draft
-        misses = q.near_misses(SUMMARY_NEAR_MISSES)
+        (with_drafts if has_candidates(cat, other) else without).append(engine)
+    if misses is None and s.name not in with_drafts:  # a fix matters when there is no draft
+        misses = near_misses(cat, s, SUMMARY_NEAR_MISSES)
     cheapest = None
     fixable = [m for m in misses or () if m["fix"]]
     if fixable:
         best = min(fixable, key=lambda m: FIX_COST.get(m["failed_check"], 9))
-        cheapest = {"engine": q.engine, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
+        cheapest = {"engine": s.name, "repo_id": best["repo_id"], "failed_check": best["failed_check"],
                     "fix": best["fix"]}
     out: dict[str, Any] = {"engines_with_drafts": with_drafts, "engines_without_drafts": without,
                            "engines_unknown": unknown, "cheapest_fix": cheapest}
-    if not with_drafts and not looked_for_drafts(q.cat, q.t["repo_id"]):
+    if not with_drafts and not looked_for_drafts(cat, s.t["repo_id"]):
         out["catalog_looked"] = False  # "no drafts" would be the catalog's silence, not an answer
     return out
 
