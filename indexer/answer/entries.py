@@ -29,7 +29,7 @@ def entry(s: Scope, j: Judged, root: str | None, ranked: bool = True) -> dict:
         "outcome": j.outcome,
         "agreement": j.agreement,
         "params": m.params,
-        "params_source": j.params_source,
+        "params_source": m.params_source,
         "params_active": m.params_active,
         "ratio": ratio(s, m.params),
         "downloads": m.downloads,
@@ -81,7 +81,7 @@ def reasons(s: Scope, j: Judged, root: str | None, ranked: bool = True) -> list[
     t, m = s.t, j.member
     out = [accept_reason(s, j)]
     r = ratio(s, m.params)
-    size = fmt_size(m.params, j.params_source, m.params_active, long=True)
+    size = fmt_size(m.params, m.params_source, m.params_active, long=True)
     if m.params is None:
         out.append("size unknown: no safetensors count, no usable config.json, no size in the name")
     elif r is None:

@@ -14,11 +14,10 @@ import re
 from ..catalog import classes as sql
 from ..catalog.classes import Member
 from ..catalog.reader import Reader
-from ..vocab.params import estimate_from_name
 from .archrank import REFUSED
 from .scope import Scope, read_agreement
-from .speedup import size_not_a_draft
 
+COPY_RATIO = 0.75  # a draft of at least 3/4 of the target's size is "of its size": no draft (query --all says so)
 POOL = 30  # drafts ranked by size and lineage that the speed model then orders (a page is at most this many)
 PROBE_ROWS = (4, 20)  # members has_candidates reads unranked, then more, before it ranks a class whose draft
 # rows may refuse them
@@ -75,6 +74,13 @@ def every(cat: Reader, s: Scope) -> list[Member]:
     return [r for r in rows if s.arch.refused(r) is None]
 
 
+def size_not_a_draft(target_params, draft_params) -> str | None:
+    """Why a model this size is no draft for a target that size (the words ``query --all`` marks it with)."""
+    if draft_params is None or not target_params or draft_params < COPY_RATIO * target_params:
+        return None
+    return "the target's size or larger" if draft_params < target_params else "larger than the target"
+
+
 def copy_of_target(s: Scope, m: Member) -> str | None:
     """Why a class member is the target itself in another form (a quant, a copy, its size), else None."""
     t = s.t
@@ -85,20 +91,6 @@ def copy_of_target(s: Scope, m: Member) -> str | None:
     if target_stem and stem(m.repo_id).startswith(target_stem):
         return "a copy or quant of the target"
     return None
-
-
-def params_source(m: Member) -> str | None:
-    """safetensors (the Hub's count), config or name (compute's estimates), None when unknown; a size from the name
-    gives the member its active parameters too."""
-    if m.params is None:
-        return None
-    if m.hub_params is not None:
-        return "safetensors"
-    if m.estimate_source:
-        return m.estimate_source
-    named = estimate_from_name(m.repo_id)
-    m.params_active = named.active if named else None
-    return "name"
 
 
 def has_candidates(cat: Reader, s: Scope) -> bool:

@@ -24,8 +24,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ..catalog.classes import Member
-from ..catalog.reader import int_list, json_value
+from ..catalog.classes import Member, lineage_of, lineages_in
+from ..catalog.reader import json_value
 from ..engines import ENGINES
 from ..engines.llamacpp import makeable
 from ..engines.setup import DIR, FILE, GGUF, HF, MLX, Setup, Source, plain, text
@@ -147,34 +147,19 @@ def copies(cat, pk: int | None, repo_id: str, engine: str) -> list[dict]:
     checkpoint), most downloaded first. One query through the class index."""
     if pk is None or pk < 0:
         return []
-    rows = cat.all(
-        f"{_COPY_SELECT} FROM repo_classes rc0 JOIN repo_classes rc "
-        "ON rc.class_id = rc0.class_id AND rc.lineage_id = rc0.lineage_id AND rc.repo_pk <> rc0.repo_pk "
-        f"{_COPY_JOIN} WHERE rc0.engine = :e AND rc0.repo_pk = :pk "
-        "AND NOT rc.disabled AND NOT rc.gated ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 50",
-        {"e": engine, "pk": pk})
-    return _copies(rows).get(repo_id, [])
+    return _copies(lineage_of(cat, engine, pk)).get(repo_id, [])
 
 
 def copies_among(cat, members: list[Member], classes: Iterable[int] = ()) -> dict[str, list[dict]]:
     """:func:`copies` of several class members at once (a query's ranked drafts), from one query over their
-    lineages in their classes and ``classes`` (the
-    others the query ranks: a GGUF copy's own vocabulary may be another class that works with the target)."""
+    lineages in their classes and ``classes`` (the others the query ranks: a GGUF copy's own vocabulary may be
+    another class that works with the target)."""
 
     class_ids = {*classes, *(m.class_id for m in members if m.class_id is not None)}
     lineages = {m.lineage_id for m in members if m.lineage_id is not None}
     if not class_ids or not lineages:
         return {}
-    rows = cat.all(
-        f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE rc.class_id IN {int_list(sorted(class_ids))} "
-        f"AND rc.lineage_id IN {int_list(sorted(lineages))} AND NOT rc.disabled AND NOT rc.gated "
-        "ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 500")
-    return _copies(rows, {m.repo_id for m in members})
-
-
-_COPY_SELECT = "SELECT r.repo_id, r.base_models, e.gguf, e.arch"
-_COPY_JOIN = ("JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
-              "AND e.config_blob = COALESCE(r.config_blob, '')")
+    return _copies(lineages_in(cat, sorted(class_ids), sorted(lineages)), {m.repo_id for m in members})
 
 
 def _copies(rows, wanted: set[str] | None = None) -> dict[str, list[dict]]:

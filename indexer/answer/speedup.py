@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..catalog.measurements import rows, summary
 from ..catalog.reader import Reader, json_value
+from ..catalog.repofacts import speed_row
 from ..engines import ENGINES
 from ..engines import heads as rules
 from ..engines.heads import HeadFacts, TargetShape
@@ -22,6 +23,7 @@ from ..speed import model, quant
 from ..speed.facts import quant_from_facts, shape_from_facts
 from ..vocab.params import estimate_from_name
 from .lookup import local_gguf_arg, looks_like_dir
+from .members import size_not_a_draft
 from .setup import RUNTIME_FAMILIES, choose, copies, gguf_quant, side_source
 from .sides import is_local
 
@@ -75,10 +77,7 @@ def catalog_facts(cat, repo_id: str) -> dict:
     """A catalog repo's speed facts: shape, declared quantization, family, author and base models (one query; the
     config's part was derived by ``compute`` into ``engine_facts.arch``)."""
 
-    row = cat.one("SELECT r.params, r.params_estimate, r.params_active_estimate, r.family, r.author, r.base_models, "
-                  "r.repo_id, e.arch, e.gguf, r.id FROM repos r LEFT JOIN engine_facts e "
-                  "ON e.file_set_id = r.file_set_id AND e.config_blob = COALESCE(r.config_blob, '') "
-                  "WHERE r.repo_id = :r", {"r": repo_id})
+    row = speed_row(cat, repo_id)
     if row is None:
         return {}
     params, estimate, active, family, author, bases, rid, arch, gguf, pk = row
@@ -287,16 +286,6 @@ def side_facts(arg: str, shown: str, reader, result: dict, role: str) -> dict:
     if reader is None:
         return {}
     return catalog_facts(reader, shown.split(" (")[0])
-
-
-COPY_RATIO = 0.75  # a draft of at least 3/4 of the target's size is "of its size": no draft (query --all says so)
-
-
-def size_not_a_draft(target_params, draft_params) -> str | None:
-    """Why a model this size is no draft for a target that size (the words ``query --all`` marks it with)."""
-    if draft_params is None or not target_params or draft_params < COPY_RATIO * target_params:
-        return None
-    return "the target's size or larger" if draft_params < target_params else "larger than the target"
 
 
 def not_a_draft(t: dict, d: dict) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 from .. import engines as registry
 from ..catalog.classes import target_classes
 from ..catalog.reader import Reader
+from ..catalog.repofacts import crawl_scope, has_run
 from ..errors import QueryError
 from .members import has_candidates
 from .pipeline import near_misses
@@ -67,8 +68,6 @@ def looked_for_drafts(cat, repo_id: str) -> bool:
     and whatever else it happened to hold, and its empty answer says nothing about the Hub. A row written by
     a crawl of a family, author, search or the whole Hub (or of unknown origin: a hand-made or old catalog) has
     been looked around."""
-    row = cat.one("SELECT r.scope FROM repos p JOIN crawl_runs r ON r.id = p.crawl_run_id WHERE p.repo_id = :t",
-                  {"t": repo_id})
-    if row is None or row[0] != LIVE_SCOPE:
+    if crawl_scope(cat, repo_id) != LIVE_SCOPE:
         return True
-    return cat.one("SELECT 1 FROM crawl_runs WHERE scope = :s", {"s": discovery_scope(repo_id)}) is not None
+    return has_run(cat, discovery_scope(repo_id))

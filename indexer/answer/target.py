@@ -9,23 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import engines as registry
+from ..catalog.classes import engine_fact
 from ..catalog.reader import Reader, json_value
+from ..catalog.repofacts import TARGET_KEYS, gguf_twin, target_row, tokenizer_by_sha, twins
 from ..errors import EXIT_NOT_FOUND, QueryError
 from ..files import InputError
 from ..vocab.params import best_params
 from .lookup import find_repo_id, gguf_base, local_gguf_arg, looks_like_dir
 
-TARGET_SQL = (
-    "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
-    "r.reason, r.vocab_size, r.vocab_size_transformers, r.tokenizer_id, t.vocab_sha256, t.base_vocab_sha256, "
-    "t.max_id, t.vocab_len, t.hf_vocab_size, r.params_estimate, r.params_active_estimate, "
-    "r.params_estimate_source, r.tags FROM repos r LEFT JOIN tokenizers t ON t.id = r.tokenizer_id "
-    "WHERE r.repo_id = :rid"
-)
-TARGET_KEYS = ("pk", "repo_id", "params", "downloads", "author", "family", "is_chat", "gated", "status",
-               "reason", "vocab_size", "vocab_size_transformers", "tokenizer_id", "vocab_sha256",
-               "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size", "params_estimate",
-               "params_active_estimate", "params_estimate_source", "tags")
 # What a target takes from the repo whose tokenizer it borrows (a GGUF repo's base, a local directory's twin).
 TOKENIZER_KEYS = ("tokenizer_id", "vocab_sha256", "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size",
                   "vocab_size", "vocab_size_transformers")
@@ -68,13 +59,13 @@ def resolve_target(cat: Reader, target: str) -> Target:
             return _local_gguf_target(cat, target, gguf_path)
         return _local_target(cat, target)
     match = find_repo_id(cat.all, target, cat.dialect)  # RepoNotFound is a QueryError (exit 3, 404)
-    t = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": match.repo_id}), strict=True))
+    t = target_row(cat, match.repo_id)
+    assert t is not None  # find_repo_id found it
     note = f"{match.asked!r} matched {t['repo_id']}" if match.asked else None
     class_pk = t["pk"]
     if t["status"] != "ok":
         base_id = gguf_base(t["tags"]) if t["tokenizer_id"] is None else None
-        base = cat.one(TARGET_SQL, {"rid": base_id}) if base_id else None
-        base = dict(zip(TARGET_KEYS, base, strict=True)) if base else None
+        base = target_row(cat, base_id) if base_id else None
         if base is None or base["status"] != "ok":
             why = f" ({t['reason']})" if t["reason"] else ""
             if base_id:
@@ -96,11 +87,10 @@ def resolve_target(cat: Reader, target: str) -> Target:
 
 def hub_gguf(cat: Reader, pk: int, repo_id: str) -> str | None:
     """``REPO:QUANT`` when the repo is a GGUF repo whose header was read (its engine facts say so)."""
-    row = cat.one("SELECT e.gguf FROM repos r JOIN engine_facts e ON e.file_set_id = r.file_set_id "
-                  "AND e.config_blob = COALESCE(r.config_blob, '') WHERE r.id = :pk", {"pk": pk})
-    if row is None or row[0] is None:
+    gguf = engine_fact(cat, pk, "gguf")
+    if gguf is None:
         return None
-    return hub_gguf_name(repo_id, json_value(row[0]))
+    return hub_gguf_name(repo_id, json_value(gguf))
 
 
 def hub_gguf_name(repo_id: str, facts) -> str | None:
@@ -121,21 +111,19 @@ def _local_target(cat: Reader, path: str) -> Target:
 
         said = e.message.removeprefix(f"{path}: ").removeprefix(f"{Path(path)}: ")  # the path said once
         raise QueryError(f"target {path}: {said}") from None
-    tok = cat.one("SELECT id FROM tokenizers WHERE vocab_sha256 = :s", {"s": fp.vocab_sha256})
-    # ORDER BY repo_id, not the row id: which twin answers must not depend on the order a crawl inserted them.
-    twins = cat.all("SELECT repo_id, vocab_size, vocab_size_transformers, model_type FROM repos "
-                    "WHERE tokenizer_id = :t AND status = 'ok' ORDER BY repo_id LIMIT 5000",
-                    {"t": tok[0]}) if tok else []
-    same = [tw for tw in twins if tw[1] == config.vocab_size and tw[2] == config.vocab_size_transformers]
+    tok = tokenizer_by_sha(cat, fp.vocab_sha256)
+    found = twins(cat, tok) if tok is not None else []
+    same = [tw for tw in found if tw[1] == config.vocab_size and tw[2] == config.vocab_size_transformers]
     if not same:
-        had = sorted({f"{tw[1]}" for tw in twins})
+        had = sorted({f"{tw[1]}" for tw in found})
         why = (f"its tokenizer is in the catalog, but only with config vocab_size {', '.join(had)}, not "
-               f"{config.vocab_size}" if twins else
+               f"{config.vocab_size}" if found else
                f"no catalog repo has its tokenizer (get_vocab() sha256 {fp.vocab_sha256[:12]})")
         raise QueryError(f"target {path}: {why}; compare it with a draft by `indexer check {path} DRAFT`",
                          EXIT_NOT_FOUND)
     same.sort(key=lambda tw: tw[3] != config.model_type)
-    twin = dict(zip(TARGET_KEYS, cat.one(TARGET_SQL, {"rid": same[0][0]}), strict=True))
+    twin = target_row(cat, same[0][0])
+    assert twin is not None  # twins() found it
     t = dict.fromkeys(TARGET_KEYS)
     t.update({k: twin[k] for k in TOKENIZER_KEYS}, pk=-1, repo_id=str(path), status="ok",
              params_estimate=config.params_estimate, params_active_estimate=config.params_active_estimate,
@@ -161,9 +149,7 @@ def _local_gguf_target(cat: Reader, arg: str, path) -> Target:
     sha256 = f.vocab.tokens_sha256()
     assert sha256 is not None  # a converted vocabulary has its tokens
     sig = registry.gguf_signature(f.vocab, sha256)
-    twin = cat.one("SELECT r.id, r.repo_id FROM compat_classes c JOIN repo_classes rc ON rc.class_id = c.id "
-                   "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = :e AND c.class_key = :s "
-                   "ORDER BY r.repo_id LIMIT 1", {"s": sig, "e": registry.GGUF_ENGINE})
+    twin = gguf_twin(cat, registry.GGUF_ENGINE, sig)
     if twin is None:
         raise QueryError(f"target {arg}: no catalog repo has its GGUF vocabulary ({f.vocab.vocab_type}, n_vocab "
                          f"{f.vocab.n_vocab}, signature {sig[:12]}); compare it with a draft by "

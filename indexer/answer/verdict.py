@@ -15,7 +15,7 @@ from ..catalog.reader import Reader
 from ..engines.rules import fix_for
 from ..vocab.agreement import by_added, special_ids
 from .archrank import ArchVerdict
-from .members import params_source, ranked
+from .members import ranked
 from .scope import Scope
 
 
@@ -27,7 +27,6 @@ class Judged:
     outcome: str
     agreement: dict | None  # the vocabularies' agreement (None: one mapping)
     arch: ArchVerdict
-    params_source: str | None
     speedup: dict | None = None  # stage 3: the estimate on the first device asked
     setup: dict | None = None  # stage 3: the setup the estimate and the launch command are of
     launch: str | None = None
@@ -58,11 +57,10 @@ def judge(cat: Reader, s: Scope, members: list[Member]) -> list[Judged]:
     """Each candidate's verdict on the scope's engine."""
     out = []
     for m in members:
-        source = params_source(m)
         agreement = pair_agreement(cat, s, m)
         base = agreement["class"] if agreement is not None else registry.WORKS
         arch = s.arch.judge(base, m)
-        out.append(Judged(m, arch.outcome, agreement, arch, source))
+        out.append(Judged(m, arch.outcome, agreement, arch))
     return out
 
 

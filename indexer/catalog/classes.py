@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..vocab.params import estimate_from_name
 from .reader import Reader, int_list
 
 RATIO_LOW, RATIO_HIGH = 1 / 50, 1 / 5  # the preferred size of a draft, as a share of the target's
@@ -73,10 +74,23 @@ class Member:
     arch: object = None  # engine_facts.arch: JSON text as stored (parsed by the verdict stage)
     base_models: object = None
     gguf: object = None  # engine_facts.gguf: JSON text as stored
+    params_source: str | None = None  # "safetensors", "config" or "name"; None when the size is unknown
 
 
 def _member(values: Iterable) -> Member:
-    return Member(*values)
+    """A member with its size's source; a size from the name gives it its active parameters too."""
+    m = Member(*values)
+    if m.params is None:
+        return m
+    if m.hub_params is not None:
+        m.params_source = "safetensors"
+    elif m.estimate_source:
+        m.params_source = m.estimate_source
+    else:
+        named = estimate_from_name(m.repo_id)
+        m.params_active = named.active if named else None
+        m.params_source = "name"
+    return m
 
 
 @dataclass
@@ -237,6 +251,32 @@ def repo_name(cat: Reader, pk: int) -> str | None:
     """A repo's id by its primary key."""
     row = cat.one("SELECT repo_id FROM repos WHERE id = :i", {"i": pk})
     return row[0] if row else None
+
+
+# ---------------------------------------------------------------- copies: a repo's lineage in its class
+
+_COPY_SELECT = "SELECT r.repo_id, r.base_models, e.gguf, e.arch"
+_COPY_JOIN = ("JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
+              "AND e.config_blob = COALESCE(r.config_blob, '')")
+
+
+def lineage_of(cat: Reader, engine: str, pk: int) -> list[tuple]:
+    """(repo id, base_models, gguf, arch) of the other public members of the repo's class and lineage on
+    ``engine``, most downloaded first (one query through the class index)."""
+    return cat.all(
+        f"{_COPY_SELECT} FROM repo_classes rc0 JOIN repo_classes rc "
+        "ON rc.class_id = rc0.class_id AND rc.lineage_id = rc0.lineage_id AND rc.repo_pk <> rc0.repo_pk "
+        f"{_COPY_JOIN} WHERE rc0.engine = :e AND rc0.repo_pk = :pk "
+        "AND NOT rc.disabled AND NOT rc.gated ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 50",
+        {"e": engine, "pk": pk})
+
+
+def lineages_in(cat: Reader, class_ids: list[int], lineages: list[int]) -> list[tuple]:
+    """The same rows for every public member of ``lineages`` in ``class_ids``, most downloaded first."""
+    return cat.all(
+        f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE rc.class_id IN {int_list(class_ids)} "
+        f"AND rc.lineage_id IN {int_list(lineages)} AND NOT rc.disabled AND NOT rc.gated "
+        "ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 500")
 
 
 # ---------------------------------------------------------------- ranked members

@@ -1,0 +1,68 @@
+"""The SQL of what an answer reads about one repo: the target's row (its size, vocabulary and tokenizer), the
+repos that share a local side's tokenizer or GGUF vocabulary, a repo's speed facts, and the crawl run that wrote
+it. The answer (indexer/answer/) words and decides; these functions only read, through one
+:class:`~indexer.catalog.reader.Reader`.
+"""
+
+from __future__ import annotations
+
+from .reader import Reader
+
+TARGET_SQL = (
+    "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
+    "r.reason, r.vocab_size, r.vocab_size_transformers, r.tokenizer_id, t.vocab_sha256, t.base_vocab_sha256, "
+    "t.max_id, t.vocab_len, t.hf_vocab_size, r.params_estimate, r.params_active_estimate, "
+    "r.params_estimate_source, r.tags FROM repos r LEFT JOIN tokenizers t ON t.id = r.tokenizer_id "
+    "WHERE r.repo_id = :rid"
+)
+TARGET_KEYS = ("pk", "repo_id", "params", "downloads", "author", "family", "is_chat", "gated", "status",
+               "reason", "vocab_size", "vocab_size_transformers", "tokenizer_id", "vocab_sha256",
+               "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size", "params_estimate",
+               "params_active_estimate", "params_estimate_source", "tags")
+
+
+def target_row(cat: Reader, repo_id: str) -> dict | None:
+    """A repo's row as a target (``TARGET_KEYS``), None when the catalog lacks it."""
+    row = cat.one(TARGET_SQL, {"rid": repo_id})
+    return dict(zip(TARGET_KEYS, row, strict=True)) if row is not None else None
+
+
+def tokenizer_by_sha(cat: Reader, vocab_sha256: str) -> int | None:
+    """The id of the tokenizer with this get_vocab() sha256, None when no repo has it."""
+    row = cat.one("SELECT id FROM tokenizers WHERE vocab_sha256 = :s", {"s": vocab_sha256})
+    return row[0] if row else None
+
+
+def twins(cat: Reader, tokenizer_id: int) -> list[tuple]:
+    """(repo id, vocab_size, vocab_size_transformers, model_type) of the ok repos with this tokenizer, by repo id
+    (which twin answers must not depend on the order a crawl inserted them)."""
+    return cat.all("SELECT repo_id, vocab_size, vocab_size_transformers, model_type FROM repos "
+                   "WHERE tokenizer_id = :t AND status = 'ok' ORDER BY repo_id LIMIT 5000", {"t": tokenizer_id})
+
+
+def gguf_twin(cat: Reader, engine: str, signature: str) -> tuple | None:
+    """(pk, repo id) of the first repo, by repo id, in the ``engine`` class with this GGUF signature."""
+    return cat.one("SELECT r.id, r.repo_id FROM compat_classes c JOIN repo_classes rc ON rc.class_id = c.id "
+                   "JOIN repos r ON r.id = rc.repo_pk WHERE c.engine = :e AND c.class_key = :s "
+                   "ORDER BY r.repo_id LIMIT 1", {"s": signature, "e": engine})
+
+
+def speed_row(cat: Reader, repo_id: str) -> tuple | None:
+    """(params, params_estimate, params_active_estimate, family, author, base_models, repo_id, arch, gguf, pk): what
+    the speed model reads of a repo (``engine_facts.arch`` holds what compute derived from its config)."""
+    return cat.one("SELECT r.params, r.params_estimate, r.params_active_estimate, r.family, r.author, "
+                   "r.base_models, r.repo_id, e.arch, e.gguf, r.id FROM repos r LEFT JOIN engine_facts e "
+                   "ON e.file_set_id = r.file_set_id AND e.config_blob = COALESCE(r.config_blob, '') "
+                   "WHERE r.repo_id = :r", {"r": repo_id})
+
+
+def crawl_scope(cat: Reader, repo_id: str) -> str | None:
+    """The scope of the crawl run that wrote the repo's row (None: unknown, or no such repo)."""
+    row = cat.one("SELECT r.scope FROM repos p JOIN crawl_runs r ON r.id = p.crawl_run_id WHERE p.repo_id = :t",
+                  {"t": repo_id})
+    return row[0] if row is not None else None
+
+
+def has_run(cat: Reader, scope: str) -> bool:
+    """Whether a crawl run of this scope is recorded."""
+    return cat.one("SELECT 1 FROM crawl_runs WHERE scope = :s", {"s": scope}) is not None
