@@ -3,7 +3,7 @@
 ``indexer query`` ranks a class by (size window, lineage, kind) first, then by gated, downloads and repo; the
 (class_id, params) index held the window but not that order, so a big class was sorted whole at every query
 (a third of 103,200 rows, 12-17 ms at 1,000,000 repos). This index holds a class in that order
-(answer/ranking.py ``DOWNLOAD_ORDER``), so the query reads the head of the class instead. It is narrow (no
+(catalog/classes.py ``DOWNLOAD_ORDER``), so the query reads the head of the class instead. It is narrow (no
 covering columns: the head is a few hundred rows) to keep the catalog small.
 
 Revision ID: 0010
