@@ -14,6 +14,7 @@ from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, UNKNOWN, WORKS, Side, SpeedProfile, Verdict, released
 from .flags import convert_outtypes, quantize_types
 from .headrules import GGUFHeadRules
+from .server import Exchange, Reading, Server, chat_body
 from .setup import FILE, GGUF, HF, Setup, Source, noted
 
 LLAMACPP_MAX_VOCAB_DIFF = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE, common/speculative.cpp:30
@@ -354,8 +355,6 @@ def _server_release(get_json) -> str | None:
 def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
     """A greedy chat completion of exactly ``max_tokens`` tokens: ``max_tokens`` is an alias of ``n_predict``
     (tools/server/server-schema.cpp:44-48), ``ignore_eos`` keeps it going (server-schema.cpp:475)."""
-    from .server import Exchange, chat_body
-
     return Exchange("/v1/chat/completions", chat_body(prompt, max_tokens, ignore_eos=True))
 
 
@@ -363,8 +362,6 @@ def _server_reading(answer, timing):
     """The final response's ``timings`` (server-task.cpp:414-459 puts them on a chat completion):
     ``predicted_n`` tokens over ``predicted_ms`` (decode after the first token: server-common.h:418-449),
     ``draft_n`` / ``draft_n_accepted`` when the slot drafted (server-common.cpp:84-103)."""
-    from .server import Reading
-
     t = answer.get("timings") or {}
     text = ((answer.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
     n = int(t.get("predicted_n") or (answer.get("usage") or {}).get("completion_tokens") or 0)
@@ -375,8 +372,6 @@ def _server_reading(answer, timing):
 
 
 def _server():
-    from .server import Server
-
     return Server(
         release=_server_release, request=_server_request, reading=_server_reading,
         sources={

@@ -26,6 +26,7 @@ from .llamacpp import LLAMACPP_COMMIT
 from .llamacpp import _gguf_side as gguf_side
 from .llamacpp import rule as llamacpp_rule
 from .mlx import MLX_ARRAYS_CACHE, MLX_ROTATING, MLX_ROTATING_LISTED
+from .server import Exchange, Reading, Server, chat_body
 from .setup import DIR, FILE, GGUF, MLX, Setup, Source, is_float, noted
 
 VERSION = "08f0c075"  # mlx-engine
@@ -200,8 +201,6 @@ def _server_request(prompt: str, max_tokens: int, target: str | None = None, dra
     """A greedy chat completion on the v0 REST API (``/api/v0/chat/completions``), whose response has ``stats``:
     ``model`` and ``draft_model`` are LM Studio's model keys; without ``draft_model`` the request runs without
     speculation (api-changelog.md:146-152)."""
-    from .server import Exchange, chat_body
-
     extra = {"model": target} if target else {}
     if draft:
         extra["draft_model"] = draft
@@ -211,8 +210,6 @@ def _server_request(prompt: str, max_tokens: int, target: str | None = None, dra
 def _server_reading(answer, timing):
     """``stats.tokens_per_second`` and ``generation_time`` (seconds), and the draft counts in ``stats`` (the
     0.3.10 changelog) or, in later builds, in ``usage``; the quantization from ``model_info.quant``."""
-    from .server import Reading
-
     stats, usage = answer.get("stats") or {}, answer.get("usage") or {}
     counts = stats if any(k in stats for k in _DRAFT_COUNTS) else usage
     text = ((answer.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
@@ -232,8 +229,6 @@ def runtime_release(answer) -> str | None:
 
 
 def _server():
-    from .server import Server
-
     return Server(
         release=_server_release, request=_server_request, reading=_server_reading, answer_release=runtime_release,
         per_request_off=True,

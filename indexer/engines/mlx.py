@@ -24,6 +24,7 @@ from .base import (
     tokenizer_missing,
     tokenizer_sizes,
 )
+from .server import Exchange, Reading, Server, chat_body, decode_seconds, stream_text, stream_usage
 from .setup import DIR, MLX, Setup, Source, is_float
 
 # Oldest first: the commit d78bf58e lies between the 0.31.3 and 0.32.0 wheels (its cache.py, utils.py and model list are
@@ -236,8 +237,6 @@ def _server_release(get_json) -> str | None:
 def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
     """A greedy streamed chat completion with the usage at its end (``stream_options.include_usage``,
     mlx_lm/server.py:1484-1495): the client times the tokens."""
-    from .server import Exchange, chat_body
-
     body = chat_body(prompt, max_tokens, stream_options={"include_usage": True})
     return Exchange("/v1/chat/completions", {**body, "stream": True}, stream=True)
 
@@ -245,8 +244,6 @@ def _server_request(prompt: str, max_tokens: int, target: str | None = None, dra
 def _server_reading(events, timing):
     """Text and ``usage.completion_tokens``; no draft counts: stream_generate's ``from_draft`` (mlx_lm/generate.py:
     268-281) is not passed on to the response (server.py:226-231, 944-953 keep text, token, logprob, finish reason)."""
-    from .server import Reading, decode_seconds, stream_text, stream_usage
-
     return Reading(tokens=int(stream_usage(events).get("completion_tokens") or 0), seconds=decode_seconds(timing),
                    text=stream_text(events))
 
@@ -262,8 +259,6 @@ def fingerprint_release(answer) -> str | None:
 
 
 def _server():
-    from .server import Server
-
     return Server(
         release=_server_release, request=_server_request, reading=_server_reading, answer_release=fingerprint_release,
         sources={"release": "mlx_lm/server.py:48-50 (system_fingerprint)",

@@ -21,6 +21,7 @@ from .base import (
     tokenizer_missing,
 )
 from .headrules import HeadFacts, HeadRules, TargetShape, check
+from .server import Exchange, Reading, Server, chat_body, decode_seconds, stream_text, stream_usage
 from .setup import Setup, Source, requantized
 
 NAME = "sglang"  # the registry key: --engine sglang
@@ -315,8 +316,6 @@ def _server_release(get_json) -> str | None:
 def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
     """A greedy streamed chat completion of exactly ``max_tokens`` tokens, asking for the speculative details
     (``return_spec_tokens_details``, ``ignore_eos``: entrypoints/openai/protocol.py:961, 1012) and the usage."""
-    from .server import Exchange, chat_body
-
     body = chat_body(prompt, max_tokens, ignore_eos=True, return_spec_tokens_details=True,
                      stream_options={"include_usage": True})
     return Exchange("/v1/chat/completions", {**body, "stream": True}, stream=True)
@@ -326,8 +325,6 @@ def _server_reading(events, timing):
     """The last event's ``sglext.spec_tokens_details`` (entrypoints/openai/serving_chat.py:2703-2729):
     ``spec_num_proposed_drafts`` = verify passes x (draft tokens - 1), ``spec_num_correct_drafts`` kept,
     ``spec_verify_ct`` passes (managers/tokenizer_manager.py:3148-3172)."""
-    from .server import Reading, decode_seconds, stream_text, stream_usage
-
     details = {}
     for e in events:
         ext = e.get("sglext") if isinstance(e, dict) else None
@@ -343,8 +340,6 @@ def _server_reading(events, timing):
 
 
 def _server():
-    from .server import Server
-
     return Server(
         release=_server_release, request=_server_request, reading=_server_reading,
         sources={

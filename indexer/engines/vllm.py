@@ -24,6 +24,7 @@ from .base import (
     tokenizer_missing,
 )
 from .headrules import HeadFacts, HeadRules, TargetShape
+from .server import Exchange, Reading, Server, chat_body, decode_seconds
 from .setup import Setup, requantized
 from .transformers import VERSION as TRANSFORMERS_VERSION  # vLLM reads configs through transformers
 
@@ -523,24 +524,18 @@ def _server_release(get_json) -> str | None:
 
 def _server_request(prompt: str, max_tokens: int, target: str | None = None, draft: str | None = None):
     """A greedy chat completion of exactly ``max_tokens`` tokens (``ignore_eos``: :data:`IGNORE_EOS`)."""
-    from .server import Exchange, chat_body
-
     return Exchange("/v1/chat/completions", chat_body(prompt, max_tokens, ignore_eos=True))
 
 
 def _server_reading(answer, timing):
     """vLLM's response carries no draft counts: they are the ``/metrics`` counters (``SERVER.counters``); the
     response gives the text and ``usage.completion_tokens``."""
-    from .server import Reading, decode_seconds
-
     text = ((answer.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
     return Reading(tokens=int((answer.get("usage") or {}).get("completion_tokens") or 0),
                    seconds=decode_seconds(timing), text=text)
 
 
 def _server():
-    from .server import Server
-
     return Server(
         release=_server_release, request=_server_request, reading=_server_reading, metrics="/metrics",
         # prometheus_client exposes a Counter's samples with the suffix _total, a Histogram's as _sum and _count
