@@ -3,8 +3,9 @@
 whose speed-up was printed beside it: every flag known and not removed, every choice one the source lists, and the
 values the setup's (sources, quantizations, draft tokens).
 
-``check(setup, steps)`` -> (errors of the flags, differences from the setup); both empty: valid and running the
-estimated setup.
+``check(setup, steps, files)`` -> (errors of the flags, differences from the setup); both empty: valid and running
+the estimated setup. ``files`` (``catalog_files``): the GGUF repos' model files in the catalog the setup came from,
+so that a ``-hf REPO:TAG`` (or LM Studio's download at the tag) must pick a file the repo has, at the setup's type.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import shlex
 from indexer.engines import ENGINES, flags
 from indexer.engines.lmstudio import LMS, MODELS, SDK, on_gguf
 from indexer.engines.setup import DIR, FILE, GGUF, HF, MLX, from_dict, is_float, requantized
+from indexer.gguf.file import hf_matches
+from indexer.speed.quant import from_gguf_file_type
 
 MLX_RELEASE = ENGINES["mlx"].release
 
@@ -77,7 +80,20 @@ def check_hf(args: list[str]) -> list[str]:
     return [f"hf download: unknown option {a}" for a in args if a.startswith("-") and a not in _HF_OPTIONS]
 
 
-def check(setup_d: dict, steps: list[str]) -> tuple[list[str], list[str]]:
+def catalog_files(db: str) -> dict[str, list[tuple[str, str | None]]]:
+    """Every GGUF repo's model files in a SQLite catalog: repo id -> [(path, the type its name says)]."""
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT r.repo_id, g.path, g.quant FROM gguf_files g JOIN repos r ON r.id = g.repo_pk "
+                         "ORDER BY r.repo_id, g.path").fetchall()
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for repo, path, quant in rows:
+        out.setdefault(repo, []).append((path, quant))
+    return out
+
+
+def check(setup_d: dict, steps: list[str], files: dict | None = None) -> tuple[list[str], list[str]]:
     """(flag errors, differences from the setup) of the steps printed for ``setup_d`` (a ``setup`` JSON object)."""
     setup = from_dict(setup_d)
     errs: list[str] = []
@@ -101,7 +117,11 @@ def check(setup_d: dict, steps: list[str]) -> tuple[list[str], list[str]]:
         p = flags.parse(table, args)
         errs += [f"{' '.join(key)}: {e}" for e in p.errors]
         parsed.append((key, args, p))
-    diffs = SETUP_CHECKS[setup.engine](setup, parsed) if not errs else []
+    if errs:
+        return errs, []
+    engine_checks = SETUP_CHECKS[setup.engine]
+    diffs = engine_checks(setup, parsed, files or {}) if setup.engine in GGUF_REPO_ENGINES else engine_checks(
+        setup, parsed)
     return errs, diffs
 
 
@@ -131,17 +151,31 @@ def _made(parsed, src, out_flag_value: str) -> list[str]:
     return diffs
 
 
-def _llama_side(parsed, server, src, file_flags, hub_flags) -> list[str]:
+def _llama_side(parsed, server, src, file_flags, hub_flags, files) -> list[str]:
     file_v, hub_v = server.value(*file_flags), server.value(*hub_flags)
     if src.kind == GGUF:
         want = f"{src.repo}:{src.tag}" if src.tag else src.repo
-        ok = hub_v == want and (src.tag or "").upper() == (src.quant or "").upper()
-        return ([] if ok else [f"{hub_flags[0]} {hub_v} for {want} at {src.quant}"]) + _listed(src)
+        ok = hub_v == want and _at(src.tag, src.quant)
+        return ([] if ok else [f"{hub_flags[0]} {hub_v} for {want} at {src.quant}"]) + _listed(src, files)
     return _made_side(parsed, server, src, file_flags, file_v)
 
 
-def _listed(src) -> list[str]:
-    """A GGUF repo's tag must be the file the catalog lists (``stored``: the one whose header it read)."""
+def _at(named: str | None, quant: str | None) -> bool:
+    """Whether a GGUF name's tag is the type ``quant`` (Q4_K is Q4_K_M's alias)."""
+    q = from_gguf_file_type(named) if named else None
+    return q is not None and quant is not None and q.name.upper() == quant.upper()
+
+
+def _listed(src, files) -> list[str]:
+    """A GGUF repo's tag must pick files of the setup's type (llama-server takes the first path holding the tag:
+    common/download.cpp:655-673); without the repo's list, it must be the file whose header the catalog read."""
+    listed = files.get(src.repo)
+    if listed:
+        named = dict(listed)
+        hits = hf_matches([p for p, _ in listed], src.tag or "")
+        if not hits or not all(_at(named[h], src.quant) for h in hits):
+            return [f"{src.repo}:{src.tag}: the catalog lists no {src.quant} file it picks ({hits or 'none'})"]
+        return []
     if src.stored is not None and (src.tag or "").upper() != src.stored.upper():
         return [f"{src.repo}:{src.tag}: the catalog lists only its {src.stored} file"]
     return []
@@ -155,14 +189,14 @@ def _made_side(parsed, server, src, file_flags, file_v) -> list[str]:
     return _made(parsed, src, file_v)
 
 
-def llamacpp_checks(setup, parsed) -> list[str]:
+def llamacpp_checks(setup, parsed, files) -> list[str]:
     server = next((p for k, a, p in parsed if k == ("llama-server",)), None)
     if server is None:
         return ["no llama-server step"]
-    diffs = _llama_side(parsed, server, setup.target, ("-m", "--model"), ("-hf", "-hfr", "--hf-repo"))
+    diffs = _llama_side(parsed, server, setup.target, ("-m", "--model"), ("-hf", "-hfr", "--hf-repo"), files)
     if setup.draft is not None:
         diffs += _llama_side(parsed, server, setup.draft, ("-md", "--model-draft"),
-                             ("-hfd", "-hfrd", "--hf-repo-draft"))
+                             ("-hfd", "-hfrd", "--hf-repo-draft"), files)
     n = server.value("--spec-draft-n-max")
     if str(setup.draft_tokens or "") != (n or ""):
         diffs.append(f"--spec-draft-n-max {n}, estimated at {setup.draft_tokens}")
@@ -333,14 +367,14 @@ def _assigned(tree, var: str):
                 and any(isinstance(t, ast.Name) and t.id == var for t in n.targets))
 
 
-def _lms_side(parsed, src, gguf: bool, expr) -> list[str]:
+def _lms_side(parsed, src, gguf: bool, expr, files) -> list[str]:
     """One side: downloaded by ``get`` at its tag (GGUF) or as it is (MLX, float), else made by the steps and
     found by ``find`` at the path they put it."""
     name, args = expr.func.id, [ast.literal_eval(a) for a in expr.args]
     if src.kind == GGUF:
         ok = name == "get" and args[:2] == [src.repo, "gguf"] and (args[2:] or [""])[0].upper() == (
-            src.quant or "").upper() and (src.tag or "").upper() == (src.quant or "").upper()
-        return ([] if ok else [f"{src.repo}: {name}{tuple(args)} for its {src.quant} file"]) + _listed(src)
+            src.tag or "").upper() and _at(src.tag, src.quant)
+        return ([] if ok else [f"{src.repo}: {name}{tuple(args)} for its {src.quant} file"]) + _listed(src, files)
     if not gguf and src.kind != DIR and (src.kind == MLX or is_float(src.quant) or src.quant == src.stored):
         return [] if (name, args) == ("get", [src.repo, "safetensors"]) else [f"{src.repo}: {name}{tuple(args)}"]
     if name != "find":
@@ -362,7 +396,7 @@ def _lms_side(parsed, src, gguf: bool, expr) -> list[str]:
         [] if conv[0].value("--hf-path") == src.repo and "-q" not in conv[0].options else ["converts another"])
 
 
-def lmstudio_checks(setup, parsed) -> list[str]:
+def lmstudio_checks(setup, parsed, files) -> list[str]:
     """The script: only lmstudio-python's names (flags/lmstudio-1.5.0: its sync client's functions, methods and
     properties, a search hit's and a download option's fields) and prediction-config keys; each side's key from
     the download or the step that makes it; the draft and its tokens in respond(config=...)."""
@@ -388,11 +422,12 @@ def lmstudio_checks(setup, parsed) -> list[str]:
     if (ast.literal_eval(n) if n is not None else None) != setup.draft_tokens:
         diffs.append("draft tokens differ")
     gguf = on_gguf(setup)
-    diffs += _lms_side(parsed, setup.target, gguf, _assigned(tree, "target"))
-    diffs += _lms_side(parsed, setup.draft, gguf, _assigned(tree, "draft"))
+    diffs += _lms_side(parsed, setup.target, gguf, _assigned(tree, "target"), files)
+    diffs += _lms_side(parsed, setup.draft, gguf, _assigned(tree, "draft"), files)
     return diffs
 
 
+GGUF_REPO_ENGINES = ("llama.cpp", "lmstudio")  # their checks take the catalog's GGUF files
 SETUP_CHECKS = {"llama.cpp": llamacpp_checks, "mlx": mlx_checks, "sglang": sglang_checks, "vllm": vllm_checks,
                 "transformers": transformers_checks, "lmstudio": lmstudio_checks}
 

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 from crawlkit import crawled_catalog, set_meta
-from launchcheck import check, check_flags_only
+from launchcheck import catalog_files, check, check_flags_only
 from test_arch import HUB, write_model
 
 from indexer import engines as registry
@@ -70,7 +70,7 @@ def _commands(db: str):
                             yield engine, release, d
 
 
-def tally(commands) -> tuple[Counter, Counter, Counter, list]:
+def tally(commands, files: dict | None = None) -> tuple[Counter, Counter, Counter, list]:
     total, valid, exact, bad = Counter(), Counter(), Counter(), []
     seen = set()
     for engine, release, d in commands:
@@ -82,7 +82,7 @@ def tally(commands) -> tuple[Counter, Counter, Counter, list]:
         if d["setup"] is None:
             bad.append((engine, d["launch"], ["no setup"], []))
             continue
-        errs, diffs = check(d["setup"], d["setup"]["steps"])
+        errs, diffs = check(d["setup"], d["setup"]["steps"], files)
         valid[engine] += not errs
         exact[engine] += not errs and not diffs
         if errs or diffs:
@@ -98,7 +98,7 @@ def _table(total, valid, exact) -> str:
 
 def test_every_draft_command_parses_and_runs_the_estimated_setup(demo_catalog, arch_catalog):
     commands = [*_commands(str(demo_catalog)), *_commands(arch_catalog)]
-    total, valid, exact, bad = tally(commands)
+    total, valid, exact, bad = tally(commands, {**catalog_files(arch_catalog), **catalog_files(str(demo_catalog))})
     print("\n" + _table(total, valid, exact))
     for engine, launch, errs, diffs in bad[:20]:
         print(engine, launch[:160], errs, diffs)
@@ -419,8 +419,12 @@ def test_catalog_copies_replace_the_conversion_chain(demo_catalog):
                                                      "--q-bits 8 --mlx-path Lumen-7B-Instruct-8bit")
 
 
-def test_a_gguf_repo_runs_only_the_file_the_catalog_lists(demo_catalog):
-    db, gguf = str(demo_catalog), "lumen-ai/Lumen-7B-Instruct-GGUF"  # the catalog read its Q4_K_M file
+def test_a_gguf_repo_runs_its_file_at_the_type_asked(demo_catalog):
+    """The catalog lists every model file of a GGUF repo (the demo's 7B: Q4_K_M and Q8_0): a type it has runs that
+    file (-hf REPO:TAG, LM Studio's download at the tag), a type it lacks is made from the base model, said."""
+    db, gguf = str(demo_catalog), "lumen-ai/Lumen-7B-Instruct-GGUF"
+    files = catalog_files(db)
+    assert files[gguf] == [("Lumen-7B-Instruct-Q4_K_M.gguf", "Q4_K_M"), ("Lumen-7B-Instruct-Q8_0.gguf", "Q8_0")]
     for engine in ("llama.cpp", "lmstudio"):
         asked = run_query(gguf, engine=engine, db=db, speed=Options(hardware="RTX 4090", target_quant="Q5_K_M"))
         best = asked["drafts"][0]
@@ -428,15 +432,25 @@ def test_a_gguf_repo_runs_only_the_file_the_catalog_lists(demo_catalog):
         assert ":Q5_K_M" not in best["launch"] and "'Q5_K_M')" not in best["launch"]
         assert steps[0] == "hf download lumen-ai/Lumen-7B-Instruct --local-dir Lumen-7B-Instruct"  # the base, made
         assert target["repo"] == "lumen-ai/Lumen-7B-Instruct" and best["speedup"]["target_quant"] == "Q5_K_M"
-        assert steps[-1].endswith(f"  # {gguf}: the catalog lists no Q5_K_M file (only Q4_K_M); made from "
+        assert steps[-1].endswith(f"  # {gguf}: the catalog lists no Q5_K_M file (only Q4_K_M, Q8_0); made from "
                                   "lumen-ai/Lumen-7B-Instruct") and target["note"]
-        assert check(best["setup"], steps) == ([], [])
+        assert check(best["setup"], steps, files) == ([], [])
+        present = run_query(gguf, engine=engine, db=db, speed=Options(hardware="RTX 4090", target_quant="q8_0"))
+        best = present["drafts"][0]
+        target = best["setup"]["target"]
+        assert (target["repo"], target["kind"], target["tag"], target["quant"]) == (gguf, "gguf", "Q8_0", "Q8_0")
+        assert "note" not in target and best["speedup"]["target_quant"] == "Q8_0"
+        assert f"-hf {gguf}:Q8_0 " in best["launch"] or f"get('{gguf}', 'gguf', 'Q8_0')" in best["launch"]
+        assert check(best["setup"], best["setup"]["steps"], files) == ([], [])
     mlx_name = run_query(gguf, engine="llama.cpp", db=db, speed=Options(hardware="RTX 4090", target_quant="8bit"))
-    best = mlx_name["drafts"][0]  # no GGUF type of that name: the listed file, said
+    best = mlx_name["drafts"][0]  # no GGUF type of that name: the file read, said
     assert best["launch"].startswith(f"llama-server -hf {gguf}:Q4_K_M ") and "run at Q4_K_M" in best["launch"]
     assert best["speedup"]["target_quant"] == "Q4_K_M"
     as_listed = run_query(gguf, engine="llama.cpp", db=db, speed=Options(hardware="RTX 4090", target_quant="q4_k_m"))
     assert "note" not in as_listed["drafts"][0]["setup"]["target"]
-    # the check catches a tag the catalog does not list
+    # the check catches a tag that picks no file the catalog lists, or one of another type
     setup = {**best["setup"], "target": {**best["setup"]["target"], "tag": "Q5_K_M", "quant": "Q5_K_M"}}
-    assert any("lists only its Q4_K_M" in d for d in check(setup, [best["launch"].replace(":Q4_K_M", ":Q5_K_M")])[1])
+    assert any("lists no Q5_K_M file" in d for d in check(setup, [best["launch"].replace(":Q4_K_M", ":Q5_K_M")],
+                                                          files)[1])
+    setup = {**best["setup"], "target": {**best["setup"]["target"], "tag": "Q8_0", "quant": "Q4_K_M"}}
+    assert check(setup, [best["launch"].replace(":Q4_K_M", ":Q8_0")], files)[1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..catalog.measurements import rows as measurements
 from ..catalog.reader import Reader, json_value
+from ..catalog.repofacts import gguf_files
 from ..speed.facts import quant_from_facts, shape_from_facts
 from ..speed.model import Shape
 from .scope import Scope
@@ -38,9 +39,13 @@ def add(cat: Reader, s: Scope, judged: list[Judged], speed: Options | None) -> N
     opts = speed or Options()
     target = target_facts(cat, s, speed)
     copies_of = _draft_copies(cat, s, judged, speed)
+    files_of = gguf_files(cat, [j.member.pk for j in judged if gguf_quant(j.member.gguf) is not None]) if (
+        opts.draft_quant is not None) else {}  # a GGUF draft's files: its file at the type asked (answer/setup.py)
     found: list[dict] | None = None  # the target's measurements (indexer measure), read once
     for j in judged:
         draft = draft_facts(s, j, copies_of)
+        if j.member.pk in files_of:
+            draft["files"] = files_of[j.member.pk]
         measured = None
         if opts.measured:
             if found is None:

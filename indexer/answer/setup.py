@@ -26,8 +26,9 @@ from dataclasses import replace
 
 from ..catalog.classes import Member, lineage_of, lineages_in
 from ..catalog.reader import json_value
+from ..catalog.repofacts import gguf_files
 from ..engines import ENGINES
-from ..engines.llamacpp import makeable
+from ..engines.llamacpp import hub_tag, makeable
 from ..engines.setup import DIR, FILE, GGUF, HF, MLX, Setup, Source, plain, text
 from ..speed import model, quant
 from ..speed.facts import quant_from_facts
@@ -78,11 +79,14 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
     wanted = (quant.for_runtime(override, families) or override) if override is not None else None
     if kind == FILE:  # a local GGUF file runs as it is
         return Source(repo, FILE, stored or default, stored=stored)
-    if kind == GGUF:  # a GGUF repo: the file whose header was read, the one file of it the catalog lists
+    if kind == GGUF:  # a GGUF repo: the file whose header was read, else its file at the type asked
         listed = facts.get("tag")
         if wanted is None or listed is None or wanted.name.upper() == listed.upper():
             tag = wanted.name if wanted is not None else listed
             return Source(repo, GGUF, tag or stored or default, tag=tag, stored=stored)
+        tag = hub_tag(facts.get("files") or [], wanted.name)
+        if tag is not None:
+            return Source(repo, GGUF, wanted.name, tag=tag, stored=wanted.name)
         return _unlisted(facts, runtime, wanted, release, Source(repo, GGUF, listed, tag=listed, stored=stored))
     loads_as_stored = declared is not None and runtime != model.GGML and quant.for_runtime(declared, families)
     if declared is not None and loads_as_stored and (wanted is None or wanted.name == declared.name):
@@ -92,9 +96,12 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
     want = wanted or quant.lookup(default)
     copies = facts.get("copies") or []
     copy_kind = RUNTIME_KIND.get(runtime, HF)
-    for c in copies:  # a copy at the wanted quantization
+    for c in copies:  # a copy at the wanted quantization (a GGUF copy: its file of that type)
         if c["kind"] == copy_kind and c["quant"] is not None and c["quant"].name.upper() == want.name.upper():
             return Source(c["repo_id"], copy_kind, want.name, tag=c.get("tag"), stored=c["quant"].name)
+        tag = hub_tag(c.get("files") or [], want.name) if c["kind"] == copy_kind == GGUF else None
+        if tag is not None:
+            return Source(c["repo_id"], GGUF, want.name, tag=tag, stored=want.name)
     if wanted is None and copy_kind != HF:
         for c in copies:  # no quantization asked: a copy the engine loads as it is, at its own
             if c["kind"] == copy_kind and c["quant"] is not None and c["quant"].family in families:
@@ -107,11 +114,13 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
 
 
 def _unlisted(facts: dict, runtime: str, wanted: quant.Quant, release: str, as_stored: Source) -> Source:
-    """A GGUF repo asked at a type the catalog lists no file of (it holds the name of the file it read): the
-    model the repo was made from, converted to the type by the launch steps, when the repo names one base and the
-    steps can make the type; else the listed file. Either way the source says so (``note``)."""
+    """A GGUF repo asked at a type the catalog lists no file of (``files``: its model files; without them, the
+    one whose header the crawl read): the model the repo was made from, converted to the type by the launch steps,
+    when the repo names one base and the steps can make the type; else the file read. Either way the source says
+    so (``note``)."""
     repo, bases = facts.get("repo_id") or "?", facts.get("bases") or []
-    missing = f"{repo}: the catalog lists no {wanted.name} file (only {as_stored.tag})"
+    has = list(dict.fromkeys(q or p.rsplit("/", 1)[-1] for p, q in facts.get("files") or ())) or [as_stored.tag]
+    missing = f"{repo}: the catalog lists no {wanted.name} file (only {', '.join(map(str, has))})"
     if bases and runtime == model.GGML and wanted.family in quant.GGUF_FAMILIES and runs(runtime, wanted, release):
         return Source(bases[0], HF, wanted.name, note=f"{missing}; made from {bases[0]}")
     return replace(as_stored, note=f"{missing}; run at {as_stored.tag}")
@@ -147,7 +156,7 @@ def copies(cat, pk: int | None, repo_id: str, engine: str) -> list[dict]:
     checkpoint), most downloaded first. One query through the class index."""
     if pk is None or pk < 0:
         return []
-    return _copies(lineage_of(cat, engine, pk)).get(repo_id, [])
+    return _copies(cat, lineage_of(cat, engine, pk)).get(repo_id, [])
 
 
 def copies_among(cat, members: list[Member], classes: Iterable[int] = ()) -> dict[str, list[dict]]:
@@ -159,21 +168,25 @@ def copies_among(cat, members: list[Member], classes: Iterable[int] = ()) -> dic
     lineages = {m.lineage_id for m in members if m.lineage_id is not None}
     if not class_ids or not lineages:
         return {}
-    return _copies(lineages_in(cat, sorted(class_ids), sorted(lineages)), {m.repo_id for m in members})
+    return _copies(cat, lineages_in(cat, sorted(class_ids), sorted(lineages)), {m.repo_id for m in members})
 
 
-def _copies(rows, wanted: set[str] | None = None) -> dict[str, list[dict]]:
-    """repo id -> its copies among ``rows`` (repos whose base models name it), each with its kind and quant."""
+def _copies(cat, rows, wanted: set[str] | None = None) -> dict[str, list[dict]]:
+    """repo id -> its copies among ``rows`` (repos whose base models name it), each with its kind and quant (a
+    GGUF copy: the type of the file the crawl read, and its model files)."""
 
     out: dict[str, list[dict]] = {}
-    for rid, bases, gguf, arch in rows:
+    found = []
+    for rid, bases, gguf, arch, pk in rows:
         named = [b for b in (json_value(bases) or []) if wanted is None or b in wanted]
-        if not named:
-            continue
-        tag = gguf_quant(gguf)
+        if named:
+            found.append((rid, named, gguf_quant(gguf), arch, pk))
+    files = gguf_files(cat, [pk for _, _, tag, _, pk in found if tag is not None])
+    for rid, named, tag, arch, pk in found:
         speed = (json_value(arch) or {}).get("speed") if arch else None
         q = quant_from_facts(speed, tag)
         kind = GGUF if tag is not None else MLX if q is not None and q.family == quant.AFFINE else HF
         for base in named:
-            out.setdefault(base, []).append({"repo_id": rid, "kind": kind, "quant": q, "tag": tag})
+            out.setdefault(base, []).append({"repo_id": rid, "kind": kind, "quant": q, "tag": tag,
+                                             "files": files.get(pk, [])})
     return out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..catalog.measurements import rows, summary
 from ..catalog.reader import Reader, json_value
-from ..catalog.repofacts import speed_row
+from ..catalog.repofacts import gguf_files, speed_row
 from ..engines import ENGINES
 from ..engines import heads as rules
 from ..engines.heads import HeadFacts, TargetShape
@@ -85,7 +85,8 @@ def catalog_facts(cat, repo_id: str) -> dict:
     tag = gguf_quant(gguf)
     return {"shape": shape_from_facts(speed, params or estimate, active, rid), "gguf": tag is not None,
             "quant": quant_from_facts(speed, tag), "kind": GGUF if tag is not None else HF, "tag": tag, "pk": pk,
-            "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid}
+            "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid,
+            "files": gguf_files(cat, [pk]).get(pk, []) if tag is not None else []}
 
 
 def arch_facts(result: dict, role: str, name: str) -> dict:

@@ -255,7 +255,7 @@ def repo_name(cat: Reader, pk: int) -> str | None:
 
 # ---------------------------------------------------------------- copies: a repo's lineage in its class
 
-_COPY_SELECT = "SELECT r.repo_id, r.base_models, e.gguf, e.arch"
+_COPY_SELECT = "SELECT r.repo_id, r.base_models, e.gguf, e.arch, r.id"
 _COPY_JOIN = ("JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.file_set_id = r.file_set_id "
               "AND e.config_blob = COALESCE(r.config_blob, '')")
 

@@ -118,6 +118,21 @@ class Head(Base):
     params: Mapped[int | None] = mapped_column(BigInteger)  # own estimate from the config (no weights read)
 
 
+class GGUFModelFile(Base):
+    """One GGUF model file of a GGUF repo, as the crawl listed its tree (migration 0012): what ``llama-server -hf
+    REPO:QUANT`` and LM Studio's download can pick. A split model is one row (its first shard's path, ``parts``
+    shards); projectors and speculator heads are not model files. ``quant``: the type the name says, as llama-server
+    reads a name's tag (Q4_K_M, IQ4_XS, BF16), NULL when its tag is no GGUF type."""
+
+    __tablename__ = "gguf_files"
+
+    repo_pk: Mapped[int] = mapped_column(ForeignKey("repos.id"), primary_key=True)
+    path: Mapped[str] = mapped_column(String(255), primary_key=True)
+    quant: Mapped[str | None] = mapped_column(String(30))
+    parts: Mapped[int] = mapped_column(Integer, default=1)
+    size: Mapped[int | None] = mapped_column(BigInteger)  # bytes over every part, when the Hub gave each size
+
+
 class Tokenizer(Base):
     """One distinct vocabulary (token->id mapping as ``get_vocab()`` returns it)."""
 

@@ -6,7 +6,7 @@ it. The answer (indexer/answer/) words and decides; these functions only read, t
 
 from __future__ import annotations
 
-from .reader import Reader
+from .reader import Reader, int_list
 
 TARGET_SQL = (
     "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
@@ -66,3 +66,19 @@ def crawl_scope(cat: Reader, repo_id: str) -> str | None:
 def has_run(cat: Reader, scope: str) -> bool:
     """Whether a crawl run of this scope is recorded."""
     return cat.one("SELECT 1 FROM crawl_runs WHERE scope = :s", {"s": scope}) is not None
+
+
+def gguf_files(reader, pks: list[int]) -> dict[int, list[tuple[str, str | None]]]:
+    """GGUF repos' model files, (path, the type its name says), by repo pk and path (the ``gguf_files`` table);
+    {} for a catalog made before the table (the answers then know only the file the crawl read)."""
+    if not pks:
+        return {}
+    try:
+        rows = reader.all(f"SELECT repo_pk, path, quant FROM gguf_files WHERE repo_pk IN {int_list(sorted(pks))} "
+                          "ORDER BY repo_pk, path")
+    except Exception:  # noqa: BLE001 - any driver's "no such table": a catalog before migration 0012
+        return {}
+    out: dict[int, list[tuple[str, str | None]]] = {}
+    for pk, path, quant in rows:
+        out.setdefault(pk, []).append((path, quant))
+    return out

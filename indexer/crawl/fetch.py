@@ -43,6 +43,7 @@ class Fetched:
     gguf: GGUFRead | None = None  # gguf_hub.GGUFRead: a GGUF-only repo, read from one GGUF header
     from_copies: str | None = None  # a gated repo answered from blobs already held: a repo they came from
     waiting: bool = False  # gated, some blobs unknown: ``entries`` wait for public copies (BlobWait)
+    gguf_files: dict[str, int] = field(default_factory=dict)  # a GGUF repo's model files: {path: size, 0 unknown}
 
 
 def early_status(item: Listed, has_token: bool) -> Fetched | None:
@@ -207,6 +208,7 @@ class Fetcher:
     def _gguf(self, item: Listed, out: Fetched, files: dict) -> Fetched:
         """A GGUF-only repo: one GGUF header, range-read (indexer/gguf/hub.py)."""
         read = self.gguf.read(item.id, _sha(item), files)
+        out.gguf_files = {path: size for path, (size, _) in files.items()}
         if read is None:
             out.status, out.reason = "no_tokenizer", "no tokenizer files and no GGUF model file (projectors only)"
         else:

@@ -27,12 +27,24 @@ from sqlalchemy import delete, func, select
 from ..catalog.blobstore import BlobStore
 from ..catalog.compute_agreement import note_failure
 from ..catalog.db import insert_or_skip, is_write_conflict
-from ..catalog.models import Blob, BlobWait, CrawlQueue, EngineFacts, FileSet, Head, Repo, Tokenizer
+from ..catalog.models import (
+    Blob,
+    BlobWait,
+    CrawlQueue,
+    EngineFacts,
+    FileSet,
+    GGUFModelFile,
+    Head,
+    Repo,
+    Tokenizer,
+)
 from ..engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
+from ..gguf.file import model_files, split_info
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
+from ..speed.quant import from_gguf_file_type
 from ..vocab.agreement import reference_sha256
 from ..vocab.fingerprint import fingerprint_dir, transformers_version
 from ..vocab.modelconfig import ConfigFacts, check_dimensions, read_config
@@ -190,6 +202,8 @@ class CatalogWriter:
                 row.updated_at, row.crawl_run_id = now_utc(), run_id
             # a gone (deleted, moved, now private) repo waits for nothing: it must not be revived by a copy
             session.execute(delete(BlobWait).where(BlobWait.repo_id.in_([r.repo_id for r in rows])))
+            # nor lists files: a repo made private must not show what it holds
+            session.execute(delete(GGUFModelFile).where(GGUFModelFile.repo_pk.in_([r.id for r in rows])))
 
     def dequeue(self, session, repo_id: str) -> None:
         """Drop a repo from the crawl queue once nothing is left to retry (e.g. it turned private)."""
@@ -272,6 +286,8 @@ class CatalogWriter:
         self._blob_wait(session, item, fetched, now)
         session.flush()
         self._head_row(session, row.id, head, existed=existing_pk is not None)
+        self._gguf_file_rows(session, row.id, fetched.gguf_files if status == "ok" else {},
+                             existed=existing_pk is not None)
         return status, reason
 
     def _gguf_repo(self, session, row: Repo, read, now) -> tuple[str, str | None]:
@@ -372,6 +388,18 @@ class CatalogWriter:
             facts = head.to_dict()
             session.add(Head(repo_pk=repo_pk, **{k: facts[k] for k in HEAD_COLUMNS}))
             session.flush()
+
+    @staticmethod
+    def _gguf_file_rows(session, repo_pk: int, files: dict[str, int], existed: bool) -> None:
+        """The repo's ``gguf_files`` rows follow its latest tree: every GGUF model file (a split model once) with
+        the type its name says; none for a repo that is no GGUF repo now."""
+        if existed:
+            session.execute(delete(GGUFModelFile).where(GGUFModelFile.repo_pk == repo_pk))
+        for path, parts, size in model_files(files):
+            tag = split_info(path)[0]
+            quant = tag if tag and from_gguf_file_type(tag) is not None else None
+            session.add(GGUFModelFile(repo_pk=repo_pk, path=path, quant=quant, parts=parts, size=size))
+        session.flush()
 
     def _config_json(self, blob_id: str) -> dict | None:
         """config.json as a dict (None when it is not one), read once per blob; the fetch capped its size."""

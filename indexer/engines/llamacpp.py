@@ -199,6 +199,28 @@ def _gguf_side(src: Source, release: str, steps: list[str], taken: set[str]) -> 
     return "file", out
 
 
+def hub_tag(files: list[tuple[str, str | None]], quant: str) -> str | None:
+    """The tag of ``-hf REPO:TAG`` that loads a GGUF repo's file at ``quant`` (a speed.quant name), from the
+    catalog's list of its model files (path, the type its name says); None when the repo has no such file, or
+    when every such file's tag would also pick a file of another type (llama-server takes the first path that
+    matches, in the Hub's tree order: common/download.cpp:655-673 ``find_best_model``)."""
+    from ..gguf.file import hf_matches, split_info
+    from ..speed.quant import from_gguf_file_type
+
+    def at(named: str | None) -> bool:
+        q = from_gguf_file_type(named) if named else None
+        return q is not None and q.name.upper() == quant.upper()
+
+    paths, named = [p for p, _ in files], dict(files)
+    for path, _ in files:
+        tag = split_info(path)[0]
+        if at(named[path]) and tag:
+            hits = hf_matches(paths, tag)
+            if hits and all(at(named[h]) for h in hits):
+                return tag
+    return None
+
+
 def makeable(quant: str, release: str = LLAMACPP_COMMIT) -> bool:
     """Whether the chain can make a GGUF at ``quant``: a type of convert_hf_to_gguf.py's --outtype or of
     llama-quantize (read from the release's source: engines/data/flags)."""

@@ -13,6 +13,7 @@ name before ``.gguf`` and a ``-00001-of-00003`` suffix; split files keep all met
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,35 @@ def choose_file(files: dict[str, int]) -> str | None:
     a read has to go long (a huge vocabulary)."""
     firsts = {p: s for p, s in files.items() if is_model_file(p) and split_info(p)[1] == 1}
     return min(firsts, key=lambda p: (firsts[p], p)) if firsts else None
+
+
+def model_files(files: Mapping[str, int | None]) -> list[tuple[str, int, int | None]]:
+    """A repo's GGUF model files as llama-server counts them, sorted by path: (path of shard 1, shards, total size;
+    None when a shard's size is unknown or a shard is missing). A split model is one file: its shards share the
+    prefix and count (common/download.cpp:525-540 ``get_split_files``); projectors and heads are not models."""
+    sets: dict[tuple[str, int], dict[int, tuple[str, int | None]]] = {}
+    for path, size in files.items():
+        if not is_model_file(path):
+            continue
+        _, index, count = split_info(path)
+        prefix = _SPLIT.sub(r"\1", path[:-5]) if count > 1 else path
+        sets.setdefault((prefix, count), {})[index] = (path, size or None)
+    out = []
+    for (_, count), shards in sets.items():
+        if 1 not in shards:
+            continue  # llama-server loads a split model from its first shard only
+        sizes = [shards[i][1] if i in shards else None for i in range(1, count + 1)]
+        total = sum(s for s in sizes if s) if all(sizes) else None
+        out.append((shards[1][0], count, total))
+    return sorted(out)
+
+
+def hf_matches(paths, tag: str) -> list[str]:
+    """The model files ``-hf REPO:TAG`` can pick among ``paths``: shard 1 of each model whose path holds ``TAG``
+    followed by ``.`` or ``-``, case-insensitive (common/download.cpp:655-673 ``find_best_model``, which takes the
+    first of them in the Hub's tree order)."""
+    pattern = re.compile(re.escape(tag) + "[.-]", re.IGNORECASE)
+    return [p for p in paths if is_model_file(p) and pattern.search(p) and split_info(p)[1] == 1]
 
 
 _TK = Keys.Tokenizer
