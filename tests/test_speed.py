@@ -231,6 +231,16 @@ def test_a_gate_stops_drafts_early_and_yields_fewer_tokens():
     assert sum(gated.verify.values()) == pytest.approx(1.0) and max(gated.verify) == 17
 
 
+def test_a_draft_shorter_than_n_min_is_a_plain_step():
+    from indexer.speed.gate import DraftGate, round_of
+
+    assert round_of(0.8, 3, DraftGate(0.0, n_min=5)) == round_of(0.8, 3, DraftGate(0.9, n_min=5))
+    r = round_of(0.8, 3, DraftGate(0.0, n_min=5))
+    assert (r.tokens, r.passes, r.drafted, r.verify) == (1.0, 0.0, 0.0, {1: 1.0})
+    short = round_of(0.8, 8, DraftGate(0.5, n_min=5))  # drafts under 5 thrown away: those rounds verify 1 token
+    assert 0 < short.verify[1] < 1 and all(k >= 6 for k in short.verify if k != 1)
+
+
 def test_llama_servers_reported_acceptance_inverts_to_the_per_token_alpha():
     from indexer.speed.gate import DraftGate, drafted_acceptance, per_token_alpha
 

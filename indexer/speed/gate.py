@@ -90,8 +90,10 @@ def round_of(alpha: float, n: int, gate: DraftGate | None, spread: float = CONFI
     or at n). No gate: n tokens every round, Leviathan's round."""
     if gate is None or (gate.p_min <= 0.0 and gate.n_min <= n):
         return Round(tokens_per_round(alpha, n), float(n), float(n), {n + 1: 1.0})
-    q, a = gate_rates(alpha, gate.p_min, spread)
     m = gate.n_min
+    if m > n:  # a cap below the minimum: the server does not draft (tools/server/server.cpp:3683-3687 @4227c9be4)
+        return Round(1.0, 0.0, 0.0, {1: 1.0})
+    q, a = gate_rates(alpha, gate.p_min, spread)
     first = 1 if gate.keeps_unsure else 0  # the shortest draft: the unsure token kept, or nothing
     lengths = {}
     for length in range(first, n + 1):  # P(L = length)
