@@ -45,6 +45,15 @@ def corpus_dirs(oracle) -> list[Path]:
     return sorted(MODELS / name for name in oracle["models"])
 
 
+@pytest.fixture(scope="session")
+def corpus_sides(corpus_dirs) -> dict:
+    """Every corpus directory as the rules see it, made once a run (several modules judge all 552 ordered pairs;
+    a side keeps its reference-text counts and agreements once taken)."""
+    from indexer.answer.localdir import side_from_dir  # after the environment above is set
+
+    return {d.name: side_from_dir(d) for d in corpus_dirs}
+
+
 @pytest.fixture(autouse=True)
 def hermetic_client(monkeypatch):
     """No telemetry, no Xet, no token, never offline, even if a test changed the environment."""

@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import CORPUS, MODELS, needs_corpus
 
-from indexer.answer.localdir import side_from_dir
 from indexer.answer.query import QueryError, run_query
 from indexer.answer.rule_inputs import side_from_catalog
 from indexer.catalog.compute import compute
 from indexer.cli import cli
-from indexer.engines import ENGINES, Verdict, verdicts
+from indexer.engines import ENGINES, Verdict
+from indexer.engines import verdicts as engine_verdicts
 from indexer.hubsim.repos import split_flat_name
 
 pytestmark = needs_corpus
@@ -61,6 +61,19 @@ def vocabulary_verdict(v: Verdict) -> Verdict:
 
 # The releases the oracle's engine rules were read at (the verdicts at the old pins stay the oracle's).
 OLD_PINS = {"transformers": "5.24.0", "vllm": "0.33.0", "mlx": "d78bf58e"}
+
+
+
+_VERDICTS: dict = {}  # (sides, target, draft, releases) -> every engine's verdict: each pair is judged once a run
+
+
+def verdicts(t, d, releases: dict | None = None) -> dict[str, Verdict]:
+    """:func:`indexer.engines.verdicts` of a pair of the module's sides, memoised (the tests read, never change,
+    the verdicts; several tests walk all 552 pairs, at and before the pins)."""
+    key = (id(t), id(d), tuple(sorted((releases or {}).items())))
+    if key not in _VERDICTS:
+        _VERDICTS[key] = (t, d, engine_verdicts(t, d, releases))  # t and d kept: their ids stay theirs
+    return _VERDICTS[key][2]
 
 
 def agreement(sides: dict, engines_oracle: dict, releases: dict | None = None) -> dict:
@@ -117,8 +130,8 @@ def assert_gguf_facts(sides: dict, engines_oracle: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def local_sides(engines_oracle):
-    return {name: side_from_dir(MODELS / name) for name in engines_oracle["models"]}
+def local_sides(engines_oracle, corpus_sides):
+    return {name: corpus_sides[name] for name in engines_oracle["models"]}
 
 
 def test_every_pair_and_engine_equals_the_oracle_from_local_directories(local_sides, engines_oracle):

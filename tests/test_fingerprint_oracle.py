@@ -5,7 +5,6 @@ import json
 import pytest
 from conftest import CORPUS, needs_corpus
 
-from indexer.answer.localdir import side_from_dir
 from indexer.engines.rules import sglang
 from indexer.vocab.fingerprint import fingerprint_dir
 
@@ -45,8 +44,8 @@ def test_partition_by_fingerprint_equals_oracle_groups(fingerprints, oracle):
     assert sorted(map(sorted, ours.values())) == sorted(map(sorted, oracle["vocab_groups"]))
 
 
-def test_sglang_verdict_of_every_ordered_pair_equals_oracle(corpus_dirs, oracle):
-    sides = {d.name: side_from_dir(d) for d in corpus_dirs}
+def test_sglang_verdict_of_every_ordered_pair_equals_oracle(corpus_sides, oracle):
+    sides = corpus_sides
     expected = {}
     agree = json.loads((CORPUS / "oracle-agreement.json").read_text())["pairs"]
     agreeing = {(p["target"], p["draft"]) for p in agree if p["cls"] in ("identical", "works")}
