@@ -128,6 +128,11 @@ def test_check_estimates_and_launches_the_same_file(hub, engine):
         text = CliRunner().invoke(cli, ["check", "--db", db, TARGET, DRAFT, "--engine", engine, "--quant", asked,
                                         "--draft-quant", "Q4_K_M", "--hardware", "RTX 4090"])
         assert text.exit_code == 0 and f"{asked} target" in text.output
+        query = CliRunner().invoke(cli, ["query", "--db", db, "--target", TARGET, "--engine", engine, "--quant",
+                                         asked, "--draft-quant", "Q4_K_M", "--hardware", "RTX 4090", "--json"])
+        assert query.exit_code == 0, query.output
+        entry = next(d for d in json.loads(query.stdout)["drafts"] if d["repo_id"] == DRAFT)
+        assert entry["launch"] == figure["launch"] and entry["speedup"]["target_quant"] == asked  # query = check
 
 
 def test_a_repo_without_its_file_list_runs_the_file_read(hub, tmp_path):
