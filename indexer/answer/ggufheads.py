@@ -6,6 +6,7 @@ head rules (``Engine.heads``, a ``GGUFHeadRules``). The JSON shape is the head a
 from __future__ import annotations
 
 from .. import engines as registry
+from ..catalog.headrows import gguf_repo, gguf_repos
 from ..catalog.reader import Reader, json_value
 from ..engines.headrules import GGUFHeadRules
 from ..errors import QueryError
@@ -13,9 +14,6 @@ from ..vocab.archconfig import ArchFacts
 from .lookup import find_repo_id, gguf_base
 from .target import hub_gguf_name
 
-GGUF_REPOS = ("SELECT r.id, r.repo_id, r.downloads, r.tags, r.base_models, e.gguf, e.arch FROM repos r "
-              "JOIN engine_facts e ON e.file_set_id = r.file_set_id AND e.config_blob = COALESCE(r.config_blob, '') "
-              "WHERE r.tokenizer_id IS NULL AND e.arch IS NOT NULL")
 KINDS = {"mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash"}  # --method -> the header's head kind
 
 
@@ -42,7 +40,7 @@ def _name(r: dict) -> str:
 def gguf_target(cat: Reader, target: str) -> dict | None:
     """The catalog row of a GGUF repo whose header the crawl read (its facts), None for any other repo."""
     match = find_repo_id(cat.all, target, cat.dialect)
-    row = cat.one(GGUF_REPOS + " AND r.repo_id = :r", {"r": match.repo_id})
+    row = gguf_repo(cat, match.repo_id)
     return _row(row) if row is not None else None
 
 
@@ -81,7 +79,7 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     assert isinstance(heads, GGUFHeadRules)  # headquery sends only engines whose heads are GGUF files here
     spec_type, source = heads.methods[method]
     match = find_repo_id(cat.all, target, cat.dialect)
-    row = cat.one(GGUF_REPOS + " AND r.repo_id = :r", {"r": match.repo_id})
+    row = gguf_repo(cat, match.repo_id)
     if row is None:
         raise QueryError(f"{match.repo_id} is not a GGUF repo whose header the catalog read: "
                          f"{entry.display} runs {method} heads from GGUF files (ask for a GGUF repo of it)")
@@ -100,7 +98,7 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
             missed.append({**_entry(t, None, reasons, None, spec_type, "built-in"), "failed_check": failed[0],
                            "reason": f"{failed[2]} ({failed[3]})", "fix": None})
     ours = _declared(t) | {t["repo_id"].lower()}
-    for r in (_row(x) for x in cat.all(GGUF_REPOS)):
+    for r in (_row(x) for x in gguf_repos(cat)):
         h = r["arch"].head if r["arch"] else None
         if not h or h.get("embedded") or h.get("kind") != KINDS[method] or r["pk"] == t["pk"]:
             continue

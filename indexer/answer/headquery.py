@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import engines as registry
+from ..catalog.headrows import HEAD_COLS, base_models, head_rows, target_row
 from ..catalog.reader import Reader
 from ..catalog.reader import json_value as _json
 from ..engines import heads as rules
@@ -25,16 +26,6 @@ from .speedup import Options, catalog_facts, head_estimate
 
 HEAD_METHODS = tuple(rules.METHOD_ALGORITHMS)  # eagle, eagle3, dflash
 MAX_CHAIN = 20  # base-model hops followed (the Hub allows cycles in hand-written cards)
-TARGET_COLS = ("id", "repo_id", "status", "reason", "model_type", "architectures", "hidden_size", "num_hidden_layers",
-               "vocab_size", "vocab_size_transformers", "mtp_layers", "mtp_key", "text_config_key",
-               "text_model_type", "base_models", "params", "params_estimate", "params_estimate_source")
-HEAD_COLS = ("algorithm", "format", "layer_model_type", "verifier", "hidden_size", "target_hidden_size", "vocab_size",
-             "draft_vocab_size", "aux_layer_ids", "aux_key", "num_target_layers", "mask_token_id",
-             "speculative_tokens", "params")
-HEAD_SQL = ("SELECT r.repo_id, r.downloads, r.architectures, r.base_models, "
-            + ", ".join(f"h.{c}" for c in HEAD_COLS) +
-            " FROM heads h JOIN repos r ON r.id = h.repo_pk WHERE r.status = 'head' AND NOT r.disabled")
-
 
 class HeadCatalog:
     """The catalog reads a head answer needs, over the request's :class:`~indexer.catalog.reader.Reader`."""
@@ -47,8 +38,7 @@ class HeadCatalog:
         """The target's catalog row by repo id or near name, with ``note`` saying what was matched."""
 
         match = find_repo_id(self.cat.all, text, self.cat.dialect)  # RepoNotFound is a QueryError (exit 3, 404)
-        row = self.cat.one(f"SELECT {', '.join(TARGET_COLS)} FROM repos WHERE repo_id = :r", {"r": match.repo_id})
-        out = dict(zip(TARGET_COLS, row, strict=True))
+        out = target_row(self.cat, match.repo_id)
         out["architectures"] = _json(out["architectures"]) or []
         out["base_models"] = _json(out["base_models"]) or []
         out["note"] = f"{match.asked!r} matched {out['repo_id']}" if match.asked else None
@@ -74,15 +64,8 @@ class HeadCatalog:
     def heads(self, algorithms: tuple[str, ...] | None = None, repo_id: str | None = None
               ) -> tuple[list[HeadFacts], dict]:
         """Head facts (and downloads by id) of the catalog's heads, of some algorithms or one repo."""
-        sql, params = HEAD_SQL, {}
-        if algorithms:
-            sql += " AND h.algorithm IN (" + ", ".join(f":a{i}" for i in range(len(algorithms))) + ")"
-            params.update({f"a{i}": a for i, a in enumerate(algorithms)})
-        if repo_id:
-            sql += " AND r.repo_id = :rid"
-            params["rid"] = repo_id
         out, downloads = [], {}
-        for row in self.cat.all(sql, params):
+        for row in head_rows(self.cat, algorithms, repo_id):
             repo, dl, archs, bases, *facts = row
             f = dict(zip(HEAD_COLS, facts, strict=True))
             f["aux_layer_ids"] = _json(f["aux_layer_ids"])
@@ -96,9 +79,7 @@ class HeadCatalog:
         if key not in self._chains:
             seen, todo = [repo_id], [repo_id]
             while todo and len(seen) < MAX_CHAIN:
-                row = self.cat.one("SELECT base_models FROM repos WHERE lower(repo_id) = :r",
-                                   {"r": todo.pop(0).lower()})
-                for parent in (_json(row[0]) or []) if row else []:
+                for parent in _json(base_models(self.cat, todo.pop(0))) or []:
                     if isinstance(parent, str) and parent.lower() not in {s.lower() for s in seen}:
                         seen.append(parent)
                         todo.append(parent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..catalog.reader import Reader, json_value
+from ..catalog.repofacts import TOKENIZER_FACTS, engine_facts_row, rule_row, tokenizer_row
 from ..catalog.tokenstore import TokenStore, default_dir
 from ..engines import Side
 from ..errors import CatalogError, InputError
@@ -12,16 +13,7 @@ from ..vocab.archconfig import ArchFacts
 from .lookup import find_repo_id, gguf_base
 from .target import hub_gguf_name
 
-TOKENIZER_FACTS = (
-    "vocab_sha256", "base_vocab_sha256", "vocab_len", "max_id", "id_holes", "hf_vocab_size", "added_tokens",
-    "bos_token", "bos_token_id", "eos_token", "eos_token_id", "pad_token", "pad_token_id", "unk_token",
-    "unk_token_id", "add_bos_token", "add_eos_token", "model_type", "tokenizer_class", "method",
-)
 BOOLEAN_FACTS = ("add_bos_token", "add_eos_token")  # 0/1 from sqlite3: the rules and the JSON want booleans
-REPO_COLS = ("id", "repo_id", "status", "reason", "tags", "tokenizer_id", "file_set_id", "config_blob", "vocab_size",
-             "vocab_size_transformers", "model_type")
-ENGINE_FACT_COLS = ("vllm_vocab_size", "text_config_error", "has_vision_config", "gguf", "gguf_error",
-                    "gguf_converted", "gguf_tokens_sha256", "arch")
 
 
 def _flag(value) -> bool | None:
@@ -36,11 +28,6 @@ def tokenizer_facts(row: dict) -> dict:
         facts[key] = _flag(facts[key])
     facts["fallback_reason"] = None
     return facts
-
-
-def _repo(cat: Reader, repo_id: str) -> dict | None:
-    row = cat.one(f"SELECT {', '.join(REPO_COLS)} FROM repos WHERE repo_id = :r", {"r": repo_id})
-    return dict(zip(REPO_COLS, row, strict=True)) if row else None
 
 
 def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool = True,
@@ -64,28 +51,25 @@ def side_from_catalog(repo_id: str, *, db: str | None = None, with_vocab: bool =
 
     cat = reader
     match = find_repo_id(cat.all, repo_id, cat.dialect)  # RepoNotFound: exit 3, HTTP 404
-    repo = _repo(cat, match.repo_id)
+    repo = rule_row(cat, match.repo_id)
     assert repo is not None  # find_repo_id found it
     name = match.repo_id
     # a GGUF repo whose header was read has its own facts (a file set); only others borrow a base's
     base_id = gguf_base(repo["tags"]) if repo["tokenizer_id"] is None and repo["file_set_id"] is None else None
-    base = _repo(cat, base_id) if base_id else None
+    base = rule_row(cat, base_id) if base_id else None
     if base is not None and base["status"] == "ok" and base["tokenizer_id"] is not None:
         name = f"{repo['repo_id']} (tokenizer of its base {base['repo_id']})"
         repo = base
     tok = None
     if repo["tokenizer_id"] is not None:
-        row = cat.one(f"SELECT {', '.join(TOKENIZER_FACTS)} FROM tokenizers WHERE id = :t", {"t": repo["tokenizer_id"]})
-        tok = dict(zip(TOKENIZER_FACTS, row, strict=True)) if row else None
+        tok = tokenizer_row(cat, repo["tokenizer_id"])
     if tok is None and repo["status"] != "ok":
         why = f": {repo['reason']}" if repo["reason"] else ""
         raise InputError(repo["status"], f"{name} is in the catalog with status {repo['status']}{why}")
     facts = tokenizer_facts(tok) if tok is not None else None
     ef = None
     if repo["file_set_id"] is not None:
-        row = cat.one(f"SELECT {', '.join(ENGINE_FACT_COLS)} FROM engine_facts WHERE file_set_id = :f "
-                      "AND config_blob = :c", {"f": repo["file_set_id"], "c": repo["config_blob"] or ""})
-        ef = dict(zip(ENGINE_FACT_COLS, row, strict=True)) if row else None
+        ef = engine_facts_row(cat, repo["file_set_id"], repo["config_blob"])
     store = TokenStore(default_dir(cat.db))
     vocab = None
     if with_vocab and facts is not None:

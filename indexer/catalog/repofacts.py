@@ -1,7 +1,7 @@
 """The SQL of what an answer reads about one repo: the target's row (its size, vocabulary and tokenizer), the
-repos that share a local side's tokenizer or GGUF vocabulary, a repo's speed facts, and the crawl run that wrote
-it. The answer (indexer/answer/) words and decides; these functions only read, through one
-:class:`~indexer.catalog.reader.Reader`.
+repos that share a local side's tokenizer or GGUF vocabulary, a repo as the rules see it (its row, tokenizer and
+engine facts), a repo's speed facts, and the crawl run that wrote it. The answer (indexer/answer/) words and
+decides; these functions only read, through one :class:`~indexer.catalog.reader.Reader`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,17 @@ TARGET_KEYS = ("pk", "repo_id", "params", "downloads", "author", "family", "is_c
                "reason", "vocab_size", "vocab_size_transformers", "tokenizer_id", "vocab_sha256",
                "base_vocab_sha256", "max_id", "vocab_len", "hf_vocab_size", "params_estimate",
                "params_active_estimate", "params_estimate_source", "tags")
+
+
+REPO_COLS = ("id", "repo_id", "status", "reason", "tags", "tokenizer_id", "file_set_id", "config_blob", "vocab_size",
+             "vocab_size_transformers", "model_type")  # a repo as the rules see it (answer/rule_inputs.py)
+TOKENIZER_FACTS = (
+    "vocab_sha256", "base_vocab_sha256", "vocab_len", "max_id", "id_holes", "hf_vocab_size", "added_tokens",
+    "bos_token", "bos_token_id", "eos_token", "eos_token_id", "pad_token", "pad_token_id", "unk_token",
+    "unk_token_id", "add_bos_token", "add_eos_token", "model_type", "tokenizer_class", "method",
+)
+ENGINE_FACT_COLS = ("vllm_vocab_size", "text_config_error", "has_vision_config", "gguf", "gguf_error",
+                    "gguf_converted", "gguf_tokens_sha256", "arch")
 
 
 def target_row(cat: Reader, repo_id: str) -> dict | None:
@@ -82,3 +93,22 @@ def gguf_files(reader, pks: list[int]) -> dict[int, list[tuple[str, str | None]]
     for pk, path, quant in rows:
         out.setdefault(pk, []).append((path, quant))
     return out
+
+
+def rule_row(cat: Reader, repo_id: str) -> dict | None:
+    """A repo's row as the rules see it (``REPO_COLS``), None when the catalog lacks it."""
+    row = cat.one(f"SELECT {', '.join(REPO_COLS)} FROM repos WHERE repo_id = :r", {"r": repo_id})
+    return dict(zip(REPO_COLS, row, strict=True)) if row else None
+
+
+def tokenizer_row(cat: Reader, tokenizer_id: int) -> dict | None:
+    """A tokenizer's stored fingerprint facts (``TOKENIZER_FACTS``), None when unknown."""
+    row = cat.one(f"SELECT {', '.join(TOKENIZER_FACTS)} FROM tokenizers WHERE id = :t", {"t": tokenizer_id})
+    return dict(zip(TOKENIZER_FACTS, row, strict=True)) if row else None
+
+
+def engine_facts_row(cat: Reader, file_set_id: int, config_blob: str | None) -> dict | None:
+    """The engine facts compute derived for a file set and config (``ENGINE_FACT_COLS``), None when not yet."""
+    row = cat.one(f"SELECT {', '.join(ENGINE_FACT_COLS)} FROM engine_facts WHERE file_set_id = :f "
+                  "AND config_blob = :c", {"f": file_set_id, "c": config_blob or ""})
+    return dict(zip(ENGINE_FACT_COLS, row, strict=True)) if row else None
