@@ -11,6 +11,7 @@ and running the estimated setup.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 
 import pytest
@@ -52,15 +53,19 @@ def _targets(db: str) -> list[str]:
 
 
 def _commands(db: str):
-    """(engine, release, the entry's setup, its steps) for every draft any query lists."""
+    """(engine, release, the entry's setup, its steps) for every draft any query lists: at the newest release on
+    every device and quantization asked, at the older ones (their own flag tables) on a datacenter GPU and a Mac
+    with the setup's own quantization; every release crossed whole with INDEXER_LAUNCH_EVERY=1."""
+    every = os.environ.get("INDEXER_LAUNCH_EVERY") == "1"
     for target in _targets(db):
         for engine in DRAFT_ENGINES:
             entry = registry.ENGINES[engine]
             runtimes = {entry.speed.runtime} | ({entry.speed.gguf.runtime} if entry.speed.gguf else set())
             quants = sorted({q for r in runtimes for q in QUANTS[r]}, key=str)
             for release in entry.releases:
-                for device in DEVICES:
-                    for q in quants:
+                newest = every or release == entry.releases[-1]
+                for device in DEVICES if newest else (None, "M4 Max"):
+                    for q in quants if newest else [None]:
                         opts = Options(hardware=device, target_quant=q)
                         try:
                             res = run_query(target, engine=engine, db=db, release=release, speed=opts, limit=5)
