@@ -7,11 +7,25 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
-from indexer.engines import ENGINES
+import pytest
+
+from indexer.engines import ENGINES, tables
 from indexer.engines.archrules import ArchRule, TypeIn
-from indexer.engines.audit import audit, coverage, exit_status, main, module_citations, pin
+from indexer.engines.audit import (
+    audit,
+    citations,
+    coverage,
+    exit_status,
+    key_of,
+    load_audited,
+    load_pins,
+    main,
+    module_citations,
+    pin,
+)
 from indexer.engines.base import released
 
 GENERATE = """\
@@ -48,9 +62,10 @@ ROWS = (
 )
 
 
-def toy():
-    return released(releases=("1.0",), name="toy", display="Toy", version="toy 1.0", sources={}, facts=(),
-                    rule=None, class_key=(), launch=None, sizes=None, arch_rules=ROWS)
+def toy(releases=("1.0",), read_at=None):
+    rows = tuple(replace(r, read_at=read_at) for r in ROWS)
+    return released(releases=releases, name="toy", display="Toy", version="toy 1.0", sources={}, facts=(),
+                    rule=None, class_key=(), launch=None, sizes=None, arch_rules=rows)
 
 
 def tree(root: Path) -> Path:
@@ -67,8 +82,8 @@ def statuses(root: Path, pins: dict) -> dict:
 
 def pinned(tmp_path) -> tuple[Path, dict]:
     root = tree(tmp_path / "src")
-    made, failed = pin(toy(), root, "1.0")
-    assert not failed and len(made) == 4
+    made, failed, held = pin(toy(), root, "1.0")
+    assert not failed and len(made) == 4 and set(held["1.0"].values()) == {"here"}
     return root, {"1.0": made}
 
 
@@ -160,10 +175,73 @@ def test_a_module_s_citations_each_at_the_release_it_was_read_at(tmp_path):
                    ("models/x.py", (1, 2)): ("1.1", "2.0"), ("models/x.py", (3, 4)): ("2.0", None)}
 
 
+def test_a_moved_line_is_re_pinned_at_the_older_release_and_a_re_read_one_keeps_its_reason(tmp_path):
+    """Rows read at 2.0 also answer 1.0, whose tree has the lines elsewhere (moved) or reworded (re-read)."""
+    new = tree(tmp_path / "new")
+    old = tree(tmp_path / "old")
+    cache = old / "mlx_lm/models/cache.py"
+    cache.write_text("# an older header\n" + cache.read_text())  # every cache.py line one further down
+    gen = old / "mlx_lm/generate.py"
+    gen.write_text(gen.read_text().replace("Draft model tokenizer does not match", "Draft tokenizer does not match"))
+    engine = toy(("1.0", "2.0"), read_at="2.0")
+    made, failed, _ = pin(engine, new, "2.0")
+    pins = {"2.0": made}
+    made_old, failed_old, held = pin(engine, old, "1.0", pins=pins)
+    assert not made_old and [key_of(c) for c in failed_old] == ["mlx_lm/generate.py:4-5"]
+    assert held["2.0"]["mlx_lm/models/cache.py:1"] == "mlx_lm/models/cache.py:2"
+    assert held["2.0"]["mlx_lm/models/cache.py:6-7"] == "mlx_lm/models/cache.py:7-8"
+    assert held["2.0"]["mlx_lm/server.py:3-4"] == "here"
+    # a person re-reads the reworded raise: the same refusal, recorded with its own pin and why
+    reread = {"at": "mlx_lm/generate.py:4-5", "pin": {"sha": "x", "first": "", "last": ""}, "same": "the same raise"}
+    from indexer.engines.audit import Trees, pin_of
+
+    reread["pin"] = pin_of(Trees([old]).lines(gen), 4, 5)
+    _, failed_old, held = pin(engine, old, "1.0", pins=pins, same={"2.0": {"mlx_lm/generate.py:4-5": reread}})
+    assert not failed_old and held["2.0"]["mlx_lm/generate.py:4-5"]["same"] == "the same raise"
+    results = audit(engine, old, release="1.0", pins=pins, audited={"1.0": held})
+    assert {r["status"] for r in results} == {"holds"}
+    # the recorded places are what an answer at 1.0 cites
+    places = {"mlx_lm/models/cache.py:1": "mlx_lm/models/cache.py:2",
+              "mlx_lm/models/cache.py:6-7": "mlx_lm/models/cache.py:7-8"}
+    assert tables.reline("mlx_lm/models/cache.py:1, 6-7 (x)", places) == "mlx_lm/models/cache.py:2, 7-8 (x)"
+    # the reworded line read back at 2.0's place without a re-read: changed
+    assert audit(engine, old, release="1.0", pins=pins, audited={"1.0": {}})[0]["status"] == "changed"
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_the_audit_of_every_release_held_for_every_citation_it_has_now(name):
+    """The audit recorded at each release (audited.json, made by ``--pin`` against that release's source) covers
+    exactly the citations the engine states at that release, each pinned (or anchored) where it was read, and every
+    one held: on its own lines, at a re-pinned place, or re-read with a reason. A module edited without running the
+    audit again fails here, without the source trees; the tables of every release load."""
+    e = ENGINES[name]
+    pins, audited = load_pins(name), load_audited(name)
+    for release in e.releases:
+        cited = citations(e, release=release)
+        assert cited, (name, release)
+        recorded = {(at, key) for at, held in audited.get(release, {}).items() for key in held}
+        now = {(c["read_at"], key_of(c)) for c in cited}
+        assert now == recorded, (release, sorted(now - recorded)[:5], sorted(recorded - now)[:5])
+        for c in cited:
+            assert key_of(c) in pins.get(c["read_at"], {}) or c["anchor"], (release, key_of(c))
+            held = audited[release][c["read_at"]][key_of(c)]
+            assert held == "here" or isinstance(held, str) or (held["same"] and held["pin"]["sha"]), (release, held)
+        if name in ("vllm", "sglang", "transformers", "mlx"):
+            assert tables.tables(name, release), release
+
+
+def test_older_releases_answer_with_their_own_lines():
+    """vLLM 0.30.0 cites its own line of the vocabulary check; SGLang 0.5.20 its own standalone worker's."""
+    v = ENGINES["vllm"]
+    assert v.at("0.33.0").sources["get_vocab_size() equal"].startswith("vllm/config/speculative.py:2036-2056")
+    assert v.at("0.30.0").sources["get_vocab_size() equal"].startswith("vllm/config/speculative.py:1831-1851")
+    s = ENGINES["sglang"]
+    assert s.at("0.5.20").sources["vocab_size equal"] == "python/sglang/srt/speculative/standalone_worker_v2.py:202-232"
+    assert s.at("0.5.20").heads.methods["eagle"][1] == "speculative/spec_info.py:43, models/llama_eagle.py:149"
+
+
 def test_every_engine_s_citations_are_pinned_or_anchored():
     """Each citation of every engine module at its newest release can be checked (the pins in engines/data)."""
-    from indexer.engines.audit import citations, key_of, load_pins
-
     for name, e in ENGINES.items():
         pins = load_pins(name)
         cited = citations(e)

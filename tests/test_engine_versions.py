@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from tokfactory import make_model
 
 from indexer.cli import cli
-from indexer.engines import ENGINES, at, parse_versions, versions_line
+from indexer.engines import ENGINES, at, parse_versions, tables, versions_line
 from indexer.engines.archrules import ArchRule, Ranged, TypeIn, at_release, holds, relined
 from indexer.engines.audit import pieces
 from indexer.engines.base import released
@@ -61,7 +61,7 @@ def test_every_engine_resolves_at_each_of_its_releases_and_defaults_to_the_newes
 def test_parse_versions_and_its_one_line_errors():
     assert parse_versions(["vllm==0.33.0", "transformers==5.24.0"]) == {"vllm": "0.33.0", "transformers": "5.24.0"}
     assert parse_versions(()) == {}
-    with pytest.raises(BadInput, match=r"unknown vllm version '0.99'; known: 0.33.0, 0.34.0"):
+    with pytest.raises(BadInput, match=r"unknown vllm version '0.99'; known: 0.30.0, 0.31.0, 0.32.0, 0.33.0, 0.34.0"):
         parse_versions(["vllm==0.99"])
     with pytest.raises(BadInput, match="unknown engine 'tgi'; choose one of sglang, vllm"):
         parse_versions(["tgi==1"])
@@ -92,7 +92,8 @@ def pair(tmp_path_factory):
     return str(make_model(root / "t", vocab_size=256)), str(make_model(root / "d"))
 
 
-@pytest.mark.parametrize("spec, words", [("vllm==0.99", "unknown vllm version '0.99'; known: 0.33.0, 0.34.0"),
+@pytest.mark.parametrize("spec, words", [("vllm==0.99", "unknown vllm version '0.99'; known: 0.30.0, 0.31.0, 0.32.0, "
+                                                        "0.33.0, 0.34.0"),
                                          ("tgi==1", "unknown engine 'tgi'"),
                                          ("transformers", "known: 5.21.1, 5.22.2, 5.23.0, 5.24.0, 5.25.0")])
 def test_check_and_query_refuse_an_unknown_release_in_one_line(pair, spec, words):
@@ -124,7 +125,7 @@ def test_the_site_takes_engine_version():
     assert "release" not in query_kwargs({"engine": "sglang", "engine_version": "vllm==0.33.0"})
     with pytest.raises(BadInput) as e:
         engine_versions({"engine_version": "vllm==9"})
-    assert e.value.http_status == 400 and "known: 0.33.0, 0.34.0" in e.value.message
+    assert e.value.http_status == 400 and "known: 0.30.0, 0.31.0, 0.32.0, 0.33.0, 0.34.0" in e.value.message
 
 
 # ---------------------------------------------------------------- the audit, on trees written here
@@ -150,3 +151,71 @@ def test_vllm_0_34_refuses_p_eagle_heads_and_0_33_loads_them():
     eagle3 = parse_head(hubheads.speculators_eagle3("o/t", "LlamaForCausalLM", 4096, 32000, 32000, heads=32, kv=8,
                                                     inter=14336, aux=[2]), "o/e")
     assert loads(eagle3, "vllm")[0] and loads(eagle3, "vllm", "0.33.0")[0]
+
+
+# ---------------------------------------------------------------- the older vLLM and SGLang releases
+
+
+def _target(model_type: str, arch: str):
+    from indexer.engines.headrules import TargetShape
+
+    return TargetShape(repo_id="o/t", model_type=model_type, architectures=[arch], hidden_size=64,
+                       num_hidden_layers=4, vocab_size=100, vocab_size_transformers=100, mtp_layers=1,
+                       mtp_key="num_nextn_predict_layers", text_config_key=None)
+
+
+@pytest.mark.parametrize("engine, release, model_type, arch, has", [
+    # vLLM's hf_config_override learnt Step5 at 0.33.0 (extracted table mtp_rewrites)
+    ("vllm", "0.32.0", "step5", "Step5ForCausalLM", False), ("vllm", "0.33.0", "step5", "Step5ForCausalLM", True),
+    ("vllm", "0.30.0", "qwen3_5", "Qwen3_5ForConditionalGeneration", True),
+    # SGLang's _config_draft_model learnt GigaChat 3.5 at 0.5.21 and ExaoneMoe at 0.5.22
+    ("sglang", "0.5.20", "gigachat35", "GigaChat35ForCausalLM", False),
+    ("sglang", "0.5.21", "gigachat35", "GigaChat35ForCausalLM", True),
+    ("sglang", "0.5.21", "exaone_moe", "ExaoneMoeForCausalLM", False),
+    ("sglang", "0.5.22", "exaone_moe", "ExaoneMoeForCausalLM", True),
+])
+def test_mtp_follows_each_release_s_rewrites(engine, release, model_type, arch, has):
+    from indexer.engines.heads import rules_of
+
+    ok, detail, source = rules_of(engine, release).mtp_support(_target(model_type, arch), arch)
+    assert ok is has, detail
+    rewrites = tables.values(engine, release, "mtp_rewrites")
+    assert source.endswith(f"model_config.py:{rewrites[arch]}" if has and engine == "sglang" else
+                           f"speculative.py:{rewrites[model_type]}" if has else source), source
+
+
+@pytest.mark.parametrize("release, captures", [("0.5.21", False), ("0.5.22", True), ("0.5.23", True)])
+def test_sglang_qwen3_5_targets_capture_eagle3_from_0_5_22(release, captures):
+    """models/qwen3_5.py gained set_eagle3_layers_to_capture at 0.5.22 (table capture_models)."""
+    from indexer.engines.heads import parse_head, rules_of
+
+    head = parse_head({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 64,
+                       "vocab_size": 100, "draft_vocab_size": 100, "num_hidden_layers": 1}, "o/h")
+    types, what, _ = rules_of("sglang", release).capture(head)
+    assert what == "EAGLE-3" and ("qwen3_5" in types) is captures and "qwen3" in types
+    assert ("qwen3_5.py" in tables.values("sglang", release, "capture_models")["eagle3"]) is captures
+
+
+def test_vllm_heads_at_each_release_follow_its_registry():
+    """DFlashQwen3XPressModel came with 0.33.0: 0.32.0's registry lacks it, and each release cites its own line."""
+    from indexer.engines.heads import loads, parse_head
+
+    head = parse_head({"architectures": ["DFlashQwen3XPressModel"], "model_type": "qwen3", "hidden_size": 64,
+                       "vocab_size": 100, "num_hidden_layers": 1, "dflash_config": {"target_layer_ids": [1]}}, "o/d")
+    assert loads(head, "vllm", "0.33.0")[0] and not loads(head, "vllm", "0.32.0")[0]
+    eagle3 = parse_head({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 64,
+                         "vocab_size": 100, "draft_vocab_size": 100, "num_hidden_layers": 1}, "o/h")
+    for release in ENGINES["vllm"].releases:
+        ok, _, source, _ = loads(eagle3, "vllm", release)
+        line = tables.values("vllm", release, "speculative_models")["LlamaForCausalLMEagle3"]["line"]
+        assert ok and source == f"model_executor/models/registry.py:{line}", (release, source)
+
+
+def test_vllm_before_0_33_does_not_lower_the_target_s_context():
+    """_limit_max_model_len_to_draft came with 0.33.0; before, the draft's max_model_len is capped instead."""
+    rows = {r: [row for row in ENGINES["vllm"].at(r).arch_rules if row.check == "shorter draft context"]
+            for r in ENGINES["vllm"].releases}
+    assert all(len(v) == 1 for v in rows.values())
+    assert "keeps the target's max_model_len" in rows["0.32.0"][0].says and rows["0.32.0"][0].demote
+    assert "lowers the target's max_model_len" in rows["0.33.0"][0].says
+    assert rows["0.31.0"][0].source == "vllm/config/speculative.py:1550-1556, 1627-1664"  # re-pinned there

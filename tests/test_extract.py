@@ -37,6 +37,9 @@ def test_vllm_registry_methods_and_dropped_models():
     # SpeculativeMethod unions other Literal names: followed
     assert t["speculative_methods"]["values"] == ["ngram", "draft_model", "eagle", "eagle3", "deepseek_mtp", "mtp"]
     assert t["mtp_model_types"]["values"] == ["deepseek_mtp", "mtp"]
+    # hf_config_override: each name its ifs test, at the line of its if
+    assert t["mtp_rewrites"]["values"] == {"deepseek_v3": 15, "deepseek_v32": 15, "MiMoForCausalLM": 17}
+    assert t["mtp_rewrites"]["source"] == "vllm/config/speculative.py:13-19"
 
 
 def test_sglang_entry_classes_of_speculators_only():
@@ -49,6 +52,10 @@ def test_sglang_entry_classes_of_speculators_only():
                    "DSparkMiniMaxDraftModel": ("dspark", "dspark_minimax.py", 5),  # EntryClass = one class, no list
                    "Qwen3NextForCausalLMMTP": ("mtp", "qwen3_next_mtp.py", 5)}  # LlamaForCausalLM: not a speculator
     assert t["speculative_algorithms"]["values"] == ["DFLASH", "EAGLE", "EAGLE3", "STANDALONE", "NONE"]
+    # the target classes that capture hidden states, by file; _config_draft_model's rewrites (a tuple it names too)
+    assert t["capture_models"]["values"] == {"eagle3": {"llama.py": 2}, "dflash": {"llama.py": 5}}
+    assert t["mtp_rewrites"]["values"] == {"DeepseekV3ForCausalLM": 9, "MiMoV2ForCausalLM": 11,
+                                           "MiMoV2FlashForCausalLM": 11}
 
 
 def test_transformers_class_name_exclusions_become_model_types():

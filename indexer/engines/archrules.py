@@ -149,6 +149,7 @@ class ArchRule:
     since: str | None = None  # the first of the engine's releases it holds at (None: every one before ``until``)
     until: str | None = None  # the first release it no longer holds at (None: it holds at the newest)
     anchors: tuple = ()  # per file:line of ``source``, a short text found there (engines/audit.py checks them)
+    read_at: str | None = None  # the release ``source`` was read at (None: ``since``, else the module's READ_AT)
 
     @property
     def side(self) -> str:
@@ -167,6 +168,7 @@ class Ranged:
     until: str | None = None
     source: str = ""  # file:line at ``since`` (or the release it was read at), when the value has one
     anchors: tuple = ()
+    read_at: str | None = None  # as ArchRule's
 
 
 def relined(row, release: str, source: str) -> tuple:
@@ -174,6 +176,16 @@ def relined(row, release: str, source: str) -> tuple:
     from then with the new source (the anchors stay)."""
 
     return replace(row, until=release), replace(row, since=release, source=source)
+
+
+def older(row, release: str, oldest: str, source: str, anchors: tuple | None = None,
+          read_at: str | None = None) -> tuple:
+    """A row whose rule holds before ``release`` too, at lines of different text there (read at ``oldest``, the
+    engine's first release; moves between then and ``release`` are re-pinned by the audit): that row from ``oldest``
+    until ``release``, and ``row`` from ``release`` (its source read at ``read_at``, its own by default)."""
+    return (replace(row, since=oldest, until=release, source=source, read_at=oldest,
+                    anchors=row.anchors if anchors is None else anchors),
+            replace(row, since=release, read_at=row.read_at or read_at or row.since))
 
 
 def holds(row, release: str, releases: tuple) -> bool:

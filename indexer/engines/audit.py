@@ -23,6 +23,15 @@ Per citation the audit says:
 * ``vanished``: the file is gone and the lines are nowhere;
 * ``unchecked``: neither a pin nor an anchor, or the file is not in the trees given.
 
+``--pin`` at a release also records how each citation holding there held (``indexer/engines/data/<engine>/
+audited.json``: release -> read at -> citation -> ``"here"``, or its place): a citation read at another release whose
+lines moved is **re-pinned** at its ``file:line`` there (the audit checks the pinned text at that place, and an answer
+for that release cites it: :func:`indexer.engines.tables.reline`); one whose text differs but whose rule a person
+re-read as the same is recorded with ``--same`` (its place, its own pin and why). A citation that changed or vanished
+otherwise cannot be pinned: the module must say what that release does (a row with ``since``/``until``). The tests
+compare this record with the citations each release has now, so a module edited without re-running the audit fails
+without the source trees.
+
 Exit 0 only when every citation holds and at least one was checked; 1 otherwise; 2 on bad input. Nothing is
 downloaded: docs/engines.md says how to bring a release in with it.
 """
@@ -45,12 +54,10 @@ from typing import Any
 from . import ENGINES
 from .archrules import ArchRule
 from .archrules import holds as row_holds
+from .tables import CITED
+from .tables import ranges as _ranges
 
 SUFFIXES = (".py", ".cpp", ".h", ".c", ".go", ".txt")
-# A citation in a module's text: a path with one of SUFFIXES, a colon, a line or range, and more ranges after
-# commas ("cache_utils.py:1082, 1162-1207").
-CITED = re.compile(r"(?P<file>[A-Za-z_][\w./-]*\.(?:py|cpp|h|c|go|txt)):(?P<ranges>\d+(?:-\d+)?(?:, \d+(?:-\d+)?)*)"
-                   r"(?![\w.-])")
 DATA = Path(__file__).resolve().parent / "data"
 # Where the engines' packages sit in their trees: a path cited relative to one (vLLM's and SGLang's head rules) is
 # looked for there first.
@@ -65,19 +72,12 @@ def pieces(source: str) -> list[tuple[str, int, int]]:
             for a, b in _ranges(m["ranges"])]
 
 
-def _ranges(text: str) -> list[tuple[int, int]]:
-    out = []
-    for r in text.split(", "):
-        a, _, b = r.partition("-")
-        out.append((int(a), int(b or a)))
-    return out
-
-
 # ------------------------------------------------------------------------------------ which citations, at which release
-def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]]:
+def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any, Any]]:
     """(first line, last line, read at, until) of the module's release scopes: a call with ``since=``/``until=``
     (ArchRule, Ranged, replace), ``relined(row, R, source)`` (the source from R, the row until R), a class with a
-    ``release = "R"`` attribute (until the release of a subclass in the module that has a later one)."""
+    ``release = "R"`` attribute (read at R, until the release of a subclass in the module that has a later one;
+    from R when it subclasses such a class, else from the oldest release: its rules answer older releases too)."""
     until_of: dict[str, Any] = {}  # a row's variable -> the release it was re-lined or replaced at
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
@@ -90,7 +90,7 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]
     class_release = {n.name: s.value.value for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for s in n.body
                      if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value in releases
                      and any(isinstance(t, ast.Name) and t.id == "release" for t in s.targets)}
-    out: list[tuple[int, int | None, Any, Any]] = []
+    out: list[tuple[int, int | None, Any, Any, Any]] = []
     for n in ast.walk(tree):
         if isinstance(n, ast.Assign):
             for target in n.targets:  # X = row, or X, Y = (row, row)
@@ -99,22 +99,25 @@ def _scopes(tree: ast.Module, releases: tuple) -> list[tuple[int, int, Any, Any]
                          and isinstance(n.value, ast.Tuple) else [])
                 for name, value in pairs:
                     if isinstance(name, ast.Name) and name.id in until_of:
-                        out.append((value.lineno, value.end_lineno, None, until_of[name.id]))
+                        out.append((value.lineno, value.end_lineno, None, None, until_of[name.id]))
         if isinstance(n, ast.Call):
             kw = {k.arg: k.value.value for k in n.keywords if isinstance(k.value, ast.Constant)}
             func = getattr(n.func, "id", getattr(n.func, "attr", ""))
             if func == "relined" and len(n.args) > 2 and isinstance(n.args[1], ast.Constant):
-                out.append((n.args[2].lineno, n.args[2].end_lineno, n.args[1].value, None))
+                out.append((n.args[2].lineno, n.args[2].end_lineno, n.args[1].value, n.args[1].value, None))
             elif "since" in kw or "until" in kw:
-                out.append((n.lineno, n.end_lineno, kw.get("since"), kw.get("until")))
+                out.append((n.lineno, n.end_lineno, kw.get("read_at") or kw.get("since"), kw.get("since"),
+                            kw.get("until")))
         elif isinstance(n, ast.ClassDef) and n.name in class_release:
             # a subclass with a later release supersedes the class's own citations from then
             later = sorted((class_release[c.name] for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
                             and c.name in class_release and any(getattr(b, "id", None) == n.name for b in c.bases)
                             and releases.index(class_release[c.name]) > releases.index(class_release[n.name])),
                            key=releases.index)
-            out.append((n.lineno, n.end_lineno, class_release[n.name], later[0] if later else None))
-    return [(first, last if last is not None else first, at, until) for first, last, at, until in out]
+            derived = any(getattr(b, "id", None) in class_release for b in n.bases)
+            out.append((n.lineno, n.end_lineno, class_release[n.name], class_release[n.name] if derived else None,
+                        later[0] if later else None))
+    return [(first, last if last is not None else first, at, since, until) for first, last, at, since, until in out]
 
 
 def module_citations(path: Path, releases: tuple, default: str | None = None) -> list[dict]:
@@ -131,13 +134,15 @@ def module_citations(path: Path, releases: tuple, default: str | None = None) ->
     out = []
     for i, words, comment_col in sorted(found, key=lambda f: f[0]):
         inner = sorted((s for s in scopes if s[0] <= i <= s[1]), key=lambda s: s[1] - s[0])  # innermost first
-        since = ((_named_release(lines, i, comment_col, releases) if comment_col is not None else None)
-                 or next((s[2] for s in inner if s[2]), None))
-        until = next((s[3] for s in inner if s[3]), None)
+        named = _named_release(lines, i, comment_col, releases) if comment_col is not None else None
+        scope = next((s for s in inner if s[2]), None)
+        read_at = named or (scope[2] if scope else None)
+        since = named or (scope[3] if scope else None)
+        until = next((s[4] for s in inner if s[4]), None)
         for m in CITED.finditer(words):
             for a, b in _ranges(m["ranges"]):
                 out.append({"where": f"{path.name}:{i}", "file": m["file"], "lines": (a, b), "anchor": None,
-                            "read_at": since or default or releases[0], "since": since, "until": until})
+                            "read_at": read_at or default or releases[0], "since": since, "until": until})
     return out
 
 
@@ -174,7 +179,7 @@ def _row_citations(engine, default: str | None = None) -> list[dict]:
             for i, (file, a, b) in enumerate(pieces(source)):
                 anchor = row.anchors[i] if i < len(row.anchors) else None
                 out.append({"where": where, "file": file, "lines": (a, b), "anchor": anchor,
-                            "read_at": row.since or default or engine.releases[0], "since": row.since,
+                            "read_at": row.read_at or row.since or default or engine.releases[0], "since": row.since,
                             "until": row.until})
     return out
 
@@ -307,14 +312,31 @@ def load_pins(engine_name: str) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def load_audited(engine_name: str) -> dict:
+    """release -> read at -> citation -> ``"here"`` or its place at the release, as ``--pin`` recorded them."""
+    path = DATA / _folder(engine_name) / "audited.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def _folder(engine_name: str) -> str:
     return engine_name.replace(".", "")
 
 
-def check(c: dict, trees: Trees, pins: dict) -> dict:
-    """One citation's status against the trees, with ``now`` (file:line) when it moved."""
-    a, b = c["lines"]
+def check(c: dict, trees: Trees, pins: dict, place: str | dict | None = None) -> dict:
+    """One citation's status against the trees, with ``now`` (file:line) when it moved; ``place``: where it was
+    re-pinned at the trees' release (its pinned text is looked for there; a dict: re-read there, with its own pin
+    and why the rule is the same)."""
     pin = pins.get(c["read_at"], {}).get(key_of(c))
+    if place is not None:
+        where = place["at"] if isinstance(place, dict) else place
+        if isinstance(place, dict):
+            pin = place["pin"]
+        file, _, lines = where.rpartition(":")
+        first, _, last = lines.partition("-")
+        got = check({**c, "file": file, "lines": (int(first), int(last or first)), "anchor": None}, trees,
+                    {c["read_at"]: {where: pin}} if pin is not None else {})
+        return {**got, "file": c["file"], "lines": c["lines"], "anchor": c["anchor"], "at": where}
+    a, b = c["lines"]
     paths = trees.resolve(c["file"])
     if pin is None and c["anchor"] is None:
         return {**c, "status": "unchecked", "now": None, "why": "no pin and no anchor"}
@@ -329,8 +351,8 @@ def check(c: dict, trees: Trees, pins: dict) -> dict:
 
     here = path is not None
     if here and pin is not None:
-        got = pin_of(lines, a, b)
-        here = got is not None and got["sha"] == pin["sha"]
+        now = pin_of(lines, a, b)
+        here = now is not None and now["sha"] == pin["sha"]
     if here and c["anchor"] is not None:
         here = any(a <= n <= b for n in _word_hits(lines, c["anchor"]))
     if here:
@@ -349,22 +371,48 @@ def check(c: dict, trees: Trees, pins: dict) -> dict:
     return {**c, "status": "changed" if path is not None else "vanished", "now": None}
 
 
-def audit(engine, roots, *, release: str | None = None, pins: dict | None = None) -> list[dict]:
-    """Each citation of ``engine`` that holds at ``release`` with its ``status`` against the trees ``roots``."""
+def audit(engine, roots, *, release: str | None = None, pins: dict | None = None,
+          audited: dict | None = None) -> list[dict]:
+    """Each citation of ``engine`` that holds at ``release`` with its ``status`` against the trees ``roots`` (a
+    citation re-pinned at ``release`` is checked at its place there)."""
     roots = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
     trees = Trees(roots)
     pins = load_pins(engine.name) if pins is None else pins
-    return [check(c, trees, pins) for c in citations(engine, release=release)]
+    places = (load_audited(engine.name) if audited is None else audited).get(release or engine.release, {})
+    return [check(c, trees, pins, _place(places.get(c["read_at"], {}).get(key_of(c))))
+            for c in citations(engine, release=release)]
 
 
-def pin(engine, roots, release: str) -> tuple[dict, list[dict]]:
-    """Pins of the engine's citations read at ``release``, from its trees; and the citations that cannot be pinned
-    (file missing or ambiguous, lines past its end)."""
+def _place(recorded):
+    """A recorded place (None: the citation's own lines)."""
+    return None if recorded == "here" else recorded
+
+
+def pin(engine, roots, release: str, pins: dict | None = None,
+        same: dict | None = None) -> tuple[dict, list[dict], dict]:
+    """Pins of the engine's citations read at ``release``, from its trees; how each citation held at ``release``
+    (read at -> citation -> ``"here"``, or its place where its pinned lines moved, or its re-read entry from
+    ``same``: read at -> citation -> {"at", "pin", "same"}, kept while its pin holds); and the citations that can be
+    neither (file missing or ambiguous, lines past its end, changed, vanished)."""
     roots = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
     trees = Trees(roots)
-    made, failed = {}, []
+    pins = load_pins(engine.name) if pins is None else pins
+    made: dict = {}
+    failed: list[dict] = []
+    moved: dict[str, dict] = {}
     for c in citations(engine, release=release):
         if c["read_at"] != release:
+            reread = (same or {}).get(c["read_at"], {}).get(key_of(c))
+            got = check(c, trees, pins, reread)
+            if got["status"] == "holds":
+                moved.setdefault(c["read_at"], {})[key_of(c)] = reread or "here"
+            elif got["status"] == "moved" and reread is None:
+                file, _, line = got["now"].rpartition(":")
+                a, b = c["lines"]
+                moved.setdefault(c["read_at"], {})[key_of(c)] = f"{file}:{line}" + (f"-{int(line) + b - a}" if b > a
+                                                                                       else "")
+            elif got["status"] != "holds":
+                failed.append({**c, "why": f"{got['status']} at {release} (read at {c['read_at']})"})
             continue
         paths = trees.resolve(c["file"])
         p = pin_of(trees.lines(paths[0]), *c["lines"]) if len(paths) == 1 else None
@@ -373,7 +421,8 @@ def pin(engine, roots, release: str) -> tuple[dict, list[dict]]:
                            else "the file is shorter"})
         else:
             made[key_of(c)] = p
-    return made, failed
+            moved.setdefault(release, {})[key_of(c)] = "here"
+    return made, failed, moved
 
 
 def coverage(results: list[dict]) -> tuple[int, int]:
@@ -393,7 +442,7 @@ def render(engine, results: list[dict], release: str) -> str:
     for r in results:
         if r["status"] == "holds":
             continue
-        now = f" -> {r['now']}" if r["now"] else ""
+        now = f" -> {r['now']}" if r["now"] else (f" (re-pinned at {r['at']})" if r.get("at") else "")
         anchor = f" {r['anchor']!r}" if r["anchor"] else ""
         why = f" [{r['why']}]" if r.get("why") else ""
         lines.append(f"  {r['status']:9} {key_of(r)}{now}{anchor} ({r['where']}, read at {r['read_at']}){why}")
@@ -413,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--engine", required=True, help="ENGINE==VERSION, e.g. vllm==0.35.0")
     p.add_argument("--pin", action="store_true", help="record the pins of the citations read at VERSION (one of the "
                                                       "engine's releases) from these trees")
+    p.add_argument("--same", action="append", default=[], metavar="CITATION=PLACE: WHY",
+                   help="with --pin: a citation read at another release whose lines differ at VERSION but whose rule "
+                        "is the same, re-read at PLACE (file:line there), and why (repeatable)")
     args = p.parse_args(argv)
     name, _, release = args.engine.partition("==")
     if name not in ENGINES or not release:
@@ -430,15 +482,38 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --pin needs one of {name}'s releases ({', '.join(e.releases)}), not {release!r}",
                   file=sys.stderr)
             return 2
-        made, failed = pin(e, roots, release)
+        e_at = e.at(release)
+        audited = load_audited(name)
+        same = {at: {k: v for k, v in m.items() if isinstance(v, dict)}
+                for at, m in audited.get(release, {}).items()}
+        trees = Trees(roots)
+        for spec in args.same:
+            cited, _, rest = spec.partition("=")
+            place, _, why = rest.partition(": ")
+            c = next((c for c in citations(e_at, release=release) if key_of(c) == cited), None)
+            file, _, lines = place.rpartition(":")
+            first, _, last = lines.partition("-")
+            paths = trees.resolve(file) if file else []
+            got = pin_of(trees.lines(paths[0]), int(first), int(last or first)) if len(paths) == 1 and \
+                first.isdigit() and (last or first).isdigit() else None
+            if c is None or got is None or not why:
+                print(f"error: --same {spec!r}: give CITATION=FILE:LINES: WHY, a citation of {name} at {release} "
+                      "and lines of a file in the trees", file=sys.stderr)
+                return 2
+            same.setdefault(c["read_at"], {})[cited] = {"at": place, "pin": got, "same": why}
+        made, failed, moved = pin(e_at, roots, release, same=same)
         path = DATA / _folder(name) / "pins.json"
         pins = load_pins(name)
         pins[release] = dict(sorted(made.items()))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(dict(sorted(pins.items())), indent=1) + "\n")
+        audited[release] = {at: dict(sorted(m.items())) for at, m in sorted(moved.items())}
+        (DATA / _folder(name) / "audited.json").write_text(json.dumps(dict(sorted(audited.items())), indent=1) + "\n")
         for c in failed:
             print(f"  cannot pin {key_of(c)} ({c['where']}): {c['why']}")
-        print(f"{path}: {len(made)} pins at {release}, {len(failed)} cannot be pinned")
+        print(f"{path}: {len(made)} pins at {release}, "
+              f"{sum(1 for m in moved.values() for v in m.values() if v != 'here')} re-pinned, "
+              f"{len(failed)} cannot be pinned")
         return 1 if failed else 0
     e_at = e.at(release) if release in e.releases else e
     results = audit(e_at, roots, release=release)

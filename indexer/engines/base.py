@@ -253,9 +253,24 @@ def _pick(name: str, rows: tuple, release: str, releases: tuple):
 
 
 def resolve(e: Engine, release: str) -> Engine:
-    """``e`` with its ranged fields at ``release``."""
+    """``e`` with its ranged fields at ``release``, their citations at that release's lines where the audit
+    re-pinned them (:func:`indexer.engines.tables.relined`)."""
+    from . import tables
+
+    places = tables.relined(e.name, release)
     changes = {name: _pick(name, rows, release, e.releases) for name, rows in e.ranged.items()}
+    if places:
+        changes = {name: _relined(value, places, tables.reline) for name, value in changes.items()}
     return replace(e, release=release, version=e.version.replace(e.release, release), **changes)
+
+
+def _relined(value, places: dict, reline: Callable):
+    """A ranged field's value with its citations at their re-pinned places: rows' sources, a sources dict."""
+    if isinstance(value, tuple) and value and isinstance(value[0], ArchRule):
+        return tuple(replace(row, source=reline(row.source, places)) for row in value)
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return {k: reline(v, places) for k, v in value.items()}
+    return value
 
 
 def released(*, releases: tuple, **fields) -> Engine:

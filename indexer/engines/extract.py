@@ -142,12 +142,41 @@ def vllm(root: Path) -> dict:
     for name, key in (("SpeculativeMethod", "speculative_methods"), ("MTPModelTypes", "mtp_model_types")):
         tables[key] = {"source": _span(VLLM_SPECULATIVE, _assigned(spec, name, VLLM_SPECULATIVE)),
                        "values": _literal_args(spec, name, VLLM_SPECULATIVE)}
+    override = _function(spec, "hf_config_override")
+    if override is None:
+        raise SourceError(f"{VLLM_SPECULATIVE}: no hf_config_override")
+    tables["mtp_rewrites"] = {"source": _span(VLLM_SPECULATIVE, override), "values": _if_strings(override)}
     return tables
+
+
+def _if_strings(fn: ast.AST, module: ast.Module | None = None) -> dict[str, int]:
+    """Every string an ``if``/``elif`` test of ``fn`` names (a model type, an architecture; also through a
+    module-level tuple it names), with the line of its first ``if``: the rewrites of a target config into its MTP
+    model (vLLM's hf_config_override, SGLang's _config_draft_model)."""
+    named: dict[str, list[str]] = {}
+    for n in (module.body if module is not None else []):
+        if isinstance(n, ast.Assign) and isinstance(n.value, (ast.Tuple, ast.List, ast.Set)):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    named[t.id] = _strings(n.value)
+    out: dict[str, int] = {}
+    for n in sorted((n for n in ast.walk(fn) if isinstance(n, ast.If)), key=lambda n: n.lineno):
+        for c in ast.walk(n.test):
+            if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                out.setdefault(c.value, n.lineno)
+            elif isinstance(c, ast.Name):
+                for v in named.get(c.id, []):
+                    out.setdefault(v, n.lineno)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------- SGLang
 SGLANG_MODELS = "python/sglang/srt/models"
 SGLANG_SPEC_INFO = "python/sglang/srt/speculative/spec_info.py"
+SGLANG_MODEL_CONFIG = "python/sglang/srt/configs/model_config.py"
+# the methods a target model class defines to capture the hidden states a head reads, by the head kind
+CAPTURE_METHODS = {"set_eagle3_layers_to_capture": "eagle3", "set_dflash_layers_to_capture": "dflash",
+                   "set_dspark_layers_to_capture": "dflash"}
 
 
 def sglang(root: Path) -> dict:
@@ -158,9 +187,13 @@ def sglang(root: Path) -> dict:
     if not folder.is_dir():
         raise SourceError(f"{SGLANG_MODELS}: no such folder under {root}")
     classes = {}
+    capture: dict[str, dict[str, int]] = {"eagle3": {}, "dflash": {}}
     for path in sorted(folder.glob("*.py")):
         rel = f"{SGLANG_MODELS}/{path.name}"
         tree = _parse(root, rel)
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and fn.name in CAPTURE_METHODS:
+                capture[CAPTURE_METHODS[fn.name]].setdefault(path.name, fn.lineno)
         try:
             node = _assigned(tree, "EntryClass", rel)
         except SourceError:
@@ -170,7 +203,14 @@ def sglang(root: Path) -> dict:
             k = kind(n.id, path.stem)
             if k != "other":
                 classes[n.id] = {"file": rel, "line": n.lineno, "kind": k}
-    tables = {"speculative_models": {"source": f"{SGLANG_MODELS}/*.py (EntryClass)", "values": classes}}
+    tables = {"speculative_models": {"source": f"{SGLANG_MODELS}/*.py (EntryClass)", "values": classes},
+              "capture_models": {"source": f"{SGLANG_MODELS}/*.py ({', '.join(CAPTURE_METHODS)})",
+                                 "values": capture}}
+    config = _parse(root, SGLANG_MODEL_CONFIG)
+    draft = _function(config, "_config_draft_model")
+    if draft is None:
+        raise SourceError(f"{SGLANG_MODEL_CONFIG}: no _config_draft_model")
+    tables["mtp_rewrites"] = {"source": _span(SGLANG_MODEL_CONFIG, draft), "values": _if_strings(draft, config)}
     spec = _parse(root, SGLANG_SPEC_INFO)
     for node in spec.body:
         if isinstance(node, ast.ClassDef) and node.name == "SpeculativeAlgorithm":

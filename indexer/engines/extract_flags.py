@@ -388,9 +388,11 @@ def vllm(root: Path) -> dict:
                 methods = _literal_values(names[n.id], names)
                 if methods:
                     break
-    cli = _find(root, "vllm/entrypoints/common/cli_args.py") if any(
-        root.glob("**/vllm/entrypoints/common/cli_args.py")) else None
-    if cli is not None:  # `vllm serve`'s positional model_tag
+    # `vllm serve`'s positional model_tag: entrypoints/common/ since 0.33.0, entrypoints/launchers/ before
+    cli = next((_find(root, rel) for rel in ("vllm/entrypoints/common/cli_args.py",
+                                              "vllm/entrypoints/launchers/cli_args.py")
+                if any(root.glob(f"**/{rel}"))), None)
+    if cli is not None:
         table["positionals"] = [p for p in argparse_table(cli)["positionals"] if p["name"] == "model_tag"]
     table["speculative_config"] = {"source": "vllm/config/speculative.py", "keys": keys, "methods": methods}
     quant = table["options"].get("--quantization")

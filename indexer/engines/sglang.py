@@ -4,7 +4,7 @@ heads and built-in MTP (:mod:`indexer.engines.heads`). Sources are SGLang's, at 
 from __future__ import annotations
 
 from . import tables
-from .archrules import ArchRule, ShorterContext, StateIn, TypeIn
+from .archrules import ArchRule, Ranged, ShorterContext, StateIn, TypeIn
 from .base import (
     REFUSED,
     SIZE_WORDS,
@@ -25,8 +25,12 @@ from .server import Exchange, Reading, Server, chat_body, decode_seconds, stream
 from .setup import Setup, Source, requantized
 
 NAME = "sglang"  # the registry key: --engine sglang
-# The PyPI wheel (no sdist of 0.5.23 is published); head-rule paths are relative to python/sglang/srt/.
-VERSION = "0.5.23"
+# The PyPI wheels (no sdist since 0.5.10.post1), oldest first; head-rule paths are relative to python/sglang/srt/.
+RELEASES = ("0.5.20", "0.5.21", "0.5.22", "0.5.23")
+VERSION = RELEASES[-1]
+# The release the citations without since= were read at (engines/audit.py); at the older releases the audit re-pinned
+# the ones that moved or were re-read with the same meaning (data/sglang/audited.json).
+READ_AT = "0.5.23"
 
 ALLOW_LONGER = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
 ARCH_RULES = (
@@ -115,12 +119,6 @@ SGLANG_HEAD_ARCHS = tables.heads(NAME, VERSION)
 SRT = "python/sglang/srt/"
 
 
-def _entry_line(arch: str) -> str:
-    """Where the head class is listed (EntryClass), relative to python/sglang/srt/."""
-    e = SGLANG_SPECULATORS[arch]
-    return f"{e['file'].removeprefix(SRT)}:{e['line']}"
-
-
 # EAGLE-3 needs the target to capture auxiliary hidden states.
 # SGLang: the target class must implement set_eagle3_layers_to_capture
 # (model_executor/model_runner_components/attention_backend_setup.py:55-61); the model files that do.
@@ -141,22 +139,43 @@ SGLANG_DFLASH_TARGET_TYPES = (
     "lfm2", "lfm2_moe", "lfm2_vl", "nemotron_h", "minimax_m3_vl", "bailing_moe_v3",
 )
 # Built-in MTP. SGLang: the draft worker rewrites the target's architecture into its MTP class
-# (configs/model_config.py:1010-1200, ``_config_draft_model``); NEXTN is an alias of EAGLE
-# (speculative/spec_registry.py:183). Value: the line of the rewrite.
-SGLANG_MTP_ARCHS = {
-    "DeepseekV3ForCausalLM": 1032, "DeepseekV32ForCausalLM": 1032, "GlmMoeDsaForCausalLM": 1038,
-    "DeepseekV4ForCausalLM": 1043, "Glm4MoeForCausalLM": 1063, "Glm4MoeLiteForCausalLM": 1067,
-    "Glm5NextForConditionalGeneration": 1073, "GlmOcrForConditionalGeneration": 1080,
-    "LongcatFlashForCausalLM": 1087, "MiMoForCausalLM": 1092, "MiMoV2ForCausalLM": 1094,
-    "MiMoV2FlashForCausalLM": 1094, "Step3p5ForCausalLM": 1097, "InklingForConditionalGeneration": 1101,
-    "GigaChat35ForCausalLM": 1112, "Step3p7ForConditionalGeneration": 1117, "BailingMoeV2ForCausalLM": 1121,
-    "BailingMoeForCausalLM": 1121, "BailingMoeV2_5ForCausalLM": 1121, "BailingMoeV3ForCausalLM": 1121,
-    "Ernie4_5_MoeForCausalLM": 1130, "Qwen3NextForCausalLM": 1134, "Qwen4ExpForConditionalGeneration": 1140,
-    "Qwen3MoeForCausalLM": 1155, "Qwen3_5ForConditionalGeneration": 1159,
-    "Qwen3_5MoeForConditionalGeneration": 1159, "Qwen3_5ForCausalLM": 1159, "Qwen3_5MoeForCausalLM": 1159,
-    "ExaoneMoEForCausalLM": 1183, "ExaoneMoeForCausalLM": 1183, "NemotronHForCausalLM": 1198,
-    "NemotronHPuzzleForCausalLM": 1198, "HYV3ForCausalLM": 1205, "HYV4ForCausalLM": 1209,
+# (configs/model_config.py ``_config_draft_model``, an ``if`` per family: the lines are extracted per release, table
+# mtp_rewrites; GigaChat35 came with 0.5.21 and ExaoneMoe with 0.5.22); NEXTN is an alias of EAGLE
+# (speculative/spec_registry.py:183).
+SGLANG_MTP_ARCHS = (
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "DeepseekV4ForCausalLM",
+    "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "Glm5NextForConditionalGeneration",
+    "GlmOcrForConditionalGeneration", "LongcatFlashForCausalLM", "MiMoForCausalLM", "MiMoV2ForCausalLM",
+    "MiMoV2FlashForCausalLM", "Step3p5ForCausalLM", "InklingForConditionalGeneration", "GigaChat35ForCausalLM",
+    "Step3p7ForConditionalGeneration", "BailingMoeV2ForCausalLM", "BailingMoeForCausalLM",
+    "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "Ernie4_5_MoeForCausalLM", "Qwen3NextForCausalLM",
+    "Qwen4ExpForConditionalGeneration", "Qwen3MoeForCausalLM", "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM", "ExaoneMoEForCausalLM",
+    "ExaoneMoeForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "HYV3ForCausalLM",
+    "HYV4ForCausalLM",
+)
+# The target model types whose capture method came after the oldest release (tables capture_models):
+# EAGLE-3 capture since 0.5.22: models/qwen3_5.py:1837, models/qwen3_5_text.py:130;
+# DFlash capture since 0.5.21: models/lfm2_vl.py:186;
+# DFlash capture since 0.5.23: models/minimax_m3_vl.py:272, 283.
+CAPTURE_SINCE = {
+    "eagle3": {"qwen3_5": "0.5.22", "qwen3_5_moe": "0.5.22", "qwen3_5_text": "0.5.22", "qwen3_5_moe_text": "0.5.22"},
+    "dflash": {"lfm2_vl": "0.5.21", "minimax_m3_vl": "0.5.23"},
 }
+
+
+def _mtp_lines(release: str) -> dict[str, int]:
+    """The architectures _config_draft_model rewrites at ``release``, with the line of each one's ``if``."""
+    rewrites = tables.values(NAME, release, "mtp_rewrites")
+    return {a: rewrites[a] for a in SGLANG_MTP_ARCHS if a in rewrites}
+
+
+def _capturing(kind: str, types: tuple, release: str) -> tuple:
+    """The target model types that capture ``kind`` hidden states at ``release``."""
+    since = CAPTURE_SINCE[kind]
+    return tuple(t for t in types if t not in since or RELEASES.index(since[t]) <= RELEASES.index(release))
+
+
 # Architectures whose draft path SGLang defaults to the target itself (arg_groups/speculative_hook.py:1121-1145);
 # for the others the launch command names the target as --speculative-draft-model-path.
 SGLANG_MTP_SELF_DRAFT_ARCHS = (
@@ -175,15 +194,20 @@ class SGLangHeads(HeadRules):
     engine = NAME
     release = VERSION
     head_classes = SGLANG_HEAD_ARCHS
+    speculators = SGLANG_SPECULATORS
+    mtp_archs = _mtp_lines(VERSION)
+    mtp_span = tables.source(NAME, VERSION, "mtp_rewrites").removeprefix(SRT)
+    eagle3_target_types = SGLANG_EAGLE3_TARGET_TYPES
+    dflash_target_types = SGLANG_DFLASH_TARGET_TYPES
     methods = {
         "eagle": ("EAGLE", "speculative/spec_info.py:42, models/llama_eagle.py:153"),
         "eagle3": ("EAGLE3", "speculative/spec_info.py:43, models/llama_eagle3.py:387"),
         "dflash": ("DFLASH / DSPARK", "speculative/spec_info.py:39-41, models/dflash.py:1317, models/dspark.py:995"),
-        "mtp": ("NEXTN", "speculative/spec_registry.py:183, configs/model_config.py:1010-1210"),
+        "mtp": ("NEXTN", f"speculative/spec_registry.py:183, {mtp_span}"),
         "ngram": ("NGRAM", "speculative/spec_info.py:46"),
     }
     mtp_method = "NEXTN"
-    mtp_layers_source = "configs/model_config.py:1010-1200"
+    mtp_layers_source = mtp_span
     aux_any_depth_source = "models/llama.py:933-936"
     aux_default_source = "models/llama.py:933-936"
     eagle_aux_source = "models/llama_eagle.py:91"
@@ -199,22 +223,24 @@ class SGLangHeads(HeadRules):
             return (False, "SGLang has no loader for the speculators format (no speculators_config handling "
                     "anywhere in sglang/srt); use the head's SGLang-native conversion",
                     f"sglang {VERSION}: grep speculators_config python/sglang/srt", None)
-        arch = next((a for a in head.architectures if a in SGLANG_HEAD_ARCHS), None)
+        arch = next((a for a in head.architectures if a in self.head_classes), None)
         if arch is None:
             return (False, f"SGLang resolves the model class from architectures ({', '.join(head.architectures)}), "
                     "and none is one of its head classes (e.g. LlamaForCausalLMEagle, LlamaForCausalLMEagle3)",
                     "models/registry.py:93-112, models/llama_eagle.py:153, models/llama_eagle3.py:387", None)
-        algo = SGLANG_HEAD_ARCHS[arch]
-        return (True, f"{arch} is SGLang's {algo.upper()} head class", f"{_entry_line(arch)} (EntryClass)",
+        algo = self.head_classes[arch]
+        e = self.speculators[arch]
+        return (True, f"{arch} is SGLang's {algo.upper()} head class", f"{e['file'].removeprefix(SRT)}:{e['line']} "
+                "(EntryClass)",
                 algo.upper())
 
     def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
         """EAGLE-3 and DFlash/DSpark targets must implement the layer capture (EAGLE-1: any target)."""
         if head.algorithm in ("eagle3", "peagle"):
-            return (SGLANG_EAGLE3_TARGET_TYPES, "EAGLE-3",
+            return (self.eagle3_target_types, "EAGLE-3",
                     "model_executor/model_runner_components/attention_backend_setup.py:55-61")
         if head.algorithm in ("dflash", "dspark"):
-            return (SGLANG_DFLASH_TARGET_TYPES, "DFlash",
+            return (self.dflash_target_types, "DFlash",
                     "model_executor/model_runner_components/attention_backend_setup.py:62-72")
         return None
 
@@ -261,9 +287,9 @@ class SGLangHeads(HeadRules):
 
     def mtp_support(self, target: TargetShape, arch: str | None) -> tuple[bool, str, str]:
         """The draft worker rewrites the target's architecture into its MTP class (SGLANG_MTP_ARCHS)."""
-        line = SGLANG_MTP_ARCHS.get(arch or "")
+        line = self.mtp_archs.get(arch or "")
         return (line is not None, f"SGLang {'has an' if line else 'has no'} MTP draft class for {arch}",
-                f"configs/model_config.py:{line or '1010-1200'}")
+                f"configs/model_config.py:{line}" if line else self.mtp_span)
 
     def mtp_draft(self, target: TargetShape) -> Source | None:
         """NEXTN names the target as draft path unless SGLang defaults to it (SGLANG_MTP_SELF_DRAFT_ARCHS)."""
@@ -289,19 +315,41 @@ class SGLangHeads(HeadRules):
         return HEAD_CHAIN
 
 
+def _older_heads(release: str) -> SGLangHeads:
+    """SGLangHeads at a release before 0.5.23: that release's head classes, MTP rewrites and capturing targets
+    (extracted), and the lines its rules cite where the audit re-pinned them (tables.relined)."""
+    heads = SGLangHeads()
+    places = tables.relined(NAME, release)
+    for name, value in vars(SGLangHeads).items():
+        if isinstance(value, str) and not name.startswith("_"):
+            setattr(heads, name, tables.reline(value, places))
+    heads.release = release
+    heads.head_classes = tables.heads(NAME, release)
+    heads.speculators = tables.values(NAME, release, "speculative_models")
+    heads.mtp_archs = _mtp_lines(release)
+    heads.mtp_span = heads.mtp_layers_source = tables.source(NAME, release, "mtp_rewrites").removeprefix(SRT)
+    heads.methods = {k: (m, tables.reline(src, places)) for k, (m, src) in SGLangHeads.methods.items()}
+    heads.methods["mtp"] = ("NEXTN", f"{tables.reline('speculative/spec_registry.py:183', places)}, {heads.mtp_span}")
+    heads.eagle3_target_types = _capturing("eagle3", SGLANG_EAGLE3_TARGET_TYPES, release)
+    heads.dflash_target_types = _capturing("dflash", SGLANG_DFLASH_TARGET_TYPES, release)
+    return heads
+
+
+HEADS = (*(Ranged(value=_older_heads(r), since=r, until=RELEASES[i + 1]) for i, r in enumerate(RELEASES[:-1])),
+         Ranged(value=SGLangHeads(), since=VERSION))
 ENGINE = released(
-    releases=(VERSION,),
+    releases=RELEASES,
     name=NAME, display="SGLang STANDALONE", version=f"sglang {VERSION}",
     speed=SpeedProfile("serving", ("nvidia", "amd"), "bf16", "bf16", 8,
                        source="docs/get_started/install.md (CUDA), docs/platforms/amd_gpu.md (ROCm)"),
-    sources={
+    sources=(Ranged(value={
         "vocab_size equal": "python/sglang/srt/speculative/standalone_worker_v2.py:185-215",
         "text config priority": "python/sglang/srt/utils/hf_transformers/common.py:547-613 (get_hf_text_config)",
         "no get_vocab() check (draft worker loads no tokenizer)": "python/sglang/srt/managers/tp_worker.py:326-329",
-    },
+    }),),
     facts=("vocab_size", "tok.vocab_sha256", "vocab"),
     rule=rule, class_key=("vs", "tok"), launch=launch, sizes=sizes, fix=fix, words=dict(SIZE_WORDS),
-    heads=SGLangHeads(), arch_rules=ARCH_RULES)
+    heads=HEADS, arch_rules=ARCH_RULES)
 
 
 # ---------------------------------------------------------------- what SGLang's server reports (indexer measure)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import partial
 
 from . import tables
@@ -29,8 +30,12 @@ from .setup import Setup, requantized
 from .transformers import VERSION as TRANSFORMERS_VERSION  # vLLM reads configs through transformers
 
 NAME = "vllm"  # the registry key: --engine vllm
-RELEASES = ("0.33.0", "0.34.0")  # the PyPI sdists we read, oldest first; head-rule paths are relative to vllm/
+# the PyPI wheels we read, oldest first; head-rule paths are relative to vllm/
+RELEASES = ("0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 VERSION = RELEASES[-1]
+# The release the citations without since= were read at (engines/audit.py); at the older releases the audit re-pinned
+# the ones that moved (data/vllm/audited.json), and the rows below say where a rule differs.
+READ_AT = "0.33.0"
 
 TLI_VLLM = ("`use_heterogeneous_vocab: true` in --speculative-config (vLLM TLI, vllm/v1/spec_decode/vocab_mapping.py: "
             "method draft_model, greedy draft)")
@@ -73,7 +78,13 @@ _HYBRID_TARGET, _SHORTER, _MULTIMODAL = (
 # back to its Transformers modeling backend, which takes the transformers class when it is backend compatible or can
 # set its attention implementation (registry.py _try_resolve_transformers; the flags extracted from the class's
 # modeling file); otherwise it raises "Model architecture X was supported in vLLM until vY".
-DROPPED_LINES = {"0.33.0": ("vllm/model_executor/models/registry.py:1461-1470, 1230-1239",
+DROPPED_LINES = {"0.30.0": ("vllm/model_executor/models/registry.py:1412-1421, 1181-1190",
+                            "vllm/model_executor/models/transformers/base.py:104-112"),
+                 "0.31.0": ("vllm/model_executor/models/registry.py:1407-1416, 1176-1185",
+                            "vllm/model_executor/models/transformers/base.py:105-113"),
+                 "0.32.0": ("vllm/model_executor/models/registry.py:1417-1426, 1186-1195",
+                            "vllm/model_executor/models/transformers/base.py:107-115"),
+                 "0.33.0": ("vllm/model_executor/models/registry.py:1461-1470, 1230-1239",
                             "vllm/model_executor/models/transformers/base.py:109-117"),
                  "0.34.0": ("vllm/model_executor/models/registry.py:1540-1549, 1308-1317",
                             "vllm/model_executor/models/transformers/base.py:109-117")}
@@ -96,7 +107,7 @@ def _dropped_rows(release: str, until: str | None) -> tuple:
     """One row per dropped model type at a release: a note where the Transformers backend loads it, else refused."""
     backend, refused = dropped(release)
     fallback, base = DROPPED_LINES[release]
-    since = release if release != RELEASES[0] else None
+    since = release
     return (
         *(ArchRule("dropped model, Transformers backend", TypeIn("target", frozenset({t})), None,
                    f"vLLM dropped its own {c} after v{v}; with model_impl auto it loads transformers' {c} through its "
@@ -126,7 +137,15 @@ ARCH_RULES = (
              "vLLM's KV-cache manager assumes \"draft models have no mamba layers\", and support for hybrid drafts "
              "was never merged (PRs #49138, #50146 closed): expect a failure at start-up (unverified: read, not run)",
              "vllm/v1/core/kv_cache_coordinator.py:871-874", anchors=("draft models have no mamba",)),
-    *relined(_SHORTER, "0.34.0", "vllm/config/vllm.py:3102-3121"),
+    # 0.30.0-0.32.0 have no _limit_max_model_len_to_draft: the draft's max_model_len is capped at the smaller of
+    # both (SpeculativeConfig._maybe_override_draft_max_model_len) and the target's is left as it is.
+    ArchRule("shorter draft context", _SHORTER.when, None,
+             "vLLM starts and keeps the target's max_model_len; the draft's is the smaller of both, and what the "
+             "drafter does past it is not read (unverified: read, not run)",
+             "vllm/config/speculative.py:1541-1547, 1614-1651", demote=True, since="0.30.0", until="0.33.0",
+             anchors=("SpeculativeConfig._maybe_override_draft_max_model_len(",
+                      "def _maybe_override_draft_max_model_len(")),
+    *relined(replace(_SHORTER, since="0.33.0"), "0.34.0", "vllm/config/vllm.py:3102-3121"),
     *relined(_MULTIMODAL, "0.34.0", "vllm/v1/worker/gpu/spec_decode/speculator.py:307-318"),
 )
 
@@ -219,7 +238,6 @@ def _registry_span(release: str) -> str:
     return tables.source(NAME, release, "speculative_models").removeprefix("vllm/")
 
 
-VLLM_HEAD_REGISTRY = tables.heads(NAME, "0.33.0")
 # vLLM's speculators-format loader: speculators_model_type -> allowed transformer_layer_config.model_type
 # (None: not restricted); each head-rules class cites its release's loader.
 VLLM_SPECULATORS_TYPES = {"eagle3": ("llama", "qwen3"), "peagle": ("llama", "qwen3"), "dflash": None, "dflash2": None,
@@ -236,23 +254,34 @@ VLLM_EAGLE3_TARGET_TYPES = (
 )
 # vLLM's DFlash proposer turns on aux hidden-state outputs, which need SupportsEagle3 like EAGLE-3
 # (dflash_capture_source): VLLM_EAGLE3_TARGET_TYPES applies.
-# vLLM: SpeculativeConfig.hf_config_override rewrites the target config into its MTP model (mtp_lines of each
-# head-rules class); keyed by model_type, value: the line at 0.33.0.
-VLLM_MTP_MODEL_TYPES = {
-    "deepseek_v3": 749, "deepseek_v32": 749, "glm_moe_dsa": 749, "deepseek_mtp": 755, "deepseek_v4": 765,
-    "dots3_note": 734, "pangu_ultra_moe": 777, "kimi_k3": 785, "ernie4_5_moe": 880, "nemotron_h": 896,
-    "nemotron_h_puzzle": 896, "qwen3_next": 908, "qwen4_exp": 915, "qwen4_exp_text": 915, "bailing_hybrid": 951,
-    "exaone_moe": 973, "exaone4_5": 980, "qwen3_5": 987, "qwen3_5_moe": 987, "qwen3_5_text": 987,
-    "qwen3_5_moe_text": 987, "longcat_flash": 1032, "step3p5": 1039, "step3p7": 1039, "step5": 1055,
-    "step5_vl": 1055, "hy_v3": 1073, "hy_v4": 1080, "minimax_m3_vl": 1117, "glm5_next": 1146,
-}
-# ... and the rewrites keyed by architectures[0] (same function).
-VLLM_MTP_ARCHS = {
-    "MiMoForCausalLM": 795, "MiMoV2ForCausalLM": 806, "MiMoV2OmniForCausalLM": 806, "MiMoV2FlashForCausalLM": 831,
-    "Glm4MoeForCausalLM": 848, "Glm4MoeLiteForCausalLM": 858, "GlmOcrForConditionalGeneration": 869,
-    "BailingMoeV3ForCausalLM": 946, "BailingMoeV2_5ForCausalLM": 951, "Step3p5ForCausalLM": 1039,
-    "MiniMaxM3SparseForConditionalGeneration": 1117,
-}
+# vLLM: SpeculativeConfig.hf_config_override rewrites the target config into its MTP model (an ``if`` on the
+# target's model_type or architectures[0] per family): the model types and architectures it rewrites, each with the
+# line of its ``if`` at a release (extracted: table mtp_rewrites; step5 and step5_vl came with 0.33.0).
+VLLM_MTP_MODEL_TYPES = (
+    "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp", "deepseek_v4", "dots3_note", "pangu_ultra_moe",
+    "kimi_k3", "ernie4_5_moe", "nemotron_h", "nemotron_h_puzzle", "qwen3_next", "qwen4_exp", "qwen4_exp_text",
+    "bailing_hybrid", "exaone_moe", "exaone4_5", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text",
+    "longcat_flash", "step3p5", "step3p7", "step5", "step5_vl", "hy_v3", "hy_v4", "minimax_m3_vl", "glm5_next",
+)
+VLLM_MTP_ARCHS = (
+    "MiMoForCausalLM", "MiMoV2ForCausalLM", "MiMoV2OmniForCausalLM", "MiMoV2FlashForCausalLM", "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM", "GlmOcrForConditionalGeneration", "BailingMoeV3ForCausalLM",
+    "BailingMoeV2_5ForCausalLM", "Step3p5ForCausalLM", "MiniMaxM3SparseForConditionalGeneration",
+)
+
+
+def _mtp_lines(release: str, names: tuple) -> dict[str, int]:
+    """The names hf_config_override rewrites at ``release``, with the line of each one's ``if``."""
+    rewrites = tables.values(NAME, release, "mtp_rewrites")
+    return {n: rewrites[n] for n in names if n in rewrites}
+
+
+def _mtp_source(release: str) -> tuple[str, str]:
+    """(MTPModelTypes and hf_config_override, hf_config_override's lines) at ``release``, relative to vllm/."""
+    rewrites = tables.source(NAME, release, "mtp_rewrites").rpartition(":")[2]
+    return f"{tables.source(NAME, release, 'mtp_model_types').removeprefix('vllm/')}, {rewrites}", rewrites
+
+
 DEFAULT_SPEC_TOKENS = 3  # the num_speculative_tokens a launch command gives when the head states none
 
 
@@ -262,8 +291,9 @@ def _vllm_rename(arch: str, method: str) -> str:
         return arch if arch.startswith("Eagle") else f"Eagle{arch}"
     if method == "eagle3":
         return arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else f"Eagle3{arch}"
-    if method == "dflash":
-        return arch if arch.startswith("DFlash") or arch.endswith("DFlash") else f"DFlash{arch}"
+    if method == "dflash":  # LiLiCorrDraftModel keeps its name (transformers_utils/configs/eagle.py:69-73 at 0.33.0)
+        return (arch if arch.startswith("DFlash") or arch.endswith("DFlash") or arch == "LiLiCorrDraftModel"
+                else f"DFlash{arch}")
     return arch
 
 
@@ -276,7 +306,7 @@ class VLLMHeads(HeadRules):
 
     engine = NAME
     release = "0.33.0"
-    head_classes = VLLM_HEAD_REGISTRY
+    head_classes = tables.heads(NAME, "0.33.0")
     registry_source = _registry_span("0.33.0")
     speculators_types = VLLM_SPECULATORS_TYPES
     refused_speculators: dict = {}  # speculators_model_type -> (why, source): the loader raises
@@ -289,15 +319,15 @@ class VLLMHeads(HeadRules):
     dflash_vocab_source = "model_executor/models/qwen3_dflash.py:444 (embedding of vocab_size)"
     eagle3_vocab_source = "model_executor/models/llama_eagle3.py:338-392 (logits scattered into vocab_size)"
     aux_limit_source = "model_executor/models/llama.py:429-441, model_executor/models/interfaces.py:1647"
-    mtp_model_types = VLLM_MTP_MODEL_TYPES
-    mtp_archs = VLLM_MTP_ARCHS
-    mtp_lines = "711-1170"
+    mtp_model_types = _mtp_lines("0.33.0", VLLM_MTP_MODEL_TYPES)
+    mtp_archs = _mtp_lines("0.33.0", VLLM_MTP_ARCHS)
+    mtp_lines = _mtp_source("0.33.0")[1]
     methods = {
         "eagle": ("eagle", "config/speculative.py:71-72, transformers_utils/configs/eagle.py:46-53"),
         "eagle3": ("eagle3", "config/speculative.py:71-72, transformers_utils/configs/speculators/algos.py:15-87"),
         "dflash": ("dflash / dspark",
                    "config/speculative.py:69-70, transformers_utils/configs/speculators/algos.py:90-209"),
-        "mtp": ("mtp", "config/speculative.py:38-67, 711-1170"),
+        "mtp": ("mtp", _mtp_source("0.33.0")[0]),
         "ngram": ("ngram", "config/speculative.py:1297-1305"),
     }
     mtp_method = "mtp"
@@ -443,7 +473,7 @@ class VLLMHeads034(VLLMHeads):
         "eagle3": ("eagle3", "config/speculative.py:87-88, transformers_utils/configs/speculators/algos.py:15-50"),
         "dflash": ("dflash / dspark",
                    "config/speculative.py:85-86, transformers_utils/configs/speculators/algos.py:58-177"),
-        "mtp": ("mtp", "config/speculative.py:54-82, 779-1305"),
+        "mtp": ("mtp", _mtp_source("0.34.0")[0]),
         "ngram": ("ngram", "config/speculative.py:1368-1369, v1/worker/gpu/spec_decode/ngram/config.py:21-24"),
     }
     mtp_layers_source = "config/speculative.py:853-858"
@@ -457,25 +487,35 @@ class VLLMHeads034(VLLMHeads):
     eagle3_source = "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:18-19"
     dflash_layer_ids_source = "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:113-114"  # still +1 on 0-based ids
     dflash_capture_source = "v1/worker/gpu/spec_decode/dflash/speculator.py:29, eagle/eagle3_utils.py:18-19"
-    # the same rewrites at 0.34.0 (config/speculative.py:779-1305)
-    mtp_model_types = {
-        "deepseek_v3": 847, "deepseek_v32": 847, "glm_moe_dsa": 847, "deepseek_mtp": 853, "deepseek_v4": 863,
-        "dots3_note": 832, "pangu_ultra_moe": 875, "kimi_k3": 883, "ernie4_5_moe": 978, "nemotron_h": 1013,
-        "nemotron_h_puzzle": 1013, "qwen3_next": 1025, "qwen4_exp": 1032, "qwen4_exp_text": 1032,
-        "bailing_hybrid": 1068, "exaone_moe": 1090, "exaone4_5": 1097, "qwen3_5": 1104, "qwen3_5_moe": 1104,
-        "qwen3_5_text": 1104, "qwen3_5_moe_text": 1104, "longcat_flash": 1149, "step3p5": 1156, "step3p7": 1156,
-        "step5": 1172, "step5_vl": 1172, "hy_v3": 1190, "hy_v4": 1197, "minimax_m3_vl": 1252, "glm5_next": 1281,
-    }
-    mtp_archs = {
-        "MiMoForCausalLM": 893, "MiMoV2ForCausalLM": 904, "MiMoV2OmniForCausalLM": 904,
-        "MiMoV2FlashForCausalLM": 929, "Glm4MoeForCausalLM": 946, "Glm4MoeLiteForCausalLM": 956,
-        "GlmOcrForConditionalGeneration": 967, "BailingMoeV3ForCausalLM": 1063, "BailingMoeV2_5ForCausalLM": 1068,
-        "Step3p5ForCausalLM": 1156, "MiniMaxM3SparseForConditionalGeneration": 1252,
-    }
-    mtp_lines = "779-1305"
+    mtp_model_types = _mtp_lines("0.34.0", VLLM_MTP_MODEL_TYPES)
+    mtp_archs = _mtp_lines("0.34.0", VLLM_MTP_ARCHS)
+    mtp_lines = _mtp_source("0.34.0")[1]
 
 
-HEADS = (Ranged(value=VLLMHeads(), until="0.34.0", source="vllm/model_executor/models/registry.py:699",
+def _older_heads(release: str) -> VLLMHeads:
+    """VLLMHeads at a release before 0.33.0: that release's registry and MTP rewrites (extracted), and the lines
+    its rules cite where the audit re-pinned them (tables.relined); the rules are the same."""
+    heads = VLLMHeads()
+    places = tables.relined(NAME, release)
+    for name, value in vars(VLLMHeads).items():
+        if isinstance(value, str) and not name.startswith("_"):
+            setattr(heads, name, tables.reline(value, places))
+    heads.methods = {k: (m, tables.reline(src, places)) for k, (m, src) in VLLMHeads.methods.items()}
+    heads.methods["mtp"] = ("mtp", _mtp_source(release)[0])
+    heads.release = release
+    heads.head_classes = tables.heads(NAME, release)
+    heads.registry_source = _registry_span(release)
+    heads.mtp_model_types = _mtp_lines(release, VLLM_MTP_MODEL_TYPES)
+    heads.mtp_archs = _mtp_lines(release, VLLM_MTP_ARCHS)
+    heads.mtp_lines = _mtp_source(release)[1]
+    return heads
+
+
+OLDER = RELEASES[:RELEASES.index("0.33.0")]
+HEADS = (*(Ranged(value=_older_heads(r), since=r, until=RELEASES[i + 1],
+                  source=tables.source(NAME, r, "speculative_models")) for i, r in enumerate(OLDER)),
+         Ranged(value=VLLMHeads(), since="0.33.0", until="0.34.0",
+                source="vllm/model_executor/models/registry.py:699",
                 anchors=('"PeagleLlamaForCausalLM"',)),
          Ranged(value=VLLMHeads034(), since="0.34.0",
                 source="vllm/transformers_utils/configs/speculators/algos.py:53-55, "
