@@ -5,11 +5,15 @@ stateful and hybrid families), a tiny random-weight model is written from the fa
 ``model_type`` and layer pattern kept; hidden size, layers, heads, experts and vocabulary shrunk) beside a tiny
 Llama draft with the same vocabulary. ``tests/engine_harness.py`` runs in a cached venv with torch and one
 transformers release (``tests/enginevenv.py``), calls ``generate(assistant_model=draft, do_sample=False)`` and
-plain greedy ``generate``, and says ``refused`` (raises), ``wrong_output`` (differs) or ``works`` (equal). The test
+plain greedy ``generate``, and says ``refused`` (raises), ``wrong_output`` (the assisted path's logits differ from
+a fresh pass over its own tokens beyond float32 rounding: a wrong state) or ``works`` (within it, whether or not a
+near tie flipped a token). Each family's largest difference is printed beside the tolerance. The test
 holds ``indexer check TARGET DRAFT --json --engine transformers`` on the same directories to it; when ``check``
 has ``--engine-version``, it asks for the version that ran.
 
-Skips only when the venv cannot be built because no torch 2.13.0 file lies on this machine.
+Skips only when the venv cannot be built because no torch 2.13.0 file lies on this machine. Slow (about 11 minutes
+on a loaded 2-core machine: 23 families at 5.24.0 and the 15 stateful ones at 5.25.0, two assistants each, both
+releases at once): it is the only place the engine itself is run, and each family is one seed.
 """
 
 from __future__ import annotations
@@ -23,11 +27,17 @@ from enginevenv import engine_venv
 from test_engines import SPM_WORDS, make_spm
 
 from indexer.cli import cli
+from indexer.engines.transformers import STATEFUL
 
 HARNESS = __file__.rsplit("/", 1)[0] + "/engine_harness.py"
 V = len(SPM_WORDS)  # one tokenizer on every side: the vocabulary rule says works, the architecture decides
 # The releases the test runs at; the rules of each are what `check` answers for that version.
-VERSIONS = ["5.24.0"]
+VERSIONS = ["5.24.0", "5.25.0"]
+# Read in the source, not seen at this size: Jamba's verify pass runs its chunked scan, which "does not take the past
+# state" (models/jamba/modeling_jamba.py:555 at 5.25.0), only when the pass is longer than the recorded history;
+# these runs stay within it (state difference 2e-5 to 4e-5, within rounding), so the engine gives works here and
+# the rule, from the source, wrong_output.
+READ_NOT_SEEN = {("5.25.0", "jamba"): ("works", "wrong_output")}
 
 _T = {"vocab_size": V, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "tie_word_embeddings": False,
       "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
@@ -139,11 +149,13 @@ def ran(tmp_path_factory):
     root = tmp_path_factory.mktemp("engine-run")
     dirs = {name: write(root / name, cfg) for name, cfg in FAMILIES.items()}
     draft = write(root / "draft", DRAFT)
-    req = root / "request.json"
-    req.write_text(json.dumps({"draft": str(draft), "targets": {n: str(d) for n, d in dirs.items()},
-                               "prompt_len": 12, "new_tokens": 48, "seeds": [0]}))
-    procs = {v: subprocess.Popen([str(py), HARNESS, str(req)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True) for v, py in pythons.items()}
+    procs = {}
+    for v, py in pythons.items():
+        req = root / f"request-{v}.json"
+        req.write_text(json.dumps({"draft": str(draft), "targets": {n: str(dirs[n]) for n in runs_at(v)},
+                                   "prompt_len": 12, "new_tokens": 48, "seeds": [0]}))
+        procs[v] = subprocess.Popen([str(py), HARNESS, str(req)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
     results = {}
     for v, p in procs.items():
         out, err = p.communicate(timeout=1500)
@@ -154,8 +166,13 @@ def ran(tmp_path_factory):
     return dirs, draft, results
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+def runs_at(version: str) -> list[str]:
+    """The families run at a release: all at the first; after it, the stateful ones, whose rules changed (the others
+    run the same kernels and rules)."""
+    return sorted(f for f, cfg in FAMILIES.items() if version == VERSIONS[0] or cfg["model_type"] in STATEFUL)
+
+
+@pytest.mark.parametrize("version, family", [(v, f) for v in VERSIONS for f in runs_at(v)])
 def test_our_transformers_verdict_is_what_the_engine_does(ran, version, family):
     dirs, draft, results = ran
     seen = results[version][family]
@@ -163,5 +180,13 @@ def test_our_transformers_verdict_is_what_the_engine_does(ran, version, family):
     ours = our_outcome(dirs[family], draft, version)
     said = ours["outcome"] if ours["outcome"] in ("refused", "wrong_output") else "works"
     ran_as = seen.get("error") or [(r["draft"], r["seed"], r["first_difference"]) for r in seen["runs"]]
+    if "state_difference" in seen:
+        print(f"transformers {version} {family}: {seen['outcome']}, state difference {seen['state_difference']:.1e}, "
+              f"kernels {seen['kernel_difference']:.1e}, tolerance {seen['tolerance']:.1e}")
+        assert seen["kernel_difference"] <= seen["tolerance"], seen  # two right paths agree within rounding
+    if (version, family) in READ_NOT_SEEN:
+        assert (seen["outcome"], said) == READ_NOT_SEEN[version, family], (seen, ours["reasons"])
+        return
     assert said == seen["outcome"], (f"transformers {version}, {family}: the engine gives {seen['outcome']} "
-                                     f"({ran_as}); indexer says {ours['outcome']}: {ours['reasons']}")
+                                     f"({ran_as}, state difference {seen.get('state_difference')}); indexer says "
+                                     f"{ours['outcome']}: {ours['reasons']}")
