@@ -337,8 +337,8 @@ ENGINE = released(
     releases=(LLAMACPP_COMMIT,),
     name="llama.cpp", display="llama.cpp speculative (llama-server draft-simple)",
     # At LLAMACPP_COMMIT llama-server drafts --spec-draft-n-max tokens (default 3, common/common.h:328; arg.cpp:
-    # 4139-4148) every round: p_min defaults to 0 (common/common.h:332), so the gate that ends a draft at an unsure token
-    # (common/speculative.cpp:366) never closes; the estimate tries caps up to 16 and the launch sets the best.
+    # 4139-4148) every round: p_min defaults to 0 (common/common.h:332), so the gate that ends a draft at an unsure
+    # token (common/speculative.cpp:366) never closes; the estimate tries caps up to 16 and the launch sets the best.
     # The builds the published measurements ran (2025 to early 2026, before the speculative refactor; llama.cpp
     # @4227c9be4 as llama-cpp-python 0.3.16 vendors it): --draft-max 16, --draft-min 0, --draft-p-min 0.75
     # (common/common.h:203-207), and the unsure token is drafted before the test stops the draft
