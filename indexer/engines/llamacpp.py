@@ -339,11 +339,9 @@ ENGINE = released(
     # At LLAMACPP_COMMIT llama-server drafts --spec-draft-n-max tokens (default 3, common/common.h:328; arg.cpp:
     # 4139-4148) every round: p_min defaults to 0 (common/common.h:332), so the gate that ends a draft at an unsure
     # token (common/speculative.cpp:366) never closes; the estimate tries caps up to 16 and the launch sets the best.
-    # The builds the published measurements ran (2025 to early 2026, before the speculative refactor; llama.cpp
-    # @4227c9be4 as llama-cpp-python 0.3.16 vendors it): --draft-max 16, --draft-min 0, --draft-p-min 0.75
-    # (common/common.h:203-207), and the unsure token is drafted before the test stops the draft
-    # (common/speculative.cpp:332-341); llama-server counts drafted and accepted tokens of kept drafts
-    # (tools/server/server.cpp:3699-3728).
+    # The builds the published measurements ran (2025 to early 2026, llama.cpp @4227c9be4, not a release this
+    # module answers for) drafted up to 16 tokens with p-min 0.75 and kept the unsure token: published_gate, whose
+    # lines at that build indexer/speed/gate.py cites.
     speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16,
                        source="README.md 'Supported backends': Metal (Apple), CUDA (NVIDIA), HIP (AMD), CPU",
                        published_gate=DraftGate(p_min=0.75, n_min=0, keeps_unsure=True), published_draft_tokens=16),

@@ -3,6 +3,12 @@
 llama-server drafts up to its cap (``--spec-draft-n-max``) and stops at the first token whose top probability is
 below ``--spec-draft-p-min``; a fixed count per round (Leviathan et al. 2023) is the case p-min = 0. Stdlib only: the
 engine modules name their gates with :class:`DraftGate` without loading the speed model.
+
+The builds the published measurements ran (2025 to early 2026, before the speculative refactor; llama.cpp
+@4227c9be4 as llama-cpp-python 0.3.16 vendors it, ``SpeedProfile.published_gate`` in engines/llamacpp.py):
+--draft-max 16, --draft-min 0, --draft-p-min 0.75 (common/common.h:203-207), the unsure token drafted before the
+test stops the draft (common/speculative.cpp:332-341), and llama-server counts drafted and accepted tokens of kept
+drafts (tools/server/server.cpp:3699-3728); a draft shorter than --draft-min is not made (server.cpp:3683-3687).
 """
 
 from __future__ import annotations
