@@ -27,7 +27,7 @@ def summarize(cat: Reader, s: Scope, misses: list[dict] | None = None) -> dict:
     with_drafts: list[str] = []
     without: list[str] = []
     unknown: list[str] = []
-    classes = target_classes(cat, s.target.class_pk)
+    classes = target_classes(cat, s.target.class_pk, list(registry.ENGINES))
     for engine in registry.ENGINES:
         try:
             other = s if engine == s.name else resolve(cat, s.target, engine_at(engine, None), probe_only=True,

@@ -10,7 +10,7 @@ the ``repo_classes (class_id, params)`` index of each class, or from the head of
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,11 +129,14 @@ class RankKeys:
 # ---------------------------------------------------------------- the target's class and the classes that work
 
 
-def target_classes(cat: Reader, pk: int) -> dict[str, TargetClass]:
-    """Engine -> the repo's class there (one statement for every engine)."""
+def target_classes(cat: Reader, pk: int, engines: Sequence[str]) -> dict[str, TargetClass]:
+    """Engine -> the repo's class there, for ``engines`` (one statement; naming them lets it read the primary key
+    (engine, repo_pk) instead of every engine's rows)."""
+    names = {f"e{i}": engine for i, engine in enumerate(engines)}
     rows = cat.all(
         "SELECT rc.engine, rc.class_id, rc.lineage_id, rc.author_id, rc.family_id, c.label, c.members, c.vocab_size "
-        "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id WHERE rc.repo_pk = :pk", {"pk": pk})
+        "FROM repo_classes rc JOIN compat_classes c ON c.id = rc.class_id "
+        f"WHERE rc.engine IN ({', '.join(':' + k for k in names)}) AND rc.repo_pk = :pk", {"pk": pk, **names})
     return {row[0]: TargetClass(*row[1:]) for row in rows}
 
 
