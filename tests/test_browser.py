@@ -278,7 +278,7 @@ def test_a_person_picks_their_hardware_and_task(demo_site, browser, tmp_path):
     assert listed == [d["repo_id"] for d in expected["drafts"]]
     cells = browser.js("[...document.querySelectorAll('#drafts td.speedup-cell')].map(td => td.innerText.trim())")
     assert cells == [f"≈{d['speedup']['estimate']:.1f}× ({d['speedup']['low']:.1f}–{d['speedup']['high']:.1f}×)"
-                     for d in expected["drafts"]]
+                     + (" slower than no draft" if d["speedup"]["slower"] else "") for d in expected["drafts"]]
     assert browser.js("document.querySelector('#best-launch').textContent") == expected["drafts"][0]["launch"]
     assert browser.js("document.querySelector('#hardware').value") == "M4 Max"  # the answer keeps the question
     browser.screenshot(tmp_path / "drafts-m4-max.png")
