@@ -56,6 +56,7 @@ def miss_entry(s: Scope, miss: Miss, root: str | None) -> dict:
 
 
 def ratio(s: Scope, params) -> float | None:
+    """The draft's size as a fraction of the target's (None when either size is unknown)."""
     tp = s.t["params"]
     if params is None or not tp:
         return None

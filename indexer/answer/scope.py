@@ -46,14 +46,17 @@ class Scope:
 
     @property
     def name(self) -> str:
+        """The engine's name."""
         return self.engine.name
 
     @property
     def classes_of(self) -> str:
+        """The engine whose classes answer (a GGUF target on LM Studio or Ollama reads its GGUF engine's)."""
         return self.rules.name
 
     @property
     def t(self) -> dict:
+        """The target's facts."""
         return self.target.facts
 
 

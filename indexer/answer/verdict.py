@@ -34,6 +34,7 @@ class Judged:
 
     @property
     def demoted(self) -> bool:
+        """Whether an architecture row moved the draft below the others."""
         return self.arch.demoted
 
 
@@ -49,6 +50,7 @@ class Miss:
 
     @property
     def rank(self) -> tuple:
+        """The order of near misses: size window, lineage, kind, public first, downloads, then id."""
         m = self.judged.member
         return -m.win, -m.lin, -m.kind, bool(m.is_gated), -(m.downloads or 0), m.pk
 

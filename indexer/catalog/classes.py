@@ -120,6 +120,7 @@ class RankKeys:
     draft_where: str = ""
 
     def sql_params(self) -> dict:
+        """The statement's parameters: the target's size and its window (1/50 to 1/5), lineage, author, family."""
         tp = self.params
         return {"tp": tp, "tp3": tp * 3 if tp is not None else None, "lo": tp // 50 if tp is not None else None,
                 "hi": tp // 5 + 1 if tp is not None else None, "lin": self.lineage_id, "aid": self.author_id,

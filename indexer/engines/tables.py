@@ -59,6 +59,7 @@ def relined(engine: str, release: str) -> dict[str, str]:
 
 
 def ranges(text: str) -> list[tuple[int, int]]:
+    """The line ranges of a citation's text: "12-14, 20" gives [(12, 14), (20, 20)]."""
     out = []
     for r in text.split(", "):
         a, _, b = r.partition("-")
