@@ -161,3 +161,21 @@ def test_the_graph_sees_real_imports():
 if __name__ == "__main__":
     for m, ts in sorted(import_graph().items()):
         print(f"{m} [{LAYERS[layer_of(m)][0]}] ->", ", ".join(sorted(t + ("" if top else "*") for t, top in ts)))
+
+
+SQL_WORDS = ("SELECT ", "INSERT ", "UPDATE ", "DELETE FROM")
+
+
+def sql_literals(path: Path) -> list[str]:
+    """String literals in a module that read as SQL statements (upper-case keywords, as the catalog layer writes them)."""
+    return [n.value for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and any(n.value.lstrip().startswith(w) for w in SQL_WORDS)]
+
+
+def test_the_answer_layer_holds_no_sql():
+    """The answer words and decides; what it reads is asked of the catalog layer's functions."""
+    found = {p.relative_to(PACKAGE).as_posix(): lits for p in sorted((PACKAGE / "answer").rglob("*.py"))
+             if (lits := sql_literals(p))}
+    assert not found, found
+    assert sql_literals(PACKAGE / "catalog" / "repoids.py")  # the check sees the statements it looks for

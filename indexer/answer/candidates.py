@@ -22,8 +22,9 @@ from __future__ import annotations
 import sys
 
 from .. import engines as registry
+from ..catalog import repoids
 from ..catalog.classes import RATIO_HIGH, RATIO_LOW
-from ..catalog.reader import Reader, in_list, json_value
+from ..catalog.reader import Reader, json_value
 from ..crawl.families import family_of, load_families
 from ..errors import CatalogError
 from ..files import VOCAB_FILES, WANTED_FILES
@@ -52,8 +53,7 @@ def _target_facts(db: str | None, repo_id: str) -> dict | None:
 
     cat = Reader(db, needs="repos")
     try:
-        row = cat.one("SELECT repo_id, author, family, base_models, COALESCE(params, params_estimate) FROM repos "
-                      "WHERE repo_id = :r", {"r": repo_id})
+        row = repoids.size_facts(cat, repo_id)
     finally:
         cat.close()
     if row is None:
@@ -76,13 +76,7 @@ def _held(db: str | None, ids) -> set[str]:
     except CatalogError:  # no catalog yet: the first crawl round creates it
         return set()
     try:
-        held = set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            params: dict = {}
-            held |= {r for (r,) in cat.all("SELECT repo_id FROM repos WHERE repo_id IN "
-                                           + in_list("r", chunk, params), params)}
-        return held
+        return repoids.held(cat, ids)
     finally:
         cat.close()
 

@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..catalog import repoids
 from ..catalog.db import immediate_transactions, missing_hint, open_catalog, resolve_url, sqlite_path
 from ..catalog.reader import Reader
 from ..engines import DEFAULT_ENGINE
@@ -205,12 +206,7 @@ def _rows(db: str | None, repo_ids) -> dict[str, str]:
         return {}
     cat = Reader(db, needs="repos")
     try:
-        out = {}
-        for rid in ids:
-            row = cat.one("SELECT status FROM repos WHERE repo_id = :r", {"r": rid})
-            if row is not None:
-                out[rid] = row[0]
-        return out
+        return {rid: st for rid in ids if (st := repoids.status(cat, rid)) is not None}
     finally:
         cat.close()
 
@@ -230,8 +226,7 @@ def in_catalog(db: str | None, arg: str, *, any_status: bool = False) -> str | N
         rid = find_repo_id(cat.all, arg, cat.dialect).repo_id
         if any_status:
             return rid
-        status = cat.one("SELECT status FROM repos WHERE repo_id = :r", {"r": rid})[0]
-        return None if status in REFETCH else rid
+        return None if repoids.status(cat, rid) in REFETCH else rid
     except RepoNotFound:
         return None
     finally:

@@ -3,9 +3,7 @@
 Called by ``indexer query`` (``target.resolve_target``), the head answers (``headquery``) and the catalog side
 of ``indexer check`` (``rule_inputs.side_from_catalog``), all over the request's
 :class:`~indexer.catalog.reader.Reader`, so they take the same path: a ``rows(sql, params) -> list[tuple]``
-callable and the SQL dialect's name. Every probe is one range or
-equality over an index (``repos.repo_id``, and the expression indexes ``lower(repo_id)`` and
-``lower(<name part>)`` of migration 0004), so a miss with suggestions stays fast on a million repos.
+callable and the SQL dialect's name. The probes themselves, each over an index, are ``catalog/repoids.py``.
 """
 
 from __future__ import annotations
@@ -13,16 +11,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 
+from ..catalog import repoids
+from ..catalog.repoids import Rows
 from ..errors import InputError, RepoNotFound
 from ..files import has_tokenizer
-
-Rows = Callable[[str, dict], list[tuple]]
 
 # Web URLs of a model repo: https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...]. The hosts are
 # those the client treats as the Hub (huggingface_hub 2.4 constants.py:76-89 HF_URL_HOSTS: huggingface.co and its
@@ -31,7 +28,6 @@ Rows = Callable[[str, dict], list[tuple]]
 _URL = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<path>[^?#]*)", re.IGNORECASE)
 REPO_PAGES = {"tree", "blob", "resolve", "commit", "commits", "discussions", "settings", "edit", "raw"}
 NOT_MODELS = {"datasets", "spaces", "collections", "papers", "docs", "organizations"}
-PROBE_ROWS = 400  # candidates read per index probe for "did you mean"
 SUGGESTIONS = 3
 # The real Hub tags every repo whose card declares base_model with base_model:<id> and base_model:<relation>:<id>,
 # relation finetune/quantized/adapter/merge (docs/hub-api.md section 0.1, item 2).
@@ -118,24 +114,16 @@ def repo_ref(text: str) -> str:
     return ref.strip("/")
 
 
-def _name_sql(dialect: str) -> str:
-    """The exact expression of the ``ix_repos_name_lower`` index (SQLite only uses an index it matches)."""
-    find = "strpos" if dialect == "postgresql" else "instr"
-    return f"lower(substr(repo_id, {find}(repo_id, '/') + 1))"
-
-
 def find_repo_id(rows: Rows, text: str, dialect: str = "sqlite", where: str = "this catalog") -> Match:
     """The catalog repo id ``text`` means, else :class:`RepoNotFound` with the closest ids."""
     ref = repo_ref(text)
     asked = text if text != ref else ""
-    hit = rows("SELECT repo_id FROM repos WHERE repo_id = :r", {"r": ref})
-    if hit:
-        return Match(hit[0][0], asked)
-    low = ref.lower()
-    hits = [r for (r,) in rows("SELECT repo_id FROM repos WHERE lower(repo_id) = :r LIMIT 10", {"r": low})]
+    hit = repoids.exact(rows, ref)
+    if hit is not None:
+        return Match(hit, asked)
+    hits = repoids.any_case(rows, ref)
     if not hits and "/" not in ref:
-        hits = [r for (r,) in rows(f"SELECT repo_id FROM repos WHERE {_name_sql(dialect)} = :r "
-                                   "ORDER BY COALESCE(downloads, 0) DESC LIMIT 10", {"r": low})]
+        hits = repoids.by_name(rows, ref, dialect)
     if len(hits) == 1:
         return Match(hits[0], text)
     if hits:
@@ -147,27 +135,19 @@ def find_repo_id(rows: Rows, text: str, dialect: str = "sqlite", where: str = "t
     raise RepoNotFound(f"{text} is not in {where}{hint} ({'or ' if close else ''}{add})", close)
 
 
-def _range(rows: Rows, expr: str, prefix: str) -> list[str]:
-    if not prefix:
-        return []
-    return [r for (r,) in rows(f"SELECT repo_id FROM repos WHERE {expr} >= :lo AND {expr} < :hi "
-                               f"LIMIT {PROBE_ROWS}", {"lo": prefix, "hi": prefix + "\uffff"})]
-
-
 def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS) -> list[str]:
     """The catalog ids closest to ``ref``: candidates from prefix ranges of the two lookup indexes
     (same organisation; same start of the id; the name's first 3/4, 1/2, ... characters), scored with difflib."""
 
     low = ref.lower()
     org, _, name = low.rpartition("/")
-    name_expr = _name_sql(dialect)
     cands: set[str] = set()
     if org:
-        cands.update(_range(rows, "lower(repo_id)", org + "/"))
-        cands.update(_range(rows, "lower(repo_id)", low[:max(3, len(org) // 2)]))
+        cands.update(repoids.id_prefixed(rows, org + "/"))
+        cands.update(repoids.id_prefixed(rows, low[:max(3, len(org) // 2)]))
     for k in sorted({len(name) - 1, 3 * len(name) // 4, len(name) // 2, 3}, reverse=True):
         if k >= 3:  # longest prefixes first: a long name's neighbours are not in the first rows of "mod"
-            cands.update(_range(rows, name_expr, name[:k]))
+            cands.update(repoids.name_prefixed(rows, name[:k], dialect))
 
     def score(cand: str) -> float:
         c = cand.lower()
