@@ -167,7 +167,7 @@ SQL_WORDS = ("SELECT ", "INSERT ", "UPDATE ", "DELETE FROM")
 
 
 def sql_literals(path: Path) -> list[str]:
-    """String literals in a module that read as SQL statements (upper-case keywords, as the catalog layer writes them)."""
+    """String literals in a module that read as SQL statements (upper-case keywords, as the catalog writes them)."""
     return [n.value for n in ast.walk(ast.parse(path.read_text()))
             if isinstance(n, ast.Constant) and isinstance(n.value, str)
             and any(n.value.lstrip().startswith(w) for w in SQL_WORDS)]

@@ -267,23 +267,17 @@ def test_home_asks_the_questions_first_and_tables_keep_human_labels(sample_db):
     assert SGLANG_DRAFTS[0] in search and TARGET not in search.split("<tbody>", 1)[1]
 
 
-def test_method_drop_down_appears_once_the_query_takes_a_method(sample_db, monkeypatch):
-    import inspect
-
+def test_the_method_drop_down_lists_every_method_the_query_takes(sample_db, monkeypatch):
     from indexer.answer import query
-    from indexer.site import available_methods
 
     site = Site(sample_db)
-    takes_method = "method" in inspect.signature(query.run_query).parameters
     page = site.get("/drafts", target=TARGET).text
-    assert ('id="method"' in page) == bool(available_methods()) and (bool(available_methods()) <= takes_method)
-    if not takes_method:  # heads not wired into run_query yet: ?method= is refused in one line, not ignored
-        status, got = site.json("/drafts.json", target=TARGET, method="eagle3")
-        assert status == 400 and "method" in got["error"] and "\n" not in got["error"]
-        monkeypatch.setattr(query, "run_query", lambda target, *, method=None, **kw: {"method": method})
-    monkeypatch.setattr(query, "METHODS", ("draft", "eagle3"), raising=False)
+    assert 'id="method"' in page
+    assert all(f'<option value="{m}">' in page for m in query.METHODS), query.METHODS
+    monkeypatch.setattr(query, "METHODS", ("draft", "eagle3"))
     page = site.get("/drafts").text
     assert 'id="method"' in page and '<option value="eagle3">eagle3</option>' in page
+    assert '<option value="dflash">' not in page
     status, got = site.json("/drafts.json", target=TARGET, method="medusa")
     assert status == 400 and "medusa" in got["error"]
 

@@ -15,7 +15,6 @@ do this); the plugin adds its own templates to datasette's Jinja loader.
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 from ..answer import query
@@ -92,9 +91,7 @@ def query_kwargs(args: dict) -> dict:
         raise SiteError(f"unknown engine {kwargs['engine']!r}; choose one of {', '.join(query.ENGINES)}")
     method = (args.get("method") or "").strip()
     if method:
-        methods = available_methods()
-        if not methods:
-            raise SiteError("this version of indexer answers for draft models only; drop ?method=")
+        methods = query.METHODS
         if method not in methods:
             raise SiteError(f"unknown method {method!r}; choose one of {', '.join(methods)}")
         kwargs["method"] = method
@@ -113,23 +110,6 @@ def engine_versions(args: dict) -> dict[str, str]:
 
     given = [v.strip() for v in (args.get("engine_version") or "").split(",") if v.strip()]
     return parse_versions(given)
-
-
-def available_methods() -> tuple:
-    """Speculation methods the query can be asked for: ``answer.query.METHODS`` (else ``engines.heads``'),
-    and only once ``run_query`` takes ``method`` (otherwise the drop-down would promise what it cannot do)."""
-
-    if "method" not in inspect.signature(query.run_query).parameters:
-        return ()
-    methods = getattr(query, "METHODS", None)
-    if methods is None:
-        try:
-            from ..engines import heads
-
-            methods = getattr(heads, "METHODS", None)
-        except ImportError:
-            methods = None
-    return tuple(methods or ())
 
 
 def drafts(db: str, args: dict, reader=None) -> dict:

@@ -28,7 +28,6 @@ from . import (
     STATIC_DIR,
     TEMPLATES_DIR,
     SiteError,
-    available_methods,
     drafts,
     drafts_with_summary,
     explain,
@@ -85,8 +84,7 @@ def _engines():
 
 
 def _methods():
-
-    return list(available_methods())
+    return list(query.METHODS)
 
 
 def _speed_form(args: dict) -> dict:
