@@ -37,6 +37,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import orjson
 from sqlalchemy import text
 
 from ..engines import ENGINES, GGUF_CLASS_KEY, LLAMACPP_COMMIT, gguf_buckets, gguf_signature
@@ -68,16 +69,6 @@ LINEAGE_DEPTH = 16
 NO_ARCH = {"source": "none"}  # no config.json to read: no architecture row can match (and none is retried)
 
 
-def _loads():
-    try:
-        import orjson
-
-        return orjson.loads
-    except ImportError:  # pragma: no cover
-        import json
-
-        return json.loads
-
 
 def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None, int | None]], dict[int, set[str]]]:
     """One pass over ``repos``: (pk, lineage id, author id, family id, size from the name when the repo
@@ -87,7 +78,7 @@ def scan_repos(dbapi_conn) -> tuple[list[tuple[int, int, int | None, int | None,
     the lineage id is the root repo's pk, or a negative number for a root outside it.
     Author and family ids are dense numbers of the strings (valid within one compute).
     """
-    loads = _loads()
+    loads = orjson.loads
     pk_of: dict[str, int] = {}
     parent: dict[str, str] = {}
     ok: list[tuple[int, str, str | None, str | None, bool]] = []
@@ -338,7 +329,7 @@ def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS, repo_i
     from .blobstore import BlobStore
     from .blobstore import default_root as blob_root
 
-    loads = _loads()
+    loads = orjson.loads
     only, params = "", {}
     if repo_ids is not None:
         only = " AND r.repo_id IN (" + (", ".join(f":r{i}" for i in range(len(repo_ids))) or "NULL") + ")"
@@ -381,7 +372,7 @@ def backfill_arch(conn, db: str | None, blobs) -> int:
     from the stored config blob and the file set's tokenizer_config.json, no converter and no re-crawl. A GGUF
     repo's row (no config blob) gets its facts from the stored header facts when they carry them."""
 
-    loads = _loads()
+    loads = orjson.loads
     todo = conn.exec_driver_sql(
         "SELECT e.id, e.config_blob, f.files, e.gguf FROM engine_facts e JOIN file_sets f ON f.id = e.file_set_id "
         "WHERE e.arch IS NULL ORDER BY e.id").all()
@@ -423,7 +414,7 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
     Candidates share a token-prefix bucket (``engines.gguf_buckets``): every passing pair does,
     so the cache holds every passing pair (up to ``limit`` new evaluations per run)."""
 
-    loads = _loads()
+    loads = orjson.loads
     # One row per signature (its buckets follow from its tokens), so popular signatures do not multiply.
     sigs = ("(SELECT DISTINCT gguf_signature AS s, gguf_bucket_hi AS hi, gguf_bucket_lo AS lo FROM engine_facts "
             "WHERE gguf_signature IS NOT NULL)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+import orjson
 from sqlalchemy import text
 
 from ..engines import ENGINES, GGUF_CLASS_KEY
@@ -22,7 +23,6 @@ from .compute import (
     LINEAGE_DEPTH,
     NOT_GATED,
     SIZE_WORDS,
-    _loads,
     compute_llamacpp_pairs,
     derive_engine_facts,
 )
@@ -98,7 +98,7 @@ def _first(base, repo_id: str | None = None) -> str | None:
     if not base:
         return None
     try:
-        bases = _loads()(base) if isinstance(base, (str, bytes)) else base
+        bases = orjson.loads(base) if isinstance(base, (str, bytes)) else base
     except ValueError:
         return None
     if isinstance(bases, list) and bases and isinstance(bases[0], str) and bases[0] != repo_id:

@@ -85,12 +85,9 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
         summary, code = e.summary, 1
         click.echo(f"error: {e}", err=True)
     if code == 0 and not no_compute:
-        try:
-            from ..catalog.compute import compute
-        except ImportError:
-            compute = None
-        if compute is not None:
-            summary["compute"] = compute(db)
+        from ..catalog.compute import compute  # SQLAlchemy: loaded by the commands that write
+
+        summary["compute"] = compute(db)
     if as_json:
         print_json(summary)
     else:
