@@ -184,16 +184,72 @@ def test_mtp_follows_each_release_s_rewrites(engine, release, model_type, arch, 
                            f"speculative.py:{rewrites[model_type]}" if has else source), source
 
 
-@pytest.mark.parametrize("release, captures", [("0.5.21", False), ("0.5.22", True), ("0.5.23", True)])
-def test_sglang_qwen3_5_targets_capture_eagle3_from_0_5_22(release, captures):
-    """models/qwen3_5.py gained set_eagle3_layers_to_capture at 0.5.22 (table capture_models)."""
+def _capture_check(engine: str, release: str, algorithm: str, arch: str) -> dict:
     from indexer.engines.heads import parse_head, rules_of
 
-    head = parse_head({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 64,
-                       "vocab_size": 100, "draft_vocab_size": 100, "num_hidden_layers": 1}, "o/h")
-    types, what, _ = rules_of("sglang", release).capture(head)
-    assert what == "EAGLE-3" and ("qwen3_5" in types) is captures and "qwen3" in types
-    assert ("qwen3_5.py" in tables.values("sglang", release, "capture_models")["eagle3"]) is captures
+    configs = {"eagle3": {"architectures": ["LlamaForCausalLMEagle3"]},
+               "dflash": {"architectures": ["DFlashDraftModel"], "dflash_config": {"target_layer_ids": [1]}},
+               "dspark": {"architectures": ["DSparkMiniMaxDraftModel"], "dflash_config": {"target_layer_ids": [1]}}}
+    head = parse_head({**configs[algorithm], "model_type": "llama", "hidden_size": 64, "vocab_size": 100,
+                       "draft_vocab_size": 100, "num_hidden_layers": 1}, "o/h")
+    assert head.algorithm == algorithm
+    verdict = rules_of(engine, release).fit(head, _target("x", arch))
+    return next(c for c in verdict.checks if c["check"] == "target_arch")
+
+
+@pytest.mark.parametrize("engine, release, algorithm, arch, captures", [
+    # the VL class inherits Qwen3VLForConditionalGeneration's set_eagle3_layers_to_capture at every release; the
+    # text class gained its own at 0.5.22
+    ("sglang", "0.5.20", "eagle3", "Qwen3_5ForConditionalGeneration", True),
+    ("sglang", "0.5.21", "eagle3", "Qwen3_5ForCausalLM", False),
+    ("sglang", "0.5.22", "eagle3", "Qwen3_5ForCausalLM", True),
+    # Mistral's class subclasses Llama's (the method is inherited)
+    ("sglang", "0.5.23", "eagle3", "MistralForCausalLM", True),
+    # DFlash at 0.5.23: MiniCPM-V 4.6 (through MiniCPMV's __getattr__), Beam and Muse Spark came; DeepSeek-V4 has
+    # only set_dspark_layers_to_capture, so a DFlash head fails and a DSpark head captures
+    ("sglang", "0.5.22", "dflash", "MiniCPMV4_6ForConditionalGeneration", False),
+    ("sglang", "0.5.23", "dflash", "MiniCPMV4_6ForConditionalGeneration", True),
+    ("sglang", "0.5.23", "dflash", "BeamForCausalLM", True),
+    ("sglang", "0.5.23", "dflash", "MuseSparkForConditionalGeneration", True),
+    ("sglang", "0.5.23", "dflash", "DeepseekV4ForCausalLM", False),
+    ("sglang", "0.5.23", "dspark", "DeepseekV4ForCausalLM", True),
+    ("sglang", "0.5.23", "eagle3", "Qwen2ForCausalLM", True),
+    ("sglang", "0.5.23", "dflash", "Qwen2ForCausalLM", False),
+    # an architecture SGLang does not register runs on its Transformers fallback, which captures nothing
+    ("sglang", "0.5.23", "eagle3", "NoSuchForCausalLM", False),
+    # vLLM: Granite's class implements SupportsEagle3 from 0.32.0, GraniteMoe's from 0.33.0
+    ("vllm", "0.31.0", "eagle3", "GraniteForCausalLM", False),
+    ("vllm", "0.32.0", "eagle3", "GraniteForCausalLM", True),
+    ("vllm", "0.32.0", "dflash", "GraniteMoeForCausalLM", False),
+    ("vllm", "0.33.0", "dflash", "GraniteMoeForCausalLM", True),
+    ("vllm", "0.34.0", "eagle3", "Qwen3_5ForConditionalGeneration", True),  # vllm.models.qwen3_5, re-exported
+    ("vllm", "0.34.0", "eagle3", "MistralForCausalLM", True),
+    ("vllm", "0.34.0", "eagle3", "NoSuchForCausalLM", False),
+])
+def test_capture_follows_each_release_s_classes(engine, release, algorithm, arch, captures):
+    """Whether the target's model class captures a head's hidden states is read from the release's classes (tables
+    capture_classes, eagle3_classes): an entry missing from the table turns a fit into a refusal."""
+    check = _capture_check(engine, release, algorithm, arch)
+    assert check["ok"] is captures, check
+    if captures:  # the check cites where the class gets the capture, at that release
+        table = (tables.values("sglang", release, "capture_classes")["dspark" if algorithm == "dspark" and arch in
+                 tables.values("sglang", release, "capture_classes")["dspark"] else
+                 "eagle3" if algorithm == "eagle3" else "dflash"] if engine == "sglang"
+                 else tables.values("vllm", release, "eagle3_classes"))
+        where = table[arch].removeprefix("python/sglang/srt/").removeprefix("vllm/")
+        assert check["source"].endswith(where), check
+
+
+def test_every_registered_class_s_capture_is_the_table_s():
+    """For every class each release registers, the EAGLE-3 check passes exactly when the extracted table lists it."""
+    for engine, table in (("sglang", "capture_classes"), ("vllm", "eagle3_classes")):
+        for release in ENGINES[engine].releases:
+            t = tables.tables(engine, release)[table]
+            capturing = t["values"]["eagle3"] if engine == "sglang" else t["values"]
+            registered = tables.values(engine, release, "registered_models") if engine == "sglang" else t["registered"]
+            assert len(capturing) > 40 and set(capturing) <= set(registered), (engine, release)
+            for arch in sorted(registered)[::7]:
+                assert _capture_check(engine, release, "eagle3", arch)["ok"] is (arch in capturing), (release, arch)
 
 
 def test_vllm_heads_at_each_release_follow_its_registry():

@@ -40,6 +40,13 @@ def test_vllm_registry_methods_and_dropped_models():
     # hf_config_override: each name its ifs test, at the line of its if
     assert t["mtp_rewrites"]["values"] == {"deepseek_v3": 15, "deepseek_v32": 15, "MiMoForCausalLM": 17}
     assert t["mtp_rewrites"]["source"] == "vllm/config/speculative.py:13-19"
+    # SupportsEagle3 among a registered class's bases, or its ancestors' (through ``import module`` and a re-export
+    # of vllm.models.<name>); GraniteForCausalLM has none
+    eagle3 = t["eagle3_classes"]
+    llama = "vllm/model_executor/models/llama.py:6"
+    assert eagle3["values"] == {"LlamaForCausalLM": llama, "LlavaForConditionalGeneration": llama,
+                                "QwenVLForConditionalGeneration": llama}
+    assert eagle3["registered"]["GraniteForCausalLM"] == "llava.GraniteForCausalLM"
 
 
 def test_sglang_entry_classes_of_speculators_only():
@@ -52,8 +59,16 @@ def test_sglang_entry_classes_of_speculators_only():
                    "DSparkMiniMaxDraftModel": ("dspark", "dspark_minimax.py", 5),  # EntryClass = one class, no list
                    "Qwen3NextForCausalLMMTP": ("mtp", "qwen3_next_mtp.py", 5)}  # LlamaForCausalLM: not a speculator
     assert t["speculative_algorithms"]["values"] == ["DFLASH", "EAGLE", "EAGLE3", "STANDALONE", "NONE"]
-    # the target classes that capture hidden states, by file; _config_draft_model's rewrites (a tuple it names too)
-    assert t["capture_models"]["values"] == {"eagle3": {"llama.py": 2}, "dflash": {"llama.py": 5}}
+    # the registered classes that capture hidden states: defined, inherited from another file's class imported under
+    # another name, or forwarded by __getattr__ to a class of its module that has it (not Plain, which has none)
+    llama, mistral = "python/sglang/srt/models/llama.py", "python/sglang/srt/models/mistral.py"
+    assert t["capture_classes"]["values"] == {
+        "eagle3": {"LlamaForCausalLM": f"{llama}:2", "MistralForCausalLM": f"{llama}:2"},
+        "dflash": {"LlamaForCausalLM": f"{llama}:5", "MistralForCausalLM": f"{llama}:5",
+                   "Wrapper": "python/sglang/srt/models/wrapper.py:2"},
+        "dspark": {"MinimaxLike": f"{mistral}:9"}}
+    assert {"Plain", "MinimaxLike", "LlamaForCausalLM"} <= set(t["registered_models"]["values"])
+    # _config_draft_model's rewrites (a tuple it names too)
     assert t["mtp_rewrites"]["values"] == {"DeepseekV3ForCausalLM": 9, "MiMoV2ForCausalLM": 11,
                                            "MiMoV2FlashForCausalLM": 11}
 

@@ -101,6 +101,118 @@ def _literal_args(tree: ast.Module, name: str, rel: str, seen: tuple = ()) -> li
     return out
 
 
+# ------------------------------------------------------------------------------------------- classes and their bases
+class Classes:
+    """The classes of a source tree's modules, each base resolved through its module's imports (``from .llama
+    import X``, ``from pkg.models.llama import X as Y``, ``import pkg.models.llama as llama``), so an inherited method
+    or interface is found where it is defined. Dotted module names start in ``root / under``; paths are written
+    relative to ``root``."""
+
+    def __init__(self, root: Path, under: str = ""):
+        self.root, self.src = root, root / under if under else root
+        self._modules: dict[str, tuple[str, dict, dict] | None] = {}
+
+    def module(self, dotted: str) -> tuple[str, dict, dict] | None:
+        """(path relative to the tree, class name -> ClassDef, local name -> (module, name or None)) of a module
+        (None: not in the tree)."""
+        if dotted not in self._modules:
+            self._modules[dotted] = self._read(dotted)
+        return self._modules[dotted]
+
+    def _read(self, dotted: str) -> tuple[str, dict, dict] | None:
+        base = self.src / dotted.replace(".", "/")
+        path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+        if not path.is_file():
+            return None
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        names: dict[str, tuple[str, str | None]] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom):
+                parts = package.split(".")
+                origin = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else [])) if n.level \
+                    else (n.module or "")
+                for a in n.names:
+                    names.setdefault(a.asname or a.name, (origin, a.name))
+            elif isinstance(n, ast.Import):
+                for a in n.names:
+                    names.setdefault(a.asname or a.name, (a.name, None))
+        return path.relative_to(self.root).as_posix(), classes, names
+
+    def resolve(self, dotted: str, name: str, depth: int = 0) -> tuple[str, str] | None:
+        """(module, class name) where the class a module calls ``name`` is defined, following imports and
+        re-exports (None: outside the tree)."""
+        mod = self.module(dotted)
+        if mod is None or depth > 20:
+            return None
+        if name in mod[1]:
+            return dotted, name
+        origin = mod[2].get(name)
+        if origin is None or origin[1] is None:
+            return None
+        if self.module(f"{origin[0]}.{origin[1]}") is not None:  # ``from pkg import module``: not a class
+            return None
+        return self.resolve(origin[0], origin[1], depth + 1)
+
+    def bases(self, dotted: str, node: ast.ClassDef) -> list[tuple[str, str] | str]:
+        """A class's bases: (module, class) where resolved in the tree, else the name it is imported as."""
+        out: list[tuple[str, str] | str] = []
+        names = self.module(dotted)[2]  # type: ignore[index]
+        for b in node.bases:
+            if isinstance(b, ast.Subscript):  # Generic[T], Protocol[...]
+                b = b.value
+            if isinstance(b, ast.Name):
+                found = self.resolve(dotted, b.id)
+                out.append(found or (names.get(b.id, ("", b.id))[1] or b.id))
+            elif isinstance(b, ast.Attribute) and isinstance(b.value, ast.Name):
+                origin = names.get(b.value.id)
+                module = origin[0] if origin and origin[1] is None else (
+                    f"{origin[0]}.{origin[1]}" if origin else b.value.id)
+                out.append(self.resolve(module, b.attr) or b.attr)
+        return out
+
+    def first(self, dotted: str, name: str, test: Callable[[ast.ClassDef, list], int | None],
+              seen: set | None = None) -> tuple[str, int] | None:
+        """(file, line) where ``test`` first holds on the class or a class it inherits from (depth first, in base
+        order: whether an ancestor has it, not which one Python's MRO picks); ``test`` gets the class and its
+        bases and gives a line or None."""
+        seen = set() if seen is None else seen
+        found = self.resolve(dotted, name)
+        if found is None or found in seen:
+            return None
+        seen.add(found)
+        rel, classes, _ = self.module(found[0])  # type: ignore[misc]
+        node = classes[found[1]]
+        bases = self.bases(found[0], node)
+        line = test(node, bases)
+        if line is not None:
+            return rel, line
+        for b in bases:
+            if isinstance(b, tuple) and (hit := self.first(b[0], b[1], test, seen)) is not None:
+                return hit
+        return None
+
+
+def defines(method: str) -> Callable[[ast.ClassDef, list], int | None]:
+    """A class test: the line where the class body defines ``method`` (a def or an assignment)."""
+    def test(node: ast.ClassDef, bases: list) -> int | None:
+        for s in node.body:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == method:
+                return s.lineno
+            if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == method for t in s.targets):
+                return s.lineno
+        return None
+    return test
+
+
+def subclasses(interface: str) -> Callable[[ast.ClassDef, list], int | None]:
+    """A class test: the class's line when one of its bases is named ``interface`` (vLLM's protocols)."""
+    def test(node: ast.ClassDef, bases: list) -> int | None:
+        return node.lineno if any((b[1] if isinstance(b, tuple) else b) == interface for b in bases) else None
+    return test
+
+
 # ------------------------------------------------------------------------------------------------------------ vLLM
 VLLM_REGISTRY = "vllm/model_executor/models/registry.py"
 VLLM_SPECULATIVE = "vllm/config/speculative.py"
@@ -138,6 +250,7 @@ def vllm(root: Path) -> dict:
         entries = _dict_entries(n, VLLM_REGISTRY)
         tables[key] = {"source": _span(VLLM_REGISTRY, n),
                        "values": {k: (v.value if isinstance(v, ast.Constant) else _strings(v)[-1]) for k, v in entries}}
+    tables["eagle3_classes"] = _vllm_eagle3(root, tree)
     spec = _parse(root, VLLM_SPECULATIVE)
     for name, key in (("SpeculativeMethod", "speculative_methods"), ("MTPModelTypes", "mtp_model_types")):
         tables[key] = {"source": _span(VLLM_SPECULATIVE, _assigned(spec, name, VLLM_SPECULATIVE)),
@@ -147,6 +260,29 @@ def vllm(root: Path) -> dict:
         raise SourceError(f"{VLLM_SPECULATIVE}: no hf_config_override")
     tables["mtp_rewrites"] = {"source": _span(VLLM_SPECULATIVE, override), "values": _if_strings(override)}
     return tables
+
+
+def _vllm_eagle3(root: Path, registry: ast.Module) -> dict:
+    """Every architecture vLLM's registry holds (the dicts ``_VLLM_MODELS`` unpacks) whose class implements
+    ``SupportsEagle3``, itself or through a class it inherits from, with the file:line of the class that lists it:
+    ``supports_eagle3(model)`` is the check before EAGLE-3 or DFlash aux hidden states are turned on."""
+    parts = [e.id for e in _assigned(registry, "_VLLM_MODELS", VLLM_REGISTRY).value.values
+             if isinstance(e, ast.Name)]  # **_TEXT_GENERATION_MODELS, ...: the keys of a dict literal are None
+    found = Classes(root)
+    registered: dict[str, str] = {}
+    eagle3: dict[str, str] = {}
+    for part in parts:
+        for arch, value in _dict_entries(_assigned(registry, part, VLLM_REGISTRY), VLLM_REGISTRY):
+            module, cls = (_strings(value) + ["", ""])[:2]
+            registered.setdefault(arch, f"{module}.{cls}")
+            # a dotted module is a full name (vllm.models.<name>, the hardware-isolated layout), else a file of
+            # vllm/model_executor/models (registry.py _LazyRegisteredModel)
+            dotted = module if "." in module else f"vllm.model_executor.models.{module}"
+            hit = found.first(dotted, cls, subclasses("SupportsEagle3"))
+            if hit is not None:
+                eagle3.setdefault(arch, f"{hit[0]}:{hit[1]}")
+    return {"source": f"{VLLM_REGISTRY} (_VLLM_MODELS), vllm/model_executor/models/*.py (SupportsEagle3)",
+            "registered": dict(sorted(registered.items())), "values": dict(sorted(eagle3.items()))}
 
 
 def _if_strings(fn: ast.AST, module: ast.Module | None = None) -> dict[str, int]:
@@ -174,38 +310,58 @@ def _if_strings(fn: ast.AST, module: ast.Module | None = None) -> dict[str, int]
 SGLANG_MODELS = "python/sglang/srt/models"
 SGLANG_SPEC_INFO = "python/sglang/srt/speculative/spec_info.py"
 SGLANG_MODEL_CONFIG = "python/sglang/srt/configs/model_config.py"
-# the methods a target model class defines to capture the hidden states a head reads, by the head kind
-CAPTURE_METHODS = {"set_eagle3_layers_to_capture": "eagle3", "set_dflash_layers_to_capture": "dflash",
-                   "set_dspark_layers_to_capture": "dflash"}
+# The methods a target model class must have (hasattr) for a head to capture the hidden states it reads
+# (model_executor/model_runner_components/attention_backend_setup.py configure_aux_hidden_state_capture): EAGLE-3
+# needs set_eagle3_layers_to_capture; DFlash set_dflash_layers_to_capture; DSpark either that or
+# set_dspark_layers_to_capture.
+CAPTURE_METHODS = {"eagle3": "set_eagle3_layers_to_capture", "dflash": "set_dflash_layers_to_capture",
+                   "dspark": "set_dspark_layers_to_capture"}
 
 
 def sglang(root: Path) -> dict:
-    """SGLang's speculator classes: every class a model file lists in ``EntryClass`` (the registry keys it by class
-    name, models/registry.py) whose name or file says EAGLE, EAGLE-3, DFlash, DSpark or MTP; and the
-    ``SpeculativeAlgorithm`` members."""
+    """SGLang's registry (every class a model file lists in ``EntryClass``, keyed by class name: models/
+    registry.py): its speculator classes (whose name or file says EAGLE, EAGLE-3, DFlash, DSpark or MTP), and per
+    capture method the registered classes that have it, defined or inherited, with the file:line of its ``def``;
+    ``_config_draft_model``'s MTP rewrites; the ``SpeculativeAlgorithm`` members."""
     folder = root / SGLANG_MODELS
     if not folder.is_dir():
         raise SourceError(f"{SGLANG_MODELS}: no such folder under {root}")
     classes = {}
-    capture: dict[str, dict[str, int]] = {"eagle3": {}, "dflash": {}}
+    registered: dict[str, str] = {}
+    found = Classes(root, "python")
+    capture: dict[str, dict[str, str]] = {k: {} for k in CAPTURE_METHODS}
     for path in sorted(folder.glob("*.py")):
         rel = f"{SGLANG_MODELS}/{path.name}"
         tree = _parse(root, rel)
-        for fn in ast.walk(tree):
-            if isinstance(fn, ast.FunctionDef) and fn.name in CAPTURE_METHODS:
-                capture[CAPTURE_METHODS[fn.name]].setdefault(path.name, fn.lineno)
         try:
             node = _assigned(tree, "EntryClass", rel)
         except SourceError:
             continue
-        names = [n for n in ast.walk(node.value) if isinstance(n, ast.Name)]
-        for n in names:
+        dotted = rel.removeprefix("python/").removesuffix(".py").replace("/", ".")
+        for n in (n for n in ast.walk(node.value) if isinstance(n, ast.Name)):
             k = kind(n.id, path.stem)
             if k != "other":
                 classes[n.id] = {"file": rel, "line": n.lineno, "kind": k}
+            resolved = found.resolve(dotted, n.id)
+            name = resolved[1] if resolved else n.id  # the registry keys a class by its __name__
+            registered.setdefault(name, f"{rel}:{n.lineno}")
+            # a wrapper that forwards attributes (``__getattr__``, MiniCPMV) has what a class of its module that it
+            # may hold has: the model the config's version selects
+            forwards = found.first(dotted, n.id, defines("__getattr__"))
+            for what, method in CAPTURE_METHODS.items():
+                hit = found.first(dotted, n.id, defines(method))
+                module = found.module(dotted)
+                if hit is None and forwards is not None and module is not None:
+                    hit = next(((module[0], line) for c in module[1].values()
+                                if (line := defines(method)(c, [])) is not None), None)
+                if hit is not None:
+                    capture[what].setdefault(name, f"{hit[0]}:{hit[1]}")
     tables = {"speculative_models": {"source": f"{SGLANG_MODELS}/*.py (EntryClass)", "values": classes},
-              "capture_models": {"source": f"{SGLANG_MODELS}/*.py ({', '.join(CAPTURE_METHODS)})",
-                                 "values": capture}}
+              "registered_models": {"source": f"{SGLANG_MODELS}/*.py (EntryClass)", "values": dict(sorted(
+                  registered.items()))},
+              "capture_classes": {"source": f"{SGLANG_MODELS}/*.py ({', '.join(CAPTURE_METHODS.values())}, "
+                                            "defined or inherited)",
+                                  "values": {k: dict(sorted(v.items())) for k, v in capture.items()}}}
     config = _parse(root, SGLANG_MODEL_CONFIG)
     draft = _function(config, "_config_draft_model")
     if draft is None:

@@ -133,11 +133,6 @@ def hidden_words(trained: int | None, target: int | None) -> str:
     return f"trained for hidden size {trained}; this target has {target}"
 
 
-def target_types(target: TargetShape) -> list[str]:
-    """The top-level model_type picks the target class; a text sub-config's type is accepted too."""
-    return [t for t in (target.model_type, target.text_model_type) if t]
-
-
 def _norm(ids: Iterable[str]) -> set[str]:
     return {i.lower() for i in ids if isinstance(i, str) and i}
 
@@ -231,8 +226,13 @@ class HeadRules(Heads):
         """Whether the engine loads this head's format at all: (ok, detail, source, engine method)."""
         raise NotImplementedError
 
-    def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
-        """(target model types that can capture the hidden states this head reads, what, source); None: any."""
+    def capture(self, head: HeadFacts) -> tuple[dict[str, str], str, str] | None:
+        """(the model classes that can capture the hidden states this head reads -> the file:line that gives them
+        the capture, what, source of the check); None: any target."""
+        raise NotImplementedError
+
+    def target_class(self, target: TargetShape) -> tuple[str | None, str]:
+        """The model class the engine builds for the target's architectures (None: none), and how it picked it."""
         raise NotImplementedError
 
     def hidden(self, head: HeadFacts) -> tuple[int | None, str]:
@@ -336,11 +336,13 @@ class HeadRules(Heads):
         if need is None:
             return True
         table, what, src = need
-        types = target_types(target)
-        ok = any(t in table for t in types)
-        mt = types[0] if types else None
-        return check(checks, "target_arch", ok,
-                     f"target model_type {mt} {'can' if ok else 'cannot'} capture {what} aux hidden states", src)
+        cls, how = self.target_class(target)
+        where = table.get(cls) if cls else None
+        if where is None:
+            return check(checks, "target_arch", False, f"the target's model class {cls or '(none)'}{how} cannot "
+                         f"capture {what} aux hidden states", src)
+        return check(checks, "target_arch", True, f"the target's model class {cls}{how} captures {what} aux "
+                     "hidden states", f"{src}, {where}")
 
     def _hidden_checks(self, head, target, checks) -> bool:
         want, src = self.hidden(head)

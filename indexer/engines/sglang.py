@@ -119,25 +119,16 @@ SGLANG_HEAD_ARCHS = tables.heads(NAME, VERSION)
 SRT = "python/sglang/srt/"
 
 
-# EAGLE-3 needs the target to capture auxiliary hidden states.
-# SGLang: the target class must implement set_eagle3_layers_to_capture
-# (model_executor/model_runner_components/attention_backend_setup.py:55-61); the model files that do.
-SGLANG_EAGLE3_TARGET_TYPES = (
-    "llama", "mistral", "phi3", "internlm3",  # models/llama.py:929 (Mistral/Phi3 subclass LlamaForCausalLM)
-    "qwen2", "qwen2_moe", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5",
-    "deepseek_v2", "deepseek_v3", "gemma3", "gemma3_text", "gemma4", "gpt_oss", "glm4_moe", "kimi_k25",
-    "minimax_m2", "llama4", "bailing_moe", "exaone_moe", "longcat_flash", "apertus", "qwen3_5_moe", "qwen3_5_text",
-    "qwen3_5_moe_text", "gemma4_text", "minimax_m3", "glm4_moe_lite", "glm5_next",
-)
-# DFlash/DSpark need the target to capture the chosen layers too. SGLang: set_dflash_layers_to_capture or
-# set_dspark_layers_to_capture (model_executor/model_runner_components/attention_backend_setup.py:62-72); the model
-# files that implement one (models/llama.py:943, models/qwen3.py:793, ...). Qwen2 does not.
-SGLANG_DFLASH_TARGET_TYPES = (
-    "llama", "mistral", "phi3", "internlm3", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5",
-    "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4",
-    "gemma4", "gemma4_text", "glm4_moe_lite", "glm5_next", "gpt_oss", "kimi_k25", "kimi_k3", "kimi_linear", "laguna",
-    "lfm2", "lfm2_moe", "lfm2_vl", "nemotron_h", "minimax_m3_vl", "bailing_moe_v3",
-)
+# EAGLE-3 and DFlash/DSpark need the target's model class to capture the chosen layers' hidden states: SGLang raises
+# ValueError when it lacks set_eagle3_layers_to_capture (EAGLE-3), or both set_dspark_layers_to_capture (DSpark only)
+# and set_dflash_layers_to_capture (model_executor/model_runner_components/attention_backend_setup.py:55-61, 62-72).
+# The registered classes that have them, defined or inherited, are extracted per release (table capture_classes).
+def _capture_classes(release: str) -> dict[str, dict[str, str]]:
+    """method kind (eagle3, dflash, dspark) -> registered class -> where it gets the method (relative to SRT)."""
+    return {kind: {c: w.removeprefix(SRT) for c, w in found.items()}
+            for kind, found in tables.values(NAME, release, "capture_classes").items()}
+
+
 # Built-in MTP. SGLang: the draft worker rewrites the target's architecture into its MTP class
 # (configs/model_config.py ``_config_draft_model``, an ``if`` per family: the lines are extracted per release, table
 # mtp_rewrites; GigaChat35 came with 0.5.21 and ExaoneMoe with 0.5.22); NEXTN is an alias of EAGLE
@@ -154,26 +145,10 @@ SGLANG_MTP_ARCHS = (
     "ExaoneMoeForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "HYV3ForCausalLM",
     "HYV4ForCausalLM",
 )
-# The target model types whose capture method came after the oldest release (tables capture_models):
-# EAGLE-3 capture since 0.5.22: models/qwen3_5.py:1837, models/qwen3_5_text.py:130;
-# DFlash capture since 0.5.21: models/lfm2_vl.py:186;
-# DFlash capture since 0.5.23: models/minimax_m3_vl.py:272, 283.
-CAPTURE_SINCE = {
-    "eagle3": {"qwen3_5": "0.5.22", "qwen3_5_moe": "0.5.22", "qwen3_5_text": "0.5.22", "qwen3_5_moe_text": "0.5.22"},
-    "dflash": {"lfm2_vl": "0.5.21", "minimax_m3_vl": "0.5.23"},
-}
-
-
 def _mtp_lines(release: str) -> dict[str, int]:
     """The architectures _config_draft_model rewrites at ``release``, with the line of each one's ``if``."""
     rewrites = tables.values(NAME, release, "mtp_rewrites")
     return {a: rewrites[a] for a in SGLANG_MTP_ARCHS if a in rewrites}
-
-
-def _capturing(kind: str, types: tuple, release: str) -> tuple:
-    """The target model types that capture ``kind`` hidden states at ``release``."""
-    since = CAPTURE_SINCE[kind]
-    return tuple(t for t in types if t not in since or RELEASES.index(since[t]) <= RELEASES.index(release))
 
 
 # Architectures whose draft path SGLang defaults to the target itself (arg_groups/speculative_hook.py:1121-1145);
@@ -197,8 +172,8 @@ class SGLangHeads(HeadRules):
     speculators = SGLANG_SPECULATORS
     mtp_archs = _mtp_lines(VERSION)
     mtp_span = tables.source(NAME, VERSION, "mtp_rewrites").removeprefix(SRT)
-    eagle3_target_types = SGLANG_EAGLE3_TARGET_TYPES
-    dflash_target_types = SGLANG_DFLASH_TARGET_TYPES
+    capture_classes = _capture_classes(VERSION)
+    registered = tables.values(NAME, VERSION, "registered_models")
     methods = {
         "eagle": ("EAGLE", "speculative/spec_info.py:42, models/llama_eagle.py:153"),
         "eagle3": ("EAGLE3", "speculative/spec_info.py:43, models/llama_eagle3.py:387"),
@@ -234,15 +209,27 @@ class SGLangHeads(HeadRules):
                 "(EntryClass)",
                 algo.upper())
 
-    def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
-        """EAGLE-3 and DFlash/DSpark targets must implement the layer capture (EAGLE-1: any target)."""
+    def capture(self, head: HeadFacts) -> tuple[dict[str, str], str, str] | None:
+        """EAGLE-3 and DFlash/DSpark targets must have the layer capture (EAGLE-1: any target)."""
         if head.algorithm in ("eagle3", "peagle"):
-            return (self.eagle3_target_types, "EAGLE-3",
+            return (self.capture_classes["eagle3"], "EAGLE-3",
                     "model_executor/model_runner_components/attention_backend_setup.py:55-61")
         if head.algorithm in ("dflash", "dspark"):
-            return (self.dflash_target_types, "DFlash",
+            dspark = self.capture_classes["dspark"] if head.algorithm == "dspark" else {}
+            return ({**self.capture_classes["dflash"], **dspark}, "DFlash" if not dspark else "DSpark",
                     "model_executor/model_runner_components/attention_backend_setup.py:62-72")
         return None
+
+    def target_class(self, target: TargetShape) -> tuple[str | None, str]:
+        """The first of the target's architectures SGLang registers, else its Transformers fallback
+        (models/registry.py:93-112, resolve_model_cls)."""
+        arch = next((a for a in target.architectures if a in self.registered), None)
+        if arch is not None:
+            return arch, ""
+        if not target.architectures:
+            return None, " (the config names no architectures)"
+        return ("TransformersForCausalLM", f" (SGLang registers no class for {target.architectures[0]} and falls back "
+                "to its Transformers backend)")
 
     def hidden(self, head: HeadFacts) -> tuple[int | None, str]:
         """The fc input each head class builds from the target's hidden size."""
@@ -316,8 +303,8 @@ class SGLangHeads(HeadRules):
 
 
 def _older_heads(release: str) -> SGLangHeads:
-    """SGLangHeads at a release before 0.5.23: that release's head classes, MTP rewrites and capturing targets
-    (extracted), and the lines its rules cite where the audit re-pinned them (tables.relined)."""
+    """SGLangHeads at a release before 0.5.23: that release's head classes, registered and capturing classes and
+    MTP rewrites (extracted), and the lines its rules cite where the audit re-pinned them (tables.relined)."""
     heads = SGLangHeads()
     places = tables.relined(NAME, release)
     for name, value in vars(SGLangHeads).items():
@@ -330,8 +317,8 @@ def _older_heads(release: str) -> SGLangHeads:
     heads.mtp_span = heads.mtp_layers_source = tables.source(NAME, release, "mtp_rewrites").removeprefix(SRT)
     heads.methods = {k: (m, tables.reline(src, places)) for k, (m, src) in SGLangHeads.methods.items()}
     heads.methods["mtp"] = ("NEXTN", f"{tables.reline('speculative/spec_registry.py:183', places)}, {heads.mtp_span}")
-    heads.eagle3_target_types = _capturing("eagle3", SGLANG_EAGLE3_TARGET_TYPES, release)
-    heads.dflash_target_types = _capturing("dflash", SGLANG_DFLASH_TARGET_TYPES, release)
+    heads.capture_classes = _capture_classes(release)
+    heads.registered = tables.values(NAME, release, "registered_models")
     return heads
 
 

@@ -242,18 +242,16 @@ def _registry_span(release: str) -> str:
 # (None: not restricted); each head-rules class cites its release's loader.
 VLLM_SPECULATORS_TYPES = {"eagle3": ("llama", "qwen3"), "peagle": ("llama", "qwen3"), "dflash": None, "dflash2": None,
                           "dspark": None}
-# vLLM: the target class must implement SupportsEagle3 (each head-rules class's eagle3_source). Llama's does
-# (model_executor/models/llama.py:464), and Mistral's and Phi-3's subclass it (model_executor/models/mistral.py:236,
-# model_executor/models/phi3.py:10).
-VLLM_EAGLE3_TARGET_TYPES = (
-    "llama", "mistral", "phi3",
-    "qwen2", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_5", "deepseek_v2",
-    "deepseek_v3", "gemma4", "gpt_oss", "granite", "granitemoe", "minicpm", "minimax_m2", "llama4",
-    "kimi_k25", "apertus", "nemotron_h", "mistral3", "llava", "pixtral", "qwen3_5_moe", "qwen3_5_text",
-    "qwen3_5_moe_text", "gemma4_text", "granitemoeshared",
-)
-# vLLM's DFlash proposer turns on aux hidden-state outputs, which need SupportsEagle3 like EAGLE-3
-# (dflash_capture_source): VLLM_EAGLE3_TARGET_TYPES applies.
+# vLLM: the target's model class must implement SupportsEagle3 (each head-rules class's eagle3_source), itself or
+# through a class it inherits from (Mistral's and Phi-3's subclass Llama's); DFlash turns on the same aux hidden-state
+# outputs (dflash_capture_source). The registered architectures whose class does, per release: table eagle3_classes.
+def _eagle3_classes(release: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(architecture -> where its class implements SupportsEagle3, relative to vllm/; every registered
+    architecture -> module.Class) at ``release``."""
+    t = tables.tables(NAME, release)["eagle3_classes"]
+    return {a: w.removeprefix("vllm/") for a, w in t["values"].items()}, t["registered"]
+
+
 # vLLM: SpeculativeConfig.hf_config_override rewrites the target config into its MTP model (an ``if`` on the
 # target's model_type or architectures[0] per family): the model types and architectures it rewrites, each with the
 # line of its ``if`` at a release (extracted: table mtp_rewrites; step5 and step5_vl came with 0.33.0).
@@ -308,6 +306,7 @@ class VLLMHeads(HeadRules):
     release = "0.33.0"
     head_classes = tables.heads(NAME, "0.33.0")
     registry_source = _registry_span("0.33.0")
+    eagle3_classes, registered = _eagle3_classes("0.33.0")
     speculators_types = VLLM_SPECULATORS_TYPES
     refused_speculators: dict = {}  # speculators_model_type -> (why, source): the loader raises
     # the speculators types: eagle3 algos.py:39-45, peagle algos.py:75-81, dflash algos.py:90-126, dflash2
@@ -367,14 +366,26 @@ class VLLMHeads(HeadRules):
         line = _registry(self.release)[hit]["line"]
         return True, f"{_first(head)} loads as vLLM's {hit}", f"model_executor/models/registry.py:{line}", method
 
-    def capture(self, head: HeadFacts) -> tuple[tuple[str, ...], str, str] | None:
+    def capture(self, head: HeadFacts) -> tuple[dict[str, str], str, str] | None:
         """EAGLE-3 and DFlash targets must implement SupportsEagle3; DSpark runs in its own model runner, not
         checked here; EAGLE-1 reads only the last hidden state (any target)."""
         if head.algorithm in ("eagle3", "peagle"):
-            return VLLM_EAGLE3_TARGET_TYPES, "EAGLE-3", self.eagle3_source
+            return self.eagle3_classes, "EAGLE-3", self.eagle3_source
         if head.algorithm == "dflash":
-            return VLLM_EAGLE3_TARGET_TYPES, "DFlash", self.dflash_capture_source
+            return self.eagle3_classes, "DFlash", self.dflash_capture_source
         return None
+
+    def target_class(self, target: TargetShape) -> tuple[str | None, str]:
+        """The first of the target's architectures vLLM registers (model_executor/models/registry.py
+        inspect_model_cls). With none, model_impl auto tries its Transformers backend, whose classes implement
+        SupportsEagle3 but which takes only some models: not judged here, so the check fails."""
+        arch = next((a for a in target.architectures if a in self.registered), None)
+        if arch is not None:
+            return arch, ""
+        if not target.architectures:
+            return None, " (the config names no architectures)"
+        return None, (f" (vLLM registers none for {target.architectures[0]}; whether its Transformers backend takes "
+                      "the model is not judged)")
 
     def hidden(self, head: HeadFacts) -> tuple[int | None, str]:
         """The fc input each head model builds from the target's hidden size."""
@@ -481,6 +492,7 @@ class VLLMHeads034(VLLMHeads):
     aux_default_source = "model_executor/models/interfaces.py:1764-1785"
     head_classes = tables.heads(NAME, "0.34.0")
     registry_source = _registry_span("0.34.0")
+    eagle3_classes, registered = _eagle3_classes("0.34.0")
     speculators_types = {k: v for k, v in VLLM_SPECULATORS_TYPES.items() if k != "peagle"}
     refused_speculators = {"peagle": ("vLLM's speculators loader raises \"P-EAGLE (parallel drafting EAGLE-3) is not "
                                       "supported.\"", "transformers_utils/configs/speculators/algos.py:53-55")}
@@ -493,8 +505,9 @@ class VLLMHeads034(VLLMHeads):
 
 
 def _older_heads(release: str) -> VLLMHeads:
-    """VLLMHeads at a release before 0.33.0: that release's registry and MTP rewrites (extracted), and the lines
-    its rules cite where the audit re-pinned them (tables.relined); the rules are the same."""
+    """VLLMHeads at a release before 0.33.0: that release's registry, EAGLE-3 capturing classes and MTP rewrites
+    (extracted), and the lines its rules cite where the audit re-pinned them (tables.relined); the rules are the
+    same."""
     heads = VLLMHeads()
     places = tables.relined(NAME, release)
     for name, value in vars(VLLMHeads).items():
@@ -505,6 +518,7 @@ def _older_heads(release: str) -> VLLMHeads:
     heads.release = release
     heads.head_classes = tables.heads(NAME, release)
     heads.registry_source = _registry_span(release)
+    heads.eagle3_classes, heads.registered = _eagle3_classes(release)
     heads.mtp_model_types = _mtp_lines(release, VLLM_MTP_MODEL_TYPES)
     heads.mtp_archs = _mtp_lines(release, VLLM_MTP_ARCHS)
     heads.mtp_lines = _mtp_source(release)[1]

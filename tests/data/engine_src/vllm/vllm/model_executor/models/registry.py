@@ -28,3 +28,16 @@ _PREVIOUSLY_SUPPORTED_MODELS = {
     "BambaForCausalLM": "0.23.0",
     "MiniMaxForCausalLM": "0.23.0",
 }
+
+_LATE_MODELS = {
+    "GraniteForCausalLM": ("llava", "GraniteForCausalLM"),
+    "QwenVLForConditionalGeneration": ("vllm.models.qwen", "QwenVL"),
+}
+
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+    **_LATE_MODELS,
+    **_MULTIMODAL_MODELS,
+    **_SPECULATIVE_DECODING_MODELS,
+    **_TRANSFORMERS_SUPPORTED_MODELS,
+}

@@ -1,0 +1,15 @@
+class VersionFour:
+    def set_dflash_layers_to_capture(self, layer_ids):
+        pass
+
+
+class Wrapper:
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class Plain:
+    pass
+
+
+EntryClass = [Wrapper, Plain]

@@ -1,0 +1,5 @@
+from typing import Protocol
+
+
+class SupportsEagle3(Protocol):
+    supports_eagle3 = True

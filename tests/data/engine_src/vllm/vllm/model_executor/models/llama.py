@@ -1,0 +1,7 @@
+from torch import nn
+
+from .interfaces import SupportsEagle3
+
+
+class LlamaForCausalLM(nn.Module, SupportsEagle3):
+    pass

@@ -1,0 +1,3 @@
+from vllm.model_executor.models.llava import LlavaForConditionalGeneration as QwenVL
+
+__all__ = ["QwenVL"]
