@@ -2,9 +2,9 @@
 
     python scripts/extract_tables.py ENGINE RELEASE SOURCE_DIR [--read-from WHAT] [--out DIR]
 
-ENGINE is vllm, sglang, transformers or mlx; docs/engines.md says how to get and unpack each release's source. Then
-review the diff (``git diff indexer/engines/data``): the engine modules read these files. Exit 2 when the tree lacks
-what the extractor reads.
+ENGINE is vllm, sglang, transformers, mlx or llamacpp (RELEASE: its commit); docs/engines.md says how to get and
+unpack each release's source. Then review the diff (``git diff indexer/engines/data``): the engine modules read these
+files. Exit 2 when the tree lacks what the extractor reads.
 """
 
 from __future__ import annotations

@@ -94,6 +94,17 @@ def test_mlx_caches_follow_imports_and_remapping():
     assert t["rotating_cache"]["values"] == {"llama": "llama", "mistral": "llama"}
 
 
+def test_llamacpp_converter_registry_is_the_map_and_the_text_registrations():
+    t = extract.llamacpp(TREES / "llamacpp")
+    assert t["text_model_map"]["source"] == "conversion/__init__.py:2-7"
+    # the last registration wins; a projector registered under the name is not a text model; a mapped name its module
+    # never registers fails too
+    assert t["converter_architectures"]["values"] == {"LlamaForCausalLM": "conversion/llama.py:4 (LlamaModel)",
+                                                      "MistralForCausalLM": "conversion/llama.py:9 (MistralModel)"}
+    assert t["mapped_not_registered"]["values"] == {"GhostForCausalLM": "conversion/llama.py",
+                                                    "SpeechForConditionalGeneration": "conversion/speech.py"}
+
+
 def test_a_tree_without_what_is_read_is_one_error(tmp_path):
     with pytest.raises(SourceError, match="registry.py: no such file"):
         extract.vllm(tmp_path)

@@ -195,6 +195,15 @@ def test_unsupported_architecture(tmp_path):
     assert predict_gguf(d).error == "Model NoSuchForCausalLM is not supported"
 
 
+def test_an_architecture_mapped_to_a_module_that_registers_no_text_model_fails(tmp_path):
+    """TEXT_MODEL_MAP sends GraniteSpeech to conversion/granite.py, which registers only its MmprojModel under that
+    name: get_model_class raises KeyError (conversion/__init__.py:399), not the "not supported" exit."""
+    d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["GraniteSpeechForConditionalGeneration"],
+                                                           "num_hidden_layers": 2})
+    v = predict_gguf(d)
+    assert not v.converted and v.error == "KeyError: 'GraniteSpeechForConditionalGeneration'"
+
+
 def test_supported_but_unmodelled_architecture_says_so(tmp_path):
     d = sentencepiece_dir(tmp_path, vocab_size=40, config={"architectures": ["Rwkv7ForCausalLM"]})
     v = predict_gguf(d)
@@ -399,10 +408,18 @@ def test_mpt_falls_back_to_sentencepiece_with_its_own_special_ids(tmp_path):
 
 
 def test_architecture_table_is_consistent():
-    from indexer.gguf.archs import SUPPORTED, VOCAB_PATH
+    from indexer.engines import tables
+    from indexer.gguf import LLAMACPP_COMMIT
+    from indexer.gguf.archs import MAPPED_UNREGISTERED, SUPPORTED, VOCAB_PATH
     from indexer.gguf.vocabpaths import PATHS
 
-    assert set(VOCAB_PATH) <= SUPPORTED and len(SUPPORTED) == 269  # conversion/__init__.py TEXT_MODEL_MAP
+    # the converter's registry, extracted at the pinned commit: TEXT_MODEL_MAP's 269 names, 267 with a text class
+    mapped = tables.values("llamacpp", LLAMACPP_COMMIT, "text_model_map")
+    assert SUPPORTED | MAPPED_UNREGISTERED == set(mapped) and not SUPPORTED & MAPPED_UNREGISTERED
+    assert len(mapped) == 269 and len(SUPPORTED) == 267
+    registered = tables.values("llamacpp", LLAMACPP_COMMIT, "converter_architectures")
+    assert registered["LlamaForCausalLM"].startswith("conversion/llama.py:")
+    assert set(VOCAB_PATH) <= SUPPORTED
     assert {kind for kind, _ in VOCAB_PATH.values()} <= set(PATHS)
     assert all(ref.startswith("conversion/") for _, ref in VOCAB_PATH.values())
 

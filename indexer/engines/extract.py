@@ -9,7 +9,8 @@ and line it was read at. The trees are laid out as the engine modules cite them:
 * vLLM: the wheel or sdist unpacked (``vllm/...``);
 * SGLang: the wheel unpacked under ``python/`` (``python/sglang/srt/...``, the repository's layout);
 * transformers: the sdist unpacked (``src/transformers/...``);
-* mlx-lm: the wheel, sdist or checkout (``mlx_lm/...``).
+* mlx-lm: the wheel, sdist or checkout (``mlx_lm/...``);
+* llama.cpp: the checkout at its commit (``conversion/...``, ``convert_hf_to_gguf.py``).
 """
 
 from __future__ import annotations
@@ -641,8 +642,59 @@ def _mlx_spans(root: Path) -> dict[str, str | None]:
                 "not supported." in x for x in _strings(n.value)), whole=False)}
 
 
+# ------------------------------------------------------------------------------------------------------- llama.cpp
+LCP_CONVERSION = "conversion/__init__.py"
+
+
+def _is_mmproj(node: ast.ClassDef, bases: list) -> int | None:
+    """A class test: the line of a class that is MmprojModel or sets ``model_arch = gguf.MODEL_ARCH.MMPROJ``."""
+    if node.name == "MmprojModel":
+        return node.lineno
+    for s in node.body:
+        if (isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "model_arch" for t in s.targets)
+                and isinstance(s.value, ast.Attribute)):
+            return s.lineno if s.value.attr == "MMPROJ" else None
+    return None
+
+
+def llamacpp(root: Path) -> dict:
+    """convert_hf_to_gguf.py's architecture registry: ``get_model_class`` looks an architecture up in
+    ``TEXT_MODEL_MAP`` (architecture -> module of conversion/), imports that module and takes the class its
+    ``@ModelBase.register(...)`` decorators filed for the name (the last one wins; an MmprojModel class is filed
+    apart). An architecture converts when both hold; one the map names but its module does not register makes the
+    converter fail (KeyError)."""
+    tree = _parse(root, LCP_CONVERSION)
+    node = _assigned(tree, "TEXT_MODEL_MAP", LCP_CONVERSION)
+    mapped: dict[str, str] = {k: v.value for k, v in _dict_entries(node, LCP_CONVERSION)
+                              if isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    found = Classes(root)
+    registered: dict[str, dict[str, str]] = {}  # module -> architecture -> where (text classes only)
+    for module in sorted(set(mapped.values())):
+        got = found.module(f"conversion.{module}")
+        if got is None:
+            raise SourceError(f"conversion/{module}.py: no such file under {root}")
+        rel, classes, _ = got
+        text: dict[str, str] = {}
+        for cls in sorted(classes.values(), key=lambda c: c.lineno):
+            for deco in cls.decorator_list:
+                if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute)
+                        and deco.func.attr == "register" and getattr(deco.func.value, "id", None) == "ModelBase"):
+                    mmproj = found.first(f"conversion.{module}", cls.name, _is_mmproj) is not None
+                    for name in _strings(deco):
+                        if mmproj:
+                            continue
+                        text[name] = f"{rel}:{deco.lineno} ({cls.name})"
+        registered[module] = text
+    converts = {a: registered[m][a] for a, m in sorted(mapped.items()) if a in registered[m]}
+    unregistered = {a: f"conversion/{m}.py" for a, m in sorted(mapped.items()) if a not in registered[m]}
+    return {"text_model_map": {"source": _span(LCP_CONVERSION, node), "values": dict(sorted(mapped.items()))},
+            "converter_architectures": {"source": "conversion/*.py (@ModelBase.register on a text model class)",
+                                        "values": converts},
+            "mapped_not_registered": {"source": _span(LCP_CONVERSION, node), "values": unregistered}}
+
+
 EXTRACTORS: dict[str, Callable[[Path], dict]] = {"vllm": vllm, "sglang": sglang, "transformers": transformers,
-                                                 "mlx": mlx}
+                                                 "mlx": mlx, "llamacpp": llamacpp}
 
 
 def extract(engine: str, root: Path, release: str, read_from: str = "") -> dict:

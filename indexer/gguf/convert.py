@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import is_panic
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError
-from .archs import INTERNS1_GUARDED, SUPPORTED, VOCAB_PATH
+from .archs import INTERNS1_GUARDED, MAPPED_UNREGISTERED, SUPPORTED, VOCAB_PATH
 from .hf import ConverterError, NotModelled, read_json
 from .vocabpaths import PATHS, fail, find_hparam
 from .written import Written
@@ -71,6 +71,8 @@ def convert(directory: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[s
     """(architecture, the keys written), or ConverterError with the converter's words."""
     hparams = load_hparams(directory, max_bytes)
     arch = model_architecture(hparams)
+    if arch in MAPPED_UNREGISTERED:  # mapped, but its module registers no text model (conversion/__init__.py:399)
+        raise ConverterError(f"KeyError: {arch!r}")
     if arch not in SUPPORTED:  # convert_hf_to_gguf.py:249-255
         raise ConverterError(f"Model {arch} is not supported")
     if arch not in VOCAB_PATH:
