@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from crawlkit import crawl, set_meta
 
 from indexer.cli import cli
-from indexer.engines import speed_profile
+from indexer.engines import ENGINES, speed_profile
 from indexer.errors import BadInput
 from indexer.hubsim import HubServer
 from indexer.speed import calibrate, hardware, model, quant
@@ -183,14 +183,14 @@ def test_leviathan_is_the_limit_without_costs():
 def test_no_size_means_no_figure():
     from indexer.answer.speedup import Options, estimate
 
-    out = estimate("llama.cpp", {"shape": None}, {"shape": qwen_05b()}, Options("M4 Max"))
+    out = estimate(ENGINES["llama.cpp"], {"shape": None}, {"shape": qwen_05b()}, Options("M4 Max"))
     assert out == [{"hardware": "M4 Max", "estimate": None, "why": "speed-up unknown: no size for the target"}]
 
 
 def test_an_engine_that_does_not_run_on_the_device_says_so():
     from indexer.answer.speedup import Options, estimate
 
-    out = estimate("vllm", {"shape": qwen_7b()}, {"shape": qwen_05b()}, Options("M4 Max"))
+    out = estimate(ENGINES["vllm"], {"shape": qwen_7b()}, {"shape": qwen_05b()}, Options("M4 Max"))
     assert out[0]["estimate"] is None and "does not run on apple" in out[0]["why"]
 
 
@@ -615,12 +615,12 @@ def test_a_pair_whose_weights_exceed_the_device_says_it_does_not_fit():
     big = model.Shape(params=70_000_000_000, layers=80, hidden=8192, vocab=32000)
     draft = model.Shape(params=1_100_000_000, layers=22, hidden=2048, vocab=32000)
     for device in ("H100 SXM", "RTX 4090"):
-        [s] = estimate("sglang", {"shape": big}, {"shape": draft}, Options(device))
+        [s] = estimate(ENGINES["sglang"], {"shape": big}, {"shape": draft}, Options(device))
         assert s["fits"] is False and s["weights_gb"] == pytest.approx(140 + 2.2, abs=0.2)
         assert s["estimate"] is not None and s["why"].startswith("does not fit: the weights alone take 142 GB")
         assert "DOES NOT FIT one device: 142 GB of weights" in words(s)
-    [small] = estimate("sglang", {"shape": qwen_7b()}, {"shape": qwen_05b()}, Options("RTX 4090"))
+    [small] = estimate(ENGINES["sglang"], {"shape": qwen_7b()}, {"shape": qwen_05b()}, Options("RTX 4090"))
     assert small["fits"] is True and "NOT FIT" not in words(small) and not small["why"].startswith("does not fit")
-    on = {d: estimate("llama.cpp", {"shape": big}, {"shape": draft}, Options(d))[0]["fits"]
+    on = {d: estimate(ENGINES["llama.cpp"], {"shape": big}, {"shape": draft}, Options(d))[0]["fits"]
           for d in ("H100 SXM", "RTX 4090")}
     assert on == {"H100 SXM": True, "RTX 4090": False}

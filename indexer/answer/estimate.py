@@ -52,13 +52,13 @@ def add(cat: Reader, s: Scope, judged: list[Judged], speed: Options | None) -> N
                 found = measurements(cat, s.t["repo_id"], None)
             if found:
                 measured = measured_alpha([m for m in found if m["draft"] == j.member.repo_id], opts)
-        figures = estimate(s.name, target, draft, opts, agreement_share({"agreement": j.agreement}),
-                           first_only=True, release=s.engine.release, measured=measured)
+        figures = estimate(s.engine, target, draft, opts, agreement_share({"agreement": j.agreement}),
+                           first_only=True, measured=measured)
         figure = figures[0] if figures else None
         if figure is not None and "launch" in figure:
             j.setup, j.launch = figure.pop("setup"), figure.pop("launch")
         else:
-            chosen = with_launch(choose(s.name, s.engine.release, profile, None, target, draft, speed))
+            chosen = with_launch(choose(s.engine, profile, None, target, draft, speed))
             j.setup, j.launch = chosen["setup"], chosen["launch"]
         j.speedup = figure
 

@@ -275,7 +275,8 @@ class _Estimator:
         if self._facts is None:
             self._facts = catalog_facts(self.cat, self.shape.repo_id)
         tokens = rules.launch_tokens(head, self.shape, engine, self.release)
-        figures = head_estimate(engine, self._facts, head, self.speed or Options(), tokens,
+        figures = head_estimate(registry.ENGINES[engine].at(self.release), self._facts, head, self.speed or Options(),
+                                tokens,
                                 rules.setup(head, self.shape, engine, self.release))
         return figures[0] if figures else None
 

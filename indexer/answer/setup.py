@@ -28,6 +28,7 @@ from ..catalog.classes import Member, lineage_of, lineages_in
 from ..catalog.reader import json_value
 from ..catalog.repofacts import gguf_files
 from ..engines import ENGINES
+from ..engines.base import Engine
 from ..engines.llamacpp import hub_tag, makeable
 from ..engines.setup import DIR, FILE, GGUF, HF, MLX, Setup, Source, plain, text
 from ..speed import model, quant
@@ -130,15 +131,15 @@ def _families(runtime: str) -> tuple:
     return RUNTIME_FAMILIES[runtime]
 
 
-def choose(engine: str, release: str | None, profile, device, t: dict, d: dict, opts,
-           draft_tokens: int | None = None) -> Setup:
-    """The setup of a draft-model pair on ``engine`` at ``release`` on ``device`` (a ``speed.hardware.Hardware``, or
-    None), with ``profile`` the engine's ``SpeedProfile`` there; ``t``/``d`` the sides' speed facts (speedup.py)."""
-    release = release or ENGINES[engine].release
-    steps = release if engine == "llama.cpp" else ENGINES["llama.cpp"].release  # whose tools make a GGUF file
+def choose(engine: Engine, profile, device, t: dict, d: dict, opts, draft_tokens: int | None = None) -> Setup:
+    """The setup of a draft-model pair on ``engine`` (at its release) on ``device`` (a ``speed.hardware.Hardware``,
+    or None), with ``profile`` the engine's ``SpeedProfile`` there; ``t``/``d`` the sides' speed facts
+    (speedup.py)."""
+    # whose tools make a GGUF file: this llama.cpp release, or the newest for another engine
+    steps = engine.release if engine.name == "llama.cpp" else ENGINES["llama.cpp"].release
     target = side_source(t, profile.runtime, opts.target_quant if opts else None, profile.target_quant, steps)
     draft = side_source(d, profile.runtime, opts.draft_quant if opts else None, profile.draft_quant, steps)
-    return Setup(engine, release, target, draft, draft_tokens or (opts.draft_tokens if opts else None),
+    return Setup(engine.name, engine.release, target, draft, draft_tokens or (opts.draft_tokens if opts else None),
                  hardware=device.name if device is not None else None)
 
 

@@ -15,6 +15,7 @@ from ..catalog.reader import Reader, json_value
 from ..catalog.repofacts import gguf_files, speed_row
 from ..engines import ENGINES
 from ..engines import heads as rules
+from ..engines.base import Engine
 from ..engines.heads import HeadFacts, TargetShape
 from ..engines.setup import DIR, FILE, GGUF, HF, text
 from ..errors import BadInput, CatalogError
@@ -55,11 +56,11 @@ class Options:
         self.draft_tokens = draft_tokens
         self.measured = measured  # the pair's measurements (indexer measure) take the acceptance prior's place
 
-    def devices_for(self, engine: str, gguf: bool = False) -> list[hw.Hardware]:
+    def devices_for(self, engine: Engine, gguf: bool = False) -> list[hw.Hardware]:
         """The device asked for, else the reference devices of the kinds this engine runs on, the device of the
         runtime that runs the pair (``gguf``: a pair with a GGUF file) first. A kind where it runs only the other
         kind of pair stays listed (LM Studio off a Mac: GGUF only), so its estimate says why there is none."""
-        entry = ENGINES[engine]
+        entry = engine
         if self.device is not None:
             return [self.device]
         runs = entry.device_kinds(gguf)
@@ -141,20 +142,19 @@ def _quant_for(declared: quant.Quant | None, override: quant.Quant | None, defau
     return declared if declared is not None else quant.lookup(default)
 
 
-def estimate(engine: str, t: dict, d: dict, opts: Options, agreement: float = 1.0, *,
-             first_only: bool = False, measured: tuple[float, float] | None = None,
-             release: str | None = None) -> list[dict]:
-    """One estimate per device for a pair that runs on ``engine`` at ``release`` (its ``speedup`` JSON objects,
+def estimate(engine: Engine, t: dict, d: dict, opts: Options, agreement: float = 1.0, *,
+             first_only: bool = False, measured: tuple[float, float] | None = None) -> list[dict]:
+    """One estimate per device for a pair that runs on ``engine`` (at its release; its ``speedup`` JSON objects,
     each with the ``setup`` it estimates and its ``launch``); ``first_only``: the first device's (a query ranks on
     it); ``measured``: the pair's measured (α, runs) on the task."""
 
     def one(setup: model.Setup, ts: model.Shape, ds: model.Shape) -> model.Estimate:
         return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement, measured=measured)
 
-    return _per_device(engine, t, d, opts, one, first_only, release=release)
+    return _per_device(engine, t, d, opts, one, first_only)
 
 
-def head_estimate(engine: str, t: dict, head, opts: Options, draft_tokens: int, setup=None) -> list[dict]:
+def head_estimate(engine: Engine, t: dict, head, opts: Options, draft_tokens: int, setup=None) -> list[dict]:
     """One estimate per device for a speculator head (its ``engines.heads.HeadFacts``) or, ``head`` None, the
     target's MTP layers, at the ``draft_tokens`` its launch command runs; a method without an acceptance figure gets
     a reason, not a number. With ``setup`` (the head rules' ``head_setup`` / ``mtp_setup``) each figure carries the
@@ -195,14 +195,13 @@ def _runs_at(side, families) -> quant.Quant:
     return quant.for_runtime(quant.lookup(side.quant), families) or quant.lookup(side.quant)
 
 
-def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: bool, side: str = "draft",
-                draft_tokens: int | None = None, separate: bool = True, release: str | None = None,
-                head_setup=None) -> list[dict]:
+def _per_device(engine: Engine, t: dict, d: dict, opts: Options, one, first_only: bool, side: str = "draft",
+                draft_tokens: int | None = None, separate: bool = True, head_setup=None) -> list[dict]:
     """``separate``: the drafting side is weights of its own beside the target's (a draft model, a head's file),
     not layers inside the target (MTP). Whether the pair's weights fit one device is said, not used: a weight
     count above the device's memory cannot run there as modelled (the KV cache and the runtime need more still),
     one below it may still not fit."""
-    entry = ENGINES[engine]
+    entry = engine
     if entry.speed is None:
         return []
     ts, ds = t.get("shape"), d.get("shape")
@@ -216,7 +215,7 @@ def _per_device(engine: str, t: dict, d: dict, opts: Options, one, first_only: b
             continue
         runs_as = None
         if side == "draft":  # the setup the command runs: its quantizations are the estimate's
-            runs_as = choose(engine, release, profile, device, t, d, opts, draft_tokens)
+            runs_as = choose(engine, profile, device, t, d, opts, draft_tokens)
         elif head_setup is not None:
             runs_as = _head_runs_as(head_setup, profile, device, t, opts)
         if ts is None or ds is None:
@@ -323,8 +322,8 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         if reader is not None:
 
             measured = rows(reader, result["target"].split(" (")[0], result["draft"].split(" (")[0])
-            sides = {name: (with_copies(reader, t, name, opts.target_quant),
-                            with_copies(reader, d, name, opts.draft_quant))
+            sides = {name: (with_copies(reader, t, ENGINES[name], opts.target_quant),
+                            with_copies(reader, d, ENGINES[name], opts.draft_quant))
                      for name, v in result["verdicts"].items() if v["outcome"] in RUNS and ENGINES[name].speed}
     finally:
         if reader is not None:
@@ -338,21 +337,21 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
             continue
         ts, ds = sides.get(name, (t, d))
         alpha = measured_alpha(measured, opts) if opts.measured else None
-        figures = estimate(name, ts, ds, opts, share, measured=alpha, release=verdict.get("version"))
+        figures = estimate(ENGINES[name].at(verdict.get("version")), ts, ds, opts, share, measured=alpha)
         verdict["speedups"] = figures
         verdict["speedup"] = figures[0] if figures else None
     return result
 
 
-def with_copies(reader, facts: dict, engine: str, asked) -> dict:
+def with_copies(reader, facts: dict, engine: Engine, asked) -> dict:
     """A catalog HF repo's facts with its copies ``engine`` could load in its place (answer/setup.py), where they
     could change the setup: the engine loads GGUF or MLX files, or a quantization was asked."""
-    profile = ENGINES[engine].speed
+    profile = engine.speed
     if profile is None or facts.get("kind") != HF or not facts.get("pk") or not (
             profile.runtime in (model.GGML, model.MLX) or profile.gguf is not None or asked is not None):
         return facts
 
-    return {**facts, "copies": copies(reader, facts["pk"], facts["repo_id"], engine)}
+    return {**facts, "copies": copies(reader, facts["pk"], facts["repo_id"], engine.name)}
 
 
 def measured_alpha(found: list[dict], opts: Options) -> tuple[float, float] | None:
@@ -390,7 +389,7 @@ def _add_to_head_check(result: dict, db: str | None, opts: Options) -> dict:
             verdict["speedup"], verdict["speedups"] = None, []
             continue
         tokens = rules.launch_tokens(head, shape, engine, verdict.get("version"))
-        verdict["speedups"] = head_estimate(engine, t, head, opts, tokens,
+        verdict["speedups"] = head_estimate(ENGINES[engine].at(verdict.get("version")), t, head, opts, tokens,
                                             rules.setup(head, shape, engine, verdict.get("version")))
         verdict["speedup"] = verdict["speedups"][0] if verdict["speedups"] else None
     return result
