@@ -275,3 +275,36 @@ def test_vllm_before_0_33_does_not_lower_the_target_s_context():
     assert "keeps the target's max_model_len" in rows["0.32.0"][0].says and rows["0.32.0"][0].demote
     assert "lowers the target's max_model_len" in rows["0.33.0"][0].says
     assert rows["0.31.0"][0].source == "vllm/config/speculative.py:1550-1556, 1627-1664"  # re-pinned there
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_older_releases_cite_every_check_at_its_lines_there(engine):
+    """A head rule's citation written in a method body (hidden size, vocabulary, aux layers, the loader) is given at
+    the release asked, where the audit re-pinned it (tables.relined): no check at an older release cites the line a
+    moved citation has at the release it was read at."""
+    from indexer.engines.audit import pieces
+    from indexer.engines.heads import loads, mtp, parse_head, rules_of
+
+    base = {"model_type": "llama", "hidden_size": 64, "vocab_size": 100, "draft_vocab_size": 100,
+            "num_hidden_layers": 1}
+    heads = [parse_head({**base, **extra}, f"o/h{i}") for i, extra in enumerate((
+        {"architectures": ["LlamaForCausalLMEagle3"], "eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 1]}},
+        {"architectures": ["LlamaForCausalLMEagle"]},
+        {"architectures": ["DFlashDraftModel"], "dflash_config": {"target_layer_ids": [1]}},
+        {"architectures": ["LlamaForCausalLMEagle3"], "speculators_model_type": "eagle3",
+         "speculators_config": {"verifier": {"name_or_path": "o/t"}},
+         "transformer_layer_config": {"model_type": "llama"}},
+    ))]
+    target = _target("deepseek_v3", "DeepseekV3ForCausalLM")
+    older = ENGINES[engine].releases[:-2 if engine == "vllm" else -1]
+    moved_somewhere = 0
+    for release in older:
+        stale = tables.relined(engine, release)
+        rules = rules_of(engine, release)
+        sources = [c["source"] for h in heads for c in rules.fit(h, target).checks]
+        sources += [loads(h, engine, release)[2] for h in heads] + [c["source"] for c in mtp(target, engine,
+                                                                                                 release).checks]
+        cited = {f"{f}:{a}" + (f"-{b}" if b != a else "") for s in sources for f, a, b in pieces(s)}
+        assert not cited & set(stale), (release, sorted(cited & set(stale)))
+        moved_somewhere += len(stale)
+    assert moved_somewhere  # the older releases have moved citations to re-line

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from .setup import Setup, Source, text
+from .tables import reline
 
 METHODS = ("draft", "eagle", "eagle3", "dflash", "mtp", "ngram", "all")
 ALGORITHMS = ("eagle", "eagle3", "dflash", "dspark", "peagle", "mtp")
@@ -263,6 +264,13 @@ class HeadRules(Heads):
     # (its ``draft``), draft tokens and ``method`` (the head's algorithm, "mtp", "ngram", or a subclass's own),
     # so the estimate at that setup and the command cannot disagree. A subclass prints it (``launch_setup``).
     release = ""  # the release these rules are of
+    # The citations (in the rules' text, read at another release) whose lines moved at ``release``: citation -> its
+    # file:line there, as the audit re-pinned them (tables.relined). Every check's source is given through them.
+    places: dict[str, str] = {}
+
+    def cite(self, source: str) -> str:
+        """``source`` with each citation at its lines at :attr:`release`."""
+        return reline(source, self.places)
 
     def launch_setup(self, setup: Setup) -> list[str]:
         """The serve command of a head, MTP or n-gram setup (quantized at load as the setup's target says)."""
@@ -321,6 +329,8 @@ class HeadRules(Heads):
                            ("vocab_size", self._vocab_checks), ("aux_layers", self._aux_checks)):
             if not rule(head, target, checks) and failed is None:
                 failed = name
+        for c in checks:
+            c["source"] = self.cite(c["source"])
         t = tier(head, target.repo_id, target_lineage=target_lineage, head_lineage=head_lineage)
         lineage = lineage_words(head, t)
         if failed:
@@ -419,6 +429,8 @@ class HeadRules(Heads):
         has_layers = check(checks, "mtp", layers > 0,
                            f"{layers} MTP layer(s) ({target.mtp_key})" if layers else "the config declares no MTP "
                            f"layers ({' / '.join(MTP_LAYER_KEYS)})", self.mtp_layers_source)
+        for c in checks:
+            c["source"] = self.cite(c["source"])
         if ok and has_layers:
             return HeadVerdict(True, [c["detail"] for c in checks], None, "exact", self.engine, self.mtp_method,
                                None, checks)

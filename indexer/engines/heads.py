@@ -57,8 +57,10 @@ def _rules(heads: Heads) -> HeadRules:
 
 
 def loads(head: HeadFacts, engine: str, release: str | None = None) -> tuple[bool, str, str, str | None]:
-    """Whether the engine loads this head's format at all: (ok, detail, source, engine method)."""
-    return rules_of(engine, release).loads(head)
+    """Whether the engine loads this head's format at all: (ok, detail, source at that release, engine method)."""
+    rules = rules_of(engine, release)
+    ok, detail, source, method = rules.loads(head)
+    return ok, detail, rules.cite(source), method
 
 
 def aux_limit(head: HeadFacts, engine: str, layers: int) -> tuple[int, int, str] | None:

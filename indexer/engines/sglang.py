@@ -306,10 +306,7 @@ def _older_heads(release: str) -> SGLangHeads:
     """SGLangHeads at a release before 0.5.23: that release's head classes, registered and capturing classes and
     MTP rewrites (extracted), and the lines its rules cite where the audit re-pinned them (tables.relined)."""
     heads = SGLangHeads()
-    places = tables.relined(NAME, release)
-    for name, value in vars(SGLangHeads).items():
-        if isinstance(value, str) and not name.startswith("_"):
-            setattr(heads, name, tables.reline(value, places))
+    places = heads.places = tables.relined(NAME, release)  # every check's source, also in method bodies
     heads.release = release
     heads.head_classes = tables.heads(NAME, release)
     heads.speculators = tables.values(NAME, release, "speculative_models")

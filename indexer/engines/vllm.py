@@ -509,10 +509,7 @@ def _older_heads(release: str) -> VLLMHeads:
     (extracted), and the lines its rules cite where the audit re-pinned them (tables.relined); the rules are the
     same."""
     heads = VLLMHeads()
-    places = tables.relined(NAME, release)
-    for name, value in vars(VLLMHeads).items():
-        if isinstance(value, str) and not name.startswith("_"):
-            setattr(heads, name, tables.reline(value, places))
+    places = heads.places = tables.relined(NAME, release)  # every check's source, also in method bodies
     heads.methods = {k: (m, tables.reline(src, places)) for k, (m, src) in VLLMHeads.methods.items()}
     heads.methods["mtp"] = ("mtp", _mtp_source(release)[0])
     heads.release = release
