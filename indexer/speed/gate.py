@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class Round:
     verify: dict[int, float]
 
 
+@lru_cache(maxsize=65536)  # a calibration asks the same rounds thousands of times (α is fixed while the costs move)
 def round_of(alpha: float, n: int, gate: DraftGate | None, spread: float = CONFIDENCE_SPREAD) -> Round:
     """A round that drafts up to ``n`` tokens under ``gate`` (tokens i.i.d.: a token passes the gate with q, passes
     and is accepted with a; the accepted prefix ends at the first rejected token, the draft at the first unsure one
