@@ -5,7 +5,7 @@ parameters (MoE), layers, hidden size, vocabulary, tied embeddings, experts and 
 per token (2 x layers x num_key_value_heads x head_dim). Family and author decide the draft's relation.
 """
 
-from indexer.speed.model import FAMILY, OTHER, SIBLING, Shape
+from indexer.speed.model import FAMILY, OTHER, SIBLING, Shape, kin, tuning
 
 
 def _dense(params, layers, hidden, vocab, tied, kv_heads, head_dim):
@@ -40,9 +40,10 @@ SHAPES = {
     # Qwen3.6-35B-A3B: 40 layers (30 Gated DeltaNet, 10 full attention with 2 KV heads of 256), 256 experts, 8
     # routed + 1 shared per token, about 3B active.
     "Qwen/Qwen3.6-35B-A3B": Shape(params=int(35.1e9), active=int(3.2e9), layers=40, hidden=2048, vocab=248320,
-                                  tied=False, experts=256, experts_per_token=8, kv_per_token=2 * 10 * 2 * 256),
+                                  tied=False, experts=256, experts_per_token=8, kv_per_token=2 * 10 * 2 * 256,
+                                  state_layers=30),
     "Qwen/Qwen3.5-0.8B": Shape(params=int(0.85e9), layers=24, hidden=1024, vocab=248320, tied=True,
-                               kv_per_token=2 * 6 * 2 * 256),
+                               kv_per_token=2 * 6 * 2 * 256, state_layers=18),
 }
 
 _FAMILY = {"Qwen/Qwen2.5": "qwen2.5", "deepseek-ai/DeepSeek-R1-Distill-Qwen": "r1-qwen",
@@ -54,11 +55,21 @@ def family(repo: str) -> str | None:
     return next((f for prefix, f in _FAMILY.items() if repo.startswith(prefix)), None)
 
 
+# Every model above is tuned for chat (vicuna-68m too: a ShareGPT fine-tune); these write thinking traces (their
+# tokenizers add <think>): DeepSeek-R1's distills and the Qwen3.5/3.6 line.
+REASONS = ("deepseek-ai/DeepSeek-R1-Distill-", "Qwen/Qwen3.5-", "Qwen/Qwen3.6-")
+
+
+def reasons(repo: str) -> bool:
+    return repo.startswith(REASONS)
+
+
 def relation_of(target: str, draft: str) -> str:
-    """sibling: same family and author (an official size of the same line); family: same family; else other."""
+    """sibling: same family and author (an official size of the same line); family: same family; else other; a
+    sibling tuned for other text than the target's reads as family (``model.kin``)."""
     if family(target) != family(draft) or family(target) is None:
         return OTHER
     coder_t, coder_d = "Coder" in target, "Coder" in draft
     if target.split("/")[0] == draft.split("/")[0] and coder_t == coder_d:
-        return SIBLING
+        return kin(SIBLING, tuning(True, True, reasons(target), reasons(draft)))
     return FAMILY

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..catalog.measurements import rows as measurements
 from ..catalog.reader import Reader, json_value
-from ..catalog.repofacts import gguf_files
+from ..catalog.repofacts import added_tokens, gguf_files
 from ..speed.facts import quant_from_facts, shape_from_facts
 from ..speed.model import Shape
 from .scope import Scope
@@ -22,6 +22,7 @@ from .speedup import (
     gguf_quant,
     measured_alpha,
     with_launch,
+    writes_thinking,
 )
 from .target import hub_gguf
 from .verdict import Judged
@@ -42,8 +43,12 @@ def add(cat: Reader, s: Scope, judged: list[Judged], speed: Options | None) -> N
     files_of = gguf_files(cat, [j.member.pk for j in judged if gguf_quant(j.member.gguf) is not None]) if (
         opts.draft_quant is not None) else {}  # a GGUF draft's files: its file at the type asked (answer/setup.py)
     found: list[dict] | None = None  # the target's measurements (indexer measure), read once
+    added = added_tokens(cat, sorted({j.member.tokenizer_id for j in judged if j.member.tokenizer_id is not None})
+                         ) if target.get("reasons") else {}  # whether a draft reasons matters for one that does
     for j in judged:
         draft = draft_facts(s, j, copies_of)
+        if j.member.tokenizer_id in added:
+            draft["reasons"] = writes_thinking(added[j.member.tokenizer_id])
         if j.member.pk in files_of:
             draft["files"] = files_of[j.member.pk]
         measured = None
@@ -71,7 +76,8 @@ def draft_facts(s: Scope, j: Judged, copies_of: dict[str, list[dict]]) -> dict:
     tag = gguf_quant(m.gguf)
     draft = {"shape": shape_from_facts(speed, m.params, m.params_active, m.repo_id),
              "quant": quant_from_facts(speed, tag), "kind": "gguf" if tag is not None else "hf", "tag": tag,
-             "family": m.family, "author": m.author, "bases": bases, "repo_id": m.repo_id}
+             "family": m.family, "author": m.author, "bases": bases, "repo_id": m.repo_id,
+             "chat": None if m.is_chat is None else bool(m.is_chat)}
     if s.keys.lineage_id is not None and m.lineage_id == s.keys.lineage_id:
         draft["bases"] = [*bases, s.t["repo_id"]]  # a shared lineage root: siblings
     if copies_of.get(m.repo_id):

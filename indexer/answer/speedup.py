@@ -81,13 +81,31 @@ def catalog_facts(cat, repo_id: str) -> dict:
     row = speed_row(cat, repo_id)
     if row is None:
         return {}
-    params, estimate, active, family, author, bases, rid, arch, gguf, pk = row
+    params, estimate, active, family, author, bases, rid, arch, gguf, pk, is_chat, added = row
     speed = (json_value(arch) or {}).get("speed") if arch else None
     tag = gguf_quant(gguf)
     return {"shape": shape_from_facts(speed, params or estimate, active, rid), "gguf": tag is not None,
             "quant": quant_from_facts(speed, tag), "kind": GGUF if tag is not None else HF, "tag": tag, "pk": pk,
             "family": family, "author": author, "bases": json_value(bases) or [], "repo_id": rid,
-            "files": gguf_files(cat, [pk]).get(pk, []) if tag is not None else []}
+            "files": gguf_files(cat, [pk]).get(pk, []) if tag is not None else [],
+            "chat": None if is_chat is None else bool(is_chat), "reasons": writes_thinking(json_value(added))}
+
+
+THINKING_TOKENS = ("<think>", "</think>")  # QwQ, Qwen3 and DeepSeek-R1's distills add them to their tokenizers
+
+
+def writes_thinking(added_tokens) -> bool | None:
+    """Whether a tokenizer's added tokens (``tokenizers.added_tokens``: {id, content} or strings) delimit thinking
+    traces, the text a reasoning model writes before its answer (None: its added tokens are unknown)."""
+    if not isinstance(added_tokens, list):
+        return None
+    contents = {t.get("content") if isinstance(t, dict) else t for t in added_tokens}
+    return any(token in contents for token in THINKING_TOKENS)
+
+
+def tuned_apart(t: dict, d: dict) -> str | None:
+    """What sets the draft's tuning apart from the target's (``model.tuning``), from the catalog's facts of each."""
+    return model.tuning(t.get("chat"), d.get("chat"), t.get("reasons"), d.get("reasons"))
 
 
 def arch_facts(result: dict, role: str, name: str) -> dict:
@@ -149,7 +167,8 @@ def estimate(engine: Engine, t: dict, d: dict, opts: Options, agreement: float =
     it); ``measured``: the pair's measured (α, runs) on the task."""
 
     def one(setup: model.Setup, ts: model.Shape, ds: model.Shape) -> model.Estimate:
-        return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement, measured=measured)
+        return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement, measured=measured,
+                              tuned_apart=tuned_apart(t, d))
 
     return _per_device(engine, t, d, opts, one, first_only)
 

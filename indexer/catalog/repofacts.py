@@ -6,7 +6,7 @@ decides; these functions only read, through one :class:`~indexer.catalog.reader.
 
 from __future__ import annotations
 
-from .reader import Reader, int_list
+from .reader import Reader, int_list, json_value
 
 TARGET_SQL = (
     "SELECT r.id, r.repo_id, r.params, r.downloads, r.author, r.family, r.is_chat, r.gated, r.status, "
@@ -59,12 +59,24 @@ def gguf_twin(cat: Reader, engine: str, signature: str) -> tuple | None:
 
 
 def speed_row(cat: Reader, repo_id: str) -> tuple | None:
-    """(params, params_estimate, params_active_estimate, family, author, base_models, repo_id, arch, gguf, pk): what
-    the speed model reads of a repo (``engine_facts.arch`` holds what compute derived from its config)."""
+    """(params, params_estimate, params_active_estimate, family, author, base_models, repo_id, arch, gguf, pk,
+    is_chat, added_tokens): what the speed model reads of a repo (``engine_facts.arch`` holds what compute derived
+    from its config; the tokenizer's added tokens say whether it writes thinking traces)."""
     return cat.one("SELECT r.params, r.params_estimate, r.params_active_estimate, r.family, r.author, "
-                   "r.base_models, r.repo_id, e.arch, e.gguf, r.id FROM repos r LEFT JOIN engine_facts e "
+                   "r.base_models, r.repo_id, e.arch, e.gguf, r.id, r.is_chat, t.added_tokens FROM repos r "
+                   "LEFT JOIN engine_facts e "
                    "ON e.file_set_id = r.file_set_id AND e.config_blob = COALESCE(r.config_blob, '') "
-                   "WHERE r.repo_id = :r", {"r": repo_id})
+                   "LEFT JOIN tokenizers t ON t.id = r.tokenizer_id WHERE r.repo_id = :r", {"r": repo_id})
+
+
+def added_tokens(cat: Reader, tokenizer_ids: list[int]) -> dict[int, list]:
+    """Tokenizers' added tokens (``tokenizers.added_tokens``), by tokenizer id, read at once."""
+    if not tokenizer_ids:
+        return {}
+    marks = ", ".join(f":t{i}" for i in range(len(tokenizer_ids)))
+    rows = cat.all(f"SELECT id, added_tokens FROM tokenizers WHERE id IN ({marks})",
+                   {f"t{i}": t for i, t in enumerate(tokenizer_ids)})
+    return {tid: json_value(added) for tid, added in rows}
 
 
 def crawl_scope(cat: Reader, repo_id: str) -> str | None:

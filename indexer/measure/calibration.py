@@ -8,11 +8,12 @@ was measured), a quantization the model knows, and both models' shapes in the ca
 
 from __future__ import annotations
 
-from ..answer.speedup import catalog_facts, relation
+from ..answer.speedup import catalog_facts, relation, tuned_apart
 from ..catalog.measurements import COLUMNS
 from ..catalog.reader import Reader
 from ..engines import ENGINES, speed_profile
 from ..errors import IndexerError
+from ..speed import model
 from ..speed.calibrate import Case
 
 SOURCE = "indexer measure"  # the source of these rows: one source, for leave-one-source-out
@@ -47,7 +48,8 @@ def cases(db: str | None) -> list:
             row["draft_quant"] = row["draft_quant"] or (profile.draft_quant if profile else None)
             row["source"] = SOURCE  # one source for leave-one-source-out, whatever the release
             try:
-                out.append(Case(row, t["shape"], d["shape"], relation(t, d), speed_profile))
+                out.append(Case(row, t["shape"], d["shape"], model.kin(relation(t, d), tuned_apart(t, d)),
+                                speed_profile))
             except (IndexerError, KeyError, TypeError, ValueError):
                 continue  # a quantization or device the model does not know
     return out

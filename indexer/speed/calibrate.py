@@ -182,9 +182,19 @@ def _set(cal, key, value):
     cal[key[0]][key[1]] = value
 
 
+def describes(case: Case) -> bool:
+    """Whether the cost model describes the row's verify pass: not for a target with recurrent-state layers (linear
+    attention, state-space), whose verify the model charges like attention layers' (docs/speed.md, "Hybrid and
+    recurrent targets"). Such rows are still scored, but they do not set the factors of the targets it describes:
+    two hybrid-MoE rows measured at 0.46-0.48x at full acceptance otherwise drag the K-quant verify cost and the
+    NVIDIA int8 scale (the only K-quant and NVIDIA rows beside a few others) to several times their values."""
+    return not case.target.state_layers
+
+
 def fit_cost(cases: list[Case], cal: dict, iterations: int = 800, fixed: set | frozenset = frozenset()) -> dict:
-    """The cost factors that minimise the mean squared log error of the speed-up (measured α where reported);
-    ``fixed``: factors the decode speeds already set."""
+    """The cost factors that minimise the mean squared log error of the speed-up (measured α where reported) over
+    the rows whose verify the model describes; ``fixed``: factors the decode speeds already set."""
+    cases = [c for c in cases if describes(c)]
     factors = [k for k in COST_FACTORS if _informed(k, cases) and k not in fixed]
     prior = [math.log(max(_get(cal, k), 1e-3)) for k in factors]
     work = copy.deepcopy(cal)
@@ -270,7 +280,7 @@ def calibrate(cases: list[Case], cal: dict = model.PRIORS, iterations: int = 800
 # ---- stage 0: decode speed ----------------------------------------------------------------------------------------
 
 def _decode_informed(cases: list[Case]) -> set:
-    return {("eta", c.setup.device.kind) for c in cases if c.baseline}
+    return {("eta", c.setup.device.kind) for c in cases if c.baseline and describes(c)}
 
 
 def fit_decode(cases: list[Case], cal: dict) -> dict:
@@ -278,7 +288,7 @@ def fit_decode(cases: list[Case], cal: dict) -> dict:
     unpacking cost from its targets' decode speeds: the time above the bytes, in FP32 operations per weight."""
     out = copy.deepcopy(cal)
     out.setdefault("unpack", {})
-    rows = [c for c in cases if c.baseline]
+    rows = [c for c in cases if c.baseline and describes(c)]
     for kind in {c.setup.device.kind for c in rows}:
         plain = [c for c in rows if c.setup.device.kind == kind and c.setup.target_quant.family == quant.FLOAT]
         shares = []

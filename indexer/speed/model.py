@@ -43,6 +43,12 @@ TASKS = ("code", "chat", "prose", "reasoning")
 DEFAULT_TASK = "chat"
 DEFAULT_CONTEXT = 2048  # tokens in the KV cache during the measured stretch of a single-stream answer
 SIBLING, FAMILY, OTHER = "sibling", "family", "other"  # the draft's relation to the target
+# What the draft was tuned for, when it is not what the target was tuned for (``tuning``): a base draft (no chat
+# tuning) for a chat target, a draft that does not reason (no thinking traces) for a reasoning target. Either is
+# the target's pretrained lineage tuned another way, or not at all, which is what the `family` relation describes
+# (a fine-tune of the same base by another hand): a sibling so tuned counts as family (``kin``).
+BASE_FOR_CHAT = "a base draft for a chat target"
+PLAIN_FOR_REASONING = "a draft that does not reason for a reasoning target"
 
 # First-principles priors of the factors, before any measurement: kernels reach most of peak bandwidth; a forward
 # pass costs tens of microseconds a layer in compiled runtimes (CUDA graphs, Metal command buffers) and hundreds in
@@ -90,24 +96,24 @@ PRIORS = {
 CALIBRATION = {
     "eta": {hw.APPLE: 0.923, hw.NVIDIA: 0.8, hw.AMD: 0.7, hw.CPU: 0.7},
     "tau": {
-        (GGML, hw.APPLE): 69.097,
-        (GGML, hw.NVIDIA): 19.574,
+        (GGML, hw.APPLE): 74.115,
+        (GGML, hw.NVIDIA): 20.102,
         (GGML, hw.AMD): 40.0,
         (GGML, hw.CPU): 10.0,
-        (MLX, hw.APPLE): 57.922,
+        (MLX, hw.APPLE): 59.685,
         (SERVING, hw.NVIDIA): 10.0,
         (SERVING, hw.AMD): 15.0,
-        (EAGER, hw.NVIDIA): 430.3,
+        (EAGER, hw.NVIDIA): 451.49,
         (EAGER, hw.AMD): 450.0,
         (EAGER, hw.APPLE): 600.0,
         (EAGER, hw.CPU): 300.0,
     },
     "overhead": {
-        (GGML, hw.APPLE): 2.52,
-        (GGML, hw.NVIDIA): 1.092,
+        (GGML, hw.APPLE): 2.792,
+        (GGML, hw.NVIDIA): 1.005,
         (GGML, hw.AMD): 1.5,
         (GGML, hw.CPU): 2.0,
-        (MLX, hw.APPLE): 1.994,
+        (MLX, hw.APPLE): 2.027,
         (SERVING, hw.NVIDIA): 1.0,
         (SERVING, hw.AMD): 1.5,
         (EAGER, hw.NVIDIA): 3.0,
@@ -115,8 +121,8 @@ CALIBRATION = {
         (EAGER, hw.APPLE): 5.0,
         (EAGER, hw.CPU): 3.0,
     },
-    "kappa": {FLOAT: 0.049, Q8: 1.254, KQUANT: 6.231, LEGACY: 3.275, IQUANT: 4.0, AFFINE: 1.893, FP8: 0.3, INT4: 0.6},
-    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 2.247, hw.AMD: 0.5, hw.CPU: 1.0},
+    "kappa": {FLOAT: 0.05, Q8: 1.267, KQUANT: 4.022, LEGACY: 3.3, IQUANT: 4.0, AFFINE: 1.893, FP8: 0.3, INT4: 0.6},
+    "kappa_scale": {hw.APPLE: 1.0, hw.NVIDIA: 0.502, hw.AMD: 0.5, hw.CPU: 1.0},
     "unpack": {
         "Q8_0": 0.36,
         "Q6_K": 1.73,
@@ -154,6 +160,7 @@ class Shape:
     experts: int | None = None  # routed experts per MoE layer
     experts_per_token: int | None = None
     kv_per_token: int | None = None  # KV cache elements per token: 2 * layers * kv_heads * head_dim
+    state_layers: int | None = None  # layers that keep a recurrent state, not a KV cache (linear attention, SSM)
 
 
 @dataclass(frozen=True)
@@ -298,6 +305,22 @@ def quant_penalty(q: Quant) -> float:
     return max(0.0, 5.0 - q.bpw) ** 2
 
 
+def tuning(target_chat: bool | None, draft_chat: bool | None, target_reasons: bool | None,
+           draft_reasons: bool | None) -> str | None:
+    """What sets the draft's tuning apart from the target's (None: the same, or unknown): the target reasons and the
+    draft does not, or the target is tuned for chat and the draft is a base model."""
+    if target_reasons and draft_reasons is False:
+        return PLAIN_FOR_REASONING
+    if target_chat and draft_chat is False:
+        return BASE_FOR_CHAT
+    return None
+
+
+def kin(relation: str, tuned_apart: str | None) -> str:
+    """The relation the acceptance reads: a sibling tuned for other text than the target's is family."""
+    return FAMILY if tuned_apart and relation == SIBLING else relation
+
+
 def acceptance_logit(draft_params: int, relation: str, task: str, target_quant: Quant, draft_quant: Quant,
                      cal: dict = CALIBRATION) -> float:
     """α before the vocabulary agreement, in logits: a bigger draft of the same lineage agrees more often."""
@@ -325,11 +348,14 @@ def with_measured(alphas: tuple[float, float, float], measured: float, runs: flo
 
 
 def estimate(target: Shape, draft: Shape, setup: Setup, *, relation: str, agreement: float = 1.0,
-             cal: dict = CALIBRATION, measured: tuple[float, float] | None = None) -> Estimate:
+             cal: dict = CALIBRATION, measured: tuple[float, float] | None = None,
+             tuned_apart: str | None = None) -> Estimate:
     """The expected speed-up of ``draft`` for ``target`` on ``setup`` with its range and reasons; ``measured``:
-    the pair's measured (α, runs) on this task, which takes the prior's place as runs add up."""
-    alphas = acceptance(draft.params, relation, setup.task, setup.target_quant, setup.draft_quant, agreement, cal)
-    kind = f"{relation} draft"
+    the pair's measured (α, runs) on this task, which takes the prior's place as runs add up; ``tuned_apart``:
+    what sets the draft's tuning apart from the target's (:func:`tuning`)."""
+    read_as = kin(relation, tuned_apart)
+    alphas = acceptance(draft.params, read_as, setup.task, setup.target_quant, setup.draft_quant, agreement, cal)
+    kind = f"{read_as} draft" + (f": {tuned_apart}" if tuned_apart else "")
     if measured is not None:
         alphas = with_measured(alphas, *measured, cal)
         kind += f", measured {measured[0]:.2f} over {measured[1]:g} run{'' if measured[1] == 1 else 's'}"
