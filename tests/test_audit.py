@@ -261,3 +261,35 @@ def test_the_audit_command(tmp_path, capsys):
     assert main([str(tmp_path), "--engine", "sglang==0.5.24"]) == 1
     out = capsys.readouterr().out
     assert "vanished" in out and "0 holds" in out and "checked" in out
+
+
+def test_the_extracted_tables_hold_against_their_tree_and_change_with_it(tmp_path):
+    """The audit re-reads a release's tables from its tree: a target class that loses its capture method, or a
+    converter registration that moves, makes the recorded table ``changed`` (exit 1)."""
+    import json
+    import shutil
+
+    from indexer.engines.audit import exit_status, table_results
+    from indexer.engines.extract import extract
+
+    fixtures = Path(__file__).parent / "data" / "engine_src"
+    for engine, release in (("sglang", "9.9"), ("llamacpp", "abc1234")):
+        tree = tmp_path / engine
+        shutil.copytree(fixtures / engine, tree)
+        data = tmp_path / "data"
+        (data / engine).mkdir(parents=True)
+        (data / engine / f"{release}.json").write_text(json.dumps(extract(engine, tree, release)))
+        held = table_results(engine, release, [tmp_path / "elsewhere", tree], data=data)
+        assert held and {r["status"] for r in held} == {"holds"} and exit_status(held) == 0
+        if engine == "sglang":  # Llama's class loses set_dflash_layers_to_capture
+            model = tree / "python/sglang/srt/models/llama.py"
+            model.write_text(model.read_text().replace("def set_dflash_layers_to_capture", "def _renamed"))
+            want = {"capture_classes"}
+        else:  # a blank line above the registrations moves every line the table cites
+            model = tree / "conversion/llama.py"
+            model.write_text("\n" + model.read_text())
+            want = {"converter_architectures"}
+        got = table_results(engine, release, [tree], data=data)
+        assert {r["table"] for r in got if r["status"] == "changed"} == want and exit_status(got) == 1
+        assert {r["status"] for r in table_results(engine, release, [tmp_path / "elsewhere"], data=data)} == \
+            {"unchecked"}

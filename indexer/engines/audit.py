@@ -32,8 +32,12 @@ otherwise cannot be pinned: the module must say what that release does (a row wi
 compare this record with the citations each release has now, so a module edited without re-running the audit fails
 without the source trees.
 
-Exit 0 only when every citation holds and at least one was checked; 1 otherwise; 2 on bad input. Nothing is
-downloaded: docs/engines.md says how to bring a release in with it.
+The tables extracted at the release (``indexer/engines/data/<engine>/<release>.json``: registries, the classes that
+capture hidden states, the converter's architectures, with their file:line) are checked too: each ``holds`` when
+the extractor reads the same from the trees, else it ``changed``.
+
+Exit 0 only when every citation and table holds and at least one was checked; 1 otherwise; 2 on bad input. Nothing
+is downloaded: docs/engines.md says how to bring a release in with it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from typing import Any
 from . import ENGINES
 from .archrules import ArchRule
 from .archrules import holds as row_holds
+from .extract import EXTRACTORS, SourceError
 from .tables import CITED
 from .tables import ranges as _ranges
 
@@ -425,6 +430,31 @@ def pin(engine, roots, release: str, pins: dict | None = None,
     return made, failed, moved
 
 
+def table_results(engine_name: str, release: str, roots, data: Path = DATA) -> list[dict]:
+    """The tables extracted at ``release`` (``data/<engine>/<release>.json``) against the trees: each holds when the
+    extractor reads the same table from them (its values and every file:line in it), else it changed; unchecked when
+    no tree has what the extractor reads. None for an engine or release without extracted tables."""
+    folder = _folder(engine_name)
+    path = data / folder / f"{release}.json"
+    if folder not in EXTRACTORS or not path.is_file():
+        return []
+    recorded = json.loads(path.read_text(encoding="utf-8"))["tables"]
+    got = None
+    for root in ([Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]):
+        try:
+            got = json.loads(json.dumps(EXTRACTORS[folder](root)))  # as the data file holds it (tuples as lists)
+            break
+        except SourceError:
+            continue
+    out = []
+    for name, table in sorted(recorded.items()):
+        status = "unchecked" if got is None else "holds" if got.get(name) == table else "changed"
+        out.append({"table": name, "where": f"data/{folder}/{release}.json", "file": str(table.get("source")),
+                    "lines": (0, 0), "anchor": None, "read_at": release, "status": status, "now": None,
+                    **({"why": "no tree has what the extractor reads"} if got is None else {})})
+    return out
+
+
 def coverage(results: list[dict]) -> tuple[int, int]:
     """(checked, all): the citations that could be checked (holds, moved, changed, vanished) and every one."""
     return sum(1 for r in results if r["status"] != "unchecked"), len(results)
@@ -445,7 +475,8 @@ def render(engine, results: list[dict], release: str) -> str:
         now = f" -> {r['now']}" if r["now"] else (f" (re-pinned at {r['at']})" if r.get("at") else "")
         anchor = f" {r['anchor']!r}" if r["anchor"] else ""
         why = f" [{r['why']}]" if r.get("why") else ""
-        lines.append(f"  {r['status']:9} {key_of(r)}{now}{anchor} ({r['where']}, read at {r['read_at']}){why}")
+        cited = f"table {r['table']} ({r['file']})" if r.get("table") else key_of(r)
+        lines.append(f"  {r['status']:9} {cited}{now}{anchor} ({r['where']}, read at {r['read_at']}){why}")
     counts = {s: sum(1 for r in results if r["status"] == s) for s in STATUSES}
     checked, total = coverage(results)
     lines.append("  " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f"; checked {checked} / {total}")
@@ -517,8 +548,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if failed else 0
     e_at = e.at(release) if release in e.releases else e
     results = audit(e_at, roots, release=release)
+    tabled = table_results(name, release, roots)
     print(render(e_at, results, release))
-    return exit_status(results)
+    if tabled:
+        counts = {s: sum(1 for r in tabled if r["status"] == s) for s in STATUSES}
+        for r in tabled:
+            if r["status"] != "holds":
+                why = f" [{r['why']}]" if r.get("why") else ""
+                print(f"  {r['status']:9} table {r['table']} ({r['file']}){why}")
+        print(f"  extracted tables ({tabled[0]['where']}): "
+              + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return exit_status(results + tabled)
 
 
 if __name__ == "__main__":
