@@ -60,14 +60,15 @@ def test_sglang_entry_classes_of_speculators_only():
                    "Qwen3NextForCausalLMMTP": ("mtp", "qwen3_next_mtp.py", 5)}  # LlamaForCausalLM: not a speculator
     assert t["speculative_algorithms"]["values"] == ["DFLASH", "EAGLE", "EAGLE3", "STANDALONE", "NONE"]
     # the registered classes that capture hidden states: defined, inherited from another file's class imported under
-    # another name, or forwarded by __getattr__ to a class of its module that has it (not Plain, which has none)
+    # another name, or forwarded by __getattr__ to the class of its module it is named after (not the generic
+    # Wrapper, which may hold any version; not Plain, which has none)
     llama, mistral = "python/sglang/srt/models/llama.py", "python/sglang/srt/models/mistral.py"
     assert t["capture_classes"]["values"] == {
         "eagle3": {"LlamaForCausalLM": f"{llama}:2", "MistralForCausalLM": f"{llama}:2"},
         "dflash": {"LlamaForCausalLM": f"{llama}:5", "MistralForCausalLM": f"{llama}:5",
-                   "Wrapper": "python/sglang/srt/models/wrapper.py:2"},
+                   "VersionFourForConditionalGeneration": "python/sglang/srt/models/wrapper.py:2"},
         "dspark": {"MinimaxLike": f"{mistral}:9"}}
-    assert {"Plain", "MinimaxLike", "LlamaForCausalLM"} <= set(t["registered_models"]["values"])
+    assert {"Plain", "Wrapper", "MinimaxLike", "LlamaForCausalLM"} <= set(t["registered_models"]["values"])
     # _config_draft_model's rewrites (a tuple it names too)
     assert t["mtp_rewrites"]["values"] == {"DeepseekV3ForCausalLM": 9, "MiMoV2ForCausalLM": 11,
                                            "MiMoV2FlashForCausalLM": 11}

@@ -346,15 +346,19 @@ def sglang(root: Path) -> dict:
             resolved = found.resolve(dotted, n.id)
             name = resolved[1] if resolved else n.id  # the registry keys a class by its __name__
             registered.setdefault(name, f"{rel}:{n.lineno}")
-            # a wrapper that forwards attributes (``__getattr__``, MiniCPMV) has what a class of its module that it
-            # may hold has: the model the config's version selects
+            # a wrapper that forwards attributes (``__getattr__``: MiniCPMV) has what the class of its module it
+            # holds has, the one the config's version selects; a wrapper named after such a class
+            # (MiniCPMV4_6ForConditionalGeneration: model type minicpmv4_6, version 4.6) holds that one, the generic
+            # one (MiniCPMV) any version, so it is not counted
             forwards = found.first(dotted, n.id, defines("__getattr__"))
             for what, method in CAPTURE_METHODS.items():
                 hit = found.first(dotted, n.id, defines(method))
                 module = found.module(dotted)
                 if hit is None and forwards is not None and module is not None:
-                    hit = next(((module[0], line) for c in module[1].values()
-                                if (line := defines(method)(c, [])) is not None), None)
+                    held = ((c, found.first(dotted, c, defines(method))) for c in sorted(module[1], key=len,
+                                                                                          reverse=True)
+                            if c != n.id and name.startswith(c))
+                    hit = next((h for _, h in held if h is not None), None)
                 if hit is not None:
                     capture[what].setdefault(name, f"{hit[0]}:{hit[1]}")
     tables = {"speculative_models": {"source": f"{SGLANG_MODELS}/*.py (EntryClass)", "values": classes},

@@ -8,8 +8,12 @@ class Wrapper:
         return getattr(self.inner, name)
 
 
+class VersionFourForConditionalGeneration(Wrapper):
+    pass
+
+
 class Plain:
     pass
 
 
-EntryClass = [Wrapper, Plain]
+EntryClass = [Wrapper, VersionFourForConditionalGeneration, Plain]
