@@ -68,6 +68,12 @@ def test_an_engine_that_does_not_run_on_the_device_says_so_before_its_command(db
     code, res = query(db, "--target", TARGET, "--engine", "sglang", "--hardware", "M4 Max", as_json=True)
     assert res["hardware"]["runs"] is False and "does not run on apple devices" in res["hardware"]["why"]
     assert res["hardware"]["lead"] is None and "mlx" in res["hardware"]["engines"]
+    # the command is the setup estimated on the engine's own device, and says which: never settings of its own
+    code, own = query(db, "--target", TARGET, "--engine", "sglang", "--hardware", "H100 SXM", as_json=True)
+    best, there = res["drafts"][0], own["drafts"][0]
+    assert best["setup"]["hardware"] == "H100 SXM" and best["launch"] == there["launch"]
+    assert best["setup"]["draft_tokens"] == there["speedup"]["draft_tokens"]
+    assert 'the command below runs the setup estimated on H100 SXM (--hardware "H100 SXM"' in lines[warn]
 
 
 def test_bandwidth_alone_asks_for_the_kind_and_never_guesses_nvidia(db):

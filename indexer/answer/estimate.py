@@ -6,6 +6,8 @@ setup, so that the estimate and the command cannot disagree.
 
 from __future__ import annotations
 
+from copy import copy
+
 from ..catalog.measurements import rows as measurements
 from ..catalog.reader import Reader, json_value
 from ..catalog.repofacts import added_tokens, gguf_files
@@ -60,12 +62,27 @@ def add(cat: Reader, s: Scope, judged: list[Judged], speed: Options | None) -> N
         figures = estimate(s.engine, target, draft, opts, agreement_share({"agreement": j.agreement}),
                            first_only=True, measured=measured)
         figure = figures[0] if figures else None
+        own = None
+        if figure is not None and "launch" not in figure and opts.device is not None:
+            own = _on_own_devices(s, target, draft, opts, j, measured)  # the device asked runs no such engine
         if figure is not None and "launch" in figure:
             j.setup, j.launch = figure.pop("setup"), figure.pop("launch")
+        elif own is not None:
+            j.setup, j.launch = own["setup"], own["launch"]
         else:
             chosen = with_launch(choose(s.engine, profile, None, target, draft, speed))
             j.setup, j.launch = chosen["setup"], chosen["launch"]
         j.speedup = figure
+
+
+def _on_own_devices(s: Scope, target: dict, draft: dict, opts: Options, j: Judged, measured) -> dict | None:
+    """The estimated setup of the engine's own first device, for a device asked that runs no such engine: the
+    command printed beside "not on this device" is one whose speed-up the answer on that device would print."""
+    own = copy(opts)
+    own.device = None
+    figures = estimate(s.engine, target, draft, own, agreement_share({"agreement": j.agreement}), first_only=True,
+                       measured=measured)
+    return figures[0] if figures and "launch" in figures[0] else None
 
 
 def draft_facts(s: Scope, j: Judged, copies_of: dict[str, list[dict]]) -> dict:

@@ -154,7 +154,7 @@ def render(result: dict, *, all_members: bool = False, near_misses: bool = False
                          "serving without speculation is faster (or try another --hardware, --quant, --task); "
                          f"the likeliest draft would launch as:\n  {launch_lines(drafts[0])}")
         elif not all_members:
-            warning = not_here_line(block, engine)
+            warning = not_here_line(block, engine, (drafts[0].get("setup") or {}).get("hardware"))
             if warning:
                 lines.append(warning)
             lines.append(f"launch with the best draft:\n  {launch_lines(drafts[0])}")
@@ -212,13 +212,16 @@ def device_lines(block: dict | None) -> list[str]:
     return lines
 
 
-def not_here_line(block: dict | None, engine: str) -> str | None:
-    """Said before a launch command for an engine that does not run on the named device."""
+def not_here_line(block: dict | None, engine: str, setup_on: str | None = None) -> str | None:
+    """Said before a launch command for an engine that does not run on the named device; ``setup_on``: the device
+    whose estimated setup the command runs."""
     if not block or block["runs"]:
         return None
     others = ", ".join(block["engines"]) or "none"
+    which = (f"the command below runs the setup estimated on {setup_on} (--hardware \"{setup_on}\" prints its "
+             "speed-up)" if setup_on else "the command below is for another device")
     return (f"NOT ON {block['name'].upper()}: {block['why']}; engines that run there: {others} "
-            f"(--engine NAME, or leave --engine out to rank them); the command below is for another device")
+            f"(--engine NAME, or leave --engine out to rank them); {which}")
 
 
 def render_method(result: dict) -> str:
