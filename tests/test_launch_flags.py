@@ -461,3 +461,25 @@ def test_a_gguf_repo_runs_its_file_at_the_type_asked(demo_catalog):
                                                           files)[1])
     setup = {**best["setup"], "target": {**best["setup"]["target"], "tag": "Q8_0", "quant": "Q4_K_M"}}
     assert check(setup, [best["launch"].replace(":Q4_K_M", ":Q8_0")], files)[1]
+
+
+@pytest.mark.parametrize("target, hardware", [("lumen-ai/Lumen-7B-Instruct-GGUF", None),
+                                              ("lumen-ai/Lumen-7B-Instruct", None),
+                                              ("lumen-ai/Lumen-7B-Instruct-GGUF", "M4 Max")])
+def test_check_launches_the_setup_it_estimates(demo_catalog, target, hardware):
+    """`check` of a pair with a GGUF file prints llama.cpp's command of its first estimated device, named: the
+    quantizations and the draft tokens of that figure, never a conversion to F16 or llama-server's own draft length."""
+    from click.testing import CliRunner
+
+    from indexer.cli import cli
+
+    args = ["check", "--db", str(demo_catalog), target, "lumen-ai/Lumen-0.5B-Instruct-GGUF"]
+    args += ["--hardware", hardware] if hardware else []
+    res = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    first = next(f for f in res["verdicts"]["llama.cpp"]["speedups"] if f.get("estimate") is not None)
+    assert res["launch"]["llama.cpp"] == first["launch"] and res["launch_on"]["llama.cpp"] == first["hardware"]
+    assert f"--spec-draft-n-max {first['draft_tokens']}" in first["launch"]
+    assert f"-hf lumen-ai/Lumen-7B-Instruct-GGUF:{first['target_quant']} " in first["launch"]
+    assert check(first["setup"], first["setup"]["steps"], catalog_files(str(demo_catalog))) == ([], [])
+    text = CliRunner().invoke(cli, args).output
+    assert f"  launch (llama.cpp, as estimated on {first['hardware']}): {first['launch']}\n" in text

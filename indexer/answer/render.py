@@ -459,7 +459,8 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
     if stuck:
         lines.append(f"  no fix changes the outcome on: {', '.join(stuck)}")
     for name, cmd in (result.get("launch") or {}).items():
-        lines.append(f"  launch ({name}): {cmd}")
+        on = (result.get("launch_on") or {}).get(name)
+        lines.append(f"  launch ({name}{f', as estimated on {on}' if on else ''}): {cmd}")
     return "\n".join(lines)
 
 

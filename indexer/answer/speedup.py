@@ -325,7 +325,8 @@ def agreement_share(result: dict) -> float:
 
 
 def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Options) -> dict:
-    """Each running verdict of a draft-model check gains ``speedup`` (the first device) and ``speedups`` (each)."""
+    """Each running verdict of a draft-model check gains ``speedup`` (the first device) and ``speedups`` (each);
+    a pair's ``launch`` becomes the first estimated device's setup, named in ``launch_on``."""
     if result.get("kind") == "head":
         return _add_to_head_check(result, db, opts)
 
@@ -359,6 +360,10 @@ def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Op
         figures = estimate(ENGINES[name].at(verdict.get("version")), ts, ds, opts, share, measured=alpha)
         verdict["speedups"] = figures
         verdict["speedup"] = figures[0] if figures else None
+        launched = next((f for f in figures if f.get("launch") and f.get("estimate") is not None), None)
+        if launched is not None and name in (result.get("launch") or {}):  # the command of an estimated setup
+            result["launch"][name] = launched["launch"]
+            result.setdefault("launch_on", {})[name] = launched["hardware"]
     return result
 
 
