@@ -120,7 +120,8 @@ def test_not_a_database(name, tmp_path):
     db = tmp_path / "notes.db"
     db.write_bytes(b"these are my notes, not a catalog\n" * 200)
     result = CliRunner().invoke(cli, args_for(name, str(db), tmp_path))
-    assert_one_line(result, expect="is not a SQLite database")
+    line = assert_one_line(result, expect="is not a SQLite database")
+    assert "`indexer pull` fetches the published catalog, `indexer demo` rebuilds" in line  # the next step
     assert db.read_bytes().startswith(b"these are my notes")  # nothing overwrote it
 
 

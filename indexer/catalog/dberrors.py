@@ -6,7 +6,7 @@ to it. Importable from ``indexer.catalog.db``; SQLAlchemy is imported only insid
 from __future__ import annotations
 
 from ..errors import CatalogError
-from .dburl import DRIVER_MODULES, SUPPORTED, db_arg, missing_driver, safe_url, sqlite_path
+from .dburl import DRIVER_MODULES, REBUILD, SUPPORTED, db_arg, missing_driver, safe_url, sqlite_path
 
 
 def is_db_error(exc: BaseException) -> bool:
@@ -60,8 +60,7 @@ def explain(exc: BaseException, url: str | None) -> str:
     msg = _driver_message(exc)
     low = msg.lower()
     arg = db_arg(url) if url else "CATALOG"
-    rebuild = ("make a new one: `indexer pull` fetches the published catalog, `indexer demo` rebuilds the demo "
-               "catalog (it rebuilds a damaged one itself), `indexer nightly` crawls one")
+    rebuild = REBUILD
     if "readonly database" in low or "read-only" in low or "read only" in low:
         return (f"{name} is read-only; this command writes it: fix the permissions or copy the catalog "
                 "somewhere writable")

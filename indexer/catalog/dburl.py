@@ -195,6 +195,10 @@ def read_only_uri(path: str | Path) -> str | None:
     return f"file:{quote(str(path))}?{'immutable=1' if needs_immutable else 'mode=ro'}"
 
 
+REBUILD = ("make a new one: `indexer pull` fetches the published catalog, `indexer demo` rebuilds the demo catalog "
+           "(it rebuilds a damaged one itself), `indexer nightly` crawls one")  # a catalog that cannot be read
+
+
 def check_sqlite_file(path: str | Path) -> None:
     """CatalogError unless ``path`` is a SQLite file (header "SQLite format 3", or empty: a new catalog)."""
     if os.path.isdir(path):
@@ -205,7 +209,8 @@ def check_sqlite_file(path: str | Path) -> None:
     except OSError as e:
         raise CatalogError(f"catalog {path} cannot be read ({e.strerror})") from None
     if head and head != b"SQLite format 3\x00":
-        raise CatalogError(f"catalog {path} is not a SQLite database; point --db at a catalog file or a new path")
+        raise CatalogError(f"catalog {path} is not a SQLite database; point --db at a catalog file or a new path, "
+                           f"or {REBUILD}")
 
 
 def readonly_url(path: str | Path) -> str:
