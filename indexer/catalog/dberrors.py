@@ -72,7 +72,8 @@ def explain(exc: BaseException, url: str | None) -> str:
         return (f"{name} is locked by another writer (a crawl, compute or nightly still running?); "
                 "try again when it has finished")
     if "file is not a database" in low or "not a database" in low:
-        return f"{name} is not a SQLite database; point --db at a catalog file or a new path, or {rebuild}"
+        return (f"{name} is not a SQLite database; point --db at a catalog file or a new path, or delete it, "
+                f"then {rebuild}")
     if "malformed" in low:  # SQLITE_CORRUPT: "database disk image is malformed"
         return f"{name} is damaged (database disk image is malformed): delete it, then {rebuild}"
     if "unable to open database file" in low:

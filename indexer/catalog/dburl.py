@@ -210,7 +210,7 @@ def check_sqlite_file(path: str | Path) -> None:
         raise CatalogError(f"catalog {path} cannot be read ({e.strerror})") from None
     if head and head != b"SQLite format 3\x00":
         raise CatalogError(f"catalog {path} is not a SQLite database; point --db at a catalog file or a new path, "
-                           f"or {REBUILD}")
+                           f"or delete it, then {REBUILD}")
 
 
 def readonly_url(path: str | Path) -> str:
