@@ -219,7 +219,10 @@ def test_bad_requests_get_one_line(sample_db, tmp_path, monkeypatch):
     status, got = site.json("/explain.json", target=TARGET, draft="nobody/nothing")
     assert status == 404 and "draft" in got["error"] and "nobody/nothing" in got["error"]
     r = site.get("/drafts", target="nobody/nothing")
-    assert r.status_code == 404 and str(escape(cli_words.split("; the Hub is not asked")[0])) in r.text
+    from indexer.site.hooks import code_spans  # the CLI's words, each `span` a <code>
+
+    assert r.status_code == 404 and str(code_spans(cli_words.split("; the Hub is not asked")[0])) in r.text
+    assert "<code>indexer crawl --model nobody/nothing</code>" in r.text
     assert "Traceback" not in r.text
 
 
@@ -326,3 +329,31 @@ def test_a_visitors_sql_is_bounded_and_sees_no_server_path(sample_db):
     r = site.get("/-/databases.json")
     assert r.status_code == 200 and [d["path"] for d in r.json() if d["name"] == name] == [f"{name}.db"]
     assert directory not in r.text and directory not in site.get("/-/databases").text
+
+
+def _visible_text(html: str) -> str:
+    import re
+    from html import unescape
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
+    return unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def test_no_page_shows_a_literal_backtick_and_a_gated_repo_links_no_drafts_page(demo_db):
+    """The CLI's `code` spans are <code> on the pages (never a backtick a visitor reads), the footer's source
+    included; a gated repo nobody could read links its Hub page only, and asked for anyway, the page's next step is
+    a <code> command, not a backtick-quoted one."""
+    gated = "corvid-labs/Corvid-70B-Instruct"
+    site = Site(demo_db)
+    for path, params in [("/", {}), ("/about", {}), ("/drafts", {}), ("/drafts", {"target": TARGET}),
+                         ("/drafts", {"target": "lumen-ai/Lumen-7B-Instruct", "hardware": "M4 Max",
+                                      "engine": "sglang"}),
+                         ("/drafts", {"target": gated}), ("/explain", {"target": gated, "draft": TARGET}),
+                         (f"/{demo_db.rsplit('/', 1)[-1][:-3]}/repos", {})]:
+        r = site.get(path, **params)
+        assert "`" not in _visible_text(r.text), (path, params)
+    r = site.get("/drafts", target=gated)
+    assert r.status_code == 404 and f"<code>indexer crawl --model {gated}</code>" in r.text
+    table = site.get(f"/{demo_db.rsplit('/', 1)[-1][:-3]}/repos").text
+    assert f'href="https://huggingface.co/{gated}"' in table
+    assert quote(gated, safe="") not in table and f"target={gated}" not in table  # no drafts link for it

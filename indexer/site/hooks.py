@@ -258,6 +258,7 @@ def prepare_jinja2_environment(env, datasette):
     env.filters["short_hash"] = lambda v: (v or "")[:SHORT_HASH]
     env.filters["speedup_words"] = _speedup_words
     env.filters["code"] = code_spans
+    env.filters["plain"] = lambda text: str(text or "").replace("`", "")  # in an attribute: no markup, no backticks
     env.filters["agree_pct"] = _agree_pct
 
 
