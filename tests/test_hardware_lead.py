@@ -95,6 +95,10 @@ def test_a_short_name_says_which_device_it_took(db):
     assert code == 0 and "hardware: H100 SXM (also: H100 PCIe)" in text
     code, text = query(db, "--target", TARGET, "--hardware", "rtx4090")
     assert code == 0 and "on RTX 4090 (nvidia)" in text and "also:" not in text
+    code, text = run("check", "--db", db, TARGET, "lumen-ai/Lumen-0.5B-Instruct", "--hardware", "H100")
+    assert code == 0 and text.splitlines()[2] == "hardware: H100 SXM (also: H100 PCIe); name the other with --hardware"
+    code, text = run("check", "--db", db, TARGET, "lumen-ai/Lumen-0.5B-Instruct", "--hardware", "m4max")
+    assert code == 0 and "also:" not in text and "on M4 Max, 4bit target" in text
 
 
 @pytest.mark.parametrize("target", GGUF_TARGETS)

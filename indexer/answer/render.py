@@ -416,6 +416,8 @@ def render_check(result: dict, *, verbose: bool = False) -> str:
     if result.get("kind") == "head":
         return render_explain(result)
     lines = [f"target: {result['target']}", f"draft:  {result['draft']}"]  # as found: case, URL, GGUF base
+    if result.get("hardware_note"):
+        lines.append(f"hardware: {result['hardware_note']}; name the other with --hardware")
     if result.get("not_a_draft"):
         lines.append(f"NOT A DRAFT: {result['not_a_draft']} (query --all marks such repos not_a_draft): the "
                      "verdicts say whether the engines start with the pair, the estimates are no speed-up")

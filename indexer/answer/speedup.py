@@ -326,7 +326,10 @@ def agreement_share(result: dict) -> float:
 
 def add_to_check(result: dict, target: str, draft: str, db: str | None, opts: Options) -> dict:
     """Each running verdict of a draft-model check gains ``speedup`` (the first device) and ``speedups`` (each);
-    a pair's ``launch`` becomes the first estimated device's setup, named in ``launch_on``."""
+    a pair's ``launch`` becomes the first estimated device's setup, named in ``launch_on``; ``hardware_note``: which
+    device a short name took ("H100 SXM (also: H100 PCIe)")."""
+    if opts.hardware_note:
+        result["hardware_note"] = opts.hardware_note
     if result.get("kind") == "head":
         return _add_to_head_check(result, db, opts)
 
