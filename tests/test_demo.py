@@ -82,6 +82,9 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     res = CliRunner().invoke(cli, ["demo", "--no-serve", "--db", str(db)])
     assert res.exit_code == 0, res.output
     assert "new 0, changed 0" in res.output and "failed 0" in res.output
+    crawled = next(line for line in res.output.splitlines() if line.startswith("crawled: "))
+    assert " (modified since the last crawl), " in crawled  # a short listing says why it is short
+    assert crawled.endswith(f"catalog: {len(REPOS)} repos, statuses: gated 1, ok {len(REPOS) - 1}")
 
     # llama.cpp with GGUF repos: the draft's quant works, the fine-tune's quant (a renamed chat token) does not
     res = CliRunner().invoke(cli, ["query", "--db", str(db), "--target", "lumen-ai/Lumen-7B-Instruct-GGUF",

@@ -329,7 +329,8 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
                             progress=False)
     held = _statuses(db)  # the catalog's state, not this run's: a rerun lists only what changed
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(held.items())) or "none"
-    log(f"crawled: listed {summary['listed']}, new {summary['new']}, changed {summary['changed']}, "
+    since = " (modified since the last crawl)" if summary["listed"] < sum(held.values()) else ""
+    log(f"crawled: listed {summary['listed']}{since}, new {summary['new']}, changed {summary['changed']}, "
         f"unchanged {summary['unchanged']}, failed {summary['failed']}; catalog: {sum(held.values())} repos, "
         f"statuses: {statuses}")
     gated = _status_of(db, DEMO_GATED)
