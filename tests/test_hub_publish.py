@@ -65,7 +65,7 @@ def test_one_commit_holds_snapshot_tokens_manifest_parquet_and_card(db, hub, mon
     files = remote_files(hub)
     assert {"catalog.sqlite", "tokens.tar", "manifest.json", "README.md", "data/repos.parquet",
             "data/tokenizers.parquet", "data/classes.parquet", "data/drafts.parquet", "data/measurements.parquet",
-            ".gitattributes"} == set(files)
+            "data/gguf_files.parquet", ".gitattributes"} == set(files)
     # the server chose LFS for the binary files, regular for the text ones, and tracked the new LFS path
     assert files["catalog.sqlite"].lfs and files["tokens.tar"].lfs and files["data/repos.parquet"].lfs
     assert not files["manifest.json"].lfs and not files["README.md"].lfs
@@ -93,6 +93,16 @@ def test_one_commit_holds_snapshot_tokens_manifest_parquet_and_card(db, hub, mon
     assert repos.num_rows == m["counts"]["repos"] and "repo_id" in repos.column_names
     assert pq.read_table(files["data/tokenizers.parquet"].abs_path).num_rows == m["counts"]["tokenizers"]
     assert pq.read_table(files["data/classes.parquet"].abs_path).num_rows == m["counts"]["repo_classes"]
+    # every GGUF repo's model files, by repo id, as the catalog holds them (the demo's 7B: Q4_K_M and Q8_0)
+    gguf = pq.read_table(files["data/gguf_files.parquet"].abs_path).to_pylist()
+    con = sqlite3.connect(snap)
+    held = [dict(zip(("repo_id", "path", "quant", "parts", "size"), r, strict=True)) for r in con.execute(
+        "SELECT r.repo_id, g.path, g.quant, g.parts, g.size FROM gguf_files g JOIN repos r ON r.id = g.repo_pk "
+        "ORDER BY r.repo_id, g.path")]
+    con.close()
+    assert gguf == held and len(gguf) == m["counts"]["gguf_files"] == m["parquet"]["gguf_files"]["rows"]
+    assert {(g["path"], g["quant"]) for g in gguf if g["repo_id"] == "lumen-ai/Lumen-7B-Instruct-GGUF"} == {
+        ("Lumen-7B-Instruct-Q4_K_M.gguf", "Q4_K_M"), ("Lumen-7B-Instruct-Q8_0.gguf", "Q8_0")}
     # drafts: exactly what `indexer query --json` answers, per engine, for the targets it lists
     from click.testing import CliRunner
 
@@ -113,7 +123,8 @@ def test_one_commit_holds_snapshot_tokens_manifest_parquet_and_card(db, hub, mon
     assert meta["license"] and "speculative-decoding" in meta["tags"]
     assert {c["data_files"] for c in meta["configs"]} == {"data/repos.parquet", "data/tokenizers.parquet",
                                                           "data/drafts.parquet", "data/classes.parquet",
-                                                          "data/measurements.parquet"}
+                                                          "data/measurements.parquet", "data/gguf_files.parquet"}
+    assert "`gguf_files` every model file of each GGUF repo" in card
     assert all(c["data_files"] in files for c in meta["configs"])
     # the token is never written: not in any published file, nor in the catalog
     for fe in files.values():

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from hubkit import ORG, WRITE, copy_catalog, dataset_hub, publish, remote_files, run, sha256, touch_catalog
@@ -280,6 +281,22 @@ def test_a_pulled_catalog_answers_exactly_as_the_crawlers(demo_catalog, hub, mon
         differs_without_tokens += _cli_json(["check", t, d], bare) != a
         compared += 1
     assert compared == len(targets) * len(ENGINES) * len(QUERY_METHODS) + len(checks)
+    # the GGUF repos' model files come back whole (a --quant of a type a repo has runs its file), and are the
+    # published Parquet's rows
+    gguf_sql = ("SELECT r.repo_id, g.path, g.quant, g.parts, g.size FROM gguf_files g JOIN repos r ON r.id = "
+                "g.repo_pk ORDER BY r.repo_id, g.path")
+    held = {}
+    for path in (src, dest):
+        con = sqlite3.connect(path)
+        held[path] = con.execute(gguf_sql).fetchall()
+        con.close()
+    assert held[src] == held[dest] and any(q == "Q8_0" for _, _, q, _, _ in held[dest])
+    published = pq.read_table(remote_files(hub)["data/gguf_files.parquet"].abs_path).to_pylist()
+    assert [tuple(r.values()) for r in published] == held[dest]
+    args = ["query", "--target", DEMO_TARGET, "--engine", "llama.cpp", "--quant", "Q8_0"]
+    code, pulled = _cli_json(args, dest)
+    assert (code, pulled) == _cli_json(args, src) and code == 0
+    assert "-hf lumen-ai/Lumen-7B-Instruct-GGUF:Q8_0 " in pulled["drafts"][0]["launch"]
     # the token store is what makes check equal: without it some verdicts change
     assert differs_without_tokens > 0
 

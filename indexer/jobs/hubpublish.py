@@ -11,8 +11,9 @@ The commit holds, under fixed names (docs/hub-upload.md §2.6: a dated name woul
   store hashes the same;
 * ``manifest.json``: indexer version, schema revision, ``created_at``, table counts, each file's sha256 and size,
   ``data_as_of`` and the per-scope high-water marks (``catalog/snapshot.py``);
-* ``data/{drafts,repos,tokenizers,classes,measurements}.parquet`` for the dataset viewer (``drafts``: the ranked drafts
-  ``indexer query`` gives the most downloaded targets on each engine), and ``README.md``, the dataset card.
+* ``data/{drafts,repos,tokenizers,classes,measurements,gguf_files}.parquet`` for the dataset viewer (``drafts``: the
+  ranked drafts ``indexer query`` gives the most downloaded targets on each engine; ``gguf_files``: each GGUF repo's
+  model files, the tags ``-hf REPO:TAG`` loads), and ``README.md``, the dataset card.
 
 Failures: nothing changed (the snapshot and token store hash as published): no commit. The remote moved (412):
 read it again and retry once. The remote holds newer data: refused, never replaced. 429 on the commit: waited
@@ -88,7 +89,14 @@ PARQUET = {
                       ("tok_s", "float64"), ("tok_s_baseline", "float64"), ("speedup", "float64"),
                       ("estimate", "float64"), ("runs", "int64"), ("calibration", "bool"),
                       ("measured_at", "string"), ("tool_version", "string")]),
+    "gguf_files": ("data/gguf_files.parquet",
+                   "SELECT r.repo_id, g.path, g.quant, g.parts, g.size FROM gguf_files g"
+                   " JOIN repos r ON r.id = g.repo_pk ORDER BY r.repo_id, g.path",
+                   [("repo_id", "string"), ("path", "string"), ("quant", "string"), ("parts", "int64"),
+                    ("size", "int64")]),
 }
+# Tables a catalog from before their migration lacks: an empty file of the same columns.
+SINCE = {"measurements": "0011", "gguf_files": "0012"}
 # ``drafts``: what ``indexer query --target T --engine E`` answers, for the most downloaded targets (one answer API:
 # no second copy of the ranking in SQL).
 DRAFTS = ("data/drafts.parquet", [("engine", "string"), ("target", "string"), ("rank", "int64"),
@@ -116,7 +124,7 @@ def export_parquet(snapshot: Path, out_dir: Path, answers_db: str | None = None)
             dest.parent.mkdir(parents=True, exist_ok=True)
             n = 0
             with pq.ParquetWriter(dest, schema) as writer:
-                if name not in tables and name == "measurements":  # a catalog from before migration 0011
+                if name not in tables and name in SINCE:  # a catalog from before the table's migration
                     writer.write_table(schema.empty_table())
                     rows_out[name] = 0
                     continue
@@ -223,7 +231,9 @@ def card(repo_id: str, manifest: dict) -> str:
             "`classes` each engine's compatibility classes (a target's drafts share its class), `measurements` what "
             "`indexer measure` read from running engines: acceptance and decode speed with and without the draft, "
             "per pair, engine release, device and task, beside the estimate at the time (rows with `calibration` "
-            "false name no device or release and are never used to calibrate).\n")
+            "false name no device or release and are never used to calibrate), `gguf_files` every model file of "
+            "each GGUF repo: its path, the quantization type its name says (the tag `llama-server -hf REPO:TAG` "
+            "loads), how many shards a split file has and its size in bytes over them.\n")
 
 
 def build(db: str | None, out: Path) -> dict:
