@@ -483,3 +483,18 @@ def test_check_launches_the_setup_it_estimates(demo_catalog, target, hardware):
     assert check(first["setup"], first["setup"]["steps"], catalog_files(str(demo_catalog))) == ([], [])
     text = CliRunner().invoke(cli, args).output
     assert f"  launch (llama.cpp, as estimated on {first['hardware']}): {first['launch']}\n" in text
+
+
+@pytest.mark.parametrize("engine, runs_at", [("transformers", "bf16"), ("mlx", "4bit"), ("lmstudio", "4bit")])
+def test_a_quantization_the_engine_cannot_make_is_said_not_dropped(demo_catalog, engine, runs_at):
+    """--quant fp8 where no FP8 copy exists and the steps cannot make one: the setup runs at the engine's usual
+    type, estimated so, and the source's note says why as a comment after the last step (never silently)."""
+    res = run_query("lumen-ai/Lumen-7B-Instruct", engine=engine, db=str(demo_catalog),
+                    speed=Options(target_quant="fp8"))
+    best = res["drafts"][0]
+    target = best["setup"]["target"]
+    assert target["quant"] == best["speedup"]["target_quant"] == runs_at
+    assert target["note"] == ("lumen-ai/Lumen-7B-Instruct: no fp8 copy in the catalog, and these steps cannot make "
+                              f"one; run at {runs_at}")
+    assert best["setup"]["steps"][-1].endswith(f"  # {target['note']}") and best["launch"].count(target["note"]) == 1
+    assert check(best["setup"], best["setup"]["steps"], catalog_files(str(demo_catalog))) == ([], [])

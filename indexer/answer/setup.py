@@ -108,10 +108,13 @@ def side_source(facts: dict, runtime: str, override: quant.Quant | None, default
             if c["kind"] == copy_kind and c["quant"] is not None and c["quant"].family in families:
                 return Source(c["repo_id"], copy_kind, c["quant"].name, tag=c.get("tag"), stored=c["quant"].name)
     if loads_as_stored and declared is not None:  # asked for another quantization, and no copy has it
-        return Source(repo, kind, declared.name, stored=stored)
+        return Source(repo, kind, declared.name, stored=stored,
+                      note=f"{repo}: stored at {declared.name}, and the catalog has no {want.name} copy; run as stored")
     if kind == DIR or runs(runtime, want, release):
         return Source(repo, kind, want.name, stored=stored)
-    return Source(repo, kind, default, stored=stored)  # asked for what these steps cannot make: the usual one
+    # asked for what these steps cannot make: the usual one, said
+    note = f"{repo}: no {want.name} copy in the catalog, and these steps cannot make one; run at {default}"
+    return Source(repo, kind, default, stored=stored, note=note if wanted is not None else None)
 
 
 def _unlisted(facts: dict, runtime: str, wanted: quant.Quant, release: str, as_stored: Source) -> Source:

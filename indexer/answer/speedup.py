@@ -17,7 +17,7 @@ from ..engines import ENGINES
 from ..engines import heads as rules
 from ..engines.base import Engine
 from ..engines.heads import HeadFacts, TargetShape
-from ..engines.setup import DIR, FILE, GGUF, HF, text
+from ..engines.setup import DIR, FILE, GGUF, HF, noted, text
 from ..errors import BadInput, CatalogError
 from ..speed import hardware as hw
 from ..speed import model, quant
@@ -270,7 +270,7 @@ def _per_device(engine: Engine, t: dict, d: dict, opts: Options, one, first_only
 def with_launch(setup) -> dict:
     """A figure's ``setup`` (with its ``steps``) and ``launch`` (the steps as one shell line), from the engine's
     module: the command runs what was estimated."""
-    steps = ENGINES[setup.engine].launch(setup)
+    steps = noted(setup, ENGINES[setup.engine].launch(setup))  # what differs from what was asked, said
     return {"setup": {**setup.to_dict(), "steps": steps}, "launch": text(steps)}
 
 

@@ -98,7 +98,10 @@ def plain(engine: str, release: str, target: str, draft: str | None, draft_token
 def noted(setup: Setup, steps: list[str]) -> list[str]:
     """The steps with the sources' notes as a shell comment after the last one (what differs from what was asked)."""
     notes = [s.note for s in (setup.target, setup.draft) if s is not None and s.note]
-    return [*steps[:-1], f"{steps[-1]}  # {'; '.join(notes)}"] if notes and steps else steps
+    comment = f"  # {'; '.join(notes)}"
+    if not notes or not steps or steps[-1].endswith(comment):  # nothing to say, or said by the engine's module
+        return steps
+    return [*steps[:-1], f"{steps[-1]}{comment}"]
 
 
 def is_float(quant: str | None) -> bool:
