@@ -197,9 +197,12 @@ def llamacpp_checks(setup, parsed, files) -> list[str]:
     if setup.draft is not None:
         diffs += _llama_side(parsed, server, setup.draft, ("-md", "--model-draft"),
                              ("-hfd", "-hfrd", "--hf-repo-draft"), files)
-    n = server.value("--spec-draft-n-max")
+    tokens = "--spec-ngram-simple-size-m" if setup.method == "ngram" else "--spec-draft-n-max"
+    n = server.value(tokens)
     if str(setup.draft_tokens or "") != (n or ""):
-        diffs.append(f"--spec-draft-n-max {n}, estimated at {setup.draft_tokens}")
+        diffs.append(f"{tokens} {n}, estimated at {setup.draft_tokens}")
+    if setup.method == "ngram" and server.value("--spec-type") != "ngram-simple":
+        diffs.append(f"--spec-type {server.value('--spec-type')} for n-gram drafting")
     return diffs
 
 
@@ -341,6 +344,13 @@ def transformers_checks(setup, parsed) -> list[str]:
     fields = set(vars(GenerationConfig()))
     diffs = [f"generate({k}=) is no GenerationConfig field nor generate argument" for k in kw
              if k not in fields and k not in ("assistant_model", "tokenizer", "assistant_tokenizer")]
+    if setup.method == "ngram":  # prompt lookup: the target alone, at the draft length the setup states
+        n = kw.get("prompt_lookup_num_tokens")
+        if set(loads) != {setup.target.repo} or "assistant_model" in kw:
+            diffs.append("prompt lookup loads other models")
+        if n is None or (setup.draft_tokens is not None and n.value != setup.draft_tokens):
+            diffs.append(f"prompt_lookup_num_tokens differs from {setup.draft_tokens}")
+        return diffs
     if setup.target.repo not in loads or setup.draft.repo not in loads:
         diffs.append("loads other models")
     n = kw.get("num_assistant_tokens")

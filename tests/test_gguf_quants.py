@@ -194,3 +194,27 @@ def test_gguf_files_on_postgresql(hub, pg_url, tmp_path, monkeypatch):
     compute(pg_url)
     d = _best(pg_url, "llama.cpp", target_quant="Q5_K_M")
     assert d["launch"].startswith(f"llama-server -hf {TARGET}:Q5_K_M ") and d["speedup"]["target_quant"] == "Q5_K_M"
+
+
+@pytest.mark.parametrize("target", [TARGET, "spm/Big-7B"])
+def test_ngram_runs_on_llama_server_and_transformers(hub, target):
+    """--method ngram needs no draft: llama-server's --spec-type ngram-simple (the GGUF repo's file, also for its
+    HF base) and transformers' prompt lookup (an HF repo only), each command checked against its setup."""
+    db, _ = hub
+    files = catalog_files(db)
+    got = run_query(target, engine="llama.cpp", method="ngram", db=db, speed=Options(target_quant="Q8_0"))
+    [d] = got["drafts"]
+    assert d["launch"] == f"llama-server -hf {TARGET}:Q8_0 --spec-type ngram-simple"
+    assert check(d["setup"], d["setup"]["steps"], files) == ([], [])
+    tokens = run_query(target, engine="llama.cpp", method="ngram", db=db, speed=Options(draft_tokens=16))
+    assert tokens["drafts"][0]["launch"].endswith(" --spec-type ngram-simple --spec-ngram-simple-size-m 16")
+    assert check(tokens["drafts"][0]["setup"], tokens["drafts"][0]["setup"]["steps"], files) == ([], [])
+    hf = run_query(target, engine="transformers", method="ngram", db=db)
+    if target == TARGET:  # transformers loads Hugging Face checkpoints: it names the base
+        assert hf["drafts"] == [] and "spm/Big-7B" in hf["refused"]
+    else:
+        [d] = hf["drafts"]
+        assert "prompt_lookup_num_tokens=10" in d["launch"] and "assistant" not in d["launch"]
+        assert check(d["setup"], d["setup"]["steps"]) == ([], [])
+    r = CliRunner().invoke(cli, ["query", "--db", db, "--target", target, "--engine", "mlx", "--method", "ngram"])
+    assert r.exit_code == 2 and "llama.cpp" in r.output and "transformers" in r.output

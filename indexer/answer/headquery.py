@@ -17,12 +17,15 @@ from ..catalog.headrows import HEAD_COLS, base_models, head_rows, target_row
 from ..catalog.reader import Reader
 from ..catalog.reader import json_value as _json
 from ..engines import heads as rules
+from ..engines.base import Engine
 from ..engines.heads import HeadFacts, TargetShape
+from ..engines.setup import Setup, Source, text
 from ..errors import EXIT_NOT_FOUND, QueryError
 from .ggufheads import gguf_target, hf_engine_refusal, target_block
 from .ggufheads import method_query as gguf_method_query
 from .lookup import find_repo_id
-from .speedup import Options, catalog_facts, head_estimate
+from .setup import side_source
+from .speedup import Options, catalog_facts, head_estimate, with_copies
 
 HEAD_METHODS = tuple(rules.METHOD_ALGORITHMS)  # eagle, eagle3, dflash
 MAX_CHAIN = 20  # base-model hops followed (the Hub allows cycles in hand-written cards)
@@ -107,6 +110,41 @@ def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
             "class_members": heads_known}
 
 
+def ngram_query(cat: Reader, target: str, engine: Engine, speed) -> dict:
+    """``--method ngram`` where n-gram drafting is not a head-rules engine's (llama-server's ``--spec-type
+    ngram-simple``, transformers' ``prompt_lookup_num_tokens``): the target alone, loaded as a draft pair's target
+    would be (a GGUF repo's file, a GGUF copy or the convert chain)."""
+    g = gguf_target(cat, target)
+    if g is not None:
+        block = target_block(g)
+    else:
+        t, shape = HeadCatalog(cat).target(target)
+        block = target_info(t, shape, 0)
+    repo_id = block["repo_id"]
+    opts = speed or Options()
+    facts = catalog_facts(cat, repo_id) or {"repo_id": repo_id}
+    profile = engine.speed
+    if profile is None:
+        source = Source(repo_id)
+    else:
+        facts = with_copies(cat, facts, engine, opts.target_quant)
+        llama = registry.ENGINES["llama.cpp"].release
+        source = side_source(facts, profile.runtime, opts.target_quant, profile.target_quant,
+                             engine.release if engine.name == "llama.cpp" else llama)
+    name, where = engine.heads.methods["ngram"]
+    setup = Setup(engine.name, engine.release, source, None, opts.draft_tokens, "ngram")
+    steps = engine.launch(setup)
+    entry = {"repo_id": repo_id, "params": None, "downloads": None, "method": name,
+             "reasons": [rules.NGRAM_REASON, f"{name}: {where}"], "setup": {**setup.to_dict(), "steps": steps},
+             "launch": text(steps)}
+    _sized(entry, block["params"])
+    return {"target": block, "engine": engine.name, "method": "ngram", "drafts": [entry], "near_misses": [],
+            "note": None,
+            "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "engines_unknown": [],
+                        "cheapest_fix": None},
+            "refused": None, "unknown": None}
+
+
 def _not_loading(engine: str, method: str) -> str:
     what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
             "layers"}.get(method, "loads no speculator heads")
@@ -124,6 +162,9 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
     heads = registry.ENGINES[engine].heads
     if method not in heads:
         _not_loading(engine, method)
+    own_ngram = method == "ngram" and not isinstance(heads, rules.HeadRules)  # not a serving flag of head rules
+    if own_ngram and heads.from_gguf:  # llama-server's --spec-type ngram-simple: any target it can load
+        return ngram_query(cat, target, registry.ENGINES[engine].at(release), speed)
     if heads.from_gguf:  # heads the engine runs from GGUF files (llama.cpp)
 
         return gguf_method_query(cat, target, engine, method, limit=limit, near_misses=near_misses,
@@ -136,6 +177,8 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
                 "note": why, "summary": {"engines_with_drafts": [], "engines_without_drafts": [],
                                          "engines_unknown": [], "cheapest_fix": None},
                 "refused": why, "unknown": None}
+    if own_ngram:  # transformers' prompt lookup
+        return ngram_query(cat, target, registry.ENGINES[engine].at(release), speed)
     hc = HeadCatalog(cat)
     t, shape = hc.target(target)
     misses: list[dict] = []
@@ -199,7 +242,7 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
     estimate = _Estimator(cat, shape, speed)
     for engine, entry in registry.ENGINES.items():
         view: dict = {"engine": engine, "name": registry.ENGINE_NAMES[engine]}
-        if entry.heads and not entry.heads.from_gguf:
+        if isinstance(entry.heads, rules.HeadRules):
             ov = rules.overview(shape, candidates, engine, target_lineage=hc.chain(t["repo_id"]),
                                 lineage_of=hc.chain, downloads=downloads)
             view.update(mtp=ov["mtp"], heads={m: hs[:limit] for m, hs in ov["heads"].items()}, ngram=ov["ngram"])
@@ -210,11 +253,12 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
                 for h in hs:
                     h["speedup"] = estimate.head(engine, facts[h["repo_id"]])
                     h["launch"] = (h["speedup"] or {}).get("launch") or h["launch"]
-        elif entry.heads:
-            view.update(mtp=None, heads=None, ngram=None, note="runs speculator heads from GGUF files only: ask "
-                        f"--method {'|'.join(entry.heads)} --engine {engine} with a GGUF repo as the target")
         else:
-            view.update(mtp=None, heads=None, ngram=None, note="loads no speculator heads")
+            ngram = _own_ngram(cat, t["repo_id"], entry, speed)
+            heads = [m for m in entry.heads if m != "ngram"]
+            view.update(mtp=None, heads=None, ngram=ngram, note="runs speculator heads from GGUF files only: ask "
+                        f"--method {'|'.join(heads)} --engine {engine} with a GGUF repo as the target" if heads
+                        else "loads no speculator heads")
         try:
             view["drafts"] = drafts(t["repo_id"], engine)
         except QueryError as e:
@@ -222,6 +266,13 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
         view["best"] = _best_way(view)
         out["engines"][engine] = view
     return out
+
+
+def _own_ngram(cat: Reader, target: str, entry: Engine, speed) -> dict | None:
+    """The n-gram entry of an engine whose n-gram drafting is its own (``ngram_query``), None where it has none."""
+    if "ngram" not in entry.heads or isinstance(entry.heads, rules.HeadRules):
+        return None
+    return ngram_query(cat, target, entry, speed)["drafts"][0]
 
 
 def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]], limit: int) -> dict:
@@ -236,7 +287,8 @@ def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]
         if entry.heads.from_gguf:
             heads: dict = {}
             mtp = None
-            for method in entry.heads:
+            view["ngram"] = _own_ngram(cat, g["repo_id"], entry, None)
+            for method in (m for m in entry.heads if m != "ngram"):
                 answer = gguf_method_query(cat, g["repo_id"], engine, method, limit=limit, near_misses=True)
                 own = [e for e in answer["drafts"] if e["format"] == "built-in"]
                 if method == "mtp":

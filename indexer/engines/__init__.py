@@ -35,6 +35,7 @@ from .base import (  # noqa: F401  (re-exported: the names the rest of the proje
     same_mapping,
 )
 from .headrules import METHODS as QUERY_METHODS  # noqa: F401  (re-exported: the --method choices, draft to all)
+from .headrules import HeadRules
 from .llamacpp import LLAMACPP_CHECK_START_ID, LLAMACPP_MAX_VOCAB_DIFF, gguf_buckets, gguf_signature  # noqa: F401
 from .mlx import mlx_model_type_supported  # noqa: F401
 from .vllm import tli_constraints  # noqa: F401
@@ -53,7 +54,7 @@ DEFAULT_ENGINE = "sglang"
 # The engine whose classes are GGUF signatures (a local GGUF target is matched to a catalog repo through it).
 GGUF_ENGINE = next(name for name, e in ENGINES.items() if e.gguf_classes)
 # The engines that load speculator heads as Hugging Face checkpoints (heads from GGUF files: Engine.heads.from_gguf)
-HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if e.heads and not e.heads.from_gguf)
+HEAD_ENGINES = tuple(name for name, e in ENGINES.items() if isinstance(e.heads, HeadRules))
 
 
 def speed_profile(name: str, quant) -> SpeedProfile:

@@ -228,6 +228,10 @@ def makeable(quant: str, release: str = LLAMACPP_COMMIT) -> bool:
             or quant.upper() in {t.upper() for t in quantize_types(release)})
 
 
+# --method ngram: the first n-gram speculator llama-server tries (common/speculative.cpp:2616)
+NGRAM_SPEC_TYPE = "ngram-simple"
+
+
 def launch(setup: Setup) -> list[str]:
     """The steps that run ``setup`` on llama-server: the conversion chain of each HF side (:func:`_gguf_side`), then
     -m / -md for files, -hf / -hfd for GGUF repos (common/arg.cpp:3034, 3059, 3974, 4240), always with --spec-type
@@ -242,8 +246,12 @@ def launch(setup: Setup) -> list[str]:
             continue
         how, name = _gguf_side(src, setup.release or LLAMACPP_COMMIT, steps, taken)
         args.append(f"{flag_file if how == 'file' else flag_hub} {name}")
-    spec_type = setup.method if setup.method.startswith("draft-") else "draft-simple"
-    flags = f" --spec-draft-n-max {setup.draft_tokens}" if setup.draft_tokens else ""
+    if setup.method == "ngram":  # drafts from the text itself: an m-gram of --spec-ngram-simple-size-m tokens
+        spec_type, tokens_flag = NGRAM_SPEC_TYPE, "--spec-ngram-simple-size-m"  # (common/speculative.cpp:1759)
+    else:
+        spec_type = setup.method if setup.method.startswith("draft-") else "draft-simple"
+        tokens_flag = "--spec-draft-n-max"
+    flags = f" {tokens_flag} {setup.draft_tokens}" if setup.draft_tokens else ""
     return noted(setup, [*steps, f"llama-server {' '.join(args)} --spec-type {spec_type}{flags}"])
 
 
@@ -276,6 +284,9 @@ class LlamaCppHeads(GGUFHeadRules):
                 "common/speculative.cpp:2520-2567 (an MTP context on the target or on a -md assistant)"),
         "eagle3": ("draft-eagle3", "common/speculative.cpp:503-548, src/models/eagle3.cpp:3-35"),
         "dflash": ("draft-dflash", "common/speculative.cpp:1014-1023, src/models/dflash.cpp:7-60"),
+        # no head: look-ups in the text so far, m-grams of 48 tokens after 12-token n-grams by default
+        # (common/common.h:361-365, common/arg.cpp:4290-4316)
+        "ngram": (NGRAM_SPEC_TYPE, "common/speculative.cpp:40, 2616, 2656-2670"),
     }
 
     def fit(self, method: str, head: dict | None, target) -> list[tuple[str, bool, str, str]]:

@@ -23,6 +23,7 @@ from .base import (
     size_differs,
     tokenizer_missing,
 )
+from .headrules import Heads
 from .setup import Setup
 
 RELEASES = ("5.21.1", "5.22.2", "5.23.0", "5.24.0", "5.25.0")  # the releases whose source we read, oldest first
@@ -215,6 +216,21 @@ FIXES = tuple(Ranged(value=partial(fix, uag_lines=str(r.value)), since=r.since, 
                      anchors=r.anchors) for r in UAG_LINES)
 
 
+# --method ngram: generate(prompt_lookup_num_tokens=N) drafts N tokens copied from the text so far
+# (PromptLookupCandidateGenerator, src/transformers/generation/utils.py:1318-1331); None turns it off and no
+# default is set (src/transformers/generation/configuration_utils.py:335-336, 462). N = 10 as its maintainer
+# gives it (https://huggingface.co/joaogante/activity/posts: "prompt_lookup_num_tokens=10").
+NGRAM_TOKENS = 10
+
+
+class PromptLookup(Heads):
+    """transformers drafts without a draft model in one way: prompt lookup (n-gram) decoding."""
+
+    engine = "transformers"
+    methods = {"ngram": ("prompt lookup (prompt_lookup_num_tokens)",
+                         "src/transformers/generation/utils.py:1318-1331")}
+
+
 def launch(setup: Setup, *, universal: bool = False) -> list[str]:
     """A complete script, as one ``python -c`` line: the tokenizer, both models in their own dtype on the best
     device (CUDA, else MPS, else the CPU: device_map would need accelerate, seen running), the prompt's inputs,
@@ -222,13 +238,20 @@ def launch(setup: Setup, *, universal: bool = False) -> list[str]:
     Draft tokens: a constant draft length (GenerationConfig num_assistant_tokens and num_assistant_tokens_schedule=
     "constant", src/transformers/generation/configuration_utils.py; generate() takes generation-config fields as
     keywords)."""
-    assert setup.draft is not None  # a draft-model launch
-    t, d = setup.target.repo, setup.draft.repo
+    t = setup.target.repo
     lines = ["import torch", "from transformers import AutoModelForCausalLM, AutoTokenizer",
              "device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'",
              f"tokenizer = AutoTokenizer.from_pretrained('{t}')",
-             f"model = AutoModelForCausalLM.from_pretrained('{t}', dtype='auto').to(device)",
-             f"assistant = AutoModelForCausalLM.from_pretrained('{d}', dtype='auto').to(device)"]
+             f"model = AutoModelForCausalLM.from_pretrained('{t}', dtype='auto').to(device)"]
+    if setup.method == "ngram":  # prompt lookup: candidates copied from the text itself, no assistant
+        call = (f"model.generate(**inputs, prompt_lookup_num_tokens={setup.draft_tokens or NGRAM_TOKENS}, "
+                "max_new_tokens=64")
+        lines += ["inputs = tokenizer('Hello', return_tensors='pt').to(model.device)", f"out = {call})",
+                  "print(tokenizer.decode(out[0], skip_special_tokens=True))"]
+        return [f'python -c "{"; ".join(lines)}"']
+    assert setup.draft is not None  # a draft-model launch
+    d = setup.draft.repo
+    lines.append(f"assistant = AutoModelForCausalLM.from_pretrained('{d}', dtype='auto').to(device)")
     call = "model.generate(**inputs, assistant_model=assistant, max_new_tokens=64"
     if universal:
         lines.append(f"assistant_tokenizer = AutoTokenizer.from_pretrained('{d}')")
@@ -267,4 +290,4 @@ ENGINE = released(
                        source="PyTorch's devices: cuda (NVIDIA, and AMD through ROCm), mps (Apple), cpu"),
     facts=("vocab_size_transformers", "text_config_error", "tok.vocab_sha256"),
     rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=FIXES, words=dict(SIZE_WORDS),
-    arch_rules=ARCH_RULES)
+    arch_rules=ARCH_RULES, heads=PromptLookup())
