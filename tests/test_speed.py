@@ -360,6 +360,21 @@ def test_the_catalog_reads_a_tokenizers_added_tokens(demo_catalog):
 
 # ---- against the published measurements ---------------------------------------------------------------------------
 
+def test_a_hybrid_config_says_which_layers_keep_a_state():
+    """A catalog's hybrid target (Qwen3-Next: every 4th layer full attention) is known as one to the calibration of
+    `indexer measure`'s rows, as the benchmark's hand-written shapes are."""
+    from indexer.vocab.archconfig import arch_facts
+
+    base = {"hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "head_dim": 256, "vocab_size": 151936, "intermediate_size": 5120}
+    from indexer.speed.facts import shape_from_facts
+
+    hybrid = shape_from_facts(arch_facts({**base, "model_type": "qwen3_next", "full_attention_interval": 4}).speed)
+    dense = shape_from_facts(arch_facts({**base, "model_type": "qwen3"}).speed)
+    assert hybrid.state_layers == 36 and hybrid.kv_per_token == 2 * 12 * 2 * 256
+    assert dense.state_layers is None and dense.kv_per_token == 2 * 48 * 2 * 256
+
+
 @needs_measurements
 def test_a_hybrid_target_does_not_set_the_factors_of_the_targets_the_model_describes():
     """Rows of a target with recurrent-state layers (Qwen3.6-35B-A3B: 0.46-0.48x at full acceptance, a verify the

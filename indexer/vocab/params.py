@@ -284,5 +284,7 @@ def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
                                     "num_experts_per_token")
         if isinstance(experts, int) and experts > 1 else None,
         "kv_per_token": _kv_per_token(text, kv_layers, kv_heads, head_dim),
+        # a hybrid's other layers keep a recurrent state, not a KV cache (linear attention, state-space)
+        "state_layers": layers - kv_layers if isinstance(layers, int) and kv_layers and kv_layers < layers else None,
         "quantization": quant or None,
     }
