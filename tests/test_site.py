@@ -357,3 +357,17 @@ def test_no_page_shows_a_literal_backtick_and_a_gated_repo_links_no_drafts_page(
     table = site.get(f"/{demo_db.rsplit('/', 1)[-1][:-3]}/repos").text
     assert f'href="https://huggingface.co/{gated}"' in table
     assert quote(gated, safe="") not in table and f"target={gated}" not in table  # no drafts link for it
+
+
+def test_an_engine_off_the_device_names_the_device_of_its_command(demo_db):
+    """SGLang asked on a Mac: the page says so, and that its command is the setup estimated on H100 SXM (the one
+    `indexer query --hardware "H100 SXM"` prints), as the CLI says."""
+    from indexer.jobs.demo import DEMO_TARGET
+
+    site = Site(demo_db)
+    r = site.get("/drafts", target=DEMO_TARGET, engine="sglang", hardware="M4 Max")
+    assert r.status_code == 200 and "Not on M4 Max:" in r.text
+    assert "The command below runs the setup estimated on H100 SXM." in r.text
+    _, there, _ = cli_json("query", "--db", demo_db, "--target", DEMO_TARGET, "--engine", "sglang", "--hardware",
+                           "H100 SXM", "--json")
+    assert f'<code id="best-launch">{escape(there["drafts"][0]["launch"])}</code>' in r.text
