@@ -136,6 +136,27 @@ def test_many_small_keys_take_a_few_reads(tmp_path):
     assert r.requests <= 30 and r.bytes_read <= 1.25 * end + TAIL
 
 
+def test_a_key_count_past_the_cap_is_refused_at_the_head():
+    """Millions of one-byte keys fit the byte cap but would each be kept: a count over DEFAULT_MAX_KV_PAIRS is
+    malformed from the first read, before any pair is parsed; one under it reads whole."""
+    import struct
+
+    from indexer.gguf.header import DEFAULT_MAX_KV_PAIRS
+
+    def many_keys(n: int) -> bytes:
+        pair = struct.Struct("<Q8sIB")
+        return struct.pack("<IIQQ", 0x46554747, 3, 0, n) + b"".join(pair.pack(8, b"k%07x" % i, 0, 1)
+                                                                     for i in range(n))
+
+    data = many_keys(DEFAULT_MAX_KV_PAIRS + 1)
+    r = read_kv_section(lambda a, b: data[a:b], len(data), first=4096)
+    assert r.header.status == "malformed" and r.requests == 1
+    assert f"key/value count {DEFAULT_MAX_KV_PAIRS + 1} is over the {DEFAULT_MAX_KV_PAIRS}" in r.header.reason
+    assert parse_header(data, len(data), max_pairs=None).ok  # the file itself is well formed
+    data = many_keys(DEFAULT_MAX_KV_PAIRS)
+    assert parse_header(data, len(data)).ok
+
+
 def test_gguf_v2_reads_like_v3(tmp_path):
     p = write_gguf(tmp_path / "m.gguf", extra=ALL_TYPES)
     data = p.read_bytes()

@@ -30,6 +30,9 @@ from gguf.constants import GGUF_MAGIC, GGUFValueType, Keys
 MAX_STRING_LENGTH = 1 << 30  # GGUF_MAX_STRING_LENGTH, ggml/src/gguf.cpp:20
 MAX_ARRAY_ELEMENTS = 1 << 30  # GGUF_MAX_ARRAY_ELEMENTS, ggml/src/gguf.cpp:21
 DEFAULT_MAX_KV_BYTES = 256 << 20  # our cap on a key/value section (real ones are 1-20 MiB)
+# Our cap on the key/value count (real files have 20-60 keys; the vocabulary is a few arrays): each key is kept,
+# so 12 M one-byte keys within the byte cap would cost about 2 GB of memory and minutes of parsing.
+DEFAULT_MAX_KV_PAIRS = 1 << 16
 FIRST_READ = 8 << 20  # one range covers the section of typical vocabularies (<= ~200k tokens with merges)
 TAIL = 32 << 10  # an extension also covers this much after the projected vocabulary (ids, chat template)
 KEEP_STRING = 1 << 20  # strings longer than this are kept as their length only (no fact needs them)
@@ -166,8 +169,9 @@ class HeaderParser:
     whole pair (or array element) the previous call reached, so reading a section in N extensions costs one pass
     over it, not N."""
 
-    def __init__(self, file_size: int | None = None, *, max_bytes: int = DEFAULT_MAX_KV_BYTES):
-        self.file_size, self.max_bytes = file_size, max_bytes
+    def __init__(self, file_size: int | None = None, *, max_bytes: int = DEFAULT_MAX_KV_BYTES,
+                 max_pairs: int | None = DEFAULT_MAX_KV_PAIRS):
+        self.file_size, self.max_bytes, self.max_pairs = file_size, max_bytes, max_pairs
         self.h = Header("need_more")
         self.pos = 0  # bytes before this are parsed into ``h``
         self.started = False  # the fixed head (magic, version, counts) is parsed
@@ -202,6 +206,9 @@ class HeaderParser:
         h = self.h
         if not self.started:
             _parse_head(cur, h)
+            if self.max_pairs is not None and (h.n_kv or 0) > self.max_pairs:
+                raise _Bad(f"key/value count {h.n_kv} is over the {self.max_pairs} this reads (real models have "
+                           "under a hundred)")
             self.started, self.pos = True, cur.pos
         assert h.n_kv is not None  # the head, read first, sets it
         while self.i < h.n_kv:
@@ -331,9 +338,10 @@ def _parse_head(cur: _Cursor, h: Header) -> None:
         raise _Bad(f"key/value count {n_kv} is not plausible")
 
 
-def parse_header(data, file_size: int | None = None, *, max_bytes: int = DEFAULT_MAX_KV_BYTES) -> Header:
+def parse_header(data, file_size: int | None = None, *, max_bytes: int = DEFAULT_MAX_KV_BYTES,
+                 max_pairs: int | None = DEFAULT_MAX_KV_PAIRS) -> Header:
     """The key/value section in ``data``, a prefix of a GGUF file of ``file_size`` bytes (when known)."""
-    return HeaderParser(file_size, max_bytes=max_bytes).parse(data)
+    return HeaderParser(file_size, max_bytes=max_bytes, max_pairs=max_pairs).parse(data)
 
 
 MERGE_BYTES = 20  # a BPE merge string with its length field, a little above real averages (~17)
@@ -371,14 +379,14 @@ class Read:
 
 
 def read_kv_section(read: Callable[[int, int], bytes], file_size: int | None, *, first: int = FIRST_READ,
-                    max_bytes: int = DEFAULT_MAX_KV_BYTES) -> Read:
+                    max_bytes: int = DEFAULT_MAX_KV_BYTES, max_pairs: int | None = DEFAULT_MAX_KV_PAIRS) -> Read:
     """Read a prefix with ``read(start, end)`` (end exclusive) until the key/value section is complete.
 
     The first read is ``first`` bytes; each further read fetches only the missing bytes, up to where
     the parser projects the section to end (plus a little), never beyond the file or ``max_bytes``.
     """
     limit = min(file_size, max_bytes) if file_size is not None else max_bytes
-    parser = HeaderParser(file_size, max_bytes=max_bytes)
+    parser = HeaderParser(file_size, max_bytes=max_bytes, max_pairs=max_pairs)
     buf = bytearray()
     requests = 0
     want = min(first, limit)
@@ -417,5 +425,5 @@ def read_local(path, *, max_bytes: int = DEFAULT_MAX_KV_BYTES) -> Read:
         return read_kv_section(read, size, max_bytes=max_bytes)
 
 
-__all__ = ["Array", "DEFAULT_MAX_KV_BYTES", "FIRST_READ", "Header", "HeaderParser", "Read", "parse_header",
-           "read_kv_section", "read_local", "token_text"]
+__all__ = ["Array", "DEFAULT_MAX_KV_BYTES", "DEFAULT_MAX_KV_PAIRS", "FIRST_READ", "Header", "HeaderParser", "Read",
+           "parse_header", "read_kv_section", "read_local", "token_text"]
