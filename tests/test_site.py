@@ -302,6 +302,20 @@ def test_an_estimated_size_reads_as_words_in_the_heading():
         assert "parameters" not in re.sub(r"<[^>]+>", "", cell)  # table cells: the column says the unit
 
 
+def test_a_visitors_failing_sql_is_answered_not_logged(sample_db, capfd):
+    """A visitor's refused or failing query is a 400 with its reason, and writes nothing to the server's output
+    (datasette printed each one with every frame's locals, 80 KB a query)."""
+    site, name = Site(sample_db), sample_db.rsplit("/", 1)[-1][:-3]
+    capfd.readouterr()
+    endless = "with recursive c(i) as (select 1 union all select i + 1 from c) select count(*) from c"
+    for query in ("select * from no_such_table", "select zeroblob(10)", endless):
+        r = site.get(f"/{name}.json", sql=query)
+        assert r.status_code == 400 and r.json()["ok"] is False, (query, r.text[:300])
+    assert "took too long" in r.json()["error"]
+    out, err = capfd.readouterr()
+    assert len(out) + len(err) < 1000 and "Traceback" not in out + err, (out + err)[:500]
+
+
 def test_a_visitors_sql_is_bounded_and_sees_no_server_path(sample_db):
     """zeroblob/randomblob refused, no value over 1 MiB (site/hooks.py prepare_connection), and the catalog's
     absolute path in neither /-/databases.json nor pragma_database_list()."""

@@ -221,6 +221,17 @@ def register_routes(datasette):
 
 
 @hookimpl
+def startup(datasette):
+    """Visitors' errors are answered, not logged with every frame's locals: datasette 0.65 handle_exception.py:25-26
+    prints each exception a request raises through rich when rich is installed (typer brings it), so one
+    timed-out or refused ``?sql=`` query wrote 80 KB to the server's log. A 500 still prints its plain
+    traceback (:41-44)."""
+    import datasette.handle_exception as default_handler
+
+    default_handler.rich = None
+
+
+@hookimpl
 def prepare_connection(conn):
     """Every connection datasette opens (datasette 0.65 hookspecs.py:16): bound the memory one query may take and
     hide the server's paths from visitors' SQL."""

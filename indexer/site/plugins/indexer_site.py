@@ -9,4 +9,5 @@ from indexer.site.hooks import (  # noqa: F401 - pluggy registers the hookimpls 
     prepare_jinja2_environment,
     register_routes,
     render_cell,
+    startup,
 )
