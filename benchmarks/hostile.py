@@ -565,7 +565,8 @@ def killed_pull(b: Bench, hub, src: Path, env: dict) -> None:
             gone = not list(dest.parent.glob(".pull-*"))
             b.row(f"pull: {name} mid-download, next pull", nxt, r2, yes(kept and intact(b, dest)),
                   "next pull removes the staging", staged and gone,
-                  f"left {len(left)} folder(s), {size / 1e6:.1f} MB; after the next pull: {not gone}")
+                  f"left {len(left)} folder(s), {size / 1e6:.1f} MB; after the next pull: "
+                  f"{'none' if gone else 'still there'}")
 
 
 def gated_tokens(b: Bench) -> None:
