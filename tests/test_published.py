@@ -146,3 +146,20 @@ def test_redact_keeps_what_the_catalog_holds(tmp_path):
         assert redact(con) == {"scopes": 0, "errors": 0}
     finally:
         con.close()
+
+
+def test_a_private_repo_leaves_no_count_or_date_in_a_scope(hub, tmp_path, monkeypatch):
+    """An author scope listed with a token holds only private repos: the run lists none of them and the scope's
+    high-water mark (published in scope_cursors) takes no private repo's last change."""
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    db = tmp_path / "catalog.db"
+    run("crawl", "--db", db, "--endpoint", hub.endpoint, "--author", "secret-lab")
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT listed FROM crawl_runs").fetchall() == [(0,)]
+        assert con.execute("SELECT high_water FROM scope_cursors WHERE scope LIKE '%secret-lab%'").fetchall() in (
+            [], [(None,)])
+        assert not con.execute("SELECT 1 FROM repos WHERE repo_id LIKE 'secret-lab/%'").fetchall()
+    finally:
+        con.close()

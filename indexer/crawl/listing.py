@@ -115,12 +115,14 @@ class ScopeListing:
             self.pages += 1
             for item in items:
                 when = _when(item.last_modified)
-                if p.head and when is not None and (self.top is None or when > self.top):
+                # A private repo (listed because a token is set) leaves no trace in what is published: neither
+                # the high-water mark (its last change) nor the count of listed repos.
+                if p.head and when is not None and not item.private and (self.top is None or when > self.top):
                     self.top = when
                 if p.floor is not None and when is not None and when < p.floor:
                     p.done = True
                     return
-                self.listed += 1
+                self.listed += not item.private
                 self.ids.add(item.id)
                 if keeps(item):
                     self.kept += 1

@@ -268,7 +268,7 @@ class Crawler(RunRecord):
                     if self._budget_spent():
                         self._leftover.append(item)
                         break
-                    if not queued:
+                    if not queued and not item.private:  # a private repo is counted as private only
                         self.counts["listed"] += 1
                     job = self._triage(session, item, queued)
                     if job is not None:
