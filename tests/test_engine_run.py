@@ -190,3 +190,29 @@ def test_our_transformers_verdict_is_what_the_engine_does(ran, version, family):
     assert said == seen["outcome"], (f"transformers {version}, {family}: the engine gives {seen['outcome']} "
                                      f"({ran_as}, state difference {seen.get('state_difference')}); indexer says "
                                      f"{ours['outcome']}: {ours['reasons']}")
+
+
+PROMPT_LOOKUP = """
+import sys, torch, transformers
+from transformers import AutoModelForCausalLM
+torch.manual_seed(0)
+model = AutoModelForCausalLM.from_config(transformers.AutoConfig.from_pretrained(sys.argv[1])).eval()
+ids = torch.tensor([[5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, 6]])
+kw = dict(do_sample=False, max_new_tokens=32, min_new_tokens=32, attention_mask=torch.ones_like(ids))
+plain = model.generate(ids, **kw)
+looked_up = model.generate(ids, prompt_lookup_num_tokens=int(sys.argv[2]), **kw)
+print(transformers.__version__, torch.equal(plain, looked_up))
+"""
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_prompt_lookup_runs_as_our_ngram_command_says(ran, version):
+    """`query --method ngram --engine transformers` prints generate(prompt_lookup_num_tokens=N): at the release it
+    runs on a tiny model and gives plain greedy decoding's tokens."""
+    from indexer.engines.transformers import NGRAM_TOKENS
+
+    dirs, _, _ = ran
+    out = subprocess.run([str(engine_venv("transformers", version)), "-c", PROMPT_LOOKUP, str(dirs["llama"]),
+                          str(NGRAM_TOKENS)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [version, "True"]
