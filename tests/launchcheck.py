@@ -351,6 +351,15 @@ def transformers_checks(setup, parsed) -> list[str]:
         if n is None or (setup.draft_tokens is not None and n.value != setup.draft_tokens):
             diffs.append(f"prompt_lookup_num_tokens differs from {setup.draft_tokens}")
         return diffs
+    if setup.method == "mtp":  # the target's own MTP layers: the target alone, generate(use_mtp=True)
+        use = kw.get("use_mtp")
+        if set(loads) != {setup.target.repo} or "assistant_model" in kw:
+            diffs.append("MTP loads other models")
+        if not (isinstance(use, ast.Constant) and use.value is True):
+            diffs.append("generate() is not given use_mtp=True")
+        if not is_float(setup.target.quant) and setup.target.quant != setup.target.stored:
+            diffs.append(f"{setup.target.repo} estimated at {setup.target.quant}, loaded as stored")
+        return diffs
     if setup.target.repo not in loads or setup.draft.repo not in loads:
         diffs.append("loads other models")
     n = kw.get("num_assistant_tokens")

@@ -86,6 +86,25 @@ def test_transformers_class_name_exclusions_become_model_types():
     assert t["stateful"]["values"] == {"mamba": "src/transformers/models/mamba/modeling_mamba.py:2"}
 
 
+def test_transformers_mtp_types_are_the_configs_declaring_num_mtp_layers():
+    """A config class declares num_mtp_layers as a field or an attribute_map entry (whose value is the config.json
+    key); the causal-LM class's weight patterns name fixed checkpoint layers, or none (set from the config)."""
+    mtp = extract.transformers(TREES / "transformers")["mtp"]["values"]
+    assert set(mtp) == {"deepseek_v3", "ernie", "sarvam_mla", "stepper"}  # llama and mamba declare none
+    assert mtp["deepseek_v3"] == {
+        "config": "src/transformers/models/deepseek_v3/configuration_deepseek_v3.py:4",
+        "key": "num_nextn_predict_layers", "class": "DeepseekV3ForCausalLM",
+        "weights": "src/transformers/models/deepseek_v3/modeling_deepseek_v3.py:2", "layers": [61]}
+    # a model type mapped onto another model's class takes that class's patterns
+    assert mtp["sarvam_mla"]["class"] == "DeepseekV3ForCausalLM" and mtp["sarvam_mla"]["layers"] == [61]
+    # a field: the key is its own name; the base's None is passed over for the patterns __init__ makes
+    assert mtp["ernie"] == {"config": "src/transformers/models/ernie/configuration_ernie.py:2",
+                            "key": "num_mtp_layers", "class": "ErnieForCausalLM",
+                            "weights": "src/transformers/models/ernie/modeling_ernie.py:7-9", "layers": None}
+    # a text config no causal-LM class is registered for
+    assert mtp["stepper"]["class"] is None and mtp["stepper"]["weights"] is None
+
+
 def test_mlx_caches_follow_imports_and_remapping():
     t = extract.mlx(TREES / "mlx")
     assert t["model_remapping"]["values"] == {"mistral": "llama", "falcon_mamba": "mamba"}

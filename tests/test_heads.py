@@ -263,6 +263,31 @@ def test_mtp_failure_says_why():
     assert mtp(target_shape(LLAMA7B, "x"), "sglang").failed_check == "target_arch"
 
 
+def test_transformers_use_mtp_per_release():
+    """generate(use_mtp=True) at each release: the model types whose config declares num_mtp_layers there, the key
+    it is read from, and the depth at which the model's patterns find the MTP weights (DeepSeek-V3: layer 61)."""
+    from indexer.engines import ENGINES
+
+    def verdict(release, config):
+        return ENGINES["transformers"].at(release).heads.mtp(target_shape(config, "o/t"))
+
+    v3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_hidden_layers": 61,
+          "num_nextn_predict_layers": 1}
+    assert all(verdict(r, v3).fits for r in ENGINES["transformers"].releases)
+    assert verdict("5.25.0", {**v3, "num_hidden_layers": 62}).failed_check == "weights"
+    ernie = {**v3, "architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe", "num_hidden_layers": 2}
+    assert verdict("5.25.0", ernie).fits  # found by name ("mtp"), any depth
+    old = verdict("5.24.0", ernie)
+    assert old.failed_check == "target_arch" and "transformers 5.24.0 declares num_mtp_layers for no ernie4_5_moe" \
+        in old.reasons[0] and "candidate_generator.py:1379-1383" in old.checks[0]["source"]
+    # Qwen3-Next's mtp_num_hidden_layers: no Qwen3-Next config declares num_mtp_layers
+    nxt = verdict("5.25.0", {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
+                             "mtp_num_hidden_layers": 1})
+    assert nxt.failed_check == "target_arch" and "Could not find `num_mtp_layers`" in nxt.reasons[0]
+    setup = ENGINES["transformers"].heads.mtp_setup(target_shape(v3, "o/t"))
+    assert (setup.method, setup.draft, setup.draft_tokens) == ("mtp", None, 1)
+
+
 def test_mtp_launch():
     v3 = target_shape({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
                        "num_nextn_predict_layers": 1}, "deepseek-ai/DeepSeek-V3")

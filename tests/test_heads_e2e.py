@@ -32,6 +32,7 @@ from indexer.hubsim import heads as hubheads
 TINY = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
 TINY_FT = "someone/TinyLlama-1.1B-chat-finetune"
 MTP = "someone/Tiny-DeepseekV3-MTP"
+GLM_MTP = "someone/Tiny-Glm4Moe-Air-MTP"  # GLM-4.5-Air's 46 layers: transformers finds its MTP layer's weights
 TINY_CFG = {"hidden_size": 2048, "num_hidden_layers": 22, "vocab_size": 32000, "num_attention_heads": 32}
 HEAD_IDS = [h.repo_id for h in hubheads.HEADS]
 
@@ -48,18 +49,21 @@ def query_json(db, target, method, engine="sglang", *extra) -> tuple[int, dict |
 
 
 def write_synthetic_hub(hub_dir):
-    """The head repos, TinyLlama-shaped target, a fine-tune of it (base_model tags) and a DeepSeek-V3 MTP config."""
+    """The head repos, TinyLlama-shaped target, a fine-tune of it (base_model tags), a DeepSeek-V3 MTP config and a
+    GLM-4.5-Air-deep one."""
     hubheads.write_head_repos(hub_dir)
     write_repo(hub_dir, TINY, config=TINY_CFG)
     write_repo(hub_dir, TINY_FT, config=TINY_CFG)
     write_repo(hub_dir, MTP, config={**TINY_CFG, "architectures": ["DeepseekV3ForCausalLM"],
                                      "model_type": "deepseek_v3", "num_nextn_predict_layers": 1})
+    write_repo(hub_dir, GLM_MTP, config={**TINY_CFG, "num_hidden_layers": 46, "architectures": ["Glm4MoeForCausalLM"],
+                                         "model_type": "glm4_moe", "num_nextn_predict_layers": 1})
     set_meta(hub_dir, TINY_FT, tags=hubheads.base_model_tags(TINY), baseModels=TINY)
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
-    """Head repos + three small targets (TinyLlama's shapes; a fine-tune of it; a DeepSeek-V3 MTP config)."""
+    """Head repos + four small targets (TinyLlama's shapes; a fine-tune of it; DeepSeek-V3 and GLM MTP configs)."""
     root = tmp_path_factory.mktemp("heads-e2e")
     hub_dir = root / "hub"
     write_synthetic_hub(hub_dir)
@@ -74,8 +78,8 @@ def synthetic(tmp_path_factory):
 
 def test_crawl_keeps_heads_with_their_facts(synthetic):
     db, summary, again = synthetic
-    assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": 3}, summary
-    assert again["unchanged"] == len(HEAD_IDS) + 3
+    assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": 4}, summary
+    assert again["unchanged"] == len(HEAD_IDS) + 4
     con = sqlite3.connect(db)
     rows = {r[0]: r[1:] for r in con.execute("SELECT repo_id, status, reason, tokenizer_id FROM repos")}
     for head_id in HEAD_IDS:
@@ -149,6 +153,35 @@ def test_dflash_eagle_mtp_and_ngram(synthetic):
     assert code == 0 and "needs no draft model or head" in out
 
 
+def test_transformers_runs_a_target_s_mtp_layers_with_use_mtp(synthetic):
+    """transformers' generate(use_mtp=True): GLM-4.5-Air's depth fits (its class finds the MTP weights at layer 46);
+    a 22-layer DeepSeek-V3 does not (DeepseekV3ForCausalLM finds them only at layer 61); TinyLlama has none."""
+    from launchcheck import check
+
+    db = synthetic[0]
+    glm = query_json(db, GLM_MTP, "mtp", "transformers")[1]
+    [d] = glm["drafts"]
+    assert d["method"].startswith("use_mtp") and d["setup"]["method"] == "mtp" and d["setup"]["draft_tokens"] == 1
+    assert "use_mtp=True" in d["launch"] and "assistant" not in d["launch"] and GLM_MTP in d["launch"]
+    assert d["launch"] == d["speedup"]["launch"] and check(d["speedup"]["setup"], d["speedup"]["setup"]["steps"]) \
+        == ([], [])
+    deep = query_json(db, MTP, "mtp", "transformers", "--near-misses")[1]
+    assert deep["drafts"] == [] and deep["near_misses"][0]["failed_check"] == "weights"
+    assert "checkpoint layer(s) 61" in deep["note"] and "22" in deep["note"]
+    tiny = query_json(db, TINY, "mtp", "transformers", "--near-misses")[1]
+    assert tiny["near_misses"][0]["failed_check"] == "target_arch" and "no llama config" in tiny["note"]
+    # older releases: the model types are that release's (ERNIE 4.5 MoE came in 5.25.0)
+    code, old, _ = query_json(db, GLM_MTP, "mtp", "transformers", "--engine-version", "transformers==5.21.1")
+    assert code == 0 and old["drafts"][0]["setup"]["release"] == "5.21.1"
+    # --method all shows it for transformers, next to prompt lookup
+    views = query_json(db, GLM_MTP, "all")[1]["engines"]
+    assert views["transformers"]["mtp"]["fits"] and "use_mtp=True" in views["transformers"]["mtp"]["launch"]
+    assert views["transformers"]["ngram"]["launch"]
+    assert not query_json(db, MTP, "all")[1]["engines"]["transformers"]["mtp"]["fits"]
+    code, out, _ = invoke("query", "--db", db, "--target", GLM_MTP, "--method", "all")
+    assert code == 0 and "use_mtp=True" in out
+
+
 def test_method_all_gives_every_option_per_engine(synthetic):
     db = synthetic[0]
     code, res, _ = query_json(db, MTP, "all")
@@ -163,6 +196,7 @@ def test_method_all_gives_every_option_per_engine(synthetic):
             assert view["heads"] is None and view["note"].startswith("runs speculator heads from GGUF files")
         elif engine not in ("sglang", "vllm"):
             assert view["heads"] is None and view["note"] == "loads no speculator heads"
+            assert (view["mtp"] is not None) == (engine == "transformers")  # generate(use_mtp=True)
     code, out, _ = invoke("query", "--db", db, "--target", TINY, "--method", "all")
     assert code == 0
     assert "eagle3: heads-lab/sglang-EAGLE3-TinyLlama-1.1B-Chat-v1.0 [exact]" in out

@@ -10,6 +10,7 @@ repo of their chains (the root included).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from .. import engines as registry
@@ -145,6 +146,41 @@ def ngram_query(cat: Reader, target: str, engine: Engine, speed) -> dict:
             "refused": None, "unknown": None}
 
 
+def own_mtp_query(cat: Reader, target: str, engine: Engine, speed, *, near_misses: bool = False) -> dict:
+    """``--method mtp`` where built-in MTP is not a head-rules engine's (transformers' ``generate(use_mtp=True)``):
+    the engine's verdict on the target's own MTP layers, and where they fit the setup, its estimate and script."""
+    t, shape = HeadCatalog(cat).target(target)
+    v = engine.heads.mtp(shape)
+    block = target_info(t, shape, 1)
+    found, misses, note = [], [], None
+    entry = {"repo_id": t["repo_id"], "params": None, "downloads": None, "algorithm": "mtp", "format": "built-in",
+             "method": v.method}
+    if v.fits:
+        opts = speed or Options()
+        facts = catalog_facts(cat, t["repo_id"]) or {"repo_id": t["repo_id"]}
+        profile = engine.speed
+        source = None if profile is None else side_source(
+            with_copies(cat, facts, engine, opts.target_quant), profile.runtime, opts.target_quant,
+            profile.target_quant, registry.ENGINES["llama.cpp"].release)
+        setup = engine.heads.mtp_setup(shape)
+        setup = replace(setup, target=source) if source is not None else setup
+        figures = head_estimate(engine, facts, None, opts, setup.draft_tokens or 1, setup)
+        steps = engine.launch(setup)
+        found = [{**entry, "tier": "exact", "reasons": v.reasons, "setup": {**setup.to_dict(), "steps": steps},
+                  "launch": text(steps), "speedup": figures[0] if figures else None}]
+        found[0]["launch"] = (found[0]["speedup"] or {}).get("launch") or found[0]["launch"]
+    else:
+        note = "; ".join(v.reasons)
+        misses = [{**entry, "failed_check": v.failed_check, "reason": v.reasons[0], "reasons": v.reasons[1:],
+                   "fix": None}] if near_misses else []
+    for e in (*found, *misses):
+        _sized(e, block["params"])
+    return {"target": block, "engine": engine.name, "method": "mtp", "drafts": found, "near_misses": misses,
+            "note": note, "summary": {"engines_with_drafts": [], "engines_without_drafts": [], "engines_unknown": [],
+                                      "cheapest_fix": None},
+            "refused": None, "unknown": None}
+
+
 def _not_loading(engine: str, method: str) -> str:
     what = {"ngram": "does no n-gram (prompt lookup) speculation", "mtp": "does not run a target's built-in MTP "
             "layers"}.get(method, "loads no speculator heads")
@@ -179,6 +215,8 @@ def method_query(cat: Reader, target: str, engine: str, method: str, *, limit: i
                 "refused": why, "unknown": None}
     if own_ngram:  # transformers' prompt lookup
         return ngram_query(cat, target, registry.ENGINES[engine].at(release), speed)
+    if method == "mtp" and not isinstance(heads, rules.HeadRules):  # transformers' generate(use_mtp=True)
+        return own_mtp_query(cat, target, registry.ENGINES[engine].at(release), speed, near_misses=near_misses)
     hc = HeadCatalog(cat)
     t, shape = hc.target(target)
     misses: list[dict] = []
@@ -255,10 +293,12 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
                     h["launch"] = (h["speedup"] or {}).get("launch") or h["launch"]
         else:
             ngram = _own_ngram(cat, t["repo_id"], entry, speed)
+            mtp = _own_mtp(cat, t["repo_id"], entry, speed)
             heads = [m for m in entry.heads if m != "ngram"]
-            view.update(mtp=None, heads=None, ngram=ngram, note="runs speculator heads from GGUF files only: ask "
-                        f"--method {'|'.join(heads)} --engine {engine} with a GGUF repo as the target" if heads
-                        else "loads no speculator heads")
+            view.update(mtp=mtp, heads=None, ngram=ngram,
+                        note="runs speculator heads from GGUF files only: ask "
+                        f"--method {'|'.join(heads)} --engine {engine} with a GGUF repo as the target"
+                        if entry.heads.from_gguf and heads else "loads no speculator heads")
         try:
             view["drafts"] = drafts(t["repo_id"], engine)
         except QueryError as e:
@@ -273,6 +313,17 @@ def _own_ngram(cat: Reader, target: str, entry: Engine, speed) -> dict | None:
     if "ngram" not in entry.heads or isinstance(entry.heads, rules.HeadRules):
         return None
     return ngram_query(cat, target, entry, speed)["drafts"][0]
+
+
+def _own_mtp(cat: Reader, target: str, entry: Engine, speed) -> dict | None:
+    """The built-in MTP line of an engine whose MTP is its own (``own_mtp_query``), None where it has none."""
+    if "mtp" not in entry.heads or isinstance(entry.heads, rules.HeadRules) or entry.heads.from_gguf:
+        return None
+    v = entry.heads.mtp(HeadCatalog(cat).target(target)[1])
+    if not v.fits:
+        return {"fits": False, "reasons": v.reasons, "launch": None}
+    d = own_mtp_query(cat, target, entry, speed)["drafts"][0]
+    return {"fits": True, "reasons": d["reasons"], "launch": d["launch"], "speedup": d["speedup"]}
 
 
 def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]], limit: int) -> dict:

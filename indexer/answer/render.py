@@ -268,7 +268,9 @@ def render_overview(result: dict) -> str:
                 lines.append(f"  mtp: built in{said}\n    $ {m['launch']}")
             else:
                 lines.append(f"  mtp: no ({'; '.join(m['reasons'])})")
-            for method, hs in view["heads"].items():
+            if view["heads"] is None:  # built-in MTP only (transformers' generate(use_mtp=True))
+                lines.append(f"  heads: {view['note']}")
+            for method, hs in (view["heads"] or {}).items():
                 if hs:
                     said = f" ({_speed_words(hs[0]['speedup'])})" if hs[0].get("speedup") else ""
                     lines.append(f"  {method}: {hs[0]['repo_id']} [{hs[0]['tier']}]"

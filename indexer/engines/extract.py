@@ -442,13 +442,105 @@ def transformers(root: Path) -> dict:
     tables["causal_lm"] = {"source": f"{TF_AUTO_MODELING} (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)",
                            "values": _causal_classes(root, causal)}
     tables["spans"] = {"source": "the statements the rules cite", "values": _tf_spans(root, tree)}
+    tables["mtp"] = {"source": f"{TF}/models/*/configuration_*.py (num_mtp_layers)",
+                     "values": _mtp_types(root, causal)}
     return tables
+
+
+TF_MODELING_LAYERS = f"{TF}/modeling_layers.py"
+_LAYER_NUMBER = re.compile(r"layers\\?\.(\d+)")  # r"model\.layers\.61.*": the MTP layer's index in the checkpoint
+
+
+def _mtp_types(root: Path, causal: dict[str, str]) -> dict[str, dict]:
+    """model_type -> how ``generate(use_mtp=True)`` runs it: the model types whose config class declares
+    ``num_mtp_layers`` (a field, or an ``attribute_map`` entry naming the config.json key it is read from), the
+    causal-LM class AutoModelForCausalLM builds for them, and that class's ``_keys_to_ignore_on_load_unexpected``,
+    the patterns MtpModel.from_pretrained finds the MTP weights by (modeling_layers.py get_mtp_weights_regex): the
+    fixed checkpoint layer numbers they name (None: no number, any depth; the patterns made from
+    ``config.num_hidden_layers`` in ``__init__`` count as no number)."""
+    configs: dict[str, str] = {}
+    for rel in (TF_AUTO_MAPPINGS, TF_AUTO_CONFIG):
+        if (root / rel).is_file():
+            try:
+                configs.update(_mapping_pairs(_parse(root, rel), "CONFIG_MAPPING_NAMES", rel))
+            except SourceError:
+                continue
+    declared: dict[str, tuple[str, str]] = {}  # config class -> (file:line, config.json key)
+    for path in sorted((root / TF / "models").glob("*/configuration_*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in _parse(root, rel).body:
+            if isinstance(node, ast.ClassDef):
+                found = _declares_mtp(node, rel)
+                if found:
+                    declared[node.name] = found
+    classes: dict[str, tuple[str, ast.ClassDef, ast.Module]] = {}
+    for path in sorted((root / TF / "models").glob("*/modeling_*.py")):
+        rel = path.relative_to(root).as_posix()
+        tree = _parse(root, rel)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, (rel, node, tree))
+    out: dict[str, dict] = {}
+    for model_type, config_class in sorted(configs.items()):
+        if config_class not in declared:
+            continue
+        where, key = declared[config_class]
+        entry: dict[str, Any] = {"config": where, "key": key, "class": causal.get(model_type), "weights": None,
+                                 "layers": None}
+        if entry["class"] in classes:
+            entry["weights"], entry["layers"] = _mtp_patterns(*classes[entry["class"]], classes)
+        out[model_type] = entry
+    return out
+
+
+def _declares_mtp(node: ast.ClassDef, rel: str) -> tuple[str, str] | None:
+    """(file:line, config.json key) of a config class that declares ``num_mtp_layers``: the ``attribute_map``
+    entry (its key is the value) or the field (its key is the name)."""
+    field = None
+    for stmt in node.body:
+        target = stmt.target if isinstance(stmt, ast.AnnAssign) else (
+            stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
+        if not isinstance(target, ast.Name):
+            continue
+        value = getattr(stmt, "value", None)
+        if target.id == "attribute_map" and isinstance(value, ast.Dict):
+            for k, v in zip(value.keys, value.values):
+                if isinstance(k, ast.Constant) and k.value == "num_mtp_layers" and isinstance(v, ast.Constant):
+                    return f"{rel}:{k.lineno}", str(v.value)
+        if target.id == "num_mtp_layers":
+            field = f"{rel}:{stmt.lineno}"
+    return (field, "num_mtp_layers") if field else None
+
+
+def _mtp_patterns(rel: str, node: ast.ClassDef, tree: ast.Module, classes: dict
+                  ) -> tuple[str | None, list[int] | None]:
+    """The file:line of the ``_keys_to_ignore_on_load_unexpected`` a causal-LM class has (its own, a base's in
+    its file, or one its file's ``__init__`` sets from the config) and the checkpoint layer numbers it names."""
+    seen, todo = set(), [node]
+    while todo:
+        cls = todo.pop(0)
+        seen.add(cls.name)
+        for stmt in cls.body:
+            if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name)
+                                                     and t.id == "_keys_to_ignore_on_load_unexpected"
+                                                     for t in stmt.targets)
+                    and not (isinstance(stmt.value, ast.Constant) and stmt.value.value is None)):
+                numbers = sorted({int(n) for s in _strings(stmt.value) for n in _LAYER_NUMBER.findall(s)})
+                return _span(rel, stmt), numbers or None
+        todo += [classes[b.id][1] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes
+                 and classes[b.id][0] == rel and b.id not in seen]
+    for n in ast.walk(tree):  # set in a model's __init__ from the config (layers num_hidden_layers and on)
+        if (isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "_keys_to_ignore_on_load_"
+                                              "unexpected" for t in n.targets)
+                and "num_hidden_layers" in ast.unparse(n)):
+            return _span(rel, n), None
+    return None, None
 
 
 def _tf_spans(root: Path, generation: ast.Module) -> dict[str, str | None]:
     """file:first-last of the statements transformers' rules cite, found by what they say (None: not in this
     release): the ``if`` that refuses stateful models, the vocabulary-size comparison, ``get_text_config``, the
-    assistant's cache update and the UAG translator."""
+    assistant's cache update, the UAG translator, and generate(use_mtp=True)'s branch and refusals."""
     def if_raising(tree: ast.Module, rel: str, words: str) -> str | None:
         best = None
         for n in ast.walk(tree):
@@ -468,13 +560,27 @@ def _tf_spans(root: Path, generation: ast.Module) -> dict[str, str | None]:
         fn = _function(_parse(root, rel), name)
         return _span(rel, fn) if fn else None
 
+    def elif_body(tree: ast.Module, rel: str, test: str) -> str | None:  # the branch alone, not the elifs after it
+        n = next((n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == test), None)
+        return f"{rel}:{n.lineno}-{n.body[-1].end_lineno}" if n else None
+
     candidate = f"{TF}/generation/candidate_generator.py"
+    trees = {rel: _parse(root, rel) for rel in (candidate, TF_MODELING_LAYERS) if (root / rel).is_file()}
+
+    def raising(rel: str, words: str) -> str | None:
+        return if_raising(trees[rel], rel, words) if rel in trees else None
+
     return {"stateful_check": if_raising(generation, TF_GENERATION, "not supported with stateful models"),
             "vocab_size_check": comparing(generation, TF_GENERATION,
                                           "get_text_config().vocab_size == assistant_model.config.get_text_config()"),
             "get_text_config": defined(f"{TF}/configuration_utils.py", "get_text_config"),
             "assistant_cache_update": defined(candidate, "_update_past_and_masks"),
-            "uag_translator": defined(candidate, "_get_assistant_to_target_input_ids")}
+            "uag_translator": defined(candidate, "_get_assistant_to_target_input_ids"),
+            "mtp_generator": elif_body(generation, TF_GENERATION, "generation_config.use_mtp"),
+            "mtp_layers_read": raising(candidate, "Could not find `num_mtp_layers`"),
+            "batch_size_one": if_raising(generation, TF_GENERATION, "only supported for batch_size = 1"),
+            "mtp_no_patterns": raising(TF_MODELING_LAYERS, "does not seem to register any known MTP"),
+            "mtp_weights_missing": raising(TF_MODELING_LAYERS, "weights are missing from")}
 
 
 # PreTrainedModel._can_set_attn_implementation's heuristic on the class's module source (modeling_utils.py): with an

@@ -181,6 +181,14 @@ class Heads:
     def __len__(self) -> int:
         return len(self.methods)
 
+    def mtp(self, target: TargetShape) -> HeadVerdict:
+        """Built-in multi-token prediction where the engine runs it from a Hugging Face checkpoint: its verdict."""
+        raise NotImplementedError
+
+    def mtp_setup(self, target: TargetShape) -> Setup:
+        """The setup of the target's built-in MTP."""
+        raise NotImplementedError
+
 
 NO_HEADS = Heads()
 

@@ -23,8 +23,8 @@ from .base import (
     size_differs,
     tokenizer_missing,
 )
-from .headrules import Heads
-from .setup import Setup
+from .headrules import Heads, HeadVerdict, TargetShape, check
+from .setup import Setup, Source
 
 RELEASES = ("5.21.1", "5.22.2", "5.23.0", "5.24.0", "5.25.0")  # the releases whose source we read, oldest first
 VERSION = RELEASES[-1]
@@ -221,20 +221,117 @@ FIXES = tuple(Ranged(value=partial(fix, uag_lines=str(r.value)), since=r.since, 
 # default is set (src/transformers/generation/configuration_utils.py:335-336, 462). N = 10 as its maintainer
 # gives it (https://huggingface.co/joaogante/activity/posts: "prompt_lookup_num_tokens=10").
 NGRAM_TOKENS = 10
+NGRAM_SOURCE = "src/transformers/generation/utils.py:1318-1331"
+# --method mtp: the statements of generate(use_mtp=True) the verdict cites, at each release (tables "spans")
+MTP_SPANS = ("mtp_generator", "mtp_layers_read", "batch_size_one", "mtp_no_patterns", "mtp_weights_missing")
+MTP_ANCHORS = ("elif generation_config.use_mtp:", "Could not find `num_mtp_layers`",
+               "assisted generate is only supported for batch_size = 1",
+               "does not seem to register any known MTP layer patterns", "weights are missing from")
 
 
-class PromptLookup(Heads):
-    """transformers drafts without a draft model in one way: prompt lookup (n-gram) decoding."""
+class GenerateDrafting(Heads):
+    """What transformers drafts without a draft model, at one release, both as generate() keywords: prompt lookup
+    (n-gram, ``prompt_lookup_num_tokens``) and the target's own MTP layers (``use_mtp=True``, MTPCandidateGenerator:
+    MtpModel.from_pretrained builds the layers from the target's decoder-layer class and loads their weights from
+    its checkpoint). Which model types run MTP is extracted per release (tables "mtp")."""
 
     engine = "transformers"
-    methods = {"ngram": ("prompt lookup (prompt_lookup_num_tokens)",
-                         "src/transformers/generation/utils.py:1318-1331")}
+
+    def __init__(self, release: str):
+        self.release = release
+        self.spans = tables.values("transformers", release, "spans")
+        self.mtp_types: dict = tables.values("transformers", release, "mtp")
+        self.mtp_types_source = tables.source("transformers", release, "mtp")
+        self.methods = {
+            "ngram": ("prompt lookup (prompt_lookup_num_tokens)",
+                      tables.reline(NGRAM_SOURCE, tables.relined("transformers", release))),
+            "mtp": ("use_mtp (MTPCandidateGenerator)", self.spans["mtp_generator"])}
+
+    def mtp(self, target: TargetShape) -> HeadVerdict:
+        """Whether ``generate(use_mtp=True)`` runs the target's MTP layers at this release: its model type's config
+        declares num_mtp_layers (else MTPCandidateGenerator raises ValueError), the config.json states them under the
+        key that config reads, and MtpModel.from_pretrained finds their weights by the model's patterns."""
+        checks: list[dict] = []
+        release, spans = self.release, self.spans
+        model_type = target.model_type or "(none)"
+        entry = self.mtp_types.get(target.model_type or "")
+        if entry is None or entry["class"] is None:
+            able = ", ".join(t for t, e in self.mtp_types.items() if e["class"])
+            why = (f"transformers {release} has no causal-LM class for model type {model_type}, whose config declares "
+                   "num_mtp_layers" if entry else
+                   f"transformers {release} declares num_mtp_layers for no {model_type} config (it does for {able}), "
+                   "so generate(use_mtp=True) raises ValueError \"Could not find `num_mtp_layers`\"")
+            check(checks, "target_arch", False, why,
+                  f"{spans['mtp_layers_read']}; {entry['config'] if entry else self.mtp_types_source}")
+            return self._verdict(checks)
+        check(checks, "target_arch", True, f"{entry['class']} reads num_mtp_layers from the config's {entry['key']}; "
+              "the MTP layers draft by argmax, or by sampling with do_sample=True, and the target verifies them",
+              f"{entry['config']}; {spans['mtp_generator']}")
+        stated = target.mtp_key is not None and target.mtp_key.rpartition(".")[2] == entry["key"]
+        layers = target.mtp_layers if stated else None
+        if not layers:
+            said = f" ({target.mtp_key} {target.mtp_layers}, which transformers does not read)" if (
+                target.mtp_key and not stated) else ""
+            check(checks, "mtp", False, f"the config declares no MTP layers in {entry['key']}{said}",
+                  entry["config"])
+        else:
+            check(checks, "mtp", True, f"{layers} MTP layer(s) ({entry['key']}): {layers} draft token(s) a round",
+                  entry["config"])
+        self._weights(checks, target, entry, layers)
+        check(checks, "batch", True, "one sequence at a time: assisted generation raises ValueError for a batch "
+              "of more than one", spans["batch_size_one"])
+        return self._verdict(checks)
+
+    def _weights(self, checks: list, target: TargetShape, entry: dict, layers: int | None) -> None:
+        """MtpModel.from_pretrained keeps the model's weight patterns with no layer number or one at or past
+        num_hidden_layers, and raises when none is left or a weight of the MTP layers is not found."""
+        spans, depth = self.spans, target.num_hidden_layers
+        if entry["weights"] is None:
+            check(checks, "weights", False, f"{entry['class']} registers no MTP weight patterns: MtpModel raises "
+                  "ValueError", spans["mtp_no_patterns"])
+            return
+        fixed = entry["layers"]
+        if fixed is None:
+            check(checks, "weights", True, "its MTP weights are found by name, at any depth", entry["weights"])
+            return
+        wanted = list(range(depth, depth + (layers or 1))) if depth is not None else None
+        if wanted is not None and set(wanted) <= set(fixed):
+            check(checks, "weights", True, f"its MTP weights are found at checkpoint layer {wanted[0]}, a number "
+                  f"{entry['class']} names", entry["weights"])
+            return
+        where = "the target's config states no num_hidden_layers" if wanted is None else (
+            f"this target's MTP layers are checkpoint layer(s) {', '.join(map(str, wanted))}")
+        raised = (f"{spans['mtp_no_patterns']}, ValueError" if wanted is not None and wanted[0] > max(fixed) else
+                  f"{spans['mtp_weights_missing']}, RuntimeError")
+        check(checks, "weights", False, f"{entry['class']} finds MTP weights only at checkpoint layer(s) "
+              f"{', '.join(map(str, fixed))}, and {where}: MtpModel.from_pretrained raises "
+              f"{raised.rpartition(', ')[2]}", f"{entry['weights']}; {raised.rpartition(', ')[0]}")
+
+    def _verdict(self, checks: list[dict]) -> HeadVerdict:
+        method = self.methods["mtp"][0]
+        failed = next((c["check"] for c in checks if not c["ok"]), None)
+        if failed is None:
+            return HeadVerdict(True, [c["detail"] for c in checks], None, "exact", self.engine, method, None, checks)
+        return HeadVerdict(False, [c["detail"] for c in checks if not c["ok"]], failed, None, self.engine, method,
+                           None, checks)
+
+    def mtp_setup(self, target: TargetShape) -> Setup:
+        """The setup of the target's MTP layers: no draft, num_mtp_layers draft tokens a round (fixed)."""
+        return Setup(self.engine, self.release, Source(target.repo_id), None, target.mtp_layers, "mtp")
+
+
+HEADS = tuple(Ranged(value=GenerateDrafting(r), since=_since(r), until=_next(r) if r != VERSION else None,
+                     source="; ".join(tables.values("transformers", r, "spans")[k] for k in MTP_SPANS),
+                     anchors=MTP_ANCHORS)
+              for r in RELEASES)
 
 
 def launch(setup: Setup, *, universal: bool = False) -> list[str]:
     """A complete script, as one ``python -c`` line: the tokenizer, both models in their own dtype on the best
     device (CUDA, else MPS, else the CPU: device_map would need accelerate, seen running), the prompt's inputs,
-    generate(assistant_model=...) and the decoded text. UAG on request (tokenizer= and assistant_tokenizer=).
+    generate(assistant_model=...) and the decoded text; for n-gram and MTP setups the target alone
+    (prompt_lookup_num_tokens=N; use_mtp=True, which drafts num_mtp_layers tokens a round).
+    UAG on request (tokenizer= and assistant_tokenizer=).
     Draft tokens: a constant draft length (GenerationConfig num_assistant_tokens and num_assistant_tokens_schedule=
     "constant", src/transformers/generation/configuration_utils.py; generate() takes generation-config fields as
     keywords)."""
@@ -243,8 +340,9 @@ def launch(setup: Setup, *, universal: bool = False) -> list[str]:
              "device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'",
              f"tokenizer = AutoTokenizer.from_pretrained('{t}')",
              f"model = AutoModelForCausalLM.from_pretrained('{t}', dtype='auto').to(device)"]
-    if setup.method == "ngram":  # prompt lookup: candidates copied from the text itself, no assistant
+    if setup.method in ("ngram", "mtp"):  # no assistant: candidates copied from the text, or the target's MTP layers
         call = (f"model.generate(**inputs, prompt_lookup_num_tokens={setup.draft_tokens or NGRAM_TOKENS}, "
+                "max_new_tokens=64" if setup.method == "ngram" else "model.generate(**inputs, use_mtp=True, "
                 "max_new_tokens=64")
         lines += ["inputs = tokenizer('Hello', return_tensors='pt').to(model.device)", f"out = {call})",
                   "print(tokenizer.decode(out[0], skip_special_tokens=True))"]
@@ -290,4 +388,4 @@ ENGINE = released(
                        source="PyTorch's devices: cuda (NVIDIA, and AMD through ROCm), mps (Apple), cpu"),
     facts=("vocab_size_transformers", "text_config_error", "tok.vocab_sha256"),
     rule=rule, class_key=("vst", "tok"), launch=launch, sizes=sizes, fix=FIXES, words=dict(SIZE_WORDS),
-    arch_rules=ARCH_RULES, heads=PromptLookup())
+    arch_rules=ARCH_RULES, heads=HEADS)

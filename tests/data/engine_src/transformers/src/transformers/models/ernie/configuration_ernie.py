@@ -1,0 +1,2 @@
+class ErnieConfig:
+    num_mtp_layers: int | None = None

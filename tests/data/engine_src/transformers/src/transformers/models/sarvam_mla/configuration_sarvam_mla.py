@@ -1,0 +1,2 @@
+class SarvamMLAConfig:
+    attribute_map = {"num_mtp_layers": "num_nextn_predict_layers"}
