@@ -140,6 +140,10 @@ def main() -> int:
     every = list(range(len(cases)))
     _, lev_all, df_all = line("leave one source out (all rows)", cases, every, loso)
     loso_m = cal.score(cases, [loso[i] for i in every])
+    hybrid = [i for i in every if not cal.describes(cases[i])]  # scored, never in a fit
+    line("  rows of hybrid targets (no fit sees them)", cases, hybrid, loso)
+    for i in hybrid:
+        print(f"    {cases[i].row['id']}: measured {cases[i].speedup:.2f}, estimated {loso[i]:.2f}")
     with_alpha = [i for i in every if cases[i].alpha is not None]
     line("  rows that report an acceptance", cases, with_alpha, loso)
     line("  the same, their α measured (fed back)", cases, with_alpha, loso_fed, measured=True)  # Leviathan too

@@ -6,11 +6,19 @@ per token (2 x layers x num_key_value_heads x head_dim). Family and author decid
 """
 
 from indexer.speed.model import FAMILY, OTHER, SIBLING, Shape, kin, tuning
+from indexer.vocab.params import speed_facts
 
 
 def _dense(params, layers, hidden, vocab, tied, kv_heads, head_dim):
     return Shape(params=int(params), layers=layers, hidden=hidden, vocab=vocab, tied=tied,
                  kv_per_token=2 * layers * kv_heads * head_dim)
+
+
+def _delta_net(k_heads, v_heads, k_dim, v_dim, kernel):
+    """Bytes of one Gated DeltaNet layer's state, from its config's linear_* keys (vocab.params.speed_facts)."""
+    return speed_facts({"hidden_size": 1, "linear_num_key_heads": k_heads, "linear_num_value_heads": v_heads,
+                        "linear_key_head_dim": k_dim, "linear_value_head_dim": v_dim,
+                        "linear_conv_kernel_dim": kernel, "num_hidden_layers": 2}, kv_layers=1)["state_bytes"]
 
 
 # https://huggingface.co/<repo>/blob/main/config.json for each id
@@ -38,12 +46,14 @@ SHAPES = {
     "lmsys/vicuna-13b-v1.3": _dense(13.0e9, 40, 5120, 32000, False, 40, 128),
     "double7/vicuna-68m": _dense(68e6, 2, 768, 32000, False, 12, 64),
     # Qwen3.6-35B-A3B: 40 layers (30 Gated DeltaNet, 10 full attention with 2 KV heads of 256), 256 experts, 8
-    # routed + 1 shared per token, about 3B active.
+    # routed + 1 shared per token, about 3B active. A Gated DeltaNet layer's state (vocab.params.speed_facts):
+    # 16 key and 32 value heads of 128, a kernel of 4; Qwen3.5-0.8B's 16 and 16 heads of 128.
     "Qwen/Qwen3.6-35B-A3B": Shape(params=int(35.1e9), active=int(3.2e9), layers=40, hidden=2048, vocab=248320,
                                   tied=False, experts=256, experts_per_token=8, kv_per_token=2 * 10 * 2 * 256,
-                                  state_layers=30),
+                                  state_layers=30, state_bytes=30 * _delta_net(16, 32, 128, 128, 4)),
     "Qwen/Qwen3.5-0.8B": Shape(params=int(0.85e9), layers=24, hidden=1024, vocab=248320, tied=True,
-                               kv_per_token=2 * 6 * 2 * 256, state_layers=18),
+                               kv_per_token=2 * 6 * 2 * 256, state_layers=18,
+                               state_bytes=18 * _delta_net(16, 16, 128, 128, 4)),
 }
 
 _FAMILY = {"Qwen/Qwen2.5": "qwen2.5", "deepseek-ai/DeepSeek-R1-Distill-Qwen": "r1-qwen",

@@ -251,7 +251,8 @@ def _per_device(engine: Engine, t: dict, d: dict, opts: Options, one, first_only
             tq = _quant_for(t.get("quant"), opts.target_quant, profile.target_quant, profile.runtime)
             dq = _quant_for(d.get("quant"), opts.draft_quant, profile.draft_quant, profile.runtime)
         setup = model.Setup(device, profile.runtime, tq, dq, task=opts.task,
-                            max_draft_tokens=profile.max_draft_tokens, draft_tokens=draft_tokens or opts.draft_tokens)
+                            max_draft_tokens=profile.max_draft_tokens, draft_tokens=draft_tokens or opts.draft_tokens,
+                            copies_state=profile.copies_state and side == "draft")
         e = one(setup, ts, ds)
         weights = (ts.params * tq.bpw + (ds.params * dq.bpw if separate else 0)) / 8e9
         fits = weights <= device.memory_gb if device.memory_gb else None

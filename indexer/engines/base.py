@@ -129,6 +129,9 @@ class SpeedProfile:
     # the calibration runs rows that name no other settings so. None: as the release.
     published_gate: DraftGate | None = None
     published_draft_tokens: int | None = None
+    # A draft model's round copies the recurrent state of a model that keeps one to host memory and back on a
+    # rejection (the engine cannot cut it back to a prefix): model.Setup.copies_state.
+    copies_state: bool = False
 
     def running(self, family: str) -> SpeedProfile:
         """The profile that runs weights of a quantization ``family``."""

@@ -49,7 +49,8 @@ class Case:
         cap = row.get("draft_tokens") or (gate and profile.published_draft_tokens) or profile.max_draft_tokens
         fixed = cap if gate else profile.default_draft_tokens if not row.get("draft_tokens") else None
         self.setup = model.Setup(hw.lookup(row["hardware"]), profile.runtime, tq, dq, task=row.get("task") or "chat",
-                                 max_draft_tokens=int(fixed or cap), draft_tokens=fixed, gate=gate)
+                                 max_draft_tokens=int(fixed or cap), draft_tokens=fixed, gate=gate,
+                                 copies_state=profile.copies_state)
         self.speedup = float(row["speedup"])
         self.baseline = row.get("tok_s_baseline")  # the target's own decode speed, where the source gives it
         self.alpha = measured_alpha(row, int(fixed or cap), gate, fixed=bool(fixed))
@@ -183,11 +184,11 @@ def _set(cal, key, value):
 
 
 def describes(case: Case) -> bool:
-    """Whether the cost model describes the row's verify pass: not for a target with recurrent-state layers (linear
-    attention, state-space), whose verify the model charges like attention layers' (docs/speed.md, "Hybrid and
-    recurrent targets"). Such rows are still scored, but they do not set the factors of the targets it describes:
-    two hybrid-MoE rows measured at 0.46-0.48x at full acceptance otherwise drag the K-quant verify cost and the
-    NVIDIA int8 scale (the only K-quant and NVIDIA rows beside a few others) to several times their values."""
+    """Whether the fit may set factors from the row: not for a target with recurrent-state layers (linear attention,
+    state-space), whose rounds pay state copies no factor is fitted to and whose verify the model charges like
+    attention layers' (docs/speed.md, "Hybrid and recurrent targets"). Such rows are still scored, on no fit's
+    rows: taken as attention targets, two hybrid-MoE rows measured at 0.46-0.48x dragged the K-quant verify cost
+    and the NVIDIA int8 scale (the only K-quant and NVIDIA rows beside a few others) to several times their values."""
     return not case.target.state_layers
 
 

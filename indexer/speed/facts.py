@@ -29,7 +29,8 @@ def shape_from_facts(facts: dict | None, params: int | None = None, active: int 
     return Shape(params=int(total), active=int(active) if active else None, layers=facts.get("layers"),
                  hidden=facts.get("hidden"), vocab=facts.get("vocab"), tied=facts.get("tied"),
                  experts=facts.get("experts"), experts_per_token=facts.get("experts_per_token"),
-                 kv_per_token=facts.get("kv_per_token"), state_layers=facts.get("state_layers"))
+                 kv_per_token=facts.get("kv_per_token"), state_layers=facts.get("state_layers"),
+                 state_bytes=facts.get("state_bytes"))
 
 
 def shape_from_config(config: dict | None, params: int | None = None, name: str | None = None) -> Shape | None:

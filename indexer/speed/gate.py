@@ -89,6 +89,10 @@ class Round:
     passes: float
     drafted: float
     verify: dict[int, float]
+    # the share of rounds that verify a kept draft, and of those that reject a token, by the accepted count before it
+    # (what an engine that cannot cut a recurrent state back pays for: a snapshot, then a restore and a replay)
+    kept: float = 1.0
+    rejected: tuple[tuple[int, float], ...] = ()
 
 
 @lru_cache(maxsize=65536)  # a calibration asks the same rounds thousands of times (α is fixed while the costs move)
@@ -97,10 +101,11 @@ def round_of(alpha: float, n: int, gate: DraftGate | None, spread: float = CONFI
     and is accepted with a; the accepted prefix ends at the first rejected token, the draft at the first unsure one
     or at n). No gate: n tokens every round, Leviathan's round."""
     if gate is None or (gate.p_min <= 0.0 and gate.n_min <= n):
-        return Round(tokens_per_round(alpha, n), float(n), float(n), {n + 1: 1.0})
+        rejected = tuple((i, alpha ** i * (1 - alpha)) for i in range(n))
+        return Round(tokens_per_round(alpha, n), float(n), float(n), {n + 1: 1.0}, 1.0 if n else 0.0, rejected)
     m = gate.n_min
     if m > n:  # a cap below the minimum: the server does not draft (tools/server/server.cpp:3683-3687 @4227c9be4)
-        return Round(1.0, 0.0, 0.0, {1: 1.0})
+        return Round(1.0, 0.0, 0.0, {1: 1.0}, 0.0)
     q, a = gate_rates(alpha, gate.p_min, spread)
     first = 1 if gate.keeps_unsure else 0  # the shortest draft: the unsure token kept, or nothing
     lengths = {}
@@ -121,7 +126,29 @@ def round_of(alpha: float, n: int, gate: DraftGate | None, spread: float = CONFI
         drafted += p * length * kept
         # the draft runs one pass a drafted token, and one more for the token it gave up on (dropped, or a full cap)
         passes += p * (length if gate.keeps_unsure or length == n else length + 1)
-    return Round(1.0 + accepted, passes, drafted, verify)
+    kept_share, rejected = _rejections(alpha, n, gate, q, a, lengths)
+    return Round(1.0 + accepted, passes, drafted, verify, kept_share, rejected)
+
+
+def _rejections(alpha: float, n: int, gate: DraftGate, q: float, a: float,
+                lengths: dict[int, float]) -> tuple[float, tuple[tuple[int, float], ...]]:
+    """The share of rounds with a kept draft, and of rounds that reject a drafted token after i accepted ones, by i.
+    A sure token (it passed the gate) is accepted with a / q, the unsure one a draft ends on with (α - a) / (1 - q),
+    a token drafted at the cap without a test with α."""
+    sure = min(1.0, a / q) if q > 0 else 0.0
+    unsure = min(1.0, max(0.0, (alpha - a) / (1 - q))) if q < 1 else alpha
+    kept_share, by_count = 0.0, [0.0] * n
+    for length, p in lengths.items():
+        if length < max(gate.n_min, 1):
+            continue
+        kept_share += p
+        last = (unsure if length < n else alpha) if gate.keeps_unsure else sure
+        prefix = p
+        for i in range(length):  # token i + 1 rejected after i accepted
+            accept = last if i == length - 1 else sure
+            by_count[i] += prefix * (1 - accept)
+            prefix *= accept
+    return kept_share, tuple((i, r) for i, r in enumerate(by_count) if r > 0)
 
 
 def drafted_acceptance(alpha: float, n: int, gate: DraftGate | None) -> float:

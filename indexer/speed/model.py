@@ -161,6 +161,7 @@ class Shape:
     experts_per_token: int | None = None
     kv_per_token: int | None = None  # KV cache elements per token: 2 * layers * kv_heads * head_dim
     state_layers: int | None = None  # layers that keep a recurrent state, not a KV cache (linear attention, SSM)
+    state_bytes: int | None = None  # the recurrent state of one sequence over all those layers, in bytes
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,10 @@ class Setup:
     draft_tokens: int | None = None  # fixed by the user (--draft-tokens), else the best is chosen
     batch: int = 1  # sequences decoded together: each reads its own KV cache, all share one read of the weights
     gate: DraftGate | None = None  # how the engine ends a draft early; None: it drafts the full count every round
-
+    # the engine cannot cut a recurrent state back to the accepted prefix, so it copies the state of each model that
+    # keeps one to host memory every round and back on a rejection, then replays the accepted tokens (llama-server
+    # with a draft model: ``state_copy_seconds``)
+    copies_state: bool = False
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,23 @@ class _Pass:
         return self.fixed + self.read(n_tokens) * (self.seconds_per_param + self.unpack) + (n_tokens - 1) * self.slope
 
 
+# The rate of a copy between device memory and a pageable host buffer (llama.cpp's host state I/O: one
+# ggml_backend_tensor_get / _set per layer tensor into a std::vector, src/llama-context.cpp:2692-2752 at 0c1e57098).
+# A discrete GPU copies over PCIe: 3.0 GB/s is the one timed measurement of this copy, on an RTX 3090 (thc1006/
+# qwen3.6-speculative-decoding-rtx3090 ERRATA A12: ggml_time_us() around the checkpoint calls, a 62.8 MiB state saved
+# in 21.9 ms and restored in 22.4 ms, medians); the same stands for AMD's discrete GPUs. Apple's GPUs and CPUs share
+# host memory, so the copy is a memcpy, reading and writing at the bandwidth the kernels reach.
+HOST_COPY_GBPS = {hw.NVIDIA: 3.0, hw.AMD: 3.0}
+
+
+def state_copy_seconds(n_bytes: int | None, device: hw.Hardware, cal: dict = CALIBRATION) -> float:
+    """Seconds to copy ``n_bytes`` of recurrent state between the device and host memory, one way."""
+    if not n_bytes:
+        return 0.0
+    rate = HOST_COPY_GBPS.get(device.kind) or cal["eta"][device.kind] * device.bandwidth_gbps / 2
+    return n_bytes / (rate * 1e9)
+
+
 def forward_seconds(s: Shape, q: Quant, n_tokens: int, setup: Setup, cal: dict = CALIBRATION) -> float:
     """Time of one forward pass over ``n_tokens`` tokens (module docstring)."""
     return _Pass(s, q, setup, cal).seconds(n_tokens)
@@ -259,26 +280,64 @@ def best_speedup(target: Shape, draft: Shape, alpha: float, setup: Setup,
                  cal: dict = CALIBRATION) -> tuple[float, int, float]:
     """The best speed-up over draft-token counts 1..cap (or the user's count): (speed-up, γ, target step seconds)."""
     passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
-    return _best_of(alpha, _round_costs(setup, passes, cal), setup.gate)
+    return _best_of(alpha, _round_costs(setup, passes, cal, (target, draft)), setup.gate)
 
 
-Costs = tuple[float, float, float, tuple[int, ...], dict[int, float]]  # t1, draft step, overhead, γs, pass by k
+@dataclass(frozen=True)
+class StateCopies:
+    """What a round costs an engine that copies recurrent states (``Setup.copies_state``; llama-server at 0c1e57098,
+    docs/speed.md "Hybrid and recurrent targets"): ``each_round``, the draft's state saved before it drafts and put
+    back after (a draft with state layers); ``kept``, the target's state saved before a verify; ``rejected``, both
+    put back after a rejection, whose accepted tokens the target then verifies again with one more of its own."""
+
+    each_round: float = 0.0
+    kept: float = 0.0
+    rejected: float = 0.0
 
 
-def _round_costs(setup: Setup, passes: tuple, cal: dict) -> Costs:
-    """What a round costs apart from α: the target and draft steps, the overhead, the draft lengths to try and the
-    target's pass over k tokens per k (computed once per pair: the estimate tries three α on them)."""
+NO_COPIES = StateCopies()
+# t1, draft step, overhead, γs, target pass by k, state copies
+Costs = tuple[float, float, float, tuple[int, ...], dict[int, float], StateCopies]
+
+
+def state_copies(setup: Setup, target: Shape, draft: Shape, cal: dict = CALIBRATION) -> StateCopies:
+    """The state copies a round makes on ``setup`` (none unless the engine copies states and a model keeps one)."""
+    if not setup.copies_state:
+        return NO_COPIES
+    t = state_copy_seconds(target.state_bytes, setup.device, cal)
+    d = state_copy_seconds(draft.state_bytes, setup.device, cal)
+    if not (t or d):
+        return NO_COPIES
+    # the restore and the replay follow the target's checkpoint only: a target that cuts its cache back has none
+    return StateCopies(each_round=2 * d, kept=t, rejected=t + d if t else 0.0)
+
+
+def _round_costs(setup: Setup, passes: tuple, cal: dict, shapes: tuple | None = None) -> Costs:
+    """What a round costs apart from α: the target and draft steps, the overhead, the draft lengths to try, the
+    target's pass over k tokens per k (computed once per pair: the estimate tries three α on them) and the state
+    copies of an engine that makes them."""
     pt, pd = passes
     overhead = cal["overhead"].get((setup.runtime, setup.device.kind), 2.0) * 1e-3
     gammas = (setup.draft_tokens,) if setup.draft_tokens else tuple(range(1, setup.max_draft_tokens + 1))
-    sizes = range(1, max(gammas) + 2) if setup.gate is not None else [g + 1 for g in gammas]
-    return pt.seconds(1), pd.seconds(1), overhead, gammas, {k: pt.seconds(k) for k in sizes}
+    copies = state_copies(setup, shapes[0], shapes[1], cal) if shapes else NO_COPIES
+    every = setup.gate is not None or copies.kept > 0  # a replay verifies any count up to the cap + 1
+    sizes = range(1, max(gammas) + 2) if every else [g + 1 for g in gammas]
+    return pt.seconds(1), pd.seconds(1), overhead, gammas, {k: pt.seconds(k) for k in sizes}, copies
 
 
 def _speedup(alpha: float, gamma: int, costs: Costs, gate: DraftGate | None) -> float:
-    t1, td, overhead, _, seconds = costs
+    t1, td, overhead, _, seconds, copies = costs
     r = round_of(alpha, gamma, gate)
-    return r.tokens * t1 / (r.passes * td + sum(p * seconds[k] for k, p in r.verify.items()) + overhead)
+    seconds_per_round = r.passes * td + sum(p * seconds[k] for k, p in r.verify.items()) + overhead
+    tokens = r.tokens
+    if copies is not NO_COPIES:
+        seconds_per_round += copies.each_round
+    if copies.kept:
+        # a rejected round puts the states back and verifies its accepted tokens, the target's correction and one
+        # token more in a second pass (tools/server/server-context.cpp:3905-3935, then :2987-2992 at 0c1e57098)
+        seconds_per_round += r.kept * copies.kept + sum(p * (copies.rejected + seconds[i + 2]) for i, p in r.rejected)
+        tokens += sum(p for _, p in r.rejected)
+    return tokens * t1 / seconds_per_round
 
 
 def _best_of(alpha: float, costs: Costs, gate: DraftGate | None = None) -> tuple[float, int, float]:
@@ -360,13 +419,14 @@ def estimate(target: Shape, draft: Shape, setup: Setup, *, relation: str, agreem
         alphas = with_measured(alphas, *measured, cal)
         kind += f", measured {measured[0]:.2f} over {measured[1]:g} run{'' if measured[1] == 1 else 's'}"
     passes = _Pass(target, setup.target_quant, setup, cal), _Pass(draft, setup.draft_quant, setup, cal)
-    return _estimate(alphas, passes, setup, cal, kind)
+    return _estimate(alphas, passes, setup, cal, kind, (target, draft))
 
 
-def _estimate(alphas: tuple[float, float, float], passes: tuple, setup: Setup, cal: dict, kind: str) -> Estimate:
+def _estimate(alphas: tuple[float, float, float], passes: tuple, setup: Setup, cal: dict, kind: str,
+              shapes: tuple | None = None) -> Estimate:
     """The best draft length at α, then the range: α's low and high at that length, widened by the cost spread."""
     alpha, a_low, a_high = alphas
-    costs = _round_costs(setup, passes, cal)
+    costs = _round_costs(setup, passes, cal, shapes)
     s, gamma, t1 = _best_of(alpha, costs, setup.gate)
     t_draft, seconds = costs[1], costs[4]
     spread = math.exp(cal["cost_spread"])
@@ -379,6 +439,12 @@ def _estimate(alphas: tuple[float, float, float], passes: tuple, setup: Setup, c
         r = round_of(alpha, gamma, setup.gate)
         rounds = (f"up to {gamma} drafted, {r.drafted:.1f} on average (p-min {setup.gate.p_min:g}), "
                   f"{r.tokens:.1f} tokens a round")
+    copies = costs[5]
+    if copies is not NO_COPIES:
+        each = (copies.each_round + copies.kept) * 1e3
+        rounds += f"; recurrent state copied to host memory each round, {each:.1f} ms"
+        if copies.kept:
+            rounds += f", and back on a rejection, {copies.rejected * 1e3:.1f} ms and a replay"
     why = (f"α {alpha:.2f} ({kind}, {setup.task}); target step {t1 * 1e3:.1f} ms ({1 / t1:.0f} tok/s), "
            f"draft step {t_draft * 1e3:.1f} ms, {rounds} on {setup.device.name}; {load}")
     return Estimate(round(s, 2), round(min(low, s), 2), round(max(high, s), 2), gamma, round(alpha, 3),

@@ -253,6 +253,29 @@ def _kv_per_token(text: dict, kv_layers: int | None, kv_heads: int | None, head_
     return 2 * kv_layers * kv_heads * head_dim if kv_heads and head_dim else None
 
 
+def _state_bytes_per_layer(text: dict, hidden: int | None) -> int | None:
+    """Bytes of one state layer's recurrent state for one sequence, as llama.cpp keeps it: a convolution row of
+    n_embd_r and a state row of n_embd_s, both f32 (src/llama-hparams.cpp:208-258, src/llama-model.cpp:2483-2484 at
+    0c1e57098). Gated DeltaNet (Qwen3-Next, Qwen3.5/3.6: conversion/qwen.py:377-381 maps the linear_* keys),
+    Mamba-1/2 (d_inner, n_groups, d_state, d_conv) and LFM2's short convolutions; None for a config without them."""
+    k_heads = _first(text, "linear_num_key_heads")
+    v_heads, k_dim, v_dim = (_first(text, key) for key in ("linear_num_value_heads", "linear_key_head_dim",
+                                                             "linear_value_head_dim"))
+    if k_heads and v_heads and k_dim and v_dim:  # ssm_d_state = k_dim, d_inner = v_heads * v_dim, groups = k_heads
+        conv = (_first(text, "linear_conv_kernel_dim") or 4) - 1
+        return 4 * (conv * (v_heads * v_dim + 2 * k_heads * k_dim) + k_dim * v_heads * v_dim)
+    d_state = _first(text, "mamba_d_state", "ssm_state_size", "state_size")
+    inner = _first(text, "mamba_d_ssm", "mamba_d_inner") or (
+        (_first(text, "mamba_n_heads", "mamba_num_heads") or 0) * (_first(text, "mamba_d_head", "mamba_head_dim") or 0)
+        or (hidden or 0) * (_first(text, "mamba_expand", "expand") or 0))
+    if d_state and inner:
+        conv = (_first(text, "mamba_d_conv", "conv_kernel", "mamba_conv_kernel") or 4) - 1
+        groups = _first(text, "mamba_n_groups", "n_groups") or 0
+        return 4 * (conv * (inner + 2 * groups * d_state) + d_state * inner)
+    cache = _first(text, "conv_L_cache")
+    return 4 * hidden * (cache - 1) if cache and hidden else None
+
+
 def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
     """What the speed model (indexer/speed/model.py) reads of a config beyond the parameter count: the estimate and
     the active share, layers, hidden size, vocabulary, tied embeddings, routed experts, KV elements per token
@@ -275,6 +298,8 @@ def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
             quant[key] = {k: value[k] for k in ("bits", "mode", "quant_method", "w_bit", "num_bits", "fmt",
                                                 "load_in_4bit", "load_in_8bit") if isinstance(value.get(k), (int, str))}
     tie = text.get("tie_word_embeddings", config.get("tie_word_embeddings"))
+    state_layers = layers - kv_layers if isinstance(layers, int) and kv_layers and kv_layers < layers else None
+    per_layer = _state_bytes_per_layer(text, hidden) if state_layers else None
     return {
         "params_estimate": est.total if est else None, "active_estimate": est.active if est else None,
         "layers": layers, "hidden": hidden, "vocab": _first(text, "vocab_size") or _first(config, "vocab_size"),
@@ -285,6 +310,8 @@ def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
         if isinstance(experts, int) and experts > 1 else None,
         "kv_per_token": _kv_per_token(text, kv_layers, kv_heads, head_dim),
         # a hybrid's other layers keep a recurrent state, not a KV cache (linear attention, state-space)
-        "state_layers": layers - kv_layers if isinstance(layers, int) and kv_layers and kv_layers < layers else None,
+        "state_layers": state_layers,
+        # what a copy of the recurrent state of one sequence moves (llama-server snapshots it every round)
+        "state_bytes": state_layers * per_layer if state_layers and per_layer else None,
         "quantization": quant or None,
     }
