@@ -284,6 +284,10 @@ def test_transformers_use_mtp_per_release():
     nxt = verdict("5.25.0", {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
                              "mtp_num_hidden_layers": 1})
     assert nxt.failed_check == "target_arch" and "Could not find `num_mtp_layers`" in nxt.reasons[0]
+    # Inkling's text config declares num_mtp_layers, but AutoModelForCausalLM has no class for the multimodal type
+    ink = verdict("5.25.0", {"model_type": "inkling_mm_model",
+                             "text_config": {"model_type": "inkling_text", "num_mtp_layers": 1}})
+    assert ink.failed_check == "target_arch" and "its text config (inkling_text) declares" in ink.reasons[0]
     setup = ENGINES["transformers"].heads.mtp_setup(target_shape(v3, "o/t"))
     assert (setup.method, setup.draft, setup.draft_tokens) == ("mtp", None, 1)
 

@@ -255,14 +255,20 @@ class GenerateDrafting(Heads):
         release, spans = self.release, self.spans
         model_type = target.model_type or "(none)"
         entry = self.mtp_types.get(target.model_type or "")
+        text_entry = self.mtp_types.get(target.text_model_type or "") if entry is None else None
         if entry is None or entry["class"] is None:
             able = ", ".join(t for t, e in self.mtp_types.items() if e["class"])
-            why = (f"transformers {release} has no causal-LM class for model type {model_type}, whose config declares "
-                   "num_mtp_layers" if entry else
-                   f"transformers {release} declares num_mtp_layers for no {model_type} config (it does for {able}), "
-                   "so generate(use_mtp=True) raises ValueError \"Could not find `num_mtp_layers`\"")
-            check(checks, "target_arch", False, why,
-                  f"{spans['mtp_layers_read']}; {entry['config'] if entry else self.mtp_types_source}")
+            known = entry or text_entry
+            if known:  # a config that declares them, under a type AutoModelForCausalLM has no class for
+                whose = "its config" if entry else f"its text config ({target.text_model_type})"
+                why = (f"transformers {release} has no causal-LM class for model type {model_type} "
+                       f"(AutoModelForCausalLM cannot load it), though {whose} declares num_mtp_layers")
+                where = f"{known['config']}; {tables.source('transformers', release, 'causal_lm')}"
+            else:
+                why = (f"transformers {release} declares num_mtp_layers for no {model_type} config (it does for "
+                       f"{able}), so generate(use_mtp=True) raises ValueError \"Could not find `num_mtp_layers`\"")
+                where = f"{spans['mtp_layers_read']}; {self.mtp_types_source}"
+            check(checks, "target_arch", False, why, where)
             return self._verdict(checks)
         check(checks, "target_arch", True, f"{entry['class']} reads num_mtp_layers from the config's {entry['key']}; "
               "the MTP layers draft by argmax, or by sampling with do_sample=True, and the target verifies them",
