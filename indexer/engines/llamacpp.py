@@ -354,10 +354,11 @@ ENGINE = released(
     # module answers for) drafted up to 16 tokens with p-min 0.75 and kept the unsure token: published_gate, whose
     # lines at that build indexer/speed/gate.py cites.
     # A draft model leaves a target with recurrent-state layers no per-token rollback (common/common.h:396-402: only
-    # MTP, EAGLE-3, DFlash and DSpark ask for n_rs_seq; common/common.cpp:1216, 1491-1527; src/llama-memory-
-    # recurrent.cpp:193-203): llama-server saves its state to host memory each round and restores it on a rejection
-    # (tools/server/server-context.cpp:3050-3068, 3905-3935), and a draft's own state likewise (:2980-3003, :3037-
-    # 3045): copies_state. The published builds that ran hybrid targets did too (docs/speed.md).
+    # MTP, EAGLE-3, DFlash and DSpark ask for n_rs_seq; common/common.cpp:1216, 1491-1527;
+    # src/llama-memory-recurrent.cpp:193-203): llama-server saves its state to host memory each round and restores it
+    # on a rejection (tools/server/server-context.cpp:3050-3068, 3905-3935), and a draft's own state likewise
+    # (tools/server/server-context.cpp:2980-3003, 3037-3045): copies_state. The published builds that ran hybrid
+    # targets did too (docs/speed.md).
     speed=SpeedProfile("ggml", ("nvidia", "amd", "apple", "cpu"), "Q4_K_M", "Q8_0", 16,
                        source="README.md 'Supported backends': Metal (Apple), CUDA (NVIDIA), HIP (AMD), CPU",
                        published_gate=DraftGate(p_min=0.75, n_min=0, keeps_unsure=True), published_draft_tokens=16,
