@@ -50,10 +50,11 @@ def test_demo_builds_a_catalog_offline(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     drafts = [d["repo_id"] for d in out["drafts"]]
-    # Ranked by the expected speed-up: the same mapping and the base model whose vocabulary agrees (it lacks the
-    # chat tokens, flagged), then the fine-tune of another author; the target's own base (its size) is no draft.
-    assert drafts == ["lumen-ai/Lumen-0.5B-Instruct", "lumen-ai/Lumen-0.5B", "quietfox/Lumen-0.5B-Instruct-sft"]
-    base = out["drafts"][1]
+    # Ranked by the expected speed-up: the same mapping, the fine-tune of another author, then the base model whose
+    # vocabulary agrees (it lacks the chat tokens, flagged; a base draft for a chat target accepts less); the
+    # target's own base (its size) is no draft.
+    assert drafts == ["lumen-ai/Lumen-0.5B-Instruct", "quietfox/Lumen-0.5B-Instruct-sft", "lumen-ai/Lumen-0.5B"]
+    base = out["drafts"][2]
     assert base["outcome"] == "works" and base["agreement"]["only_draft"] + base["agreement"]["only_target"] == 2
     assert DEMO_DRAFT_MISMATCH not in drafts
 
