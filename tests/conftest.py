@@ -68,14 +68,25 @@ def hermetic_client(monkeypatch):
 
 @pytest.fixture
 def no_client_sleep(monkeypatch):
-    """Record the client's own retry sleeps instead of sleeping (servers' sleeps are untouched)."""
+    """Record the clients' own retry sleeps instead of sleeping (servers' sleeps are untouched): huggingface_hub's
+    and our session's back-off, which still refuses a wait that would outlast its call."""
     import huggingface_hub.file_download
     import huggingface_hub.utils._http
+
+    from indexer.hub import guard, session
 
     sleeps: list[float] = []
     fake_time = types.SimpleNamespace(sleep=sleeps.append)
     monkeypatch.setattr(huggingface_hub.utils._http, "time", fake_time)
     monkeypatch.setattr(huggingface_hub.file_download, "time", fake_time)
+
+    def back_off(seconds: float) -> None:
+        call = guard.current_call()
+        if call is not None and seconds >= call.seconds_left():
+            raise guard.CallTimedOut(f"{call.what}: no complete answer within {call.guard.call_seconds:g} s")
+        sleeps.append(seconds)
+
+    monkeypatch.setattr(session, "sleep_within_call", back_off)
     return sleeps
 
 
