@@ -48,6 +48,9 @@ def query_json(db, target, method, engine="sglang", *extra) -> tuple[int, dict |
     return code, (json.loads(out) if code == 0 else None), err
 
 
+TARGETS = 4  # the small targets write_synthetic_hub writes beside the heads
+
+
 def write_synthetic_hub(hub_dir):
     """The head repos, TinyLlama-shaped target, a fine-tune of it (base_model tags), a DeepSeek-V3 MTP config and a
     GLM-4.5-Air-deep one."""
@@ -78,7 +81,7 @@ def synthetic(tmp_path_factory):
 
 def test_crawl_keeps_heads_with_their_facts(synthetic):
     db, summary, again = synthetic
-    assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": 4}, summary
+    assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": TARGETS}, summary
     assert again["unchanged"] == len(HEAD_IDS) + 4
     con = sqlite3.connect(db)
     rows = {r[0]: r[1:] for r in con.execute("SELECT repo_id, status, reason, tokenizer_id FROM repos")}
@@ -448,7 +451,7 @@ def test_heads_on_postgresql_answer_as_on_sqlite(pg_url, synthetic, tmp_path, mo
     write_synthetic_hub(hub_dir)
     with HubServer(str(hub_dir)) as hub:
         summary = crawl(pg_url, hub)
-    assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": 3}
+    assert summary["statuses"] == {"head": len(HEAD_IDS), "ok": TARGETS}
     # no compute: head answers read heads and repos only (compute's engine facts on PostgreSQL fail at the base
     # commit too: SELECT DISTINCT over the json column file_sets.files)
     sqlite_db = synthetic[0]
