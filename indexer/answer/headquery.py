@@ -111,6 +111,19 @@ def target_info(t: dict, shape: TargetShape, heads_known: int) -> dict:
             "class_members": heads_known}
 
 
+def _target_source(cat: Reader, repo_id: str, engine: Engine, opts: Options) -> tuple[dict, Source]:
+    """A catalog target's speed facts and where ``engine`` loads it from when it drafts from the target itself
+    (n-gram, built-in MTP): as a draft pair's target (a GGUF repo's file, a copy, the convert chain), or by name
+    for an engine without a speed model."""
+    facts = catalog_facts(cat, repo_id) or {"repo_id": repo_id}
+    profile = engine.speed
+    if profile is None:
+        return facts, Source(repo_id)
+    steps = engine.release if engine.name == "llama.cpp" else registry.ENGINES["llama.cpp"].release
+    return facts, side_source(with_copies(cat, facts, engine, opts.target_quant), profile.runtime,
+                              opts.target_quant, profile.target_quant, steps)
+
+
 def ngram_query(cat: Reader, target: str, engine: Engine, speed) -> dict:
     """``--method ngram`` where n-gram drafting is not a head-rules engine's (llama-server's ``--spec-type
     ngram-simple``, transformers' ``prompt_lookup_num_tokens``): the target alone, loaded as a draft pair's target
@@ -123,15 +136,7 @@ def ngram_query(cat: Reader, target: str, engine: Engine, speed) -> dict:
         block = target_info(t, shape, 0)
     repo_id = block["repo_id"]
     opts = speed or Options()
-    facts = catalog_facts(cat, repo_id) or {"repo_id": repo_id}
-    profile = engine.speed
-    if profile is None:
-        source = Source(repo_id)
-    else:
-        facts = with_copies(cat, facts, engine, opts.target_quant)
-        llama = registry.ENGINES["llama.cpp"].release
-        source = side_source(facts, profile.runtime, opts.target_quant, profile.target_quant,
-                             engine.release if engine.name == "llama.cpp" else llama)
+    _, source = _target_source(cat, repo_id, engine, opts)
     name, where = engine.heads.methods["ngram"]
     setup = Setup(engine.name, engine.release, source, None, opts.draft_tokens, "ngram")
     steps = engine.launch(setup)
@@ -157,13 +162,8 @@ def own_mtp_query(cat: Reader, target: str, engine: Engine, speed, *, near_misse
              "method": v.method}
     if v.fits:
         opts = speed or Options()
-        facts = catalog_facts(cat, t["repo_id"]) or {"repo_id": t["repo_id"]}
-        profile = engine.speed
-        source = None if profile is None else side_source(
-            with_copies(cat, facts, engine, opts.target_quant), profile.runtime, opts.target_quant,
-            profile.target_quant, registry.ENGINES["llama.cpp"].release)
-        setup = engine.heads.mtp_setup(shape)
-        setup = replace(setup, target=source) if source is not None else setup
+        facts, source = _target_source(cat, t["repo_id"], engine, opts)
+        setup = replace(engine.heads.mtp_setup(shape), target=source)
         figures = head_estimate(engine, facts, None, opts, setup.draft_tokens or 1, setup)
         steps = engine.launch(setup)
         found = [{**entry, "tier": "exact", "reasons": v.reasons, "setup": {**setup.to_dict(), "steps": steps},
