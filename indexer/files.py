@@ -11,15 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from . import deferred
 from .errors import InputError
-
-
-def orjson_module():
-    """orjson (2-3x faster parsing of multi-megabyte tokenizer files), imported on first use: the query path
-    parses no files, and importing orjson costs more than a query's answer."""
-    import orjson
-
-    return orjson
 
 # Per file. Kept at 64 MiB, not lowered for tokenizer.json: real ones reach 33 MB (Gemma 3's 262,144 tokens), and
 # the fast fingerprint of a 58 MB one peaks at 0.6 GB in-process (about ten times the file), so a lower cap would
@@ -74,7 +67,7 @@ def read_json(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES, expect: type 
     """Parse a JSON file, insisting on UTF-8 and on the top-level type ``expect``."""
     raw = read_bytes(path, max_bytes)
     data = _FAILED
-    orjson = orjson_module()
+    orjson = deferred.orjson  # 2-3x faster than json on multi-megabyte tokenizer files
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:

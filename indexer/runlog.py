@@ -18,8 +18,6 @@ QUIET_LOGGERS = ("httpx2", "httpcore", "httpx")  # one INFO line per request: ne
 
 def route_logs(verbose: bool = False, stream=None) -> logging.Handler:
     """Send the client's and our log records to stderr when ``verbose``, else drop them."""
-    import huggingface_hub.utils.logging  # noqa: F401 - installs its default handler, which we replace
-
     if verbose:
         handler: logging.Handler = logging.StreamHandler(stream or sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))

@@ -18,7 +18,7 @@ import shlex
 from indexer.engines import ENGINES, flags
 from indexer.engines.lmstudio import LMS, MODELS, SDK, on_gguf
 from indexer.engines.setup import DIR, FILE, GGUF, HF, MLX, from_dict, is_float, requantized
-from indexer.gguf.file import hf_matches
+from indexer.gguf.names import hf_matches
 from indexer.speed.quant import from_gguf_file_type
 
 MLX_RELEASE = ENGINES["mlx"].release

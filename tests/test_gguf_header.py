@@ -15,8 +15,9 @@ from ggufkit import ALL_TYPES, bpe_tokens, write_gguf
 from indexer.catalog.tokenstore import TokenStore, tokens_sha256
 from indexer.engines.llamacpp import speculative_compatible
 from indexer.files import InputError
-from indexer.gguf.file import choose_file, facts_from_header, local_gguf, read_gguf, split_info
+from indexer.gguf.file import facts_from_header, read_gguf
 from indexer.gguf.header import TAIL, HeaderParser, parse_header, read_kv_section
+from indexer.gguf.names import choose_file, local_gguf, split_info
 
 
 def header_of(path: Path):

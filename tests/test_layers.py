@@ -1,13 +1,15 @@
 """The import graph of indexer/ keeps the layers of docs/architecture.md: no import from a lower layer up,
-no import circle at import time, and only the lazy circles listed here (each one a function-level import
-inside one package). Read from the source with ``ast``, so nothing is imported to check it.
+no import circle at import time, and only the lazy circles listed here; every import sits at the top of its module
+but the deferred ones, read through ``indexer.deferred``. Read from the source with ``ast``, so nothing is imported
+to check it.
 
-``python tests/test_layers.py`` prints the graph (one line per module, ``*`` marks a function-level import).
+``python tests/test_layers.py`` prints the graph (one line per module, ``*`` marks a deferred import).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "indexer"
@@ -30,9 +32,44 @@ LAYERS = [
     ("commands", ("indexer.cli", "indexer.commands")),
 ]
 
-# Function-level imports that close a circle inside one package (none crosses a layer). None is left: a new one
+# Deferred imports that close a circle inside one package (none crosses a layer). None is left: a new one
 # must be listed here with why the import is deferred.
 KNOWN_LAZY_CIRCLES: set[frozenset[str]] = set()
+
+
+def deferred_modules() -> dict[str, str]:
+    """indexer/deferred.py's MODULES: attribute -> the module it imports when first read."""
+    tree = ast.parse((PACKAGE / "deferred.py").read_text(encoding="utf-8"))
+    found = [n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "MODULES"]
+    return ast.literal_eval(found[0])
+
+
+def is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The statements run when the module is imported: its body, into ``if`` and ``try`` blocks (a version's
+    fallback), not into functions, classes or ``if TYPE_CHECKING:`` (a type checker's imports, none at run time)."""
+    out, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if is_type_checking(node):
+            continue
+        out.append(node)
+        if isinstance(node, (ast.If, ast.Try)):
+            todo += node.body + node.orelse + getattr(node, "finalbody", [])
+            todo += [s for h in getattr(node, "handlers", []) for s in h.body]
+    return out
+
+
+def late_imports(source: str) -> list[str]:
+    """The import statements of ``source`` that run later than its import (inside a function or class)."""
+    tree = ast.parse(source)
+    top = set(map(id, module_level(tree)))
+    skip = {id(n) for t in ast.walk(tree) if is_type_checking(t) for n in ast.walk(t)}
+    return [f"{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree)
+            if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top and id(n) not in skip]
 
 
 def modules() -> dict[str, tuple[Path, bool]]:
@@ -47,14 +84,24 @@ def modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def import_graph() -> dict[str, set[tuple[str, bool]]]:
-    """module -> {(imported indexer module, at module level?)}."""
+    """module -> {(imported indexer module, at import time?)}; ``deferred.NAME`` is a deferred import of the
+    module deferred.py names for it."""
     mods = modules()
+    later = deferred_modules()
     graph: dict[str, set[tuple[str, bool]]] = {m: set() for m in mods}
     for mod, (path, is_pkg) in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        top = set(map(id, tree.body))
+        top = set(map(id, module_level(tree)))
+        skip = {id(n) for t in ast.walk(tree) if is_type_checking(t) for n in ast.walk(t)}
         for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "deferred"
+                    and later.get(node.attr) in mods):
+                graph[mod].add((later[node.attr], False))
+                continue
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -154,8 +201,25 @@ def test_the_graph_sees_real_imports():
     graph = import_graph()
     assert ("indexer.hub.pacing", True) in graph["indexer.hub.client"]  # relative, module level
     assert ("indexer.catalog.db", True) in graph["indexer.crawl.loop"]  # two dots up
-    assert ("indexer.crawl.loop", False) in graph["indexer.answer.live"]  # function level
-    assert ("indexer.gguf.file", False) in graph["indexer.answer.lookup"]
+    assert ("indexer.crawl.loop", True) in graph["indexer.answer.live"]
+    assert ("indexer.gguf.file", False) in graph["indexer.answer.target"]  # deferred.gguf_file
+    assert ("indexer.answer.live", False) in graph["indexer.commands.query"]  # deferred.live
+
+
+def test_imports_sit_at_the_top():
+    """Every import runs when its module is imported; only deferred.py imports later (its MODULES, by name)."""
+    late = {p.relative_to(PACKAGE.parent).as_posix(): found for p in sorted(PACKAGE.rglob("*.py"))
+            if "versions" not in p.relative_to(PACKAGE).parts and (found := late_imports(p.read_text()))}
+    assert late == {}
+    mods = modules()
+    assert [m for m in deferred_modules().values() if m.startswith("indexer") and m not in mods] == []
+
+
+def test_the_late_import_walker_sees_them():
+    source = ("import os\nif os.name:\n    import json\ntry:\n    import tomllib\nexcept ImportError:\n"
+              "    import tomli as tomllib\nif TYPE_CHECKING:\n    from x import Y\n"
+              "def f():\n    import re\n    if True:\n        from . import a\nclass C:\n    import sys\n")
+    assert late_imports(source) == ["11: import re", "15: import sys", "13: from . import a"]
 
 
 if __name__ == "__main__":

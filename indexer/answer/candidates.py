@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import sys
 
+from tqdm import tqdm
+
 from .. import engines as registry
 from ..catalog import repoids
 from ..catalog.classes import RATIO_HIGH, RATIO_LOW
 from ..catalog.reader import Reader, json_value
 from ..crawl.families import family_of, load_families
+from ..crawl.fetch import describe, siblings_may_hide_gguf
 from ..errors import CatalogError
 from ..files import VOCAB_FILES, WANTED_FILES
 from ..hub.listed import Listed, base_models_from_tags
@@ -99,8 +102,6 @@ def worst_cost(item) -> int:
     """Requests a candidate can cost at most: paths-info, one GET per wanted file or a GGUF header's reads, and
     the tree listing the crawl asks when the siblings show no weights. Siblings can be truncated (HUB-API
     §0.1.11), so what they list never lowers the bound; the rounds spend what the bound left over."""
-    from ..crawl.fetch import siblings_may_hide_gguf
-
     return 1 + max(len(WANTED_FILES), GGUF_READS) + (1 if siblings_may_hide_gguf(item) else 0)
 
 
@@ -145,7 +146,6 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
         try:
             items = list(live.client.list_models(limit=LISTING_LIMIT, sort="downloads", **kwargs))
         except Exception as e:  # noqa: BLE001 - one failed listing must not end the answer
-            from ..crawl.fetch import describe
 
             lines.append(f"listing {label} failed: {describe(e)}")
             continue
@@ -218,6 +218,5 @@ def _bar(total: int, progress: bool | None):
     show = sys.stderr.isatty() if progress is None else progress
     if not show or not total:
         return None
-    from tqdm import tqdm
 
     return tqdm(total=total, unit="repo", desc="candidate drafts", file=sys.stderr, dynamic_ncols=True)

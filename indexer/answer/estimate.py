@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from copy import copy
 
+from .. import deferred
 from ..catalog.measurements import rows as measurements
 from ..catalog.reader import Reader, json_value
 from ..catalog.repofacts import added_tokens, gguf_files
@@ -107,10 +108,8 @@ def target_facts(cat: Reader, s: Scope, speed: Options | None) -> dict:
     repo or one of its copies (answer/setup.py) where the engine would load a copy or convert."""
     t = s.t
     if s.target.gguf_file and t.get("pk", -1) == -1:  # a local file (a Hub one is REPO:QUANT)
-        from ..gguf.file import read_gguf  # the gguf package: only for a local GGUF file target
-
         try:
-            file_type = read_gguf(s.target.gguf_file).file_type
+            file_type = deferred.gguf_file.read_gguf(s.target.gguf_file).file_type
         except Exception:  # noqa: BLE001 - resolve_target read it already; unreadable now: no type
             file_type = None
         facts = gguf_facts(s.target.gguf_file, file_type)

@@ -24,12 +24,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..catalog import repoids
+from ..catalog.blobstore import BlobStore
+from ..catalog.compute_scoped import compute_repos
 from ..catalog.db import immediate_transactions, missing_hint, open_catalog, resolve_url, sqlite_path
 from ..catalog.reader import Reader
+from ..crawl.fetch import Fetcher, describe
+from ..crawl.loop import Crawler, catalog_dir
+from ..crawl.options import CrawlOptions
 from ..engines import DEFAULT_ENGINE
 from ..engines.rules import check_pair
 from ..errors import EXIT_NOT_FOUND, CatalogError, CrawlFailed, HubUnreachable, IndexerError, QueryError, RepoNotFound
 from ..files import DEFAULT_MAX_FILE_BYTES
+from ..hub.client import BudgetExhausted, HubClient
+from ..hub.guard import INTERACTIVE
 from .candidates import discover_drafts
 from .lookup import find_repo_id, repo_ref
 from .query import _CheckCatalog, check, run_query
@@ -79,10 +86,6 @@ class Live:
 
     def __init__(self, db: str | None, *, endpoint: str | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                  workers: int = 4, base_delay: float = 1.0):
-        from ..crawl.loop import catalog_dir
-        from ..hub.client import HubClient
-        from ..hub.guard import INTERACTIVE
-
         self.db, self.max_file_bytes, self.workers = db, max_file_bytes, workers
         self.endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
         self.base_delay = base_delay
@@ -114,17 +117,12 @@ class Live:
         return c["api_calls"] + c["resolver_calls"]
 
     def _options(self, drafts_for: str | None = None):
-        from ..crawl.options import CrawlOptions
-
         return CrawlOptions(live=True, endpoint=self.client.endpoint, quiet=True, max_file_bytes=self.max_file_bytes,
                             workers=self.workers, base_delay=self.base_delay, drafts_for=drafts_for)
 
     def lookup(self, repo_ids) -> list:
         """``model_info`` of each (one API call, the crawl's --model call, crawl/loop.py ``_items``): the public
         repos' items; a private repo is read apart at once (never handed to the crawl), a failure recorded."""
-        from ..crawl.fetch import describe
-        from ..hub.client import BudgetExhausted, HubUnreachable
-
         items = []
         for rid in repo_ids:
             if rid in self.fetch.ids or rid in self.fetch.failed:
@@ -148,8 +146,6 @@ class Live:
         """Crawl exactly these listed repos with the crawl's own code (no row, no run record for a private one).
         ``drafts_for``: a discovery for that target, recorded (its run's scope) even when it fetched nothing, so
         the catalog knows it has looked (answer/summary.py ``looked_for_drafts``)."""
-        from ..crawl.loop import Crawler
-
         items = [i for i in listed if not i.private]
         if drafts_for is not None and getattr(self.items.get(drafts_for), "private", False):
             drafts_for = None  # a private target has no row to mark as looked around, and its id is never stored
@@ -173,16 +169,11 @@ class Live:
         """Classes for every repo this answer wrote (catalog/compute_scoped.py), once."""
         todo = [r for r in self.fetch.written if r not in self._computed]
         if todo:
-            from ..catalog.compute_scoped import compute_repos
-
             self.fetch.compute = compute_repos(self.db, todo)
             self._computed.update(todo)
 
     def _read_private(self, item) -> None:
         """A private repo: its wanted files into a temporary directory (blobs in a temporary store), no row."""
-        from ..catalog.blobstore import BlobStore
-        from ..crawl.fetch import Fetcher
-
         tmp = Path(tempfile.mkdtemp(prefix="indexer-private-"))
         store = BlobStore(tmp / "blobs")
         got = Fetcher(self.client, store, self.max_file_bytes).fetch(item)

@@ -20,6 +20,7 @@ from ..catalog import repoids
 from ..catalog.repoids import Rows
 from ..errors import InputError, RepoNotFound
 from ..files import has_tokenizer
+from ..gguf.names import local_gguf
 
 # Web URLs of a model repo: https://huggingface.co/<org>/<name>[/tree/<rev>/...|/blob/...|/resolve/...]. The hosts are
 # those the client treats as the Hub (huggingface_hub 2.4 constants.py:76-89 HF_URL_HOSTS: huggingface.co and its
@@ -81,8 +82,6 @@ def looks_like_dir(arg: str) -> bool:
 def local_gguf_arg(arg: str) -> Path | None:
     """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
     files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
-
-    from ..gguf.file import local_gguf
 
     p = Path(arg).expanduser()
     if p.is_dir() and has_tokenizer(p):

@@ -3,6 +3,7 @@ GGUF file (``localdir``, whose readers are crawl-time code: loaded only when a s
 
 from __future__ import annotations
 
+from .. import deferred
 from ..catalog.reader import Reader
 from ..engines import Side
 from ..files import DEFAULT_MAX_FILE_BYTES
@@ -20,11 +21,9 @@ def resolve_side(arg: str, *, db: str | None = None, max_file_bytes: int = DEFAU
     """A local directory or .gguf file, or a repo id looked up in the catalog (the request's ``reader``, or one
     opened on ``db``)."""
     if is_local(arg):
-        from . import localdir  # the tokenizer, config and GGUF readers: never loaded for catalog repos
-
         gguf_path = local_gguf_arg(arg)
         if gguf_path is not None:
-            return localdir.side_from_gguf(gguf_path, arg if arg.lower().endswith(".gguf") else str(gguf_path))
-        return localdir.side_from_dir(arg, max_file_bytes=max_file_bytes)
+            return deferred.localdir.side_from_gguf(gguf_path, arg if arg.lower().endswith(".gguf") else str(gguf_path))
+        return deferred.localdir.side_from_dir(arg, max_file_bytes=max_file_bytes)
 
     return side_from_catalog(arg, db=db, reader=reader)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from .. import deferred
 from ..catalog.measurements import rows, summary
 from ..catalog.reader import Reader, json_value
 from ..catalog.repofacts import gguf_files, speed_row
@@ -295,10 +296,8 @@ def side_facts(arg: str, shown: str, reader, result: dict, role: str) -> dict:
     if is_local(arg) or looks_like_dir(arg):
         gguf_path = local_gguf_arg(arg)
         if gguf_path is not None:
-            from ..gguf.file import read_gguf
-
             try:
-                file_type = read_gguf(gguf_path).file_type
+                file_type = deferred.gguf_file.read_gguf(gguf_path).file_type
             except Exception:  # noqa: BLE001 - the check read it already; an unreadable header only means no figure
                 file_type = None
             return gguf_facts(str(gguf_path), file_type)

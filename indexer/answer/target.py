@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import deferred
 from .. import engines as registry
 from ..catalog.classes import engine_fact
 from ..catalog.reader import Reader, json_value
@@ -103,10 +104,8 @@ def hub_gguf_name(repo_id: str, facts) -> str | None:
 def _local_target(cat: Reader, path: str) -> Target:
     """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
 
-    from .localdir import read_dir  # the tokenizer and config readers: never loaded for catalog repos
-
     try:
-        directory, config, fp = read_dir(path)
+        directory, config, fp = deferred.localdir.read_dir(path)
     except InputError as e:
 
         said = e.message.removeprefix(f"{path}: ").removeprefix(f"{Path(path)}: ")  # the path said once
@@ -136,10 +135,8 @@ def _local_target(cat: Reader, path: str) -> Target:
 def _local_gguf_target(cat: Reader, arg: str, path) -> Target:
     """A local GGUF file, answered as the catalog repo whose llama.cpp class has the same GGUF signature
     (its own header's facts: vocab type, add_bos/eos with their ids, token texts)."""
-    from ..gguf.file import read_gguf
-
     try:
-        f = read_gguf(path)
+        f = deferred.gguf_file.read_gguf(path)
     except InputError as e:
         raise QueryError(f"target {arg}: {e.message}") from None
     t = dict.fromkeys(TARGET_KEYS)

@@ -50,6 +50,8 @@ from ..vocab.fingerprint import transformers_version
 from ..vocab.modelconfig import read_config
 from ..vocab.params import estimate_from_name
 from . import db
+from .blobstore import BlobStore
+from .blobstore import default_root as blob_root
 from .compute_agreement import compute_agreement
 from .compute_pairs import MAX_NEW_PAIRS, META_UPSERT, SKIP_EXISTING, compute_pairs
 from .db import open_catalog
@@ -326,9 +328,6 @@ def facts_of_dir(directory: Path, tokens) -> dict:
 def derive_engine_facts(conn, db: str | None, limit: int = MAX_NEW_FACTS, repo_ids=None) -> dict:
     """engine_facts for every (file set, config blob) of an ok repo that has none yet, from the blob store
     (``repo_ids``: of those repos only; catalog/compute_scoped.py)."""
-    from .blobstore import BlobStore
-    from .blobstore import default_root as blob_root
-
     loads = orjson.loads
     only, params = "", {}
     if repo_ids is not None:

@@ -23,6 +23,8 @@ from sqlalchemy import text
 from ..scratch import scratch_dir
 from ..vocab import agreement as agr
 from ..vocab.tokenbox import FAILED, TokenizerBox
+from .blobstore import BlobStore
+from .blobstore import default_root as blob_root
 from .compute_pairs import META_UPSERT, SKIP_EXISTING, candidate_pairs
 from .tokenstore import TokenStore, default_root
 
@@ -66,9 +68,6 @@ def note_failure(conn, file_set_id: int, reason: str) -> list[str]:
 def _recount(conn, db: str | None, store, tid: int, sha: str, box) -> dict[int, int] | None:
     """Count a tokenizer crawled before counts existed (or whose count a run lost), from one of its file sets in
     the blob store, in ``box``; a tokenizer that fails on the text is noted on its file set and repos."""
-    from .blobstore import BlobStore
-    from .blobstore import default_root as blob_root
-
     row = conn.execute(text("SELECT id, files FROM file_sets WHERE tokenizer_id = :t ORDER BY id LIMIT 1"),
                        {"t": tid}).first()
     files = _json(row[1]) if row else None

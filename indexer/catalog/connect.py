@@ -10,6 +10,7 @@ import sqlite3
 import time
 from urllib.parse import quote
 
+from .. import deferred
 from ..errors import CatalogError
 from .dberrors import as_catalog_error
 from .dburl import (
@@ -63,8 +64,7 @@ def immediate_transactions(engine) -> None:
     failing. The pysqlite recipe of SQLAlchemy's SQLite dialect docs ("Serializable isolation / Savepoints /
     Transactional DDL"): let the driver stop issuing BEGIN, and emit it from the ``begin`` event.
     """
-    from sqlalchemy import event
-
+    event = deferred.sqlalchemy.event
     if engine.dialect.name != "sqlite":
         return
 
@@ -86,8 +86,7 @@ def _sqlite_read_pragmas(dbapi_conn, _record):
 def make_engine(db: str | None = None, *, read_only: bool = False):
     """A SQLAlchemy engine; a SQLite file we cannot write is opened read-only (queries still answer)."""
 
-    from sqlalchemy import create_engine, event
-
+    create_engine, event = deferred.sqlalchemy.create_engine, deferred.sqlalchemy.event
     url = resolve_url(db)
     path = sqlite_path(url)
     ro_uri = read_only_uri(path) if path is not None and path.exists() else None

@@ -9,6 +9,11 @@ path (stdlib ``sqlite3``) can use the same URL resolution and error words.
 
 from __future__ import annotations
 
+from sqlalchemy import inspect
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import sessionmaker
+
 from ..errors import CatalogError
 from .connect import immediate_transactions, make_engine, preflight
 from .dberrors import as_catalog_error, explain, is_db_error, is_write_conflict
@@ -53,8 +58,6 @@ __all__ = [
 
 def open_catalog(db: str | None = None, *, create: bool = False):
     """Engine for an existing, migrated catalog (or migrate it first when ``create``)."""
-    from sqlalchemy import inspect
-
     if create:
         upgrade(db)
     url = resolve_url(db)
@@ -76,8 +79,6 @@ def open_catalog(db: str | None = None, *, create: bool = False):
 
 def session_factory(engine):
     """ORM sessions on ``engine`` whose objects stay readable after commit (the crawl reads them on)."""
-    from sqlalchemy.orm import sessionmaker
-
     return sessionmaker(engine, expire_on_commit=False)
 
 
@@ -89,10 +90,7 @@ def insert_or_skip(session, model, **values) -> bool:
     https://www.sqlite.org/lang_upsert.html)."""
     table = model.__table__
     if session.bind.dialect.name != "postgresql":
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
         return session.execute(sqlite_insert(table).values(**values).on_conflict_do_nothing()).rowcount == 1
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
 
     key = next(iter(table.primary_key.columns))  # RETURNING: psycopg's rowcount does not tell here (-1)
     statement = pg_insert(table).values(**values).on_conflict_do_nothing().returning(key)

@@ -1,10 +1,11 @@
 """Catalog failures in words: whatever goes wrong with a catalog becomes a :class:`CatalogError` whose
 message is one line that names the fix; :func:`explain` is the single place that maps driver exceptions
-to it. Importable from ``indexer.catalog.db``; SQLAlchemy is imported only inside functions.
+to it. Importable from ``indexer.catalog.db``; SQLAlchemy is imported when an error needs it (:mod:`indexer.deferred`).
 """
 
 from __future__ import annotations
 
+from .. import deferred
 from ..errors import CatalogError
 from .dburl import DRIVER_MODULES, REBUILD, SUPPORTED, db_arg, missing_driver, safe_url, sqlite_path
 
@@ -19,11 +20,10 @@ def is_write_conflict(exc: BaseException) -> bool:
     """A write that lost a race with another writer and succeeds when retried: a unique key that
     another transaction committed first, a deadlock victim (PostgreSQL SQLSTATE 40P01) or a
     serialization failure (40001) (https://www.postgresql.org/docs/current/errcodes-appendix.html)."""
-    from sqlalchemy.exc import DBAPIError, IntegrityError
-
-    if isinstance(exc, IntegrityError):
+    exc_types = deferred.sqlalchemy.exc
+    if isinstance(exc, exc_types.IntegrityError):
         return "unique" in str(exc.orig).lower()
-    if isinstance(exc, DBAPIError):
+    if isinstance(exc, exc_types.DBAPIError):
         code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
         return code in ("40P01", "40001")
     return False

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from .. import deferred
 from ..errors import CatalogError
 
 DEFAULT_DB = "data/catalog.db"
@@ -47,15 +48,13 @@ def resolve_url(db: str | None = None) -> str:
 
 def check_driver(url: str) -> None:
     """CatalogError unless SQLAlchemy knows the scheme and its DBAPI driver is installed."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
+    sa = deferred.sqlalchemy
     try:
-        dialect = make_url(url).get_dialect()
-    except NoSuchModuleError:
+        dialect = sa.engine.make_url(url).get_dialect()
+    except sa.exc.NoSuchModuleError:
         scheme = url.split("://", 1)[0]
         raise CatalogError(f"--db {safe_url(url)}: unknown database scheme {scheme!r}; give {SUPPORTED}") from None
-    except (ArgumentError, ValueError) as e:
+    except (sa.exc.ArgumentError, ValueError) as e:
         raise CatalogError(f"--db {safe_url(url)} is not a database URL ({e}); give {SUPPORTED}") from None
     try:
         dialect.import_dbapi()
@@ -80,9 +79,7 @@ def safe_url(url: str) -> str:
     if "://" not in url or "@" not in url:
         return url
     try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
+        return deferred.sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - unparsable: drop the credentials part by hand
         scheme, rest = url.split("://", 1)
         return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"

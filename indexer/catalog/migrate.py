@@ -15,6 +15,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+
 from ..errors import CatalogError
 from ..files import fsync_dir
 from ..lockfile import lock_holder
@@ -22,12 +26,11 @@ from ..resources import MIGRATIONS_DIR
 from .connect import preflight
 from .dberrors import as_catalog_error
 from .dburl import busy_timeout, sqlite_path
+from .models import Base
 
 
 def alembic_config(url: str):
     """Alembic's Config for ``url``, pointed at the migrations shipped inside the package."""
-    from alembic.config import Config
-
 
     if not (MIGRATIONS_DIR / "env.py").exists():
         raise CatalogError(f"migrations not found at {MIGRATIONS_DIR}; reinstall the package (`pip install .`)")
@@ -45,8 +48,6 @@ def upgrade(db: str | None = None, revision: str = "head") -> str:
     (migrations/env.py). Concurrent upgrades of one catalog wait for each other (``migration_lock``
     and, for SQLite files, ``upgrade_lock``), so two crawls started at once on a new path do not race.
     """
-    from alembic import command
-
     url = preflight(db, write=True, creates=True)  # upgrading creates: the folder too
     path = sqlite_path(url)
     try:
@@ -75,8 +76,6 @@ def _holds_nothing(path: Path) -> bool:
     if not path.exists() or path.stat().st_size == 0:
         return True
 
-    from .models import Base
-
     ours = set(Base.metadata.tables) | {"alembic_version"}
 
     try:
@@ -97,8 +96,6 @@ def _holds_nothing(path: Path) -> bool:
 
 def _build_new(path: Path, revision: str) -> None:
     """Migrate a fresh SQLite file beside ``path``, then rename it into place (atomic on POSIX)."""
-
-    from alembic import command
 
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{NEW_SUFFIX}")
     os.close(os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644))  # the umask applies, as for a new file
@@ -192,7 +189,5 @@ def migration_lock(connection):
 
 def current_revision(engine) -> str | None:
     """The Alembic revision a catalog is at (None before its first migration), to check an upgrade."""
-    from alembic.runtime.migration import MigrationContext
-
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()

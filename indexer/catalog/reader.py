@@ -13,6 +13,7 @@ import os
 import sqlite3
 from typing import Any
 
+from .. import deferred
 from ..errors import CatalogError
 from .dberrors import as_catalog_error
 from .dburl import busy_timeout, db_arg, missing_hint, read_only_uri, resolve_url, sqlite_file
@@ -56,9 +57,7 @@ class Reader:
                 self.conn: Any = sqlite3.connect(ro_uri, uri=True) if ro_uri else sqlite3.connect(path or ":memory:")
                 self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout() * 1000)}")
             else:
-                from sqlalchemy import create_engine
-
-                self.sa = create_engine(url)
+                self.sa = deferred.sqlalchemy.create_engine(url)
                 self.conn = self.sa.connect()
         except CatalogError:
             raise
@@ -93,17 +92,13 @@ class Reader:
     def all(self, sql: str, params: dict | None = None) -> list[tuple]:
         """Every row of ``sql`` as tuples."""
         if self.sa is not None:
-            from sqlalchemy import text
-
-            return [tuple(r) for r in self.conn.execute(text(sql), params or {})]
+            return [tuple(r) for r in self.conn.execute(deferred.sqlalchemy.text(sql), params or {})]
         return self.conn.execute(sql, params or {}).fetchall()
 
     def stream(self, sql: str, params: dict | None = None):
         """The rows of ``sql`` as tuples, one at a time: a caller that stops early leaves the rest unread."""
         if self.sa is not None:
-            from sqlalchemy import text
-
-            result = self.conn.execute(text(sql), params or {})
+            result = self.conn.execute(deferred.sqlalchemy.text(sql), params or {})
             try:
                 yield from (tuple(r) for r in result)
             finally:

@@ -12,6 +12,8 @@ import re
 import sqlite3
 from pathlib import Path
 
+from alembic.script import ScriptDirectory
+
 from ..errors import CatalogError
 from ..scratch import scratch_dir
 from .migrate import alembic_config, upgrade
@@ -19,8 +21,6 @@ from .migrate import alembic_config, upgrade
 
 def known_revisions() -> list[str]:
     """The Alembic revisions this version ships, oldest first (the last one is the head)."""
-    from alembic.script import ScriptDirectory
-
 
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     return [s.revision for s in reversed(list(script.walk_revisions()))]

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .. import deferred
 from ..answer.query import check as check_pair
 from ..answer.query import render_check, works_on
 from ..answer.speedup import Options, add_to_check
@@ -51,8 +52,7 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
         result = check_pair(target, draft, db=db, max_file_bytes=max_file_bytes,
                             releases=engine_versions)  # errors: IndexerGroup
     except IndexerError as e:
-        from ..answer import live  # the live path (answer/live.py), imported only here
-
+        live = deferred.live
         if not live.sides_to_fetch(db, target, draft):
             raise
         result, report = live.live_check(target, draft, db=db, max_file_bytes=max_file_bytes, offline_flag=offline,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..catalog.compute import compute as run_compute
 from ..catalog.db import CatalogError
 from .options import db_option
 from .output import fail, print_json
@@ -17,8 +18,6 @@ from .signals import long_run
 @long_run("compute")
 def compute(as_json, quiet, db):
     """Rebuild the compatibility classes per engine and the cached pair verdicts."""
-    from ..catalog.compute import compute as run_compute
-
     try:
         stats = run_compute(db, progress=not quiet and not as_json)
     except CatalogError as e:

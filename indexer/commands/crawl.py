@@ -6,7 +6,10 @@ import sys
 
 import click
 
+from ..catalog.compute import compute
 from ..catalog.db import CatalogError
+from ..crawl.loop import CrawlFailed, CrawlInterrupted, CrawlOptions
+from ..crawl.loop import crawl as run_crawl
 from ..runlog import route_logs
 from .checks import valid_limit, valid_repo_ids
 from .options import db_option, max_bytes_option, request_timeout_option, verbose_option
@@ -58,9 +61,6 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
     (every listing failed, the Hub cannot be reached, a catalog write failed, or nothing resolved and
     every repo failed), 2 bad input, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
-    from ..crawl.loop import CrawlFailed, CrawlInterrupted, CrawlOptions
-    from ..crawl.loop import crawl as run_crawl
-
     if not (families or author or search or models or all_):
         fail("give a scope: --family, --author, --search, --model or --all")
     opts = CrawlOptions(families=families, author=author, search=search, models=models, all=all_, limit=limit,
@@ -85,8 +85,6 @@ def crawl(families, author, search, models, all_, limit, full, full_listing, end
         summary, code = e.summary, 1
         click.echo(f"error: {e}", err=True)
     if code == 0 and not no_compute:
-        from ..catalog.compute import compute  # SQLAlchemy: loaded by the commands that write
-
         summary["compute"] = compute(db)
     if as_json:
         print_json(summary)

@@ -7,6 +7,7 @@ import click
 
 from ..engines import DEFAULT_ENGINE, ENGINE_NAMES, parse_versions
 from ..files import DEFAULT_MAX_FILE_BYTES
+from ..hub import DEFAULT_CALL_SECONDS
 from .checks import check_db
 
 
@@ -46,8 +47,6 @@ def engine_option(help_text: str, by_device: bool = False):
 
 def request_timeout_option(f):
     """--request-timeout: one deadline per Hub call with all its retries (hub.guard), so nothing hangs a run."""
-    from ..hub.guard import DEFAULT_CALL_SECONDS
-
     return click.option(
         "--request-timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CALL_SECONDS,
         show_default=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .. import deferred
 from ..answer.query import render, run_query
 from ..answer.speedup import Options
 from ..engines import DEFAULT_ENGINE, QUERY_METHODS
@@ -59,16 +60,13 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
         try:
             result = run_query(target, **kw)  # errors (RepoNotFound: exit 3, ...): IndexerGroup
         except IndexerError as e:
-            from ..answer.live import sides_to_fetch
-
-            if not sides_to_fetch(db, target):  # not a Hub repo the catalog lacks: the catalog's answer stands
+            if not deferred.live.sides_to_fetch(db, target):  # not a Hub repo the catalog lacks: its answer stands
                 raise
             first = e
         if result is not None and (result.get("summary") or {}).get("catalog_looked") is False:
             unlooked, result, live_ = result, None, True  # never looked for its drafts: look now, within --budget
-    if result is None:  # the live path (answer/live.py), imported only here
-        from ..answer import live
-
+    if result is None:  # the live path (answer/live.py)
+        live = deferred.live
         try:
             result = live.live_query(target, offline_flag=offline, discover=live_, budget=budget, first=first, **kw)
         except IndexerError as e:

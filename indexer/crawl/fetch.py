@@ -11,6 +11,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from huggingface_hub.errors import (
+    GatedRepoError,
+    LocalEntryNotFoundError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.hf_api import RepoFile
+
 from ..catalog.blobstore import BlobStore
 from ..engines.heads import head_candidate
 from ..errors import UnsafeName
@@ -100,14 +109,6 @@ class Fetcher:
 
     def fetch(self, item: Listed) -> Fetched:
         """Resolve + download; every failure becomes a status (errors keep their reason)."""
-        from huggingface_hub.errors import (
-            GatedRepoError,
-            LocalEntryNotFoundError,
-            RemoteEntryNotFoundError,
-            RepositoryNotFoundError,
-            RevisionNotFoundError,
-        )
-
         try:
             return self._fetch(item)
         except BudgetExhausted:
@@ -136,8 +137,6 @@ class Fetcher:
             return Fetched("error", f"transient: {describe(e)}")
 
     def _fetch(self, item: Listed) -> Fetched:
-        from huggingface_hub.hf_api import RepoFile
-
         entries: dict[str, Entry] = {}
         ggufs = _gguf_candidates(item)
         gguf_files: dict[str, tuple[int, str | None]] = {}
@@ -175,7 +174,6 @@ class Fetcher:
             return out
         if not item.gated:
             return self._download_all(item, out)
-        from huggingface_hub.errors import GatedRepoError
 
         gated = self._gated(item, out)
         if gated is not None:
@@ -196,8 +194,6 @@ class Fetcher:
 
     def _gguf_from_tree(self, item: Listed) -> dict[str, tuple[int, str | None]]:
         """GGUF model files of a repo whose listing lost its siblings: one tree listing (one API call)."""
-        from huggingface_hub.hf_api import RepoFile
-
         files: dict[str, tuple[int, str | None]] = {}
         for it in self.client.list_files(item.id, _sha(item)):
             if isinstance(it, RepoFile) and gguf_names([it.path]) and len(files) < MAX_GGUF_NAMES:

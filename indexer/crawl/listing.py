@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from ..catalog.models import ScopeCursor
 from ..errors import Cancelled, HubUnreachable
 from ..hub.client import BudgetExhausted, HubClient, Listed
+from .fetch import describe
 
 LISTING_MARGIN = timedelta(hours=1)  # the Hub's listing index may lag a commit by minutes
 CAUSAL_LM_PIPELINES = ("text-generation", "image-text-to-text")
@@ -97,8 +98,6 @@ class ScopeListing:
 
     def items(self) -> Iterator[Listed]:
         """The kept repos of every pass; a failing pass is recorded in ``errors`` and the next one goes on."""
-        from .fetch import describe
-
         for p in self.passes:
             try:
                 yield from self._walk(p)

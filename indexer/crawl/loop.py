@@ -27,7 +27,9 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from huggingface_hub.errors import RepositoryNotFoundError
 from sqlalchemy import select
+from tqdm import tqdm
 
 from ..catalog.blobstore import BlobStore
 from ..catalog.db import (
@@ -242,8 +244,6 @@ class Crawler(RunRecord):
             self.counts["gone"] += len(stale)
 
     def _gone_by_id(self, session, repo_id: str, exc) -> None:
-        from huggingface_hub.errors import RepositoryNotFoundError
-
         if isinstance(exc, RepositoryNotFoundError):
             row = session.execute(select(Repo).where(Repo.repo_id == repo_id)).scalar_one_or_none()
             if row is not None and row.status != "gone":
@@ -444,8 +444,6 @@ def crawl(db: str | None, options: CrawlOptions, *, progress: bool | None = None
     show = (not options.quiet and sys.stderr.isatty()) if progress is None else progress
     bar = None
     if show:
-        from tqdm import tqdm
-
         bar = tqdm(total=options.limit, unit="repo", file=sys.stderr, dynamic_ncols=True)
     try:
         return Crawler(db, options, progress=bar).run()

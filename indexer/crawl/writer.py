@@ -41,7 +41,7 @@ from ..catalog.models import (
 from ..engines import LLAMACPP_COMMIT, gguf_buckets, gguf_signature
 from ..engines.heads import parse_head, target_shape
 from ..files import CONFIG_FILE, TOKENIZER_FILES, InputError
-from ..gguf.file import model_files, split_info
+from ..gguf.names import model_files, split_info
 from ..hub.client import Listed, TransientError
 from ..hub.listed import base_models_from_tags
 from ..speed.quant import from_gguf_file_type

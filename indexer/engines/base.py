@@ -32,6 +32,7 @@ from ..gguf.vocab import GGUFVocab
 from ..speed.gate import DraftGate
 from ..vocab import agreement as _agreement
 from ..vocab.archconfig import ArchFacts
+from . import tables
 from .archrules import WRONG_OUTPUT, ArchRule, Ranged, at_release, matching, worst
 from .headrules import NO_HEADS, Heads
 
@@ -258,8 +259,6 @@ def _pick(name: str, rows: tuple, release: str, releases: tuple):
 def resolve(e: Engine, release: str) -> Engine:
     """``e`` with its ranged fields at ``release``, their citations at that release's lines where the audit
     re-pinned them (:func:`indexer.engines.tables.relined`)."""
-    from . import tables
-
     places = tables.relined(e.name, release)
     changes = {name: _pick(name, rows, release, e.releases) for name, rows in e.ranged.items()}
     if places:

@@ -9,7 +9,9 @@ import json
 # the llama.cpp version the GGUF layer transcribes (one place), and the error prefix of a converter path the
 # indexer does not reproduce
 from ..gguf import LLAMACPP_COMMIT, NOT_MODELLED
+from ..gguf.names import hf_matches, split_info
 from ..speed.gate import DraftGate
+from ..speed.quant import from_gguf_file_type
 from .archrules import ArchRule, Head, StateIn
 from .base import GGUF_CLASS_KEY, NO_SPECULATION, REFUSED, UNKNOWN, WORKS, Side, SpeedProfile, Verdict, released
 from .flags import convert_outtypes, quantize_types
@@ -204,9 +206,6 @@ def hub_tag(files: list[tuple[str, str | None]], quant: str) -> str | None:
     catalog's list of its model files (path, the type its name says); None when the repo has no such file, or
     when every such file's tag would also pick a file of another type (llama-server takes the first path that
     matches, in the Hub's tree order: common/download.cpp:655-673 ``find_best_model``)."""
-    from ..gguf.file import hf_matches, split_info
-    from ..speed.quant import from_gguf_file_type
-
     def at(named: str | None) -> bool:
         q = from_gguf_file_type(named) if named else None
         return q is not None and q.name.upper() == quant.upper()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import deferred
 from ..errors import is_panic
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError
 from .archs import INTERNS1_GUARDED, MAPPED_UNREGISTERED, SUPPORTED, VOCAB_PATH
@@ -43,9 +44,8 @@ def load_hparams(directory: Path, max_bytes: int) -> dict:
 
 def _class_default_vocab_size(directory: Path) -> int | None:
     try:
-        from transformers import AutoConfig
-
-        return getattr(AutoConfig.from_pretrained(str(directory), trust_remote_code=False), "vocab_size", None)
+        config = deferred.transformers.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+        return getattr(config, "vocab_size", None)
     except Exception:
         return None
 

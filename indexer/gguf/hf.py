@@ -29,16 +29,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+from tokenizers.models import BPE
 
 from ..errors import ConverterError, NotModelled
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, check_size
 from ..files import read_json as _read_json
 from .tfconfig import CONFIG_MODEL_TYPES
 from .tfmap import FAST_BY_MODEL_TYPE, KNOWN_CLASSES, SLOW_ONLY_MODEL_TYPES
-
-if TYPE_CHECKING:
-    from tokenizers import Tokenizer
 
 _CACHE: ContextVar[dict | None] = ContextVar("gguf_json_cache", default=None)
 
@@ -192,8 +191,6 @@ def _read_merges_qwen2(path: Path) -> list[tuple]:
 
 
 def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
-    from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
-    from tokenizers.models import BPE
 
     vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
     if cls in SPM_BACKED:
@@ -244,7 +241,6 @@ def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
 def _bert_normalizer(backend, tc: dict) -> None:
     """BertTokenizerFast.__init__ rebuilds the normalizer from do_lower_case/strip_accents/tokenize_chinese_chars
     when they differ from tokenizer.json's (models/bert/tokenization_bert_fast.py:86-101 in 4.57.6)."""
-    from tokenizers import normalizers
 
     if backend.normalizer is None:
         return
@@ -258,7 +254,6 @@ def _bert_normalizer(backend, tc: dict) -> None:
 
 def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> HFTokenizer:
     """AutoTokenizer.from_pretrained(directory) as transformers 4.57.6 builds it (see the module docstring)."""
-    from tokenizers import AddedToken, Tokenizer, processors
 
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     try:

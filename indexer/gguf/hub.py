@@ -1,7 +1,7 @@
 """GGUF-only repos in the crawl: read one GGUF header over HTTP ranges, keyed by the file's LFS sha256.
 
 A repo whose root holds ``*.gguf`` files and no tokenizer files (quantizer repos) is read from the key/value
-section of one file: the smallest first shard of a model file (``gguf_file.choose_file``, llama-server's own
+section of one file: the smallest first shard of a model file (``names.choose_file``, llama-server's own
 name rules). Paths-info gives every file's size and LFS sha256 before any byte is read; a sha256 already in
 the catalog (or read earlier in the run: mirrors, re-uploads) costs no request. Otherwise
 ``gguf_header.read_kv_section`` asks ``HubClient.read_range`` for one range big enough for typical
@@ -14,8 +14,9 @@ import hashlib
 import threading
 from dataclasses import dataclass
 
-from .file import GGUFFile, choose_file, facts_from_header, is_model_file, split_info
+from .file import GGUFFile, facts_from_header
 from .header import DEFAULT_MAX_KV_BYTES, FIRST_READ, read_kv_section
+from .names import choose_file, is_model_file, split_info
 
 GGUF_SET_PREFIX = b"gguf-lfs-sha256:"
 

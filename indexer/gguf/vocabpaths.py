@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from .. import deferred
 from ..files import check_size
 from .hf import ConverterError, NotModelled, load_hf_tokenizer, read_json, read_optional_json
 from .prehash import CHKTXT, PRE_BY_HASH
@@ -73,10 +74,8 @@ def _sentencepiece(directory: Path, hparams: dict, max_bytes: int) -> Written:
 
 
 def _load_sentencepiece(path: Path, max_bytes: int):
-    import sentencepiece as spm
-
     check_size(path, max_bytes)
-    sp = spm.SentencePieceProcessor()
+    sp = deferred.sentencepiece.SentencePieceProcessor()
     try:
         sp.LoadFromFile(str(path))
     except Exception as e:

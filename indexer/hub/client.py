@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from itertools import islice
 from urllib.parse import urlencode
 
+from huggingface_hub import hf_hub_url
+from huggingface_hub.hf_api import ModelInfo
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status, http_stream_backoff
+
 from .. import __version__
 from ..errors import TransientError
 from .guard import Cancelled, HubUnreachable
@@ -89,9 +93,6 @@ class HubClient(HubSession):
         whole ``Retry-After`` (utils/_http.py:534-561) whatever the run's deadline, while ``_with_retries`` holds
         the api bucket until the reset and refuses to wait past ``--max-minutes`` (``BudgetExhausted``: the
         caller keeps this page's URL and the next run reads on from it)."""
-        from huggingface_hub.hf_api import ModelInfo
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
         headers = build_hf_headers(token=self._token, library_name=LIBRARY_NAME, library_version=__version__)
 
         def get():
@@ -163,9 +164,6 @@ class HubClient(HubSession):
         ``HfFileSystemFile._fetch_range`` reads (hf_file_system.py:1575-1583). The Hub redirects an LFS file to
         its CDN, which answers 206 with ``Content-Range``; a server that ignores the range (200) is read only up
         to ``end`` and the connection closed, so a whole multi-GB file is never pulled."""
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
         safe_name(filename)
         if not 0 <= start < end:
             raise ValueError(f"bad range [{start}, {end})")
@@ -195,9 +193,6 @@ class HubClient(HubSession):
         return self._with_retries(f"read {repo_id}/{filename} bytes {start}-{end - 1}", get)
 
     def _get_blob(self, repo_id: str, sha: str, filename: str, limit: int) -> bytes:
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_stream_backoff
-
         url = hf_hub_url(repo_id, filename, revision=sha, endpoint=self.endpoint)
         headers = build_hf_headers(token=self._token, library_name=LIBRARY_NAME, library_version=__version__)
         # our _with_retries retries (429 after the announced reset, 5xx, transport errors): none here

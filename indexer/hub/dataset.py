@@ -27,6 +27,21 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from huggingface_hub import CommitOperationAdd, HfApi, constants, hf_hub_download
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils import (
+    are_progress_bars_disabled,
+    disable_progress_bars,
+    enable_progress_bars,
+    validate_repo_id,
+)
+from tqdm import tqdm
+
 from .. import __version__
 from ..errors import DatasetError
 
@@ -63,9 +78,6 @@ class DatasetRepo:
     """One dataset repo on one endpoint, with one token (or none: public reads)."""
 
     def __init__(self, repo_id: str, *, endpoint: str | None = None, token: str | None = None):
-        from huggingface_hub import HfApi, constants
-        from huggingface_hub.utils import validate_repo_id
-
         constants.HF_HUB_DISABLE_XET = True  # as HubSession does, for a process that imported the client first
         if constants.HF_HUB_OFFLINE:
             raise DatasetError("HF_HUB_OFFLINE is set: the Hub cannot be reached; unset it to publish or pull")
@@ -83,8 +95,6 @@ class DatasetRepo:
 
     def _fail(self, e, doing: str) -> DatasetError:
         """One line for a refused or failed call: access problems exit 2, the rest (network, 5xx) exit 1."""
-        from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
-
         status = _status(e)
         if isinstance(e, RepositoryNotFoundError):
             return DatasetError(f"dataset {self.repo_id} not found on {self.endpoint} (or the token cannot see it)")
@@ -114,8 +124,6 @@ class DatasetRepo:
 
     def download(self, path: str, sha: str, local_dir: Path) -> Path:
         """``hf_hub_download`` of one file at commit ``sha`` into ``local_dir`` (a progress bar for big files)."""
-        from huggingface_hub import hf_hub_download
-
         try:
             return Path(hf_hub_download(self.repo_id, path, repo_type="dataset", revision=sha,
                                         local_dir=str(local_dir), endpoint=self.endpoint, token=self._token or False,
@@ -127,9 +135,6 @@ class DatasetRepo:
 
     def read_json(self, path: str, sha: str, scratch: Path) -> dict | None:
         """A JSON file of the repo at ``sha`` (None when the repo has no such file)."""
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import RemoteEntryNotFoundError
-
         try:
             local = hf_hub_download(self.repo_id, path, repo_type="dataset", revision=sha, local_dir=str(scratch),
                                     endpoint=self.endpoint, token=self._token or False,
@@ -156,8 +161,6 @@ class DatasetRepo:
         The client's own bars (one per LFS file and one over them) are off; ``progress``: one bar of the bytes
         read for the upload instead (a terminal only: a log gets no escape codes).
         """
-        from huggingface_hub import CommitOperationAdd
-
         ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(f)) for p, f in sorted(files.items())]
         waits = 0
         while True:
@@ -194,15 +197,11 @@ class _Counted(io.BufferedReader):
 @contextmanager
 def _one_bar(ops, progress: bool):
     """The client's bars off for the commit; with ``progress`` one bar of every file's bytes instead."""
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
     was_off = are_progress_bars_disabled()
     disable_progress_bars()
     bar, opened = None, []
     try:
         if progress:
-            from tqdm import tqdm
-
             bar = tqdm(total=sum(os.path.getsize(op.path_or_fileobj) for op in ops), unit="B", unit_scale=True,
                        desc="upload", dynamic_ncols=True)
             for op in ops:  # upload_info (sizes, sha256) was read from the path already

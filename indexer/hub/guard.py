@@ -36,11 +36,12 @@ import zlib
 from contextlib import contextmanager
 
 import httpx2
+from huggingface_hub import constants
 
 from ..errors import AnswerRefused, CallTimedOut, Cancelled, HubUnreachable
+from . import DEFAULT_CALL_SECONDS
 from .pacing import BudgetExhausted
 
-DEFAULT_CALL_SECONDS = 120.0
 # One API answer, decoded. A listing page of 1,000 items with every field the crawl expands is a few MB.
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 ANSWER_ENCODINGS = "gzip, deflate"  # what an API request accepts: the encodings counted below
@@ -74,8 +75,6 @@ class Guard:
     @contextmanager
     def call(self, what: str):
         """Everything the client sends inside this block shares one overall budget."""
-        from huggingface_hub import constants
-
         if constants.HF_HUB_OFFLINE:  # the client refuses every request (utils/_http.py:293-296): say so once
             raise HubUnreachable(f"HF_HUB_OFFLINE is set, so huggingface_hub sends no request to {self.endpoint}; "
                                  "unset it to crawl")

@@ -32,6 +32,12 @@ import threading
 import time
 from pathlib import Path
 
+import httpx2
+from huggingface_hub import HfApi, constants, get_token
+from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.utils import _http
+from huggingface_hub.utils._http import parse_ratelimit_headers
+
 from .. import __version__
 from ..errors import TransientError
 from .guard import (
@@ -78,7 +84,6 @@ def _install_hook() -> None:
     with _OBS_LOCK:
         if _HOOK_INSTALLED:
             return
-        from huggingface_hub.utils import _http
 
         def factory():  # the client's own factory (utils/_http.py:341-349), our two hooks, our deadlines
             return guarded_client(
@@ -171,8 +176,6 @@ class HubSession:
         call_timeout: float = DEFAULT_CALL_SECONDS,
         unreachable_after: tuple[float, int] = PATIENT,
     ):
-        from huggingface_hub import HfApi, constants
-
         constants.HF_HUB_DISABLE_XET = True  # see indexer/__init__.py: plain HTTP, counted, no CAS
         # No telemetry (indexer/__init__.py sets HF_HUB_DISABLE_TELEMETRY=1 before the import): read at call
         # time in _http_user_agent (utils/_headers.py:183-189), it skips detect_agent's unpaced
@@ -224,8 +227,6 @@ class HubSession:
                 self._has_token = True
             else:
                 try:
-                    from huggingface_hub import get_token
-
                     self._has_token = bool(get_token())
                 except Exception:
                     self._has_token = False
@@ -267,8 +268,6 @@ class HubSession:
                 self.list_calls += 1
 
     def _on_response(self, response) -> None:
-        from huggingface_hub.utils._http import parse_ratelimit_headers
-
         request = response.request
         url = str(request.url)
         if request.method == "GET" and response.status_code in (200, 206) and "/api/" not in url:
@@ -329,9 +328,6 @@ class HubSession:
     # -- retries -----------------------------------------------------------------------------------
     def _retryable(self, exc) -> tuple[bool, int | None]:
         """(retry?, status) for an exception of a call, looking through the client's wrappers."""
-        import httpx2
-        from huggingface_hub.errors import HfHubHTTPError
-
         for e in _cause_chain(exc):
             if isinstance(e, (BudgetExhausted, HubUnreachable, Cancelled, CallTimedOut)):
                 raise e  # the run's limits: never retried here (indexer/hub/guard.py)

@@ -15,6 +15,8 @@ import random
 import shutil
 from collections import Counter
 
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
 from .repos import HUB_META_FILE, git_blob_sha1, hub_date, split_flat_name
 
 FAMILIES = [  # (name, model_type, architecture, special tokens (bos, eos, unk or None))
@@ -64,8 +66,6 @@ def random_merges(rng: random.Random, vocab: dict[str, int], letters: list[str],
 
 def build_bpe_tokenizer(rng: random.Random, n_merges: int, specials: list[str]) -> bytes:
     """A small, valid byte-level BPE tokenizer.json (random merges over letters; deterministic per rng)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
     vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
     merges = random_merges(rng, vocab, list("abcdefghijklmnopqrstuvwxyzĠ"), n_merges)
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))

@@ -32,6 +32,8 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, quote
 
+import yaml
+
 from .datasets import REGULAR_LIMIT, DatasetRepo, lfs_patterns, tracked
 from .resolve import clean_repo_path
 from .wire import HttpError, Response, json_response, token_of
@@ -400,8 +402,6 @@ def validate_yaml(body: bytes) -> Response:
     (huggingface_hub ``hf_api.py:5185-5192``, ``:11679-11719``): 400 with ``errors`` for metadata the Hub would
     not accept (YAML that does not parse or is no mapping; ``configs`` entries without ``config_name`` or
     ``data_files``), else ``warnings`` (an empty metadata block)."""
-    import yaml
-
     try:
         content = json.loads(body)["content"]
     except (ValueError, KeyError, TypeError):

@@ -41,10 +41,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from gguf.constants import GGUFValueType
+from huggingface_hub import constants
+from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+from sqlalchemy import func, select
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+from ..catalog.compute import compute
 from ..catalog.db import DEFAULT_DEMO_DB, open_catalog, resolve_url, session_factory, sqlite_path, upgrade
 from ..catalog.dburl import sqlite_file
+from ..catalog.models import Repo
+from ..crawl.loop import CrawlOptions, crawl
 from ..gguf.predict import predict_gguf
 from ..hubsim import HubServer
+from ..hubsim.gguf_repos import write_vocab_gguf
 from ..hubsim.repos import HUB_META_FILE, hub_date
 from ..hubsim.synthetic import build_bpe_tokenizer, random_merges
 from ..scratch import scratch_dir
@@ -112,8 +122,6 @@ def _added(content: str) -> dict:
 
 def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
     """tokenizer.json + tokenizer_config.json + special_tokens_map.json for a family (deterministic)."""
-    from tokenizers import Tokenizer
-
 
     _, _, _, seed, merges, (bos, eos, unk) = FAMILIES[family]
     specials = list(dict.fromkeys(t for t in (bos, eos, unk) if t))
@@ -143,8 +151,6 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     pre-tokenizer hash to recognise: ``indexer/gguf/vocabpaths.py`` ``_llama_hf``), so the demo shows
     llama.cpp drafts; the byte-level families show what it refuses.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
 
     vocab = {t: i for i, t in enumerate(specials)}
     vocab.update({f"<0x{b:02X}>": len(vocab) + b for b in range(256)})
@@ -234,10 +240,6 @@ def build_demo_hub(out_dir) -> dict:
 def _gguf_repo(out: Path, rid: str, base: str, extra: dict) -> None:
     """The quants of ``base`` as llama.cpp's converter would write its vocabulary (indexer.gguf.predict predicts it),
     written with the gguf package's GGUFWriter and padded like real multi-GB files (sparse)."""
-    from gguf.constants import GGUFValueType
-
-    from ..hubsim.gguf_repos import write_vocab_gguf
-
     vocab = predict_gguf(out / base)
     assert vocab.tokens is not None  # predicted from the base's files
     rename = {vocab.tokens.index(old): new for old, new in extra.get("rename", {}).items()}
@@ -278,8 +280,6 @@ def _online_for_local_hub():
     not block it. huggingface_hub reads the setting once, at import (``constants.py:194``), and every request
     checks ``constants.HF_HUB_OFFLINE`` through ``is_offline_mode`` (``constants.py:197-213``,
     ``utils/_http.py:293-296``): lift it for the demo crawl only."""
-    from huggingface_hub import constants
-
     old = constants.HF_HUB_OFFLINE
     constants.HF_HUB_OFFLINE = False
     try:
@@ -319,8 +319,6 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     log(f"demo hub: {len(meta)} repos in 3 families, tokenizers built with the `tokenizers` library, in {hub_dir}")
     with _env(INDEXER_FAMILIES=str(hub_dir / "families.toml"), HF_HUB_OFFLINE=None,
               HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1"):
-        from ..crawl.loop import CrawlOptions, crawl
-
         discard_damaged(db, log)
         upgrade(db)
         with HubServer(str(hub_dir)) as hub, _online_for_local_hub():
@@ -336,7 +334,6 @@ def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     gated = _status_of(db, DEMO_GATED)
     if gated is not None:
         log(f"gated {DEMO_GATED}: {gated[0]} ({gated[1]})")
-    from ..catalog.compute import compute
 
     stats = compute(db)
     log(f"computed compatibility classes for {stats.get('repos')} repos")
@@ -349,8 +346,6 @@ DEMO_DATASET = "demo/catalog"
 
 def round_trip(db: str, *, log=print) -> dict:
     """Publish the catalog to a dataset of an empty Hub imitation and pull it into a temp dir: one log line."""
-
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
 
     token = "demo-write-token"  # the imitation's own; never written anywhere
@@ -410,19 +405,11 @@ def _damaged_sqlite(db: str) -> tuple[str, str] | None:
 
 def _statuses(db) -> dict[str, int]:
     """How many repos of the catalog hold each status."""
-    from sqlalchemy import func, select
-
-    from ..catalog.models import Repo
-
     with session_factory(open_catalog(db))() as session:
         return dict(session.execute(select(Repo.status, func.count()).group_by(Repo.status)).all())
 
 
 def _status_of(db, repo_id: str):
-    from sqlalchemy import select
-
-    from ..catalog.models import Repo
-
     with session_factory(open_catalog(db))() as session:
         return session.execute(select(Repo.status, Repo.reason).where(Repo.repo_id == repo_id)).first()
 

@@ -32,6 +32,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+from huggingface_hub import get_token
+
 from .. import __version__
 from ..answer.query import open_reader, run_query
 from ..catalog.db import resolve_url, sqlite_path
@@ -111,9 +116,6 @@ BATCH = 50_000
 def export_parquet(snapshot: Path, out_dir: Path, answers_db: str | None = None) -> dict[str, int]:
     """Write the browsable tables as Parquet under ``out_dir``; returns rows per config. The ``drafts`` are
     answered on ``answers_db`` (the catalog ``--db`` names, with its token store; None here: the snapshot)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     rows_out = {}
     con = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
     try:
@@ -143,17 +145,12 @@ def export_parquet(snapshot: Path, out_dir: Path, answers_db: str | None = None)
 
 
 def _schema(cols):
-    import pyarrow as pa
-
     types = {"string": pa.string(), "int64": pa.int64(), "bool": pa.bool_(), "float64": pa.float64()}
     return pa.schema([(c, types[t]) for c, t in cols])
 
 
 def export_drafts(db: str, dest: Path, targets: int = DRAFT_TARGETS) -> int:
     """The ranked drafts ``indexer query`` gives each of the ``targets`` most downloaded ok repos, per engine."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
 
     rows = []
     reader = open_reader(db)
@@ -209,8 +206,6 @@ def token_archive(root: Path, dest: Path, public: set[str] | None = None) -> dic
 
 def card(repo_id: str, manifest: dict) -> str:
     """The dataset card: YAML metadata (license, tags, ``configs`` naming the Parquet files) and how to pull."""
-    import yaml
-
     meta = {
         "license": "apache-2.0",
         "pretty_name": "indexer catalog: which draft models can speculate for which targets",
@@ -286,8 +281,6 @@ def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None,
                    sleep=None, log=lambda _m: None, progress: bool = False) -> dict:
     """Build the snapshot and commit it to the dataset ``repo_id``; returns what was done (``status``
     ``published`` or ``unchanged``, the commit, the manifest). ``progress``: one upload bar (a terminal's)."""
-
-    from huggingface_hub import get_token
 
 
     token = token or get_token()

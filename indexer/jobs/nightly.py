@@ -17,7 +17,13 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from sqlalchemy import select
+
+from ..catalog.compute import compute
 from ..catalog.db import open_catalog, resolve_url, session_factory, sqlite_path, upgrade
+from ..catalog.models import ScopeCursor
+from ..crawl.families import load_families
+from ..crawl.loop import CrawlFailed, CrawlInterrupted, CrawlOptions, crawl
 from ..errors import EXIT_FAILED, EXIT_LOCKED, LockBusy  # noqa: F401  (re-exported: the CLI imports them here)
 from ..lockfile import lock_holder
 from .hubpublish import publish_to_hub
@@ -71,8 +77,6 @@ def run_crawl(db, endpoint, families, max_minutes=None, max_api_calls=None, requ
 
     A time-boxed crawl that ends ``partial`` is a success: the next night starts with what is left.
     """
-    from ..crawl.loop import CrawlOptions, crawl
-
     # CrawlFailed / CrawlInterrupted carry the run's counts in ``.summary`` (kept in the report).
     opts = CrawlOptions(families=tuple(families), endpoint=endpoint, quiet=True, max_minutes=max_minutes,
                         max_api_calls=max_api_calls, full_listing=full_listing)
@@ -86,10 +90,6 @@ def full_listing_due(db: str | None, days: float | None) -> bool:
     listing is complete anyway, nothing to force)."""
     if not days:
         return False
-
-    from sqlalchemy import select
-
-    from ..catalog.models import ScopeCursor
 
     with session_factory(open_catalog(db))() as session:
         rows = session.scalars(select(ScopeCursor.full_at)).all()
@@ -128,8 +128,6 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
 
     started = time.perf_counter()
     if not families:
-        from ..crawl.families import load_families
-
         families = [f.name for f in load_families()]
     rep: dict = {
         "status": "running",
@@ -167,7 +165,6 @@ def _run(db, families, endpoint, publish_dir, report_path, lock, max_minutes=Non
         crawl_status = _get(crawl_result, "status")
         if crawl_status not in (None, "ok", "partial"):
             raise RuntimeError(f"crawl ended with status {crawl_status}")
-        from ..catalog.compute import compute
 
         step("compute", lambda: compute(db))
 
@@ -206,15 +203,11 @@ def _hub_summary(done: dict) -> dict:
 
 
 def _interrupted(e: BaseException) -> bool:
-    from ..crawl.loop import CrawlInterrupted
-
     return isinstance(e, (KeyboardInterrupt, CrawlInterrupted))
 
 
 def _reason(e: BaseException) -> str:
     """The cause in words: the crawl's own one-line message, else the exception's."""
-    from ..crawl.loop import CrawlFailed
-
     if isinstance(e, CrawlFailed):
         return f"crawl failed: {e}"
     return f"{type(e).__name__}: {e}"

@@ -28,9 +28,13 @@ from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import yaml
+from sqlalchemy import create_engine, select
+
 from ..answer.query import open_reader
 from ..answer.validate import output_dir
 from ..catalog.db import CatalogError, missing_hint, read_only_uri, resolve_url, safe_url, sqlite_path, upgrade
+from ..catalog.models import Base
 from ..catalog.published import public_token_shas, redact, token_sha
 from ..catalog.tokenstore import default_root
 from ..engines import ENGINES
@@ -70,10 +74,6 @@ def export_sqlite(db: str | None, dest: Path) -> dict:
     The file is created by the real migrations (same schema, indexes and alembic revision), then
     every table of the models' metadata is copied with SQLAlchemy Core in batches, parents first.
     """
-    from sqlalchemy import create_engine, select
-
-    from ..catalog.models import Base
-
     url = resolve_url(db)
     try:
         src = create_engine(url)
@@ -106,8 +106,6 @@ def export_sqlite(db: str | None, dest: Path) -> dict:
 def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
     """indexer/data/metadata.yml with its database section keyed by ``db_name`` (datasette uses the file stem)
     and the engine lists taken from the registry, so the home page names every engine."""
-    import yaml
-
 
     names = [e.display for e in ENGINES.values()]
     text = METADATA_PATH.read_text(encoding="utf-8")
@@ -122,8 +120,6 @@ def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
 
 def write_metadata(path: Path, db_name: str = METADATA_DB_KEY) -> Path:
     """Write the datasette metadata for ``db_name`` to ``path`` (datasette reads it from a file)."""
-    import yaml
-
     path.write_text(yaml.safe_dump(load_metadata(db_name), sort_keys=False, allow_unicode=True), "utf-8")
     return path
 
@@ -430,7 +426,6 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
             if out / PUBLISHED_DB == src.resolve():
                 raise PublishError(f"OUTDIR {out} holds the catalog itself; publish into another directory")
         db_info = compact_into(src, out / PUBLISHED_DB)
-    import yaml
 
     _atomic_write(out / "metadata.yml", yaml.safe_dump(load_metadata(), sort_keys=False, allow_unicode=True))
     package = package_path()  # the installed package (a wheel in site-packages, or the checkout)

@@ -36,6 +36,9 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from huggingface_hub import get_token
+from huggingface_hub.utils import disable_progress_bars
+
 from ..catalog.db import resolve_url, sqlite_path, upgrade
 from ..catalog.measurements import COLUMNS
 from ..catalog.snapshot import check_revision, integrity, schema_differences
@@ -43,6 +46,7 @@ from ..catalog.tokenstore import check_item, default_root
 from ..errors import DatasetError
 from ..files import fsync_dir, sha256_file
 from ..hub.dataset import DatasetRepo
+from ..hub.session import RequestCounter
 from .hubpublish import MANIFEST, SNAPSHOT, TOKENS
 
 DEFAULT_CATALOG_REPO = "indexer-project/catalog"  # the published catalog; INDEXER_CATALOG_REPO overrides it
@@ -213,8 +217,6 @@ def pull(db: str | None = None, *, repo: str | None = None, revision: str = "mai
     """Make the published catalog of ``repo`` at ``revision`` the catalog ``db``; returns what was done
     (``status`` ``unchanged`` or ``pulled``, the commit, sha256, bytes downloaded, migration, ``requests``: the
     HTTP requests it sent, redirects followed included)."""
-    from ..hub.session import RequestCounter
-
     with RequestCounter() as counter:
         done = _pull(db, repo=repo, revision=revision, endpoint=endpoint, token=token, progress=progress, log=log)
     return {**done, "requests": counter.requests}
@@ -222,9 +224,6 @@ def pull(db: str | None = None, *, repo: str | None = None, revision: str = "mai
 
 def _pull(db: str | None, *, repo: str | None, revision: str, endpoint: str | None, token: str | None,
           progress: bool, log) -> dict:
-    from huggingface_hub import get_token
-    from huggingface_hub.utils import disable_progress_bars
-
 
     path = sqlite_path(resolve_url(db))
     if path is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .. import deferred
 from ..engines.server import Reading
 from ..errors import BadInput, MeasureFailed
 from .prompts import prompts
@@ -37,13 +38,13 @@ def _load(path: str, role: str):
         raise BadInput(f"--engine transformers runs local directories only (it never downloads weights); the "
                        f"{role} {path!r} is not a directory")
     try:
-        import torch  # noqa: F401
-        from transformers import AutoModelForCausalLM
+        deferred.torch  # noqa: B018 - its ImportError, in words
+        auto_model = deferred.transformers.AutoModelForCausalLM
     except ImportError:
         raise BadInput("--engine transformers needs torch and transformers importable here "
                        "(pip install torch transformers)") from None
     try:
-        return AutoModelForCausalLM.from_pretrained(path, trust_remote_code=False, local_files_only=True).eval()
+        return auto_model.from_pretrained(path, trust_remote_code=False, local_files_only=True).eval()
     except Exception as e:  # noqa: BLE001 - any loader failure, in one line
         raise MeasureFailed(f"transformers cannot load the {role} {path}: {str(e).splitlines()[0][:300]}") from None
 
@@ -83,15 +84,13 @@ class _Counted:
 
 
 def _generate(model, tokenizer, inputs, max_tokens: int, assistant=None) -> tuple[list[int], float]:
-    import torch
-
     kwargs = {"do_sample": False, "max_new_tokens": max_tokens, "min_new_tokens": max_tokens,
               "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else
               tokenizer.eos_token_id}
     if assistant is not None:
         kwargs["assistant_model"] = assistant
     start = time.perf_counter()
-    with torch.no_grad():
+    with deferred.torch.no_grad():
         out = model.generate(**inputs, **kwargs)
     return out[0, inputs["input_ids"].shape[1]:].tolist(), time.perf_counter() - start
 
@@ -100,11 +99,9 @@ def measure_local(target: str, draft: str, *, hardware: str | None = None, task:
                   max_tokens: int = 64, runs: int = 1, draft_tokens: int | None = None,
                   db: str | None = None) -> dict:
     """The measurement of the pair on this machine, as :func:`indexer.measure.run.measure` returns it."""
-    import transformers
-    from transformers import AutoTokenizer
-
+    transformers = deferred.transformers
     t_model, d_model = _load(target, "target"), _load(draft, "draft")
-    tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=False, local_files_only=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(target, trust_remote_code=False, local_files_only=True)
     gamma = draft_tokens or DEFAULT_DRAFT_TOKENS
     d_model.generation_config.num_assistant_tokens = gamma
     d_model.generation_config.num_assistant_tokens_schedule = "constant"

@@ -9,9 +9,11 @@ import sqlite3
 from functools import partial
 from urllib.parse import urlencode
 
+import datasette.handle_exception as default_handler
 from datasette import hookimpl
 from datasette.utils.asgi import Response
 from datasette.views.special import JsonDataView
+from jinja2 import ChoiceLoader, FileSystemLoader
 from markupsafe import Markup, escape
 
 from .. import __version__
@@ -226,8 +228,6 @@ def startup(datasette):
     prints each exception a request raises through rich when rich is installed (typer brings it), so one
     timed-out or refused ``?sql=`` query wrote 80 KB to the server's log. A 500 still prints its plain
     traceback (:41-44)."""
-    import datasette.handle_exception as default_handler
-
     default_handler.rich = None
 
 
@@ -259,8 +259,6 @@ def databases_json(datasette):
 @hookimpl
 def prepare_jinja2_environment(env, datasette):
     """Put the plugin's templates first (index.html override, the question pages) and add filters."""
-    from jinja2 import ChoiceLoader, FileSystemLoader
-
 
     env.loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES_DIR)), env.loader])
     env.filters["params"] = fmt_params

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
+from .. import deferred
 from ..resources import package_path
 from . import TRANSFORMERS_LOCK
 
@@ -44,7 +45,7 @@ def grade(figure: float) -> str:
 
 @lru_cache(maxsize=1)
 def reference_parts() -> tuple[str, ...]:
-    """The reference text's parts, in order (package data, found with importlib.resources)."""
+    """The reference text's parts, in order (package data: indexer/resources.py)."""
 
     root = package_path("vocab", "reference_text")
     return tuple(root.joinpath(name).read_text("utf-8") for name in REFERENCE_PARTS)
@@ -67,9 +68,8 @@ def load_tokenizer(directory):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
     with TRANSFORMERS_LOCK:  # the load; the tokenizers library then encodes without the GIL
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+        return deferred.transformers.AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False,
+                                                                  local_files_only=True)
 
 
 def count_with(tok) -> dict[int, int]:

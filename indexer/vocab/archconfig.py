@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
+from .. import deferred
 from ..errors import AmbiguousTextConfig
 from . import TRANSFORMERS_LOCK
 from .params import speed_facts
@@ -227,9 +228,8 @@ def _type_default(model_type: str) -> int | None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # as vocab/fingerprint.py: no banner in the output
     try:
         with TRANSFORMERS_LOCK:
-            from transformers import AutoConfig
-
-            value = getattr(AutoConfig.for_model(model_type).get_text_config(), "max_position_embeddings", None)
+            text_config = deferred.transformers.AutoConfig.for_model(model_type).get_text_config()
+            value = getattr(text_config, "max_position_embeddings", None)
     except Exception:  # noqa: BLE001 - an unknown model type (or no transformers): the engines' own default
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

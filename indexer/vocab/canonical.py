@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..files import orjson_module
+from .. import deferred
 
 
 def canonical_bytes(vocab: dict[str, int]) -> bytes:
@@ -65,7 +65,7 @@ def _dense_canonical(by_id: list[str]) -> bytes:
     n = len(by_id)
     if n == 0:
         return b"[]"
-    orjson = orjson_module()
+    orjson = deferred.orjson
     awkward = [i for i, token in enumerate(by_id) if token[-2:] == '",']
     tokens = list(by_id) if awkward else by_id
     for k, i in enumerate(awkward):

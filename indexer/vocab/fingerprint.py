@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
+from importlib.metadata import version
 from pathlib import Path
 
+from .. import deferred
 from ..errors import NeedsReference, is_panic
 from ..files import (
     DEFAULT_MAX_FILE_BYTES,
@@ -229,9 +231,8 @@ def _reference(directory: Path, max_bytes: int) -> Fingerprint:
     tj = read_optional_json(directory, "tokenizer.json", max_bytes)
     try:
         with TRANSFORMERS_LOCK:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False, local_files_only=True)
+            tok = deferred.transformers.AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False,
+                                                                      local_files_only=True)
     except BaseException as e:  # a tokenizers panic is a BaseException: one line too
         if not (isinstance(e, Exception) or is_panic(e)):
             raise
@@ -294,8 +295,6 @@ def fingerprint_dir(
 
 def transformers_version() -> str | None:
     """The installed transformers' version, recorded beside fingerprints (its rules are what they follow)."""
-    from importlib.metadata import version  # here: it imports email and socket, a third of a query's start
-
     try:
         return version("transformers")
     except Exception:

@@ -5,6 +5,8 @@ choice without importing transformers. ``tests/test_hf_tables.py`` fails when th
 the installed transformers; regenerate them with ``python -m indexer.vocab.hf_tables`` after an upgrade.
 """
 
+from .. import deferred
+
 # BEGIN GENERATED
 TRANSFORMERS_VERSION = '5.24.0'
 
@@ -383,8 +385,7 @@ MODEL_IDS_TO_TOKENIZERS_BACKEND = (
 
 def live_tables() -> tuple[dict, frozenset, tuple]:
     """The same tables read from the installed transformers (slow import; tests and regeneration)."""
-    from transformers.models.auto import tokenization_auto as ta
-
+    ta = deferred.tokenization_auto
     return (
         dict(ta.TOKENIZER_MAPPING_NAMES),
         frozenset(ta.MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS),
@@ -394,10 +395,8 @@ def live_tables() -> tuple[dict, frozenset, tuple]:
 
 def render(source: str) -> str:
     """``source`` (this module's text) with the generated block rebuilt from transformers."""
-    import transformers
-
     mapping, incorrect, patterns = live_tables()
-    lines = [f"TRANSFORMERS_VERSION = {transformers.__version__!r}", "",
+    lines = [f"TRANSFORMERS_VERSION = {deferred.transformers.__version__!r}", "",
              "# model_type -> registered tokenizer class",
              "TOKENIZER_CLASS_BY_MODEL_TYPE: dict[str, str | None] = {"]
     lines += [f"    {k!r}: {v!r}," for k, v in sorted(mapping.items())]  # set-fed entries vary in order

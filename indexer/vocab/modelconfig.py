@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import deferred
 from ..errors import AmbiguousTextConfig
 from ..files import DEFAULT_MAX_FILE_BYTES, InputError, read_json
 from . import TRANSFORMERS_LOCK
@@ -56,9 +57,7 @@ def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> t
 
     try:
         with TRANSFORMERS_LOCK:
-            from transformers import AutoConfig
-
-            cfg = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+            cfg = deferred.transformers.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
         sub = cfg
         for part in (sglang_key or "").split(".") if sglang_key else ():
             sub = getattr(sub, part, None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -194,10 +195,6 @@ def _death(code: int | None, memory_bytes: int) -> str:
 
 
 def _limit_memory(memory_bytes: int) -> None:
-    try:
-        import resource
-    except ImportError:  # not on this platform: the time limit still holds
-        return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))

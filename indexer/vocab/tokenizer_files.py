@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import deferred
 from ..errors import NeedsReference
 from ..files import InputError
 from .hf_tables import (
@@ -197,9 +198,7 @@ def base_from_tokenizer_json(tj: dict) -> tuple[dict[str, int], str | None, list
 
 def base_from_sentencepiece(path: Path) -> dict[str, int]:
     """Piece -> id of a tokenizer.model, as the SentencePiece conversion keeps them (duplicates: reference)."""
-    import sentencepiece as spm
-
-    proc = spm.SentencePieceProcessor()
+    proc = deferred.sentencepiece.SentencePieceProcessor()
     try:
         proc.Load(str(path))
     except Exception as e:
