@@ -10,6 +10,8 @@ import asyncio
 import itertools
 import json
 import random
+import subprocess
+import sys
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -300,6 +302,15 @@ def test_an_estimated_size_reads_as_words_in_the_heading():
         heading, cell = env.get_template("t.html").render(t={"params": 7 * 10**9, "params_source": source}).split("|")
         assert re.sub(r"<[^>]+>", "", heading).strip() == words
         assert "parameters" not in re.sub(r"<[^>]+>", "", cell)  # table cells: the column says the unit
+
+
+def test_importing_the_hooks_first_leaves_datasette_its_error_handler():
+    """A process that imports the site's hooks before datasette's plugin list (a test, a script) still has datasette's
+    own exception handler registered: without it every failing query is a 500."""
+    probe = ("import indexer.site.hooks\nfrom datasette.plugins import pm\n"
+             "print(' '.join(i.plugin_name for i in pm.hook.handle_exception.get_hookimpls()))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["datasette.handle_exception"], proc.stderr[-500:]
 
 
 def test_a_visitors_failing_sql_is_answered_not_logged(sample_db, capfd):

@@ -9,8 +9,8 @@ import sqlite3
 from functools import partial
 from urllib.parse import urlencode
 
-import datasette.handle_exception as default_handler
 from datasette import hookimpl
+from datasette.plugins import pm
 from datasette.utils.asgi import Response
 from datasette.views.special import JsonDataView
 from jinja2 import ChoiceLoader, FileSystemLoader
@@ -227,8 +227,9 @@ def startup(datasette):
     """Visitors' errors are answered, not logged with every frame's locals: datasette 0.65 handle_exception.py:25-26
     prints each exception a request raises through rich when rich is installed (typer brings it), so one
     timed-out or refused ``?sql=`` query wrote 80 KB to the server's log. A 500 still prints its plain
-    traceback (:41-44)."""
-    default_handler.rich = None
+    traceback (:41-44). Read through the plugin manager: importing that module first would leave datasette's
+    plugin list (plugins.py:31-33, which imports it) registering it half-made, without its handler."""
+    pm.get_plugin("datasette.handle_exception").rich = None
 
 
 @hookimpl
