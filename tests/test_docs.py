@@ -62,9 +62,10 @@ def test_readme_starts_with_the_fresh_machine_commands():
     head = README.read_text()[:3000]
     assert "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install . && .venv/bin/indexer demo" in head
     assert "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install . && .venv/bin/indexer nightly" in head
-    assert ("python3 -m venv .venv && .venv/bin/pip install -e '.[test,postgres]' && .venv/bin/pytest -q"
-            in head)
+    test_command = "python3 -m venv .venv && .venv/bin/pip install -e '.[test,postgres]' && .venv/bin/pytest -q -n auto"
+    assert test_command in head
     assert "INDEXER_TEST_PG" in head and ".ci/run" in head
+    assert test_command.rsplit("&& ", 1)[1] + "\n" in (ROOT / ".ci" / "run").read_text()  # what CI runs
 
 
 def test_readme_is_short_and_says_what_it_answers_and_where_the_rest_is():
