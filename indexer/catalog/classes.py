@@ -266,19 +266,21 @@ _COPY_JOIN = ("JOIN repos r ON r.id = rc.repo_pk LEFT JOIN engine_facts e ON e.f
 
 def lineage_of(cat: Reader, engine: str, pk: int) -> list[tuple]:
     """(repo id, base_models, gguf, arch) of the other public members of the repo's class and lineage on
-    ``engine``, most downloaded first (one query through the class index)."""
+    ``engine``, most downloaded first: one query through the lineage index (``+rc.class_id`` keeps the planner of a
+    catalog without statistics off the class index, which would read the whole class)."""
     return cat.all(
         f"{_COPY_SELECT} FROM repo_classes rc0 JOIN repo_classes rc "
-        "ON rc.class_id = rc0.class_id AND rc.lineage_id = rc0.lineage_id AND rc.repo_pk <> rc0.repo_pk "
+        "ON +rc.class_id = rc0.class_id AND rc.lineage_id = rc0.lineage_id AND rc.repo_pk <> rc0.repo_pk "
         f"{_COPY_JOIN} WHERE rc0.engine = :e AND rc0.repo_pk = :pk "
         "AND NOT rc.disabled AND NOT rc.gated ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 50",
         {"e": engine, "pk": pk})
 
 
 def lineages_in(cat: Reader, class_ids: list[int], lineages: list[int]) -> list[tuple]:
-    """The same rows for every public member of ``lineages`` in ``class_ids``, most downloaded first."""
+    """The same rows for every public member of ``lineages`` in ``class_ids``, most downloaded first (the lineage
+    index, as :func:`lineage_of`)."""
     return cat.all(
-        f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE rc.class_id IN {int_list(class_ids)} "
+        f"{_COPY_SELECT} FROM repo_classes rc {_COPY_JOIN} WHERE +rc.class_id IN {int_list(class_ids)} "
         f"AND rc.lineage_id IN {int_list(lineages)} AND NOT rc.disabled AND NOT rc.gated "
         "ORDER BY COALESCE(rc.downloads, 0) DESC, r.repo_id LIMIT 500")
 

@@ -283,7 +283,8 @@ class RepoClass(Base):
     The ranking facts are copied from ``repos`` so that ``indexer query`` ranks a class from
     the covering index ``ix_repo_classes_class_params`` alone, without touching ``repos``;
     ``ix_repo_classes_class_rank`` holds each class in the ranking's download order, so a query reads the head
-    of a big class instead of sorting it (migration 0010).
+    of a big class instead of sorting it (migration 0010); ``ix_repo_classes_lineage`` finds a repo's copies, the
+    members of its class that share its lineage (migration 0013).
     """
 
     __tablename__ = "repo_classes"
@@ -291,6 +292,7 @@ class RepoClass(Base):
         Index("ix_repo_classes_class_params", "class_id", "params", "downloads", "lineage_id", "author_id",
               "family_id", "is_chat", "gated", "disabled", "repo_pk"),
         Index("ix_repo_classes_class_rank", "class_id", "gated", text("COALESCE(downloads, 0) DESC"), "repo_pk"),
+        Index("ix_repo_classes_lineage", "lineage_id", "class_id"),
     )
 
     engine: Mapped[str] = mapped_column(String(20), primary_key=True)
