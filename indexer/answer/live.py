@@ -11,7 +11,7 @@ catalog: its files are fetched into a temporary directory and it is answered as 
 ``--live`` (``discover``) also lists candidate drafts the catalog lacks (``candidates.py``) and fetches them within
 a request budget. ``--offline`` and HF_HUB_OFFLINE=1 never touch the network.
 
-Everything here is imported only when an answer needs the Hub: a query the catalog answers imports none of it.
+Read through :mod:`indexer.deferred` when an answer needs the Hub: a query the catalog answers imports none of it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ below, which never import back up: ``target`` (whom the answer is for), ``scope`
 classes on it, resolved once) and ``pipeline`` (the drafts: candidates, verdict, setup and estimate, order, render),
 ``headquery`` (speculator heads, MTP, n-gram), ``sides`` and ``rule_inputs`` (the two sides of a check),
 ``render`` (the words). On the interactive path: what ``check`` needs beyond the catalog (tokenizers,
-GGUF files) is imported only when a check runs.
+GGUF files) is read through :mod:`indexer.deferred` when a check needs it.
 """
 
 from __future__ import annotations

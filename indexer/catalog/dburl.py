@@ -2,9 +2,9 @@
 
 Every command takes ``--db``: a file path or a SQLAlchemy URL (default ``data/catalog.db``,
 env ``INDEXER_DB``). SQLite and PostgreSQL are supported (``pip install '.[postgres]'`` in a checkout).
-SQLAlchemy is imported only inside functions, so the light ``indexer query`` path (stdlib ``sqlite3``)
-resolves the same URLs, and a query reads its SQLite file's facts with ``os.path`` (:func:`sqlite_file`),
-without pathlib. Everything here is importable from ``indexer.catalog.db``.
+SQLAlchemy is read through :mod:`indexer.deferred` when a URL needs it, so the light ``indexer query`` path
+(stdlib ``sqlite3``) resolves the same URLs, and a query reads its SQLite file's facts with ``os.path``
+(:func:`sqlite_file`), without pathlib. Everything here is importable from ``indexer.catalog.db``.
 """
 
 from __future__ import annotations
