@@ -40,7 +40,6 @@ WANTED_FILES = (CONFIG_FILE, *TOKENIZER_FILES)
 
 def check_dir(path: str | os.PathLike) -> Path:
     """The path as a directory, or an InputError naming what is wrong with it."""
-
     p = Path(path)
     if not p.exists():
         raise InputError("error", f"{p}: no such directory")
@@ -85,7 +84,6 @@ _FAILED = object()
 
 
 def _parse_stdlib(path: Path, raw: bytes):
-
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -111,7 +109,6 @@ def read_optional_json(directory: Path, name: str, max_bytes: int = DEFAULT_MAX_
 
 def sha256_file(path: Path) -> str:
     """The file's sha256, read in 1 MiB chunks so a big file is never held whole."""
-
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

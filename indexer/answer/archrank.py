@@ -74,7 +74,6 @@ class ArchJudge:
     def by_version(self, engine: str) -> dict[str, str] | None:
         """Where the engine's releases disagree on the target alone (a refusal, wrong output, or neither: a
         transformers 5.24 refusal of a stateful target that 5.25 starts): release -> what the target's rows say."""
-
         e = ENGINES[engine]
         if len(e.releases) < 2:
             return None

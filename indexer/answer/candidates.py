@@ -53,7 +53,6 @@ def _sources(target: dict, families) -> list[tuple[str, dict]]:
 
 
 def _target_facts(db: str | None, repo_id: str) -> dict | None:
-
     cat = Reader(db, needs="repos")
     try:
         row = repoids.size_facts(cat, repo_id)
@@ -70,7 +69,6 @@ def _target_facts(db: str | None, repo_id: str) -> dict | None:
 
 
 def _held(db: str | None, ids) -> set[str]:
-
     ids = sorted(set(ids))
     if not ids:
         return set()
@@ -85,7 +83,6 @@ def _held(db: str | None, ids) -> set[str]:
 
 
 def _size(item) -> int | None:
-
     if item.params:
         return int(item.params)
     est = estimate_from_name(item.id)
@@ -107,7 +104,6 @@ def worst_cost(item) -> int:
 
 def _item_facts(item, families) -> dict:
     """The target's facts from what the Hub said (model_info), as the crawl's writer derives them."""
-
     bases = base_models_from_tags(item.tags)[0] or []
     return {"repo_id": item.id, "author": item.author or item.id.split("/")[0], "base_models": bases,
             "family": family_of(item.id, bases, families), "params": _size(item)}
@@ -119,7 +115,6 @@ def discover_drafts(live, target_id: str, engine: str, budget: int, *, progress:
 
     ``held``: the target is in the catalog (its facts are read there); else it is asked (model_info) and
     fetched in the first round with the candidates, so one crawl run and one scoped compute serve both."""
-
     families = load_families()
     report: dict = {"budget": budget, "looked_in": [], "candidates": 0, "skipped": {}, "discovered": []}
     lines = report["discovery_lines"] = []

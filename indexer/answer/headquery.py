@@ -40,7 +40,6 @@ class HeadCatalog:
 
     def resolve(self, text: str) -> dict:
         """The target's catalog row by repo id or near name, with ``note`` saying what was matched."""
-
         match = find_repo_id(self.cat.all, text, self.cat.dialect)  # RepoNotFound is a QueryError (exit 3, 404)
         out = target_row(self.cat, match.repo_id)
         out["architectures"] = _json(out["architectures"]) or []
@@ -268,7 +267,6 @@ def overview_all(cat: Reader, target: str, drafts: Callable[[str, str], list[dic
 
     ``drafts(repo_id, engine)`` gives the draft models (the answer API's ranking on the same reader); ``speed``: the
     speed question (answer/speedup.py ``Options``; None: the engines' reference devices)."""
-
     g = gguf_target(cat, target)
     if g is not None:
         return _overview_gguf(cat, g, drafts, limit)
@@ -330,7 +328,6 @@ def _overview_gguf(cat: Reader, g: dict, drafts: Callable[[str, str], list[dict]
     """``--method all`` for a GGUF repo, from its header facts: the engines that run heads from GGUF files
     (llama.cpp, Ollama) give its MTP layers and the catalog's GGUF heads; the others say they load Hugging Face
     checkpoints; every engine's draft models as for any target."""
-
     views: dict[str, dict] = {}
     out = {"target": target_block(g), "method": "all", "engines": views}
     for engine, entry in registry.ENGINES.items():

@@ -191,7 +191,6 @@ class Live:
 
 def _rows(db: str | None, repo_ids) -> dict[str, str]:
     """Status of each of ``repo_ids`` the catalog holds."""
-
     ids = sorted(set(repo_ids))
     if not ids:
         return {}
@@ -208,7 +207,6 @@ REFETCH = ("error", "gone")  # rows the crawl resolves again however unchanged (
 def in_catalog(db: str | None, arg: str, *, any_status: bool = False) -> str | None:
     """The catalog repo id ``arg`` names (any case, a Hub URL), else None (also when there is no catalog).
     A row the crawl would resolve again (a transient error, gone) counts as missing unless ``any_status``."""
-
     try:
         cat = Reader(db, needs="repos")
     except CatalogError:
@@ -226,7 +224,6 @@ def in_catalog(db: str | None, arg: str, *, any_status: bool = False) -> str | N
 
 def hub_id(arg: str) -> str | None:
     """The ``owner/name`` a target or draft names on the Hub (a repo id or Hub URL), None for a bare name."""
-
     try:
         ref = repo_ref(arg)
     except RepoNotFound:
@@ -236,7 +233,6 @@ def hub_id(arg: str) -> str | None:
 
 def missing_catalog(db: str | None) -> bool:
     """No catalog file (a SQLite path that does not exist)."""
-
     try:
         path = sqlite_path(resolve_url(db))
     except CatalogError:
@@ -254,7 +250,6 @@ def offline_refusal(db: str | None, args, first: IndexerError | None = None) -> 
 
 def sides_to_fetch(db: str | None, *args: str) -> list[str]:
     """The Hub repos among ``args`` that the catalog lacks (what a live answer would fetch, or refuse offline)."""
-
     hub = [a for a in args if not is_local(a) and hub_id(a) is not None]
     if not hub or missing_catalog(db):
         return hub
@@ -327,7 +322,6 @@ def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes
                first: IndexerError | None = None, releases: dict | None = None) -> tuple[dict, dict]:
     """``indexer check`` for sides the catalog lacks: fetched first (unless offline); (result, live report).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
-
     hub_sides = sides_to_fetch(db, target, draft)
     if not hub_sides:
         return check(target, draft, db=db, max_file_bytes=max_file_bytes, releases=releases), {}
@@ -346,8 +340,6 @@ def live_check(target: str, draft: str, *, db: str | None = None, max_file_bytes
 
 def _check_private(target: str, draft: str, answered: dict, db, max_file_bytes, releases=None) -> dict:
     """A check with a private side: that side read from its temporary directory, named by its repo id."""
-
-
     catalog = _CheckCatalog(db)
     try:
         sides = []
@@ -371,7 +363,6 @@ def live_query(target: str, *, db: str | None = None, engine: str | None, limit:
                first: IndexerError | None = None, speed=None, release: str | None = None) -> dict:
     """``indexer query`` for a target the catalog lacks (fetched), or with ``--live`` (drafts discovered too).
     ``first``: the catalog's own answer, kept in the words when the Hub cannot answer either."""
-
     held = None if is_local(target) else in_catalog(db, target)
     rid = None if is_local(target) else hub_id(target) or held  # a bare name the catalog knows: its full id
     if rid is None or offline(offline_flag) or (held is not None and not discover):

@@ -40,7 +40,6 @@ def read_dir(path: str) -> tuple:
 
 def side_from_dir(path: str | Path, *, reference: bool = False, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Side:
     """A local model directory as the rules see it: its fingerprint, config vocab sizes and predicted GGUF."""
-
     directory = check_dir(path)
     config = read_config(directory, max_file_bytes)
     if config.auto_map and not (directory / "tokenizer_config.json").is_file():

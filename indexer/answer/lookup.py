@@ -82,7 +82,6 @@ def looks_like_dir(arg: str) -> bool:
 def local_gguf_arg(arg: str) -> Path | None:
     """The .gguf a local argument names: a .gguf file, or a directory with one GGUF model and no tokenizer
     files (a directory with tokenizer files is an HF model directory). Raises InputError when ambiguous."""
-
     p = Path(arg).expanduser()
     if p.is_dir() and has_tokenizer(p):
         return None
@@ -137,7 +136,6 @@ def find_repo_id(rows: Rows, text: str, dialect: str = "sqlite", where: str = "t
 def suggest(rows: Rows, ref: str, dialect: str = "sqlite", n: int = SUGGESTIONS) -> list[str]:
     """The catalog ids closest to ``ref``: candidates from prefix ranges of the two lookup indexes
     (same organisation; same start of the id; the name's first 3/4, 1/2, ... characters), scored with difflib."""
-
     low = ref.lower()
     org, _, name = low.rpartition("/")
     cands: set[str] = set()

@@ -12,7 +12,6 @@ from .verdict import Judged
 
 def by_speed(judged: list[Judged], limit: int) -> list[Judged]:
     """The first ``limit`` drafts, best first (module docstring); ``judged`` is in the catalog's order."""
-
     def key(item: tuple[int, Judged]):
         i, j = item
         s = (j.speedup or {}).get("estimate")

@@ -118,7 +118,6 @@ def run_query(target: str, *, engine: str | None = registry.DEFAULT_ENGINE, limi
 
 def _shown_as(cat: Reader, path: str, shown: str):
     """A local directory target, named ``shown`` in the answer and its launch commands."""
-
     t = resolve_target(cat, path)
     t.facts["repo_id"] = shown
     t.note = (t.note or "").replace(f"local directory {path}", f"{shown} (private: read from its files, not stored)")
@@ -127,7 +126,6 @@ def _shown_as(cat: Reader, path: str, shown: str):
 
 def _drafts_per_engine(cat: Reader, speed=None, limit: int = 3):
     """``--method all``'s draft models per engine: the target resolved once, ranked on the same reader."""
-
     resolved: dict = {}
 
     def drafts(repo_id: str, engine: str) -> list[dict]:
@@ -199,7 +197,6 @@ class _CheckCatalog:
 
 
 def _check(target: str, draft: str, db: str | None, max_file_bytes: int, releases: dict | None = None) -> dict:
-
     catalog = _CheckCatalog(db)
     try:
         if not looks_like_dir(draft):

@@ -397,7 +397,6 @@ def launch_lines(entry: dict) -> str:
 
 def speed_line(speedups: list[dict]) -> str:
     """The expected speed-up under an engine's line: one fragment per device (answer/speedup.py words)."""
-
     parts: list[str] = []
     unknown: dict[str, list[str]] = {}  # why -> devices: one reason said once for every device it holds on
     for s in speedups:

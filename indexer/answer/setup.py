@@ -167,7 +167,6 @@ def copies_among(cat, members: list[Member], classes: Iterable[int] = ()) -> dic
     """:func:`copies` of several class members at once (a query's ranked drafts), from one query over their
     lineages in their classes and ``classes`` (the others the query ranks: a GGUF copy's own vocabulary may be
     another class that works with the target)."""
-
     class_ids = {*classes, *(m.class_id for m in members if m.class_id is not None)}
     lineages = {m.lineage_id for m in members if m.lineage_id is not None}
     if not class_ids or not lineages:
@@ -178,7 +177,6 @@ def copies_among(cat, members: list[Member], classes: Iterable[int] = ()) -> dic
 def _copies(cat, rows, wanted: set[str] | None = None) -> dict[str, list[dict]]:
     """repo id -> its copies among ``rows`` (repos whose base models name it), each with its kind and quant (a
     GGUF copy: the type of the file the crawl read, and its model files)."""
-
     out: dict[str, list[dict]] = {}
     found = []
     for rid, bases, gguf, arch, pk in rows:

@@ -78,7 +78,6 @@ class Options:
 def catalog_facts(cat, repo_id: str) -> dict:
     """A catalog repo's speed facts: shape, declared quantization, family, author and base models (one query; the
     config's part was derived by ``compute`` into ``engine_facts.arch``)."""
-
     row = speed_row(cat, repo_id)
     if row is None:
         return {}
@@ -119,7 +118,6 @@ def arch_facts(result: dict, role: str, name: str) -> dict:
 
 def gguf_facts(path: str, file_type: str | None) -> dict:
     """A GGUF file's speed facts: its file type, and its size as parameters at that type's bits per weight."""
-
     q = quant.from_gguf_file_type(file_type)
     try:
         size = Path(path).stat().st_size
@@ -166,7 +164,6 @@ def estimate(engine: Engine, t: dict, d: dict, opts: Options, agreement: float =
     """One estimate per device for a pair that runs on ``engine`` (at its release; its ``speedup`` JSON objects,
     each with the ``setup`` it estimates and its ``launch``); ``first_only``: the first device's (a query ranks on
     it); ``measured``: the pair's measured (α, runs) on the task."""
-
     def one(setup: model.Setup, ts: model.Shape, ds: model.Shape) -> model.Estimate:
         return model.estimate(ts, ds, setup, relation=relation(t, d), agreement=agreement, measured=measured,
                               tuned_apart=tuned_apart(t, d))
@@ -292,7 +289,6 @@ RUNS = ("works", "degraded", "useless")  # outcomes where the engine drafts and 
 
 def side_facts(arg: str, shown: str, reader, result: dict, role: str) -> dict:
     """The speed facts of one side of a check: a GGUF file's header, a directory's config, or the catalog's row."""
-
     if is_local(arg) or looks_like_dir(arg):
         gguf_path = local_gguf_arg(arg)
         if gguf_path is not None:
@@ -393,7 +389,6 @@ def measured_alpha(found: list[dict], opts: Options) -> tuple[float, float] | No
 def _measured(found: list[dict], engine: str, opts: Options) -> dict | None:
     """The pair's measurements on ``engine`` (``indexer measure``), on the device asked for (else the one measured
     most) and the task asked for, when there are any."""
-
     mine = [r for r in found if r["engine"] == engine]
     if not mine:
         return None
@@ -404,7 +399,6 @@ def _measured(found: list[dict], engine: str, opts: Options) -> dict | None:
 def _add_to_head_check(result: dict, db: str | None, opts: Options) -> dict:
     """``check TARGET HEAD``: each engine the head fits gains ``speedups`` (per device) and ``speedup`` (the first),
     at the draft length of its launch command."""
-
     head, shape = HeadFacts(**result["head"]), TargetShape(**result["target"])
     reader = Reader(db, needs="repos")
     try:

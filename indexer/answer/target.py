@@ -38,7 +38,6 @@ class Target:
 
 def _with_size(t: dict, name: str) -> dict:
     """The Hub's count, else the config estimate, else the size in the name (indexer/vocab/params.py)."""
-
     est = best_params(t["params"], t["params_estimate"], t["params_estimate_source"], name,
                       t["params_active_estimate"])
     t.update(params=est.total if est else None, params_source=est.source if est else None,
@@ -48,7 +47,6 @@ def _with_size(t: dict, name: str) -> dict:
 
 def resolve_target(cat: Reader, target: str) -> Target:
     """A catalog repo (any case, a Hub URL, a bare name), a GGUF repo by its base, or a local directory."""
-
     if looks_like_dir(target) or target.lower().endswith(".gguf"):
 
         try:
@@ -103,7 +101,6 @@ def hub_gguf_name(repo_id: str, facts) -> str | None:
 
 def _local_target(cat: Reader, path: str) -> Target:
     """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
-
     try:
         directory, config, fp = deferred.localdir.read_dir(path)
     except InputError as e:

@@ -85,7 +85,6 @@ def repo_id(value: str | None, role: str = "--model") -> str:
 def local_path(value: str | os.PathLike, role: str = "directory", _not: str = "is ") -> str:
     """A path the OS can take (no control characters, within PATH_MAX/NAME_MAX); whether it exists is the
     caller's to say."""
-
     text = os.fspath(value)
     if any(c < " " or "\x7f" <= c <= "\x9f" for c in text):  # Unicode category Cc
         raise BadInput(f"{role} {shown(text)} contains control characters")
@@ -128,7 +127,6 @@ def output_dir(value: str | os.PathLike, role: str = "OUTDIR", *, create: bool =
     ``create=False`` only checks (a command's options, before its work): the nearest existing ancestor of
     a missing directory must be a writable directory.
     """
-
     out = Path(local_path(value, role)).expanduser()
     if out.exists() and not out.is_dir():
         raise BadInput(f"{role} {out} exists and is not a directory; give a directory")

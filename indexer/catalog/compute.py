@@ -304,7 +304,6 @@ def write_lock(conn) -> None:
 
 def facts_of_dir(directory: Path, tokens) -> dict:
     """engine_facts columns for one exported model directory; the GGUF token list goes to ``tokens``."""
-
     row: dict = {"vllm": None, "tce": None, "vis": False, "arch": NO_ARCH}
     if (directory / "config.json").is_file():
         try:
@@ -370,7 +369,6 @@ def backfill_arch(conn, db: str | None, blobs) -> int:
     """Architecture facts for engine_facts rows derived before they existed (catalog revision 0009): read again
     from the stored config blob and the file set's tokenizer_config.json, no converter and no re-crawl. A GGUF
     repo's row (no config blob) gets its facts from the stored header facts when they carry them."""
-
     loads = orjson.loads
     todo = conn.exec_driver_sql(
         "SELECT e.id, e.config_blob, f.files, e.gguf FROM engine_facts e JOIN file_sets f ON f.id = e.file_set_id "
@@ -412,7 +410,6 @@ def compute_llamacpp_pairs(conn, db: str | None, limit: int = MAX_NEW_PAIRS) -> 
 
     Candidates share a token-prefix bucket (``engines.gguf_buckets``): every passing pair does,
     so the cache holds every passing pair (up to ``limit`` new evaluations per run)."""
-
     loads = orjson.loads
     # One row per signature (its buckets follow from its tokens), so popular signatures do not multiply.
     sigs = ("(SELECT DISTINCT gguf_signature AS s, gguf_bucket_hi AS hi, gguf_bucket_lo AS lo FROM engine_facts "

@@ -54,7 +54,6 @@ def note_failure(conn, file_set_id: int, reason: str) -> list[str]:
     """Say on a file set and on its ok repos that its tokenizer failed on the reference text (their agreement
     rests on ids): "tokenizer failed on the reference text: REASON", after any reason they had. ``conn``: a
     Connection or a Session. Returns the repos' ids."""
-
     note = f"{FAILED}: {reason}"
     args = {"f": file_set_id, "n": note, "like": f"%{FAILED}%"}
     for table, key in (("file_sets", "id"), ("repos", "file_set_id")):
@@ -88,7 +87,6 @@ def _recount(conn, db: str | None, store, tid: int, sha: str, box) -> dict[int, 
 def compute_agreement(conn, db: str | None, families: dict[int, set[str]], limit: int = MAX_NEW_AGREEMENTS,
                       max_counts: int = MAX_NEW_COUNTS) -> dict:
     """Flag new tokenizers, then measure the pairs the flag does not settle (at most ``limit`` per run)."""
-
     started = time.perf_counter()
     store, ref = TokenStore(default_root(db)), agr.reference_sha256()
     old = conn.execute(text("SELECT value FROM meta WHERE key = :k"), {"k": META_KEY}).scalar()

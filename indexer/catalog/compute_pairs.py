@@ -61,7 +61,6 @@ def compute_pairs(conn, db: str | None, families: dict[int, set[str]]) -> dict:
 
     ``llamacpp_ok`` / ``llamacpp_reason`` stay NULL: llama.cpp is decided on GGUF vocabularies
     (``llamacpp_pairs``), not on get_vocab() mappings."""
-
     store = TokenStore(default_root(db))
     toks = conn.exec_driver_sql(
         "SELECT id, base_vocab_sha256, vocab_len, vocab_sha256 FROM tokenizers WHERE repo_count > 0").all()

@@ -42,7 +42,6 @@ def _switch_to_wal(cur) -> None:
     crawls started together on a catalog an older version made: 7 of 120 trials of four processes failed, none
     with the retry). The mode is persistent (https://www.sqlite.org/pragma.html#pragma_journal_mode), so this
     happens once per catalog; new catalogs are made in WAL mode (``migrate``)."""
-
     give_up = time.monotonic() + busy_timeout()
     while True:
         try:
@@ -85,7 +84,6 @@ def _sqlite_read_pragmas(dbapi_conn, _record):
 
 def make_engine(db: str | None = None, *, read_only: bool = False):
     """A SQLAlchemy engine; a SQLite file we cannot write is opened read-only (queries still answer)."""
-
     create_engine, event = deferred.sqlalchemy.create_engine, deferred.sqlalchemy.event
     url = resolve_url(db)
     path = sqlite_path(url)

@@ -105,7 +105,6 @@ def sqlite_file(url: str) -> str | None:
 
 def sqlite_path(url: str) -> Path | None:
     """:func:`sqlite_file` as a Path."""
-
     path = sqlite_file(url)
     return Path(path) if path is not None else None
 
@@ -118,7 +117,6 @@ def db_arg(url: str) -> str:
 
 def missing_hint(path: str | Path | None) -> str:
     """After `indexer demo`, the default catalog is missing but the demo's exists: say where it is."""
-
     demo = Path(DEFAULT_DEMO_DB)
     if (path is not None and Path(path) == Path(DEFAULT_DB).resolve() and demo.exists()
             and not os.environ.get("INDEXER_DB")):
@@ -212,5 +210,4 @@ def check_sqlite_file(path: str | Path) -> None:
 
 def readonly_url(path: str | Path) -> str:
     """A SQLAlchemy URL that opens a SQLite file read-only: no journal-mode switch, no -wal beside it."""
-
     return f"sqlite:///file:{Path(path).resolve()}?mode=ro&uri=true"

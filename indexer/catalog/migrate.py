@@ -31,7 +31,6 @@ from .models import Base
 
 def alembic_config(url: str):
     """Alembic's Config for ``url``, pointed at the migrations shipped inside the package."""
-
     if not (MIGRATIONS_DIR / "env.py").exists():
         raise CatalogError(f"migrations not found at {MIGRATIONS_DIR}; reinstall the package (`pip install .`)")
     cfg = Config()
@@ -96,7 +95,6 @@ def _holds_nothing(path: Path) -> bool:
 
 def _build_new(path: Path, revision: str) -> None:
     """Migrate a fresh SQLite file beside ``path``, then rename it into place (atomic on POSIX)."""
-
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{NEW_SUFFIX}")
     os.close(os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644))  # the umask applies, as for a new file
     try:
@@ -116,7 +114,6 @@ def _to_wal(path: Path) -> None:
     being set it stays in effect across multiple database connections" (https://www.sqlite.org/pragma.html
     #pragma_journal_mode). Two crawls started at once on a new catalog then never race to switch it, a change
     that needs the database to itself (one of them failed with "database is locked")."""
-
     con = sqlite3.connect(path)
     try:
         con.execute("PRAGMA journal_mode=WAL")
@@ -141,7 +138,6 @@ def upgrade_lock(path: Path):
     A separate file from the nightly's ``<catalog>.lock`` (flock locks of one process on two
     descriptors of the same file conflict). The kernel drops it when the process dies.
     """
-
     lock = path.with_name(path.name + ".upgrade-lock")
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:

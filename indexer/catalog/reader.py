@@ -42,7 +42,6 @@ class Reader:
         answer's thirty statements cannot mix the states before and after a crawl's write, and SQLite takes its
         file locks once instead of per statement. For a request's reader only: it
         does not see writes made after it opened. (PostgreSQL reads through SQLAlchemy's connection as before.)"""
-
         table, missing_fix, unmigrated = NEEDS[needs]
         url = resolve_url(db)  # CatalogError: an unknown scheme or a missing driver
         self.sa, self.db = None, db

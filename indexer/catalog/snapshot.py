@@ -21,7 +21,6 @@ from .migrate import alembic_config, upgrade
 
 def known_revisions() -> list[str]:
     """The Alembic revisions this version ships, oldest first (the last one is the head)."""
-
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     return [s.revision for s in reversed(list(script.walk_revisions()))]
 
@@ -132,7 +131,6 @@ def _squash(sql: str | None) -> str | None:
 
 def reference_schema(revision: str) -> dict:
     """The schema the project's own migrations make at ``revision``, built in a temporary file."""
-
     with scratch_dir(prefix="indexer-schema-") as tmp:
         ref = Path(tmp) / "reference.db"
         upgrade(str(ref), revision)

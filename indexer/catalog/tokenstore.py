@@ -36,7 +36,6 @@ def default_dir(db: str | None = None) -> str:
 
 def default_root(db: str | None = None) -> Path:
     """:func:`default_dir` as a Path."""
-
     return Path(default_dir(db))
 
 
@@ -50,7 +49,6 @@ class TokenStore:
     @property
     def root(self) -> Path:
         """The store's directory."""
-
         return Path(self._dir)
 
     def _file(self, sha: str, suffix: str) -> str:
@@ -62,7 +60,6 @@ class TokenStore:
 
     def path(self, sha: str) -> Path:
         """Where a vocabulary is stored."""
-
         return Path(self._file(sha, ".json.z"))
 
     def has(self, sha: str) -> bool:
@@ -149,7 +146,6 @@ def check_item(name: str, compressed: bytes) -> None:
     """Check a store file from elsewhere (a pulled ``tokens.tar``) against its name ``<sha[:2]>/<sha>.<kind>.z``:
     a vocabulary must hash to ``sha``, a token list's ``tokens_sha256`` must be ``sha``, id counts must be counts.
     Raises ValueError saying what is wrong; decompression stops at :data:`MAX_ITEM_BYTES`."""
-
     folder, _, file = name.partition("/")
     sha, _, kind = file.partition(".")
     if len(sha) != 64 or folder != sha[:2] or kind not in ("json.z", "tokens.z", "counts.z"):
@@ -187,7 +183,6 @@ def _read(path: str) -> bytes:
 
 def tokens_sha256(tokens) -> str:
     """sha256 over each token's UTF-8 text + b"\\0", in id order (oracle-engines.json ``rules``)."""
-
     h = hashlib.sha256()
     for tok in tokens:
         h.update(tok.encode("utf-8", "surrogatepass"))

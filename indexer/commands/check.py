@@ -45,7 +45,6 @@ def check(target, draft, engine, as_json, db, max_file_bytes, offline, hardware,
     A Hub repo the catalog lacks is fetched as the crawl fetches it (at most 2 API calls and one download per
     file the blob store lacks) and written into the catalog, so the next check costs no request.
     """
-
     speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens,
                     device_kind=device_kind)  # bad names: exit 2
     try:

@@ -21,7 +21,6 @@ DB_META = "indexer.catalog.db"
 
 def check_db(ctx: click.Context, _param, value):
     """--db callback: refuse a bad catalog before the command starts, and remember it for error messages."""
-
     ctx.meta[DB_META] = value
     ctx.meta[DB_META] = preflight(value, write=ctx.command.name in WRITES_CATALOG,
                                   connect=ctx.command.name not in CATALOG_OPTIONAL,
@@ -31,39 +30,33 @@ def check_db(ctx: click.Context, _param, value):
 
 def check_db_folder(_ctx, _param, value):
     """--db of ``pull``: a catalog path in a folder that does not exist is refused before anything is fetched."""
-
     check_folder(value, sqlite_path(resolve_url(value)))
     return value
 
 
 def valid_target(ctx: click.Context, param: click.Parameter, value):
     """Callback of every TARGET/DRAFT: checked once (answer.validate), one line and exit 2 when it cannot be right."""
-
     return None if value is None else target(value, param.name)
 
 
 def valid_repo_ids(_ctx, _param: click.Parameter, values):
     """Callback of --model: each a valid Hub repo id (answer.validate), one line and exit 2 otherwise."""
-
     return tuple(repo_id(v) for v in values)
 
 
 def valid_path(_ctx, param: click.Parameter, value):
     """Callback of a local DIRECTORY/FILE argument: it exists and is readable, else one line and exit 2."""
-
     return local_path(value, param.name)
 
 
 def valid_output_file(_ctx, param: click.Parameter, value):
     """An output file whose directory is writable, checked before the work, not after."""
-
     output_file(value, param.opts[0])
     return value
 
 
 def valid_output_dir(_ctx, param: click.Parameter, value):
     """An output directory, checked before hours of work, not after (created when it is written)."""
-
     if value:
         output_dir(value, param.opts[0], create=False)
     return value
@@ -71,11 +64,9 @@ def valid_output_dir(_ctx, param: click.Parameter, value):
 
 def valid_answer_limit(_ctx, _param: click.Parameter, value):
     """``query --limit``: 1..validate.ANSWER_MAX_LIMIT, the site's bound too."""
-
     return None if value is None else limit(value, ANSWER_MAX_LIMIT, name="--limit")
 
 
 def valid_limit(_ctx, _param: click.Parameter, value):
     """--limit: 1..validate.MAX_LIMIT; a number the database cannot hold is bad input, not the catalog's fault."""
-
     return None if value is None else limit(value, name="--limit")

@@ -17,5 +17,4 @@ def db():
 @db_option
 def db_upgrade(db):
     """Create the catalog or migrate it to the newest schema."""
-
     click.echo(f"catalog at head: {safe_url(upgrade(db))}")

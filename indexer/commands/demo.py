@@ -22,7 +22,6 @@ from .signals import SIGNALLED, long_run, stop_handling_signals
 def _activate_first() -> str:
     """" (activate the venv first: . .venv/bin/activate)" when the shell's ``indexer`` is not this one (a venv
     used by its path, not activated): the lines below then work as printed."""
-
     here = os.path.dirname(os.path.abspath(sys.argv[0]))
     found = shutil.which("indexer")
     if found and os.path.dirname(os.path.abspath(found)) == here:
@@ -34,7 +33,6 @@ def _activate_first() -> str:
 
 def demo_db(ctx: click.Context, param, value):
     """--db of the demo: a damaged demo catalog is deleted (the demo rebuilds it), then the usual checks."""
-
     discard_damaged(value, log=lambda m: click.echo(m, err=True))
     return check_db(ctx, param, value)
 
@@ -53,7 +51,6 @@ def demo(db, host, port, no_serve):
     Exit status: 0 done or stopped, 1 the demo failed, 2 busy port, 130 interrupted (Ctrl-C; 143 on SIGTERM):
     the next demo resumes.
     """
-
     if not no_serve:
         port = port or free_port(host)
         try:

@@ -19,7 +19,6 @@ from .output import print_json
 def fingerprint(directory, as_json, reference, max_file_bytes):
     """Fingerprint the tokenizer and config of a local model DIRECTORY, or read a GGUF file's own facts
     (a .gguf file, or a directory holding one GGUF model and no tokenizer files)."""
-
     facts, is_gguf = local_facts(directory, reference=reference, max_file_bytes=max_file_bytes)  # errors: exit 2
     if as_json:
         print_json(facts)

@@ -16,7 +16,6 @@ def hardware(as_json):
 
     Exit status: 0.
     """
-
     result = devices_json()
     if as_json:
         print_json(result)

@@ -54,7 +54,6 @@ def measure(target, draft, engine, url, baseline_url, hardware, task, max_tokens
     The measurement is written into the catalog (`indexer check TARGET DRAFT` then shows it), once it is complete.
     Exit status: 0 measured, 1 the server failed or did not answer, 2 bad input, 130 interrupted (nothing kept).
     """
-
     if hardware:
         hw.lookup(hardware)  # an unknown device: one line before any request
     for q in (target_quant, draft_quant):

@@ -43,7 +43,6 @@ def nightly(db, families, endpoint, publish_dir, to_hub, report, lock_file, max_
     Exit status: 0 ok, 1 a step failed (see the report), 75 another run holds the lock, 130/143 stopped by
     SIGINT/SIGTERM (the crawl run is marked interrupted and the report written).
     """
-
     names = [n.strip() for item in families for n in item.split(",") if n.strip()]
     route_logs(verbose)
     got = interrupt_on_signals()

@@ -62,7 +62,6 @@ def verbose_option(f):
 
 def _engine_versions(_ctx, _param, values):
     """Callback of --engine-version: {engine: release}; an unknown engine or release is one line, exit 2."""
-
     return parse_versions(values)
 
 

@@ -31,7 +31,6 @@ def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
 
     Exit status: 0 published (or unchanged), 1 the upload failed on the way, 2 bad catalog, OUTDIR, token or repo.
     """
-
     if not outdir and not to_hub:
         fail("give OUTDIR, or --to-hub ORG/NAME")
     if to_hub:

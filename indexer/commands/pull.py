@@ -28,7 +28,6 @@ def pull(repo, revision, db, endpoint, as_json, quiet):
 
     Exit status: 0 pulled or unchanged, 1 the download failed (the old catalog is kept), 2 bad input.
     """
-
     done = run_pull(db, repo=repo, revision=revision, endpoint=endpoint,
                     progress=not (quiet or as_json) and sys.stderr.isatty())  # a log gets no bar
     if as_json:

@@ -48,7 +48,6 @@ def query(target, engine, limit, near_misses, all_, method, as_json, live_, budg
     Exit status: 0 answered, 2 bad input or catalog, 3 target neither in the catalog nor on the Hub
     (or --offline).
     """
-
     speed = Options(hardware, bandwidth, task, target_quant, draft_quant, draft_tokens,
                     device_kind=device_kind)  # bad names: exit 2
     if engine is None and speed.device is None:

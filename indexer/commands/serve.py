@@ -23,7 +23,6 @@ def serve(host, port, db):
 
     Exit status: 0 stopped, 2 bad catalog or busy port.
     """
-
     def ready(url):
         shown = safe_url(db) if db and "://" in db else db or "the catalog"
         click.echo(f"serving {shown} at {url} (Ctrl-C to stop)", err=True)

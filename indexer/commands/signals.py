@@ -24,7 +24,6 @@ def interrupt_on_signals() -> dict:
     A KeyboardInterrupt raised where Python cannot propagate it (a weakref finalizer, a ``__del__``) is
     printed by ``sys.unraisablehook`` as a traceback and then lost: the hook drops it silently here, and
     :func:`long_run` still sees the signal in the dict."""
-
     def handler(signum, _frame):
         if "signum" in SIGNALLED:
             os._exit(128 + signum)
@@ -49,7 +48,6 @@ def long_run(name: str):
     line, ``error: NAME interrupted``, and exit 130 (143), never a traceback, and never lost. Each command
     writes in transactions or renames into place, so an interrupted run leaves nothing half-written and the
     next run resumes."""
-
     def deco(f):
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
@@ -71,7 +69,6 @@ def long_run(name: str):
 def stop_handling_signals() -> None:
     """Back to Python's own Ctrl-C (KeyboardInterrupt) and SIGTERM before a long command serves until stopped
     (demo): stopping a server is its normal end, not an interruption."""
-
     SIGNALLED.clear()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -80,7 +77,6 @@ def stop_handling_signals() -> None:
 def exit_interrupted(got: dict, message: str | None = None) -> None:
     """Exit 128 + the signal (143 SIGTERM, 130 SIGINT). Everything worth keeping is committed and reported
     by now; crawl workers still stuck in a stalled request are not waited for."""
-
     if message:
         click.echo(message, err=True)
     code = 128 + got.get("signum", signal.SIGINT)

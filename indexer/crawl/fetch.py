@@ -76,7 +76,6 @@ def _sha(item: Listed) -> str:
 
 def _maybe_head(item: Listed) -> bool:
     """A speculator head holds no tokenizer: its config.json decides (indexer/engines/heads.py, head_candidate)."""
-
     return head_candidate(item.id, item.config)
 
 

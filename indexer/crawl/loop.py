@@ -123,7 +123,6 @@ class Crawler(RunRecord):
 
     def _gguf_known(self) -> set[str]:
         """file_sets keys without a tokenizer: GGUF files already read (by LFS sha256) among failed sets."""
-
         with self.Session() as session:
             return set(session.scalars(select(FileSet.key).where(FileSet.tokenizer_id.is_(None))))
 

@@ -313,7 +313,6 @@ class CatalogWriter:
         return status, (read.reason() if status == "ok" else fs_reason)
 
     def _gguf_facts(self, session, fs_id: int, file, now) -> None:
-
         v = file.vocab
         tsha = sig = hi = lo = None
         if v.converted and v.tokens is not None:
@@ -493,7 +492,6 @@ class CatalogWriter:
         return hit
 
     def _fingerprint(self, tok_files: dict[str, str]) -> tuple:
-
         tmp = self._scratch_dir("fs")
         self.store.export(tok_files, tmp)
         try:

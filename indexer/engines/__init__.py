@@ -82,7 +82,6 @@ def at(name: str, release: str | None = None) -> Engine:
 def parse_versions(specs) -> dict[str, str]:
     """``--engine-version ENGINE==VERSION`` values (repeatable) as {engine: release}; BadInput (exit 2, one line)
     names the known engines or releases."""
-
     out: dict[str, str] = {}
     for spec in specs or ():
         name, sep, release = spec.partition("==")

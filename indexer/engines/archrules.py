@@ -174,7 +174,6 @@ class Ranged:
 def relined(row, release: str, source: str) -> tuple:
     """A row whose rule holds on at ``release`` but whose cited lines moved: the row until then, and the same row
     from then with the new source (the anchors stay)."""
-
     return replace(row, until=release), replace(row, since=release, source=source)
 
 

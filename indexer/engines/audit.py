@@ -485,7 +485,6 @@ def render(engine, results: list[dict], release: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status."""
-
     p = argparse.ArgumentParser(prog="python -m indexer.engines.audit",
                                 description="Check every cited file:line of an engine's module in a release's source "
                                             "trees.")

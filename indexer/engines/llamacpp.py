@@ -156,7 +156,6 @@ def gguf_buckets(tokens) -> tuple[str, str]:
     """Two token-prefix keys (hi, lo) such that every pair passing llama.cpp's size and text checks
     shares one: with k = n // 128, hi hashes tokens[5 : k*128] and lo tokens[5 : (k-1)*128]. Two lists
     within 128 of each other have k equal or one apart, and agree on [5, min(n)) ⊇ [5, k_min*128)."""
-
     k = len(tokens) // LLAMACPP_MAX_VOCAB_DIFF
 
     def key(m: int) -> str:

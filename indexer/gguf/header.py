@@ -415,7 +415,6 @@ def read_kv_section(read: Callable[[int, int], bytes], file_size: int | None, *,
 
 def read_local(path, *, max_bytes: int = DEFAULT_MAX_KV_BYTES) -> Read:
     """The key/value section of a local .gguf file (only the prefix it needs is read)."""
-
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         def read(start: int, end: int) -> bytes:

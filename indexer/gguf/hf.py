@@ -191,7 +191,6 @@ def _read_merges_qwen2(path: Path) -> list[tuple]:
 
 
 def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
-
     vocab_path, merges_path = directory / "vocab.json", directory / "merges.txt"
     if cls in SPM_BACKED:
         if not (directory / "tokenizer.model").is_file():
@@ -241,7 +240,6 @@ def _from_slow_files(directory: Path, cls: str, tc: dict, max_bytes: int):
 def _bert_normalizer(backend, tc: dict) -> None:
     """BertTokenizerFast.__init__ rebuilds the normalizer from do_lower_case/strip_accents/tokenize_chinese_chars
     when they differ from tokenizer.json's (models/bert/tokenization_bert_fast.py:86-101 in 4.57.6)."""
-
     if backend.normalizer is None:
         return
     state = json.loads(backend.normalizer.__getstate__())
@@ -254,7 +252,6 @@ def _bert_normalizer(backend, tc: dict) -> None:
 
 def load_hf_tokenizer(directory: Path, config: dict, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> HFTokenizer:
     """AutoTokenizer.from_pretrained(directory) as transformers 4.57.6 builds it (see the module docstring)."""
-
     tc = read_optional_json(directory, "tokenizer_config.json", max_bytes) or {}
     try:
         cls = resolve_class(tc, config, directory)

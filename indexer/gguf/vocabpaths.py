@@ -152,7 +152,6 @@ def _llama_hf_tokens(directory: Path, max_bytes: int) -> list[str]:
 
 def pre_tokenizer_hash(tok) -> str:
     """chkhsh of get_vocab_base_pre (base.py:1637-1638): sha256 of str(tokenizer.encode(chktxt))."""
-
     return hashlib.sha256(str(tok.encode(CHKTXT)).encode()).hexdigest()
 
 
@@ -207,7 +206,6 @@ def _bert(directory: Path, hparams: dict, max_bytes: int) -> Written:
 
 def _sp_model_type(raw: bytes) -> int:
     """ModelProto.trainer_spec.model_type (sentencepiece_model.proto: field 2, then field 3; UNIGRAM = 1 default)."""
-
     def fields(buf: bytes):
         i = 0
         while i < len(buf):

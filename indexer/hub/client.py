@@ -76,7 +76,6 @@ class HubClient(HubSession):
         """The first page of a listing, built as ``HfApi.list_models`` builds it (hf_api.py:2435-2490, sort names
         mapped as it maps them): the Hub sorts descending (``direction`` is gone, HUB-API §0.1.13) and pages by
         keyset on (key, _id)."""
-
         sort = SORT_NAMES.get(sort, sort)
         filters = [filter] if isinstance(filter, str) else list(filter or ())
         params = [("filter", f) for f in filters]
@@ -126,7 +125,6 @@ class HubClient(HubSession):
         """The repo's files at commit ``sha`` (RepoFile entries with size, blob id and LFS sha256), from the
         tree listing ``snapshot_download`` trusts where a listing's ``siblings`` may be lossy (HUB-API §0.1.11;
         hf_api.py ``list_repo_tree``, paged by the client). Capped at ``limit`` entries."""
-
         return self._with_retries(f"tree {repo_id}", lambda: list(islice(
             self.api.list_repo_tree(repo_id, revision=sha, recursive=True), limit)))
 

@@ -228,7 +228,6 @@ def _card(spec: HeadSpec) -> str:
 
 def decoy_size(spec: HeadSpec) -> int:
     """The listed size of the decoy weights file: the head's own parameter estimate in bf16."""
-
     head = parse_head(spec.config, spec.repo_id)
     return 2 * (head.params or 1) if head else len(DECOY)
 

@@ -221,7 +221,6 @@ class RepoStore:
 
     def delete(self, repo_id: str) -> None:
         """Remove a repo's folder and its metadata, as a deleted repo disappears from the Hub."""
-
         shutil.rmtree(self.repos[repo_id].dir)
         self._edit_meta(lambda meta: meta.pop(repo_id, None))
         self.load()

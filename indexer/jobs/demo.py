@@ -122,7 +122,6 @@ def _added(content: str) -> dict:
 
 def _tokenizer_files(family: str, chat: bool) -> dict[str, str]:
     """tokenizer.json + tokenizer_config.json + special_tokens_map.json for a family (deterministic)."""
-
     _, _, _, seed, merges, (bos, eos, unk) = FAMILIES[family]
     specials = list(dict.fromkeys(t for t in (bos, eos, unk) if t))
     if family in SENTENCEPIECE_STYLE:
@@ -151,7 +150,6 @@ def _byte_fallback_bpe(rng: random.Random, n_merges: int, specials: list[str], u
     pre-tokenizer hash to recognise: ``indexer/gguf/vocabpaths.py`` ``_llama_hf``), so the demo shows
     llama.cpp drafts; the byte-level families show what it refuses.
     """
-
     vocab = {t: i for i, t in enumerate(specials)}
     vocab.update({f"<0x{b:02X}>": len(vocab) + b for b in range(256)})
     letters = list("abcdefghijklmnopqrstuvwxyz\u2581")
@@ -179,7 +177,6 @@ def _shape_for(params: int) -> dict:
 
 def build_demo_hub(out_dir) -> dict:
     """Write the demo hub (``owner/name/...`` + ``hub.json``) into ``out_dir``; returns its metadata."""
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, dict] = {}
@@ -294,7 +291,6 @@ def demo_hub_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
     It stays after the demo so the README's examples (``fingerprint``, ``crawl --family Lumen`` with
     ``INDEXER_FAMILIES=data/demo-hub/families.toml``) have real directories and families to work on.
     """
-
     db = db or DEFAULT_DEMO_DB
     if "://" not in db:
         return Path(db).parent / "demo-hub"  # as the user gave it: the printed path is the one to type
@@ -310,7 +306,6 @@ def demo_datasets_dir(db: str | None = DEFAULT_DEMO_DB) -> Path:
 
 def build_demo_catalog(db: str | None = DEFAULT_DEMO_DB, *, log=print) -> dict:
     """Demo hub → Hub imitation on 127.0.0.1 → crawl → compute. Returns {"crawl", "compute", "db"}."""
-
     db = db or DEFAULT_DEMO_DB
     hub_dir = demo_hub_dir(db)
     if hub_dir.exists():
@@ -346,8 +341,6 @@ DEMO_DATASET = "demo/catalog"
 
 def round_trip(db: str, *, log=print) -> dict:
     """Publish the catalog to a dataset of an empty Hub imitation and pull it into a temp dir: one log line."""
-
-
     token = "demo-write-token"  # the imitation's own; never written anywhere
     bars_were_off = are_progress_bars_disabled()
     disable_progress_bars()
@@ -387,8 +380,6 @@ def discard_damaged(db: str, log=print) -> bool:
 
 def _damaged_sqlite(db: str) -> tuple[str, str] | None:
     """(path, why) when the demo's SQLite catalog file exists but SQLite cannot read it whole."""
-
-
     path = sqlite_file(resolve_url(db))
     if path is None or not os.path.isfile(path):
         return None
@@ -416,7 +407,6 @@ def _status_of(db, repo_id: str):
 
 def urls(host: str, port: int, db_name: str) -> dict:
     """The pages the demo points at (printed once datasette answers)."""
-
     base = f"http://{host}:{port}"
     return {
         "home": f"{base}/",

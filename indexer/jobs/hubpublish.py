@@ -151,7 +151,6 @@ def _schema(cols):
 
 def export_drafts(db: str, dest: Path, targets: int = DRAFT_TARGETS) -> int:
     """The ranked drafts ``indexer query`` gives each of the ``targets`` most downloaded ok repos, per engine."""
-
     rows = []
     reader = open_reader(db)
     try:
@@ -233,7 +232,6 @@ def card(repo_id: str, manifest: dict) -> str:
 
 def build(db: str | None, out: Path) -> dict:
     """Write every file of the commit into ``out``; returns the manifest (also written as manifest.json)."""
-
     if sqlite_path(resolve_url(db)) is None:
         src = out / ".export.sqlite"
         export_sqlite(db, src)
@@ -281,8 +279,6 @@ def publish_to_hub(db: str | None, repo_id: str, *, endpoint: str | None = None,
                    sleep=None, log=lambda _m: None, progress: bool = False) -> dict:
     """Build the snapshot and commit it to the dataset ``repo_id``; returns what was done (``status``
     ``published`` or ``unchanged``, the commit, the manifest). ``progress``: one upload bar (a terminal's)."""
-
-
     token = token or get_token()
     hub = DatasetRepo(repo_id, endpoint=endpoint, token=token)  # a mistyped id or offline: refused here
     if not token:

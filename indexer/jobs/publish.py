@@ -106,7 +106,6 @@ def export_sqlite(db: str | None, dest: Path) -> dict:
 def load_metadata(db_name: str = METADATA_DB_KEY) -> dict:
     """indexer/data/metadata.yml with its database section keyed by ``db_name`` (datasette uses the file stem)
     and the engine lists taken from the registry, so the home page names every engine."""
-
     names = [e.display for e in ENGINES.values()]
     text = METADATA_PATH.read_text(encoding="utf-8")
     text = text.replace("@ENGINE_NAMES@", ", ".join(names)).replace(
@@ -127,7 +126,6 @@ def write_metadata(path: Path, db_name: str = METADATA_DB_KEY) -> Path:
 def datasette_args(db_file: str, metadata: str, host: str = DEFAULT_HOST, port=DEFAULT_PORT,
                    plugins_dir: str | None = None) -> list:
     """``datasette serve`` arguments: immutable catalog, our metadata and the site plugin (indexer/site)."""
-
     args = ["serve", "-i", str(db_file), "--metadata", str(metadata), "--host", host, "--port", str(port),
             "--plugins-dir", str(plugins_dir or PLUGINS_DIR)]
     for name, value in DATASETTE_SETTINGS:
@@ -154,7 +152,6 @@ def check_port(host: str, port: int) -> None:
     """Bind the port as uvicorn will (SO_REUSEADDR, uvicorn 0.54 config.py:601, so a TIME_WAIT socket is no
     obstacle) and let it go. Only a port in use is blamed on another server; an address that is not this
     machine's, or a privileged port, is named as such."""
-
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -371,7 +368,6 @@ SITE_REQUIREMENTS = ("datasette", "datasette-pretty-json", "sqlalchemy", "orjson
 
 def _requirements() -> str:
     """What the bundled site imports: datasette and the modules behind /drafts and /explain."""
-
     lines = []
     for dist in SITE_REQUIREMENTS:
         try:
@@ -412,7 +408,6 @@ def publish(db: str | None, outdir, *, with_tokens: bool = False) -> dict:
     copies the token store too (``tokens/`` beside ``catalog.db``), so the site's explain view can
     run the llama.cpp and TLI checks on token text; without it they say the lists are unavailable.
     """
-
     url = resolve_url(db)
     out = output_dir(outdir)  # a file in the way, no permission: one line, exit 2
     with scratch_dir(prefix=".export-", dir=out) as tmp:

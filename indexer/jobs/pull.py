@@ -113,7 +113,6 @@ def _verify(file: Path, sha256: str, size: int, name: str) -> None:
 def check_staged(staged: Path) -> dict:
     """Integrity, schema revision and schema of the staged snapshot (every table, column, index, view and trigger
     as the migrations make them at its revision); an older revision is migrated in place."""
-
     ok = integrity(staged)
     if ok != "ok":
         raise DatasetError(f"the downloaded catalog fails its integrity check ({ok}); the old catalog is kept",
@@ -140,7 +139,6 @@ def keep_measurements(old: Path, staged: Path) -> int:
     """Copy into the staged snapshot the local catalog's measurements (``indexer measure``) it lacks: a pull brings
     the published ones and never loses those made here. A row is the same when its pair, engine, device, task and
     time are. Returns how many were kept."""
-
     if not old.exists():
         return 0
     con = sqlite3.connect(staged.resolve().as_uri(), uri=True)
@@ -180,7 +178,6 @@ def merge_tokens(archive: Path, root: Path) -> int:
     """Merge the published token store into ``root``: every new or changed file checked against its name (the
     store is content-addressed: ``tokenstore.check_item``) before any is written, then each written beside its
     place and renamed into it; returns how many files were new or changed."""
-
     with tarfile.open(archive, "r:") as tar:
         for member in tar:
             if not (member.isfile() and TOKEN_NAME.fullmatch(member.name)):

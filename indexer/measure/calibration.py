@@ -21,7 +21,6 @@ SOURCE = "indexer measure"  # the source of these rows: one source, for leave-on
 
 def calibration_rows(reader) -> list[dict]:
     """The catalog's calibration-grade measurements as rows of the shared measurements' shape."""
-
     try:
         found = [dict(zip(COLUMNS, r)) for r in reader.all(
             f"SELECT {', '.join(COLUMNS)} FROM measurements WHERE calibration AND speedup IS NOT NULL ORDER BY id")]
@@ -36,7 +35,6 @@ def calibration_rows(reader) -> list[dict]:
 
 def cases(db: str | None) -> list:
     """``calibrate.Case`` of each calibration-grade measurement whose models and quantization are known."""
-
     out = []
     with Reader(db, needs="repos") as reader:
         for row in calibration_rows(reader):

@@ -93,7 +93,6 @@ def measure(target: str, draft: str, engine: str, url: str, *, baseline_url: str
             db: str | None = None, timeout: float = 600.0) -> dict:
     """Measure the pair on the engine's server at ``url`` (and ``baseline_url`` without speculation) and put the
     estimate beside it."""
-
     if engine not in SERVERS:
         raise BadInput(f"{engine} has no server to measure through; --engine is one of "
                        f"{', '.join(SERVERS)}, or transformers (run here)")
@@ -118,7 +117,6 @@ def result(target: str, draft: str, engine: str, spec: Totals, base: Totals | No
            target_quant: str | None, draft_quant: str | None, db: str | None, sources: dict,
            not_reported: str | None = None, note: str | None = None) -> dict:
     """The JSON of one measurement and its estimate."""
-
     device = hw.lookup(hardware).name if hardware else None
     acceptance = round(spec.accepted / spec.drafted, 4) if spec.drafted and spec.accepted is not None else None
     if draft_tokens is None and spec.rounds and spec.drafted:
@@ -158,7 +156,6 @@ def estimate(target: str, draft: str, engine: str, *, hardware: str | None, task
              target_quant: str | None, draft_quant: str | None, db: str | None) -> dict:
     """``check``'s ``speedup`` object for the same setup (its verdict on the engine decides whether there is
     one), or ``{"estimate": None, "why": ...}`` when the pair cannot be checked from the catalog."""
-
     def known(q: str | None) -> str | None:
         try:
             return q if q and quants.lookup(q) else None

@@ -45,7 +45,6 @@ def _flag(value: str | None) -> bool:
 
 def _repo_id(args: dict, name: str) -> str:
     """A repo id (or Hub URL) from the URL, by its form alone: the server's disk is never consulted."""
-
     if not (args.get(name) or "").strip():
         raise SiteError(f"give ?{name}=owner/name")
     return target(args[name], name, local_dirs=False)
@@ -55,7 +54,6 @@ def speed_options(args: dict):
     """URL parameters -> the :class:`~indexer.answer.speedup.Options` the CLI builds from its speed options; an
     unknown hardware, quantization or task is the CLI's one line (BadInput: exit 2, HTTP 400). Blank means not given
     (the form's "reference devices")."""
-
     given = {key: args[name].strip() for name, key in SPEED_ARGS.items() if (args.get(name) or "").strip()}
     if "bandwidth" in given:
         try:
@@ -76,7 +74,6 @@ def speed_query(args: dict) -> dict:
 
 def query_kwargs(args: dict) -> dict:
     """URL parameters -> the keyword arguments of ``run_query`` exactly as the CLI passes them."""
-
     by_device = not (args.get("engine") or "").strip() and (args.get("hardware") or "").strip()
     kwargs = {
         "engine": (args.get("engine") or query.DEFAULT_ENGINE).strip(),
@@ -107,14 +104,12 @@ def query_kwargs(args: dict) -> dict:
 def engine_versions(args: dict) -> dict[str, str]:
     """``?engine_version=vllm==0.33.0`` (several: comma-separated) -> {engine: release}, as --engine-version;
     an unknown engine or release is the CLI's one line (HTTP 400)."""
-
     given = [v.strip() for v in (args.get("engine_version") or "").split(",") if v.strip()]
     return parse_versions(given)
 
 
 def drafts(db: str, args: dict, reader=None) -> dict:
     """``GET /drafts.json``: the JSON of ``indexer query --target T --engine E [--all] --json``."""
-
     target = _repo_id(args, "target")
     kwargs = query_kwargs(args)
     with repo_ids_only():
@@ -124,7 +119,6 @@ def drafts(db: str, args: dict, reader=None) -> dict:
 def drafts_with_summary(db: str, args: dict) -> tuple[dict, list[dict] | None]:
     """``GET /drafts``: the answer with its near misses and, unless it is the all-methods overview, the
     per-engine summary; every question through one reader, opened once the URL parameters are valid."""
-
     page_args = {**args, "near_misses": "1"}  # the page always shows near misses with their fix
     _repo_id(page_args, "target")  # bad parameters first, in the words /drafts.json has for them
     query_kwargs(page_args)
@@ -137,7 +131,6 @@ def drafts_with_summary(db: str, args: dict) -> tuple[dict, list[dict] | None]:
 
 def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
     """How many ranked drafts and near misses each engine has for ``target`` (one line per engine)."""
-
     out: list[dict] = []
     for engine in query.ENGINES:
         try:
@@ -152,7 +145,6 @@ def engine_summary(db: str, target: str, args: dict, reader=None) -> list[dict]:
 
 def explain(db: str, args: dict) -> dict:
     """``GET /explain.json``: the JSON of ``indexer check T D --json`` with the same speed options."""
-
     target, draft = _repo_id(args, "target"), _repo_id(args, "draft")
     speed = speed_options(args)  # bad names first, as the CLI checks them before the pair
     # Read-only: the served file is immutable to datasette, and a published snapshot stays byte-identical.

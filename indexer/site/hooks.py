@@ -92,7 +92,6 @@ def _methods():
 def _speed_form(args: dict) -> dict:
     """The speed pickers' choices (every device of ``speed.hardware.DEVICES``, the tasks) and the speed parameters
     the request gave, as a query-string tail for the page's links."""
-
     given = speed_query(args)
     devices: dict[str, list[str]] = {}  # kind -> names, in DEVICES' order
     for d in DEVICES:
@@ -145,7 +144,6 @@ async def drafts_page(request, datasette):
 
 async def explain_page(request, datasette):
     """``GET /explain``: the pair form and, given a target and a draft, the check as a page."""
-
     args = _args(request)
     ctx = {"args": args, "result": None, "error": None, "engine_names": query.ENGINE_NAMES, **_speed_form(args)}
     status = 200
@@ -161,7 +159,6 @@ async def explain_page(request, datasette):
 
 async def about_page(request, datasette):
     """``GET /about``: what the site answers, with this version and the engines."""
-
     return Response.html(await datasette.render_template(
         "indexer_about.html", {"version": __version__, "engines": _engines()}, request=request))
 
@@ -260,7 +257,6 @@ def databases_json(datasette):
 @hookimpl
 def prepare_jinja2_environment(env, datasette):
     """Put the plugin's templates first (index.html override, the question pages) and add filters."""
-
     env.loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES_DIR)), env.loader])
     env.filters["params"] = fmt_params
     env.filters["ratio"] = fmt_ratio
@@ -286,14 +282,12 @@ def code_spans(text) -> Markup:
 
 def _agree_pct(a: dict) -> str:
     """A draft's agreement figure as the CLI words it: never 100.0% while tokens differ."""
-
     share = a["text_agreement"] if a["text_agreement"] is not None else a["ids_agreement"]
     return percent(share, bool(a["differing_ids"]))
 
 
 def _speedup_words(s: dict) -> str:
     """check's speed-up line (answer/speedup.py ``words``), loaded when a page shows one."""
-
     return words(s)
 
 
@@ -310,7 +304,6 @@ def _hub_link(repo_id: str, datasette, status: str | None = None) -> Markup:
 @hookimpl
 def render_cell(row, value, column, table, database, datasette):
     """Human labels on the raw tables: params in words, Hub links, short hashes; the raw value stays in JSON."""
-
     if value is None or isinstance(value, bytes):
         return None
     if column == "repo_id" and table in REPO_ID_TABLES and isinstance(value, str):

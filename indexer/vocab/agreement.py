@@ -46,7 +46,6 @@ def grade(figure: float) -> str:
 @lru_cache(maxsize=1)
 def reference_parts() -> tuple[str, ...]:
     """The reference text's parts, in order (package data: indexer/resources.py)."""
-
     root = package_path("vocab", "reference_text")
     return tuple(root.joinpath(name).read_text("utf-8") for name in REFERENCE_PARTS)
 

@@ -133,7 +133,6 @@ def _int(v) -> int | None:
 
 def _text(config: dict) -> dict:
     """The text config the facts are read from: transformers' get_text_config(), else SGLang's pick."""
-
     try:
         return transformers_text_config(config)[1]
     except AmbiguousTextConfig:
@@ -224,7 +223,6 @@ def _class_default(text: dict, config: dict) -> int | None:
 
 @lru_cache(maxsize=256)
 def _type_default(model_type: str) -> int | None:
-
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # as vocab/fingerprint.py: no banner in the output
     try:
         with TRANSFORMERS_LOCK:
@@ -238,7 +236,6 @@ def _type_default(model_type: str) -> int | None:
 def sglang_context(config: dict) -> int:
     """SGLang's get_context_length on its hf_text_config (common.py:677-694): the first context key, times the
     rope factor unless the rope parameters carry original_max_position_embeddings or are llama3."""
-
     text = sglang_text_config(config)[1]
     rope = _rope(text)
     factor = 1
@@ -258,7 +255,6 @@ def vllm_context(config: dict, tokenizer_config: dict | None = None) -> int | No
     """vLLM's max_model_len from its hf_text_config (model_arch_config_convertor.py:374-403, config/model.py:
     2545-2640): the smallest context key, tokenizer_config's model_max_length as a cap, the rope factor except
     for the types in VLLM_UNSCALED_ROPE and Gemma-3. None when get_text_config() raises (vLLM refuses)."""
-
     try:
         text = vllm_text_config(config)[1]
     except AmbiguousTextConfig:

@@ -29,7 +29,6 @@ def _sorted_canonical(vocab: dict[str, int]) -> bytes:
 
 def vocab_sha256(vocab: dict[str, int]) -> str:
     """The fingerprint of a token->id mapping: sha256 of its canonical bytes."""
-
     return hashlib.sha256(canonical_bytes(vocab)).hexdigest()
 
 

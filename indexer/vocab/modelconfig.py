@@ -54,7 +54,6 @@ def _vocab_size(value, where: str) -> int | None:
 def _vocab_sizes_from_transformers(directory: Path, sglang_key: str | None) -> tuple[int | None, int | None]:
     """(SGLang, transformers) vocab_size as transformers' config classes fill them in, for
     configs that leave vocab_size to a class default (AutoConfig, never remote code)."""
-
     try:
         with TRANSFORMERS_LOCK:
             cfg = deferred.transformers.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
@@ -96,7 +95,6 @@ def check_dimensions(config: dict, where: str = "", depth: int = 0) -> None:
 
 def read_config(directory: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ConfigFacts:
     """Every fact the engines' rules take from a directory's ``config.json``, read once (size-capped)."""
-
     directory = Path(directory)
     path = directory / "config.json"
     if not path.is_file():

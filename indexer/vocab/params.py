@@ -159,7 +159,6 @@ def _sparse_layers(text: dict, layers: int) -> int:
 
 def estimate_from_config(config: dict) -> ParamEstimate | None:
     """Parameters of the language model a ``config.json`` describes, or None when it lacks the sizes."""
-
     _, text = sglang_text_config(config)
     model_type = text.get("model_type") or config.get("model_type")
     hidden = _first(text, "hidden_size", "n_embd", "n_embed", "d_model", "dim")
@@ -280,7 +279,6 @@ def speed_facts(config: dict, kv_layers: int | None = None) -> dict:
     """What the speed model (indexer/speed/model.py) reads of a config beyond the parameter count: the estimate and
     the active share, layers, hidden size, vocabulary, tied embeddings, routed experts, KV elements per token
     (``kv_layers``: the layers that keep a KV cache, for hybrid models) and the declared quantization."""
-
     _, text = sglang_text_config(config)
     est = estimate_from_config(config)
     hidden = _first(text, "hidden_size", "n_embd", "n_embed", "d_model", "dim")
