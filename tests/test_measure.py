@@ -207,6 +207,28 @@ def test_transformers_runs_the_pair_here_and_an_identical_draft_accepts_everythi
     assert o["acceptance"] < 1.0
 
 
+def test_transformers_without_torch_is_one_line(tmp_path):
+    """Where torch is not installed (this venv), the measurement is refused in one line, before transformers is
+    imported (its import would print a banner about the missing torch first)."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    from tokfactory import make_text_model
+
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed in this venv")
+    model = make_text_model(tmp_path / "model")
+    code = "import sys; sys.argv[0] = 'indexer'; from indexer.cli import main; main()"
+    env = {k: v for k, v in os.environ.items() if k != "TRANSFORMERS_VERBOSITY"}  # as a user runs it
+    r = subprocess.run([sys.executable, "-c", code, "measure", str(model), str(model), "--engine", "transformers"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == ["error: --engine transformers needs torch and transformers importable here "
+                                     "(pip install torch transformers)"]
+
+
 # ---- kept and shared: publish, pull, the site --------------------------------------------------------------------
 
 def _measurements(path) -> list[tuple]:

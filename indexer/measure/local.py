@@ -99,8 +99,8 @@ def measure_local(target: str, draft: str, *, hardware: str | None = None, task:
                   max_tokens: int = 64, runs: int = 1, draft_tokens: int | None = None,
                   db: str | None = None) -> dict:
     """The measurement of the pair on this machine, as :func:`indexer.measure.run.measure` returns it."""
+    t_model, d_model = _load(target, "target"), _load(draft, "draft")  # torch first: no transformers banner
     transformers = deferred.transformers
-    t_model, d_model = _load(target, "target"), _load(draft, "draft")
     tokenizer = transformers.AutoTokenizer.from_pretrained(target, trust_remote_code=False, local_files_only=True)
     gamma = draft_tokens or DEFAULT_DRAFT_TOKENS
     d_model.generation_config.num_assistant_tokens = gamma
