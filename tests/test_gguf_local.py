@@ -105,3 +105,7 @@ def test_query_target_gguf_answers_from_the_catalog(catalog, tmp_path):
     other = write_vocab_gguf(tmp_path / "Other.gguf", predicted, rename={9: "zzz"})
     res = run("query", "--db", db, "--target", other, "--engine", "llama.cpp")
     assert res.exit_code == 3 and "no catalog repo has its GGUF vocabulary" in res.output
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00")
+    res = run("query", "--db", db, "--target", bad)
+    assert res.exit_code == 2 and res.output.count(str(bad)) == 1 and "not a valid GGUF file" in res.output, res.output

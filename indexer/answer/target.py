@@ -99,14 +99,19 @@ def hub_gguf_name(repo_id: str, facts) -> str | None:
     return f"{repo_id}:{facts['quant']}" if facts.get("quant") else repo_id
 
 
+def _without_path(message: str, *paths) -> str:
+    """A reader's message without the path it begins with: the answer says the path once, in its own words."""
+    for p in paths:
+        message = message.removeprefix(f"{p}: ").removeprefix(f"{Path(p)}: ")
+    return message
+
+
 def _local_target(cat: Reader, path: str) -> Target:
     """A local model directory, answered as the catalog repo with the same tokenizer and vocab sizes."""
     try:
         directory, config, fp = deferred.localdir.read_dir(path)
     except InputError as e:
-
-        said = e.message.removeprefix(f"{path}: ").removeprefix(f"{Path(path)}: ")  # the path said once
-        raise QueryError(f"target {path}: {said}") from None
+        raise QueryError(f"target {path}: {_without_path(e.message, path)}") from None
     tok = tokenizer_by_sha(cat, fp.vocab_sha256)
     found = twins(cat, tok) if tok is not None else []
     same = [tw for tw in found if tw[1] == config.vocab_size and tw[2] == config.vocab_size_transformers]
@@ -135,7 +140,7 @@ def _local_gguf_target(cat: Reader, arg: str, path) -> Target:
     try:
         f = deferred.gguf_file.read_gguf(path)
     except InputError as e:
-        raise QueryError(f"target {arg}: {e.message}") from None
+        raise QueryError(f"target {arg}: {_without_path(e.message, arg, path)}") from None
     t = dict.fromkeys(TARGET_KEYS)
     t.update(pk=-1, repo_id=str(arg), status="ok")
     if not f.vocab.converted:
