@@ -121,3 +121,18 @@ def test_every_error_carries_its_exit_code_and_http_status():
 
     assert (CrawlFailed, CatalogError, InputError, RepoNotFound, QueryError) == (
         errors.CrawlFailed, errors.CatalogError, errors.InputError, errors.RepoNotFound, errors.QueryError)
+
+
+@pytest.mark.parametrize("command", [["crawl", "--model", "a/b"], ["nightly"], ["pull"]])
+@pytest.mark.parametrize("value", ["notaurl", "ftp://hub.example", "http://", "huggingface.co"])
+def test_an_endpoint_that_is_not_an_http_url_is_one_line_before_any_request(catalog, tmp_path, command, value):
+    """The Hub client would retry such an endpoint six times as a network error; it is refused up front, from
+    --endpoint or $HF_ENDPOINT alike."""
+    db = str(tmp_path / "c.db")
+    for args, env in (([*command, "--endpoint", value], {}), (command, {"HF_ENDPOINT": value})):
+        res = CliRunner().invoke(cli, [*args, "--db", db], env=env)
+        assert res.exit_code == 2, res.output
+        assert res.output.strip() == f"error: --endpoint {value!r} is not a Hub URL; give one such as " \
+                                     "https://huggingface.co"
+    assert validate.endpoint("https://huggingface.co/") == "https://huggingface.co/"
+    assert validate.endpoint("http://127.0.0.1:8080") == "http://127.0.0.1:8080"

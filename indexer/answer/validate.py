@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import BadInput
 from .lookup import hub_url_path
@@ -103,6 +104,20 @@ def limit(value: str | int | None, maximum: int = MAX_LIMIT, name: str = "limit"
     if not 1 <= n <= maximum:
         raise BadInput(f"{name} must be between 1 and {maximum}")
     return n
+
+
+def endpoint(value: str | None, role: str = "--endpoint") -> str | None:
+    """A Hub endpoint: an http(s) URL with a host (the client would retry any other value as a network error)."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(f"{role} {shown(text)} is not a Hub URL; give one such as https://huggingface.co")
+    return value
 
 
 def output_file(value: str | os.PathLike | None, role: str = "file") -> str | None:

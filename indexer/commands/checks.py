@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import click
 
-from ..answer.validate import ANSWER_MAX_LIMIT, limit, local_path, output_dir, output_file, repo_id, target
+from ..answer.validate import (
+    ANSWER_MAX_LIMIT,
+    endpoint,
+    limit,
+    local_path,
+    output_dir,
+    output_file,
+    repo_id,
+    target,
+)
 from ..catalog.connect import preflight
 from ..catalog.dburl import check_folder, resolve_url, sqlite_path
 
@@ -42,6 +51,11 @@ def valid_target(ctx: click.Context, param: click.Parameter, value):
 def valid_repo_ids(_ctx, _param: click.Parameter, values):
     """Callback of --model: each a valid Hub repo id (answer.validate), one line and exit 2 otherwise."""
     return tuple(repo_id(v) for v in values)
+
+
+def valid_endpoint(_ctx, param: click.Parameter, value):
+    """--endpoint (or $HF_ENDPOINT): an http(s) URL, one line and exit 2 otherwise."""
+    return endpoint(value, param.opts[0])
 
 
 def valid_path(_ctx, param: click.Parameter, value):

@@ -12,7 +12,7 @@ from ..crawl.loop import CrawlFailed, CrawlInterrupted, CrawlOptions
 from ..crawl.loop import crawl as run_crawl
 from ..runlog import route_logs
 from .checks import valid_limit, valid_repo_ids
-from .options import db_option, max_bytes_option, request_timeout_option, verbose_option
+from .options import db_option, endpoint_option, max_bytes_option, request_timeout_option, verbose_option
 from .output import fail, print_json
 from .signals import exit_interrupted, interrupt_on_signals, long_run
 
@@ -31,7 +31,7 @@ from .signals import exit_interrupted, interrupt_on_signals, long_run
 @click.option("--full-listing", is_flag=True,
               help="List every scope to its end instead of stopping at its high-water mark (finds deleted "
                    "and renamed repos: only such a listing marks rows gone).")
-@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
+@endpoint_option()
 @click.option("--api-budget", type=click.IntRange(min=1), default=None,
               help="API calls per rate-limit window (default: the Hub's RateLimit-Policy; 500 anonymous, "
                    "1000 with a token until it is announced).")

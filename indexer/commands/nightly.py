@@ -10,7 +10,7 @@ from ..jobs.nightly import EXIT_FAILED, EXIT_LOCKED, LockBusy
 from ..jobs.nightly import nightly as run_nightly
 from ..runlog import route_logs
 from .checks import valid_output_dir, valid_output_file
-from .options import db_option, request_timeout_option, verbose_option
+from .options import db_option, endpoint_option, request_timeout_option, verbose_option
 from .output import fail
 from .signals import exit_interrupted, interrupt_on_signals, long_run
 
@@ -19,7 +19,7 @@ from .signals import exit_interrupted, interrupt_on_signals, long_run
 @db_option
 @click.option("--families", "families", multiple=True,
               help="Family of the families file (env INDEXER_FAMILIES; repeatable or comma-separated; default: all).")
-@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint or mirror (default: $HF_ENDPOINT).")
+@endpoint_option("Hub endpoint or mirror (default: $HF_ENDPOINT).")
 @click.option("--publish-dir", default="data/publish", show_default=True, callback=valid_output_dir,
               help="Publish the bundle here afterwards ('' to skip).")
 @click.option("--to-hub", "to_hub", metavar="ORG/NAME", help="Also publish to this Hub dataset (token from HF_TOKEN).")

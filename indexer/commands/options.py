@@ -8,7 +8,7 @@ import click
 from ..engines import DEFAULT_ENGINE, ENGINE_NAMES, parse_versions
 from ..files import DEFAULT_MAX_FILE_BYTES
 from ..hub import DEFAULT_CALL_SECONDS
-from .checks import check_db
+from .checks import check_db, valid_endpoint
 
 
 def db_option(f):
@@ -43,6 +43,11 @@ def engine_option(help_text: str, by_device: bool = False):
                                  "on that device, fastest first, and the answer of the fastest.")
     return click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), default=DEFAULT_ENGINE,
                         show_default=True, help=help_text)
+
+
+def endpoint_option(help_text: str = "Hub endpoint (default: $HF_ENDPOINT)."):
+    """--endpoint: the Hub or a mirror, from $HF_ENDPOINT by default; checked before the command starts."""
+    return click.option("--endpoint", envvar="HF_ENDPOINT", callback=valid_endpoint, help=help_text)
 
 
 def request_timeout_option(f):

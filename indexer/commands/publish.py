@@ -8,7 +8,7 @@ import click
 
 from ..jobs.hubpublish import publish_to_hub
 from ..jobs.publish import publish as run_publish
-from .options import db_option
+from .options import db_option, endpoint_option
 from .output import fail, print_json
 from .signals import long_run
 
@@ -22,7 +22,7 @@ from .signals import long_run
 @click.option("--to-hub", "to_hub", metavar="ORG/NAME",
               help="Commit the snapshot, token store, manifest, Parquet tables and card to this Hub dataset "
                    "(token from HF_TOKEN).")
-@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint for --to-hub (default: $HF_ENDPOINT).")
+@endpoint_option("Hub endpoint for --to-hub (default: $HF_ENDPOINT).")
 @long_run("publish")
 def publish(outdir, db, as_json, with_tokens, to_hub, endpoint):
     """Write a datasette bundle into OUTDIR: compacted catalog.db (atomic), the site plugin, metadata, serve.sh,

@@ -8,6 +8,7 @@ import click
 
 from ..jobs.pull import pull as run_pull
 from .checks import check_db_folder
+from .options import endpoint_option
 from .output import print_json
 from .signals import long_run
 
@@ -18,7 +19,7 @@ from .signals import long_run
 @click.option("--revision", default="main", show_default=True, help="Branch or commit of the dataset.")
 @click.option("--db", envvar="INDEXER_DB", default=None, callback=check_db_folder,
               help="Catalog file to replace (default data/catalog.db, env INDEXER_DB).")
-@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub endpoint (default: $HF_ENDPOINT).")
+@endpoint_option()
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @long_run("pull")
