@@ -22,11 +22,10 @@ if TYPE_CHECKING:  # what the attributes below are, for the type checker; unused
     import transformers.models.auto.tokenization_auto as tokenization_auto  # noqa: F401
 
     from .answer import live, localdir  # noqa: F401
-    from .crawl import fetch  # noqa: F401
     from .gguf import file as gguf_file  # noqa: F401
 
 # Attribute -> module. Third-party: what an answer from the catalog never needs, or what costs seconds.
-# Ours: the modules that import them at their top.
+# Ours: the modules that import such packages at their top.
 MODULES = {
     "orjson": "orjson",  # tokenizer files parsed 2-3x faster; an answer parses none
     "sentencepiece": "sentencepiece",  # tokenizer.model files without a tokenizer.json
@@ -34,7 +33,6 @@ MODULES = {
     "torch": "torch",  # `indexer measure` only
     "transformers": "transformers",  # get_vocab()'s reference semantics, where a fast path cannot decide
     "tokenization_auto": "transformers.models.auto.tokenization_auto",  # its tables (vocab/hf_tables.py)
-    "fetch": "indexer.crawl.fetch",  # the crawler's Hub reads (huggingface_hub)
     "gguf_file": "indexer.gguf.file",  # GGUF headers (the gguf package, numpy)
     "live": "indexer.answer.live",  # answers that ask the Hub (huggingface_hub, SQLAlchemy)
     "localdir": "indexer.answer.localdir",  # local model directories (tokenizers, transformers)

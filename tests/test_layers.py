@@ -63,11 +63,15 @@ def module_level(tree: ast.Module) -> list[ast.stmt]:
     return out
 
 
+def type_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks: imports that never run."""
+    return {id(n) for t in ast.walk(tree) if is_type_checking(t) for n in ast.walk(t)}
+
+
 def late_imports(source: str) -> list[str]:
     """The import statements of ``source`` that run later than its import (inside a function or class)."""
     tree = ast.parse(source)
-    top = set(map(id, module_level(tree)))
-    skip = {id(n) for t in ast.walk(tree) if is_type_checking(t) for n in ast.walk(t)}
+    top, skip = set(map(id, module_level(tree))), type_only(tree)
     return [f"{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree)
             if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top and id(n) not in skip]
 
@@ -93,8 +97,7 @@ def import_graph() -> dict[str, set[tuple[str, bool]]]:
     graph: dict[str, set[tuple[str, bool]]] = {m: set() for m in mods}
     for mod, (path, is_pkg) in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        top = set(map(id, module_level(tree)))
-        skip = {id(n) for t in ast.walk(tree) if is_type_checking(t) for n in ast.walk(t)}
+        top, skip = set(map(id, module_level(tree))), type_only(tree)
         for node in ast.walk(tree):
             if id(node) in skip:
                 continue

@@ -117,7 +117,7 @@ def endpoint(value: str | None, role: str = "--endpoint") -> str | None:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadInput(f"{role} {shown(text)} is not a Hub URL; give one such as https://huggingface.co")
-    return value
+    return text
 
 
 def output_file(value: str | os.PathLike | None, role: str = "file") -> str | None:

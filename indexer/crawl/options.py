@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from ..catalog.models import Repo
 from ..files import DEFAULT_MAX_FILE_BYTES
-from ..hub.guard import DEFAULT_CALL_SECONDS
+from ..hub import DEFAULT_CALL_SECONDS
 from ..hub.listed import ALL_PIPELINES
 from .families import find_family
 

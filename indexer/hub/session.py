@@ -40,8 +40,8 @@ from huggingface_hub.utils._http import parse_ratelimit_headers
 
 from .. import __version__
 from ..errors import TransientError
+from . import DEFAULT_CALL_SECONDS
 from .guard import (
-    DEFAULT_CALL_SECONDS,
     PATIENT,
     CallTimedOut,
     Cancelled,
